@@ -1,0 +1,55 @@
+# redrive: build, run and test the Go/WASM worker. `make help` lists targets.
+SHELL := bash
+WRANGLER := npx --no-install wrangler
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
+PERSIST := .wrangler/state
+export WRANGLER_SEND_METRICS := false
+
+.PHONY: help build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: build/app.wasm ## build the worker (build/worker.mjs + build/app.wasm)
+
+build/worker.mjs:
+	go run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o build
+
+build/app.wasm: build/worker.mjs $(GO_SOURCES)
+	GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o build/app.wasm .
+
+node_modules: node_modules/.package-lock.json
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+.dev.vars:
+	cp .dev.vars.example .dev.vars
+
+migrate-local: node_modules ## apply migrations to the local D1 (.wrangler/state)
+	$(WRANGLER) d1 migrations apply beer-db --local --persist-to $(PERSIST)
+
+dev: node_modules .dev.vars build migrate-local ## run the worker locally (local D1 + queues) on :8787
+	$(WRANGLER) dev --local --persist-to $(PERSIST) --test-scheduled --port 8787
+
+vet: ## go vet, native and js/wasm
+	go vet ./...
+	GOOS=js GOARCH=wasm go vet . ./platform
+
+fmt: ## gofmt -w
+	gofmt -w $$(git ls-files '*.go')
+
+test-native: ## unit tests against SQLite
+	go test -count=1 ./...
+
+test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)
+	go test -count=1 -tags e2e -timeout 20m -v ./e2e
+
+test: vet test-native test-e2e ## everything CI runs
+
+deploy: node_modules build ## deploy to Cloudflare (needs wrangler login)
+	$(WRANGLER) d1 migrations apply beer-db --remote
+	$(WRANGLER) deploy
+
+clean:
+	rm -rf build

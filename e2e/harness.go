@@ -1,0 +1,373 @@
+//go:build e2e
+
+// Package e2e runs the built wasm worker under `wrangler dev` (workerd, local
+// D1, local Queues) and talks to it over HTTP, with a fake enrichment
+// provider on 127.0.0.1. Run it with `make test-e2e`.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+)
+
+// Test credentials passed to the worker with --var (never real secrets).
+const (
+	TestAPIKey      = "e2e-api-key"
+	TestAdminSecret = "e2e-admin-secret"
+)
+
+// Options configures one worker.
+type Options struct {
+	// Vars are passed as --var NAME:VALUE, overriding wrangler.jsonc's e2e vars.
+	Vars map[string]string
+	// Provider is the fake provider to point ENRICHMENT_API_URL at (a new one when nil).
+	Provider *FakeProvider
+}
+
+// Worker is one running `wrangler dev --env e2e` with its own local state.
+type Worker struct {
+	URL      string
+	Provider *FakeProvider
+
+	root, persist string
+	cmd           *exec.Cmd
+	logPath       string
+	ownProvider   bool
+
+	dbOnce sync.Once
+	db     *sql.DB
+	dbErr  error
+}
+
+// StartWorker applies the migrations to a fresh local D1, starts wrangler dev
+// on free ports and waits (polling /health) until it answers 200.
+func StartWorker(opts Options) (*Worker, error) {
+	root, err := sqlitetest.Root()
+	if err != nil {
+		return nil, err
+	}
+	persist, err := os.MkdirTemp("", "redrive-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log")}
+	if w.Provider == nil {
+		if w.Provider, err = StartFakeProvider(); err != nil {
+			return nil, err
+		}
+		w.ownProvider = true
+	}
+	if out, err := w.wrangler(2*time.Minute, "d1", "migrations", "apply", "beer-db", "--local", "--env", "e2e", "--persist-to", persist); err != nil {
+		w.Stop()
+		return nil, fmt.Errorf("apply migrations: %v\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	inspector, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"dev", "--local", "--env", "e2e", "--persist-to", persist, "--ip", "127.0.0.1",
+		"--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector), "--test-scheduled",
+		"--show-interactive-dev-session=false",
+		"--var", "API_KEY:" + TestAPIKey, "--var", "ADMIN_SECRET:" + TestAdminSecret,
+		"--var", "ENRICHMENT_API_URL:" + w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key"}
+	for k, v := range opts.Vars {
+		args = append(args, "--var", k+":"+v)
+	}
+	logFile, err := os.Create(w.logPath)
+	if err != nil {
+		return nil, err
+	}
+	w.cmd = exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), args...)
+	w.cmd.Dir = root
+	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
+	w.cmd.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := w.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start wrangler dev: %w", err)
+	}
+	go func() { w.cmd.Wait(); logFile.Close() }()
+	w.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
+
+	err = Poll(90*time.Second, func() (bool, error) {
+		resp, err := http.Get(w.URL + "/health")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		log := w.Log()
+		w.Stop()
+		return nil, fmt.Errorf("worker not ready: %v\n--- wrangler log ---\n%s", err, tail(log, 4000))
+	}
+	return w, nil
+}
+
+// Stop ends wrangler and workerd (the whole process group, by PID), closes
+// the fake provider it owns and removes the local state.
+func (w *Worker) Stop() {
+	if w.db != nil {
+		w.db.Close()
+	}
+	if w.cmd != nil && w.cmd.Process != nil {
+		pgid := w.cmd.Process.Pid
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && syscall.Kill(-pgid, 0) == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	if w.ownProvider && w.Provider != nil {
+		w.Provider.Close()
+	}
+	if os.Getenv("E2E_KEEP_STATE") == "" {
+		os.RemoveAll(w.persist)
+	}
+}
+
+// Log returns what wrangler and the worker printed so far.
+func (w *Worker) Log() string {
+	b, _ := os.ReadFile(w.logPath)
+	return string(b)
+}
+
+// wrangler runs a one-off wrangler command in the project root.
+func (w *Worker) wrangler(timeout time.Duration, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(w.root, "node_modules", ".bin", "wrangler"), args...)
+	cmd.Dir = w.root
+	cmd.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
+	return cmd.CombinedOutput()
+}
+
+// Response is a decoded envelope plus the raw response.
+type Response struct {
+	Status  int
+	Header  http.Header
+	Raw     []byte
+	Success bool            `json:"success"`
+	ReqID   string          `json:"requestId"`
+	Data    json.RawMessage `json:"data"`
+	Error   *struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	} `json:"error"`
+}
+
+// Decode unmarshals the envelope's data into v.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Data, v); err != nil {
+		t.Fatalf("decode data: %v\n%s", err, r.Raw)
+	}
+}
+
+// Do sends a request with the given headers; body may be nil, []byte, string or any JSON value.
+func (w *Worker) Do(method, path string, body any, headers map[string]string) (*Response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		js, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(js)
+	}
+	req, err := http.NewRequest(method, w.URL+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	_ = json.Unmarshal(raw, out)
+	return out, nil
+}
+
+// AdminHeaders are valid admin credentials.
+func AdminHeaders() map[string]string {
+	return map[string]string{"X-API-Key": TestAPIKey, "X-Admin-Secret": TestAdminSecret}
+}
+
+// Admin sends an authenticated request and fails the test on transport errors.
+func (w *Worker) Admin(t testing.TB, method, path string, body any) *Response {
+	t.Helper()
+	r, err := w.Do(method, path, body, AdminHeaders())
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// Send puts text messages on a queue through the e2e-only route (up to 100 per call).
+func (w *Worker) Send(t testing.TB, queueName string, bodies ...string) {
+	t.Helper()
+	w.SendDelayed(t, queueName, 0, bodies...)
+}
+
+// SendDelayed is Send with a delivery delay in seconds.
+func (w *Worker) SendDelayed(t testing.TB, queueName string, delaySeconds int, bodies ...string) {
+	t.Helper()
+	for len(bodies) > 0 {
+		n := min(len(bodies), 100)
+		msgs := make([]map[string]any, n)
+		for i, b := range bodies[:n] {
+			msgs[i] = map[string]any{"body": b, "delay_seconds": delaySeconds}
+		}
+		r := w.Admin(t, http.MethodPost, "/__e2e/send", map[string]any{"queue": queueName, "messages": msgs})
+		if r.Status != http.StatusOK {
+			t.Fatalf("send to %s: %d %s", queueName, r.Status, r.Raw)
+		}
+		bodies = bodies[n:]
+	}
+}
+
+// FireCron runs the scheduled handler for expression cron at time at.
+func (w *Worker) FireCron(t testing.TB, cron string, at time.Time) {
+	t.Helper()
+	q := url.Values{"cron": {cron}}
+	if !at.IsZero() {
+		q.Set("time", fmt.Sprint(at.UnixMilli()))
+	}
+	resp, err := http.Get(w.URL + "/cdn-cgi/handler/scheduled?" + q.Encode())
+	if err != nil {
+		t.Fatalf("fire cron: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("fire cron %q: %d %s", cron, resp.StatusCode, body)
+	}
+}
+
+// DB opens the worker's local D1 database file read-only (the SQLite file
+// workerd writes under --persist-to), for asserting on state directly.
+func (w *Worker) DB(t testing.TB) *sql.DB {
+	t.Helper()
+	w.dbOnce.Do(func() {
+		files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
+		for _, f := range files {
+			if filepath.Base(f) != "metadata.sqlite" {
+				w.db, w.dbErr = sql.Open("sqlite", "file:"+f+"?mode=ro&_pragma=busy_timeout(5000)")
+				return
+			}
+		}
+		w.dbErr = fmt.Errorf("no local D1 file under %s", w.persist)
+	})
+	if w.dbErr != nil {
+		t.Fatal(w.dbErr)
+	}
+	return w.db
+}
+
+// Int runs a query returning one integer.
+func (w *Worker) Int(t testing.TB, query string, args ...any) int64 {
+	t.Helper()
+	var n sql.NullInt64
+	if err := w.DB(t).QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n.Int64
+}
+
+// Exec changes the local D1 through `wrangler d1 execute` (slow: seconds);
+// tests use it to seed or age rows. The worker sees the change at once.
+func (w *Worker) Exec(t testing.TB, sqlText string) {
+	t.Helper()
+	out, err := w.wrangler(2*time.Minute, "d1", "execute", "beer-db", "--local", "--env", "e2e", "--persist-to", w.persist, "--command", sqlText)
+	if err != nil {
+		t.Fatalf("d1 execute: %v\n%s", err, out)
+	}
+}
+
+// ExecFile runs a SQL file through `wrangler d1 execute --file`.
+func (w *Worker) ExecFile(t testing.TB, path string) {
+	t.Helper()
+	out, err := w.wrangler(5*time.Minute, "d1", "execute", "beer-db", "--local", "--env", "e2e", "--persist-to", w.persist, "--file", path)
+	if err != nil {
+		t.Fatalf("d1 execute --file: %v\n%s", err, out)
+	}
+}
+
+// Poll calls cond until it reports true, returns an error, or timeout passes.
+func Poll(timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("condition not met within %s", timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Eventually fails the test unless cond holds within timeout; msg describes it.
+func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	if err := Poll(timeout, func() (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("%s: %v", msg, err)
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

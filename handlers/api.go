@@ -1,0 +1,152 @@
+package handlers
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/redrive/redrive/queue"
+)
+
+// API is the HTTP side of redrive: health, the admin API and (only when
+// enabled by the e2e wrangler environment) the test send route.
+type API struct {
+	// DB is the D1 database (SQLite in native tests).
+	DB *sql.DB
+	// Log receives one JSON line per failure, with the request id.
+	Log *slog.Logger
+	// Auth guards every /admin/* route.
+	Auth Auth
+	// Version is reported by /health.
+	Version string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// TestSender, when non-nil, enables POST /__e2e/send (admin auth). It is
+	// set only when the worker runs in the e2e wrangler environment, whose
+	// extra producer bindings do not exist in the production config.
+	TestSender queue.Sender
+}
+
+func (a *API) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// handlerFunc is an HTTP handler that returns its error for the envelope.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// public adapts a handlerFunc without authentication.
+func (a *API) public(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			fail(w, r, a.Log, err)
+		}
+	})
+}
+
+// admin adapts a handlerFunc behind both admin credentials.
+func (a *API) admin(h handlerFunc) http.Handler {
+	return a.public(func(w http.ResponseWriter, r *http.Request) error {
+		if err := a.Auth.check(r); err != nil {
+			return err
+		}
+		return h(w, r)
+	})
+}
+
+// Handler returns the root handler: every route, request ids, and envelopes
+// for unknown paths (404) and wrong methods (405).
+func (a *API) Handler() http.Handler {
+	mux := a.routes()
+	return withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		// No route: let the mux decide between 404 and 405, then answer
+		// with the envelope instead of its plain-text body.
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if allow := rec.Header().Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		code := "NOT_FOUND"
+		msg := "no route for " + r.Method + " " + r.URL.Path
+		if rec.Code == http.StatusMethodNotAllowed {
+			code = "METHOD_NOT_ALLOWED"
+		}
+		fail(w, r, a.Log, &APIError{Status: rec.Code, Code: code, Message: msg})
+	}))
+}
+
+// Routes returns every registered "METHOD /path" pattern (for the OpenAPI check).
+func (a *API) Routes() []string {
+	var out []string
+	for _, rt := range a.routeTable() {
+		out = append(out, rt.pattern)
+	}
+	return out
+}
+
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// routeTable is the single list of routes.
+func (a *API) routeTable() []route {
+	rs := []route{
+		{"GET /health", a.public(a.health)},
+	}
+	if a.TestSender != nil {
+		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)})
+	}
+	return rs
+}
+
+func (a *API) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range a.routeTable() {
+		mux.Handle(rt.pattern, rt.handler)
+	}
+	return mux
+}
+
+type healthData struct {
+	Status  string    `json:"status"`
+	Version string    `json:"version"`
+	D1      d1Health  `json:"d1"`
+	Time    time.Time `json:"time"`
+}
+
+type d1Health struct {
+	OK        bool   `json:"ok"`
+	LatencyMS int64  `json:"latency_ms"`
+	Error     string `json:"error,omitempty"`
+}
+
+// health reports D1 reachability (200) or its failure (503) and the version.
+func (a *API) health(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	start := a.now()
+	var one int
+	err := a.DB.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	d := healthData{Status: "ok", Version: a.Version, Time: a.now().UTC(),
+		D1: d1Health{OK: err == nil, LatencyMS: a.now().Sub(start).Milliseconds()}}
+	if err != nil {
+		a.Log.ErrorContext(r.Context(), "health: d1 unreachable", "request_id", RequestID(r.Context()), "error", err.Error())
+		d.Status, d.D1.Error = "degraded", "d1 query failed"
+		writeJSON(w, http.StatusServiceUnavailable, envelope{Success: false, RequestID: RequestID(r.Context()), Data: d,
+			Error: &errorBody{Code: "D1_UNAVAILABLE", Message: "D1 is not reachable"}})
+		return nil
+	}
+	respond(w, r, http.StatusOK, d)
+	return nil
+}

@@ -1,0 +1,47 @@
+package handlers
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+)
+
+// Auth holds the two admin credentials. Both come from secrets
+// (`wrangler secret put API_KEY` / `ADMIN_SECRET`, or .dev.vars locally).
+type Auth struct {
+	// APIKey is expected in the X-API-Key header (missing or wrong: 401).
+	APIKey string
+	// AdminSecret is expected in the X-Admin-Secret header (missing or wrong: 403).
+	AdminSecret string
+}
+
+// equal compares two secrets in constant time (hashing first, so that the
+// comparison does not leak the expected length either).
+func equal(got, want string) bool {
+	g := sha256.Sum256([]byte(got))
+	w := sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// KeyFingerprint identifies an API key in audit records and logs without
+// revealing it: the first 12 hex digits of its SHA-256.
+func KeyFingerprint(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}
+
+// check returns nil when both headers match, otherwise the error to render.
+// Unset credentials fail closed: no request is ever authorised by an empty secret.
+func (a Auth) check(r *http.Request) *APIError {
+	if a.APIKey == "" || a.AdminSecret == "" {
+		return &APIError{Status: http.StatusServiceUnavailable, Code: "NOT_CONFIGURED", Message: "API_KEY and ADMIN_SECRET must be set (wrangler secret put, or .dev.vars locally)"}
+	}
+	if !equal(r.Header.Get("X-API-Key"), a.APIKey) {
+		return &APIError{Status: http.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "missing or invalid X-API-Key"}
+	}
+	if !equal(r.Header.Get("X-Admin-Secret"), a.AdminSecret) {
+		return &APIError{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: "missing or invalid X-Admin-Secret"}
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Job is one named piece of scheduled work. Jobs are idempotent and bounded.
+type Job interface {
+	Name() string
+	// Run does the work due at now and returns a short summary for the log.
+	Run(ctx context.Context, now time.Time) (summary map[string]any, err error)
+}
+
+// RunRecorder stores each job's last run (see dlq.JobRuns).
+type RunRecorder interface {
+	RecordRun(ctx context.Context, job string, startedAt time.Time, duration time.Duration, runErr error, summary map[string]any) error
+}
+
+// CronRouter maps each cron expression of wrangler.jsonc to its jobs.
+type CronRouter struct {
+	Jobs     map[string][]Job
+	Recorder RunRecorder
+	Log      *slog.Logger
+	// Clock measures durations; time.Now when nil.
+	Clock func() time.Time
+}
+
+func (c *CronRouter) clock() time.Time {
+	if c.Clock != nil {
+		return c.Clock()
+	}
+	return time.Now()
+}
+
+// Run runs every job registered for cron at scheduled time now, one after
+// the other, each recorded and logged as one summary line. One failing job
+// does not stop the others; the joined error is returned so the runtime
+// marks the invocation as failed (it is never hidden).
+func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error {
+	jobs, ok := c.Jobs[cron]
+	if !ok {
+		c.Log.WarnContext(ctx, "cron: no jobs for expression", "cron", cron)
+		return nil
+	}
+	var errs []error
+	for _, j := range jobs {
+		start := c.clock()
+		summary, err := c.runOne(ctx, j, now)
+		dur := c.clock().Sub(start)
+		attrs := []any{"job", j.Name(), "cron", cron, "scheduled_at", now.UnixMilli(), "duration_ms", dur.Milliseconds(), "summary", summary}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", j.Name(), err))
+			c.Log.ErrorContext(ctx, "cron: job failed", append(attrs, "error", err.Error())...)
+		} else {
+			c.Log.InfoContext(ctx, "cron: job done", attrs...)
+		}
+		if c.Recorder != nil {
+			if rerr := c.Recorder.RecordRun(ctx, j.Name(), now, dur, err, summary); rerr != nil {
+				errs = append(errs, fmt.Errorf("record run of %s: %w", j.Name(), rerr))
+				c.Log.ErrorContext(ctx, "cron: could not record run", "job", j.Name(), "error", rerr.Error())
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *CronRouter) runOne(ctx context.Context, j Job, now time.Time) (summary map[string]any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return j.Run(ctx, now)
+}

@@ -1,0 +1,86 @@
+// Package handlers holds redrive's entry points: the HTTP API (routing, auth,
+// envelopes, request ids), the queue batch router and the cron router.
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/google/uuid"
+)
+
+// APIError is an error with an HTTP status and a stable code, rendered as the
+// error envelope. Anything else reaching the envelope is an internal error.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf-style constructors for the common cases.
+func badRequest(code, msg string) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Code: code, Message: msg}
+}
+
+type requestIDKey struct{}
+
+// RequestID returns the request id stored by the middleware ("" outside a request).
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// withRequestID assigns every request a UUID, echoes it in X-Request-ID and
+// stores it in the context for envelopes and logs.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := uuid.NewString()
+		w.Header().Set("X-Request-ID", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+type envelope struct {
+	Success   bool       `json:"success"`
+	RequestID string     `json:"requestId"`
+	Data      any        `json:"data,omitempty"`
+	Error     *errorBody `json:"error,omitempty"`
+}
+
+type errorBody struct {
+	Message string `json:"message"`
+	Code    string `json:"code"`
+}
+
+// writeJSON writes v with status as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// respond writes the success envelope around data.
+func respond(w http.ResponseWriter, r *http.Request, status int, data any) {
+	writeJSON(w, status, envelope{Success: true, RequestID: RequestID(r.Context()), Data: data})
+}
+
+// fail writes the error envelope. An *APIError keeps its status and code;
+// any other error is logged with the request id and answered with a 500.
+func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		log.ErrorContext(r.Context(), "request failed", "request_id", RequestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "error", err.Error())
+		apiErr = &APIError{Status: http.StatusInternalServerError, Code: "INTERNAL_ERROR", Message: "internal error; see logs for request id"}
+	}
+	writeJSON(w, apiErr.Status, envelope{
+		Success:   false,
+		RequestID: RequestID(r.Context()),
+		Error:     &errorBody{Message: apiErr.Message, Code: apiErr.Code},
+	})
+}

@@ -1,0 +1,182 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newAPI(t *testing.T) *API {
+	return &API{DB: sqlitetest.New(t), Log: discard, Auth: Auth{APIKey: "k", AdminSecret: "s"}, Version: "test",
+		TestSender: &queuetest.Sender{}}
+}
+
+func do(h http.Handler, method, path, body string, hdr map[string]string) (*httptest.ResponseRecorder, envelope) {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var env envelope
+	_ = json.Unmarshal(rec.Body.Bytes(), &env)
+	return rec, env
+}
+
+func TestHealth(t *testing.T) {
+	api := newAPI(t)
+	rec, env := do(api.Handler(), "GET", "/health", "", nil)
+	if rec.Code != 200 || !env.Success || env.RequestID == "" || env.RequestID != rec.Header().Get("X-Request-ID") {
+		t.Fatalf("health: %d %s", rec.Code, rec.Body)
+	}
+	api.DB.Close()
+	rec, env = do(api.Handler(), "GET", "/health", "", nil)
+	if rec.Code != 503 || env.Success || env.Error == nil || env.Error.Code != "D1_UNAVAILABLE" {
+		t.Fatalf("health with D1 down: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestAdminAuth(t *testing.T) {
+	h := newAPI(t).Handler()
+	body := `{"queue":"q","messages":[{"body":"x"}]}`
+	cases := []struct {
+		name string
+		hdr  map[string]string
+		code int
+		err  string
+	}{
+		{"no headers", nil, 401, "UNAUTHORIZED"},
+		{"wrong key", map[string]string{"X-API-Key": "x", "X-Admin-Secret": "s"}, 401, "UNAUTHORIZED"},
+		{"no secret", map[string]string{"X-API-Key": "k"}, 403, "FORBIDDEN"},
+		{"wrong secret", map[string]string{"X-API-Key": "k", "X-Admin-Secret": "k"}, 403, "FORBIDDEN"},
+		{"both right", map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"}, 200, ""},
+	}
+	for _, c := range cases {
+		rec, env := do(h, "POST", "/__e2e/send", body, c.hdr)
+		if rec.Code != c.code || (c.err != "" && (env.Error == nil || env.Error.Code != c.err)) {
+			t.Errorf("%s: got %d %s", c.name, rec.Code, rec.Body)
+		}
+	}
+	unset := &API{DB: sqlitetest.New(t), Log: discard, TestSender: &queuetest.Sender{}}
+	rec, _ := do(unset.Handler(), "POST", "/__e2e/send", body, map[string]string{"X-API-Key": "", "X-Admin-Secret": ""})
+	if rec.Code != 503 {
+		t.Errorf("unset credentials must fail closed, got %d", rec.Code)
+	}
+}
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	h := newAPI(t).Handler()
+	rec, env := do(h, "GET", "/nope", "", nil)
+	if rec.Code != 404 || env.Error == nil || env.Error.Code != "NOT_FOUND" || env.RequestID == "" {
+		t.Errorf("404: %d %s", rec.Code, rec.Body)
+	}
+	rec, env = do(h, "DELETE", "/health", "", nil)
+	if rec.Code != 405 || env.Error == nil || env.Error.Code != "METHOD_NOT_ALLOWED" || rec.Header().Get("Allow") == "" {
+		t.Errorf("405: %d %s %v", rec.Code, rec.Body, rec.Header())
+	}
+}
+
+func TestDecodeJSONRejectsBadBodies(t *testing.T) {
+	h := newAPI(t).Handler()
+	auth := map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"}
+	for name, body := range map[string]string{
+		"empty":    "",
+		"null":     "null",
+		"array":    "[1]",
+		"not json": "{nope",
+		"unknown":  `{"queue":"q","messages":[{"body":"x"}],"extra":1}`,
+		"trailing": `{"queue":"q","messages":[{"body":"x"}]} {}`,
+		"types":    `{"queue":1}`,
+	} {
+		rec, env := do(h, "POST", "/__e2e/send", body, auth)
+		if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_REQUEST" {
+			t.Errorf("%s: got %d %s", name, rec.Code, rec.Body)
+		}
+	}
+	big := `{"queue":"` + strings.Repeat("a", MaxBodyBytes) + `"}`
+	if rec, env := do(h, "POST", "/__e2e/send", big, auth); rec.Code != 413 || env.Error.Code != "PAYLOAD_TOO_LARGE" {
+		t.Errorf("big body: %d", rec.Code)
+	}
+}
+
+func TestInternalErrorIsEnvelope500(t *testing.T) {
+	api := newAPI(t)
+	api.TestSender = &queuetest.Sender{Err: errors.New("queue down")}
+	rec, env := do(api.Handler(), "POST", "/__e2e/send", `{"queue":"q","messages":[{"body":"x"}]}`, map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"})
+	if rec.Code != 500 || env.Error == nil || env.Error.Code != "INTERNAL_ERROR" || strings.Contains(rec.Body.String(), "queue down") {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+type consumerFunc func(ctx context.Context, q string, msgs []queue.Message) error
+
+func (f consumerFunc) ConsumeBatch(ctx context.Context, q string, msgs []queue.Message) error {
+	return f(ctx, q, msgs)
+}
+
+func TestQueueRouter(t *testing.T) {
+	var got string
+	r := &QueueRouter{Log: discard, Consumers: map[string]BatchConsumer{
+		"a":     consumerFunc(func(_ context.Context, q string, msgs []queue.Message) error { got = q; msgs[0].Ack(); return nil }),
+		"panic": consumerFunc(func(context.Context, string, []queue.Message) error { panic("boom") }),
+	}}
+	m := queuetest.New("1", "x")
+	if err := r.Consume(context.Background(), "a", queuetest.Batch(m)); err != nil || got != "a" || !m.Acked {
+		t.Fatalf("routed: err=%v got=%q acked=%v", err, got, m.Acked)
+	}
+	u := queuetest.New("2", "x")
+	if err := r.Consume(context.Background(), "other", queuetest.Batch(u)); err != nil || !u.Acked {
+		t.Fatalf("unrouted message must be acked: err=%v acked=%v", err, u.Acked)
+	}
+	p := queuetest.New("3", "x")
+	if err := r.Consume(context.Background(), "panic", queuetest.Batch(p)); err == nil || p.Acked {
+		t.Fatalf("panic must become an error without acking: err=%v", err)
+	}
+}
+
+type jobFunc struct {
+	name string
+	run  func() (map[string]any, error)
+}
+
+func (j jobFunc) Name() string { return j.name }
+func (j jobFunc) Run(context.Context, time.Time) (map[string]any, error) { return j.run() }
+
+type recorder struct{ runs map[string]error }
+
+func (r *recorder) RecordRun(_ context.Context, job string, _ time.Time, _ time.Duration, err error, _ map[string]any) error {
+	r.runs[job] = err
+	return nil
+}
+
+func TestCronRouterRunsEveryJobAndReportsFailures(t *testing.T) {
+	rec := &recorder{runs: map[string]error{}}
+	c := &CronRouter{Log: discard, Recorder: rec, Jobs: map[string][]Job{"* * * * *": {
+		jobFunc{"fails", func() (map[string]any, error) { return nil, errors.New("d1 down") }},
+		jobFunc{"panics", func() (map[string]any, error) { panic("bug") }},
+		jobFunc{"works", func() (map[string]any, error) { return map[string]any{"n": 1}, nil }},
+	}}}
+	err := c.Run(context.Background(), "* * * * *", time.Now())
+	if err == nil || !strings.Contains(err.Error(), "d1 down") || !strings.Contains(err.Error(), "bug") {
+		t.Fatalf("err = %v", err)
+	}
+	if len(rec.runs) != 3 || rec.runs["works"] != nil || rec.runs["fails"] == nil || rec.runs["panics"] == nil {
+		t.Fatalf("runs = %v", rec.runs)
+	}
+	if err := c.Run(context.Background(), "unknown", time.Now()); err != nil {
+		t.Fatalf("unknown cron: %v", err)
+	}
+}

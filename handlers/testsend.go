@@ -1,0 +1,37 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/redrive/redrive/queue"
+)
+
+type testSendRequest struct {
+	Queue    string `json:"queue"`
+	Messages []struct {
+		Body         string `json:"body"`
+		DelaySeconds int    `json:"delay_seconds"`
+	} `json:"messages"`
+}
+
+// testSend puts messages on any queue the e2e environment binds. It exists
+// only when API.TestSender is set (see there).
+func (a *API) testSend(w http.ResponseWriter, r *http.Request) error {
+	var req testSendRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Queue == "" || len(req.Messages) == 0 || len(req.Messages) > 100 {
+		return badRequest("INVALID_REQUEST", "queue and 1..100 messages are required")
+	}
+	out := make([]queue.Outgoing, len(req.Messages))
+	for i, m := range req.Messages {
+		out[i] = queue.Outgoing{Body: m.Body, Delay: time.Duration(m.DelaySeconds) * time.Second}
+	}
+	if err := a.TestSender.SendBatch(r.Context(), req.Queue, out); err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, map[string]int{"sent": len(out)})
+	return nil
+}

@@ -1,0 +1,61 @@
+// Package sqlitetest opens a fresh SQLite database with redrive's schema.sql
+// applied, for native tests of the SQL that D1 runs in production.
+package sqlitetest
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
+)
+
+// Root returns the module root (the directory holding go.mod).
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Open returns an empty file-backed database in t.TempDir (closed at cleanup).
+func Open(t testing.TB) *sql.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "test.sqlite")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// New returns a database with schema.sql applied.
+func New(t testing.TB) *sql.DB {
+	t.Helper()
+	db := Open(t)
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := os.ReadFile(filepath.Join(root, "schema.sql"))
+	if err != nil {
+		t.Fatalf("read schema.sql: %v", err)
+	}
+	if _, err := db.Exec(string(schema)); err != nil {
+		t.Fatalf("apply schema.sql: %v", err)
+	}
+	return db
+}
