@@ -5,7 +5,6 @@ package dlq
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -31,15 +30,6 @@ func (c *Capture) now() time.Time {
 	return time.Now()
 }
 
-type captureRow struct {
-	MessageID string `json:"message_id"`
-	BeerID    string `json:"beer_id"`
-	BeerName  any    `json:"beer_name"`
-	Brewer    any    `json:"brewer"`
-	Attempts  int    `json:"attempts"`
-	Raw       string `json:"raw"`
-}
-
 // ConsumeBatch stores the batch in one statement, then acks every message.
 // When the statement fails the error is returned and the runtime retries the batch.
 func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []queue.Message) error {
@@ -47,34 +37,15 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 	if source == "" {
 		source = queueName
 	}
-	rows := make([]captureRow, len(msgs))
+	now := c.now()
+	fs := make([]Failure, len(msgs))
 	for i, m := range msgs {
-		body, _ := m.Body()
-		var b struct {
-			BeerID   string `json:"beer_id"`
-			BeerName any    `json:"beer_name"`
-			Brewer   any    `json:"brewer"`
-		}
-		_ = json.Unmarshal([]byte(body), &b)
-		if b.BeerID == "" {
-			b.BeerID = "__unparseable__"
-		}
-		rows[i] = captureRow{MessageID: m.ID(), BeerID: b.BeerID, BeerName: b.BeerName, Brewer: b.Brewer, Attempts: m.Attempts(), Raw: body}
+		body, binary := m.Body()
+		fs[i] = Failure{MessageID: m.ID(), SourceQueue: source, Body: body, Binary: binary,
+			Attempts: m.Attempts(), Class: "unknown", Reason: "no attempt record", FailedAt: now}
 	}
-	js, err := json.Marshal(rows)
-	if err != nil {
-		return fmt.Errorf("capture encode: %w", err)
-	}
-	now := c.now().UnixMilli()
-	_, err = c.DB.ExecContext(ctx, `INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_count,
-			source_queue, raw_message, last_message_id, first_failed_at, updated_at)
-		SELECT json_extract(value, '$.message_id'), json_extract(value, '$.beer_id'), json_extract(value, '$.beer_name'),
-			json_extract(value, '$.brewer'), ?1, json_extract(value, '$.attempts'), ?2, json_extract(value, '$.raw'),
-			json_extract(value, '$.message_id'), ?1, ?1
-		FROM json_each(?3) WHERE true
-		ON CONFLICT(message_id) DO NOTHING`, now, source, string(js))
-	if err != nil {
-		return fmt.Errorf("capture store %d messages: %w", len(msgs), err)
+	if err := (Store{DB: c.DB}).Put(ctx, fs); err != nil {
+		return fmt.Errorf("capture: %w", err)
 	}
 	for _, m := range msgs {
 		m.Ack()

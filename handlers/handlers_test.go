@@ -152,7 +152,7 @@ type jobFunc struct {
 	run  func() (map[string]any, error)
 }
 
-func (j jobFunc) Name() string { return j.name }
+func (j jobFunc) Name() string                                           { return j.name }
 func (j jobFunc) Run(context.Context, time.Time) (map[string]any, error) { return j.run() }
 
 type recorder struct{ runs map[string]error }
