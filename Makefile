@@ -13,8 +13,12 @@ help: ## list targets
 
 build: build/app.wasm ## build the worker (build/worker.mjs + build/app.wasm)
 
-build/worker.mjs:
+# workers-assets-gen provides wasm_exec.js; redrive's own entry module
+# (one Go instance per isolate, see platform/worker/worker.mjs) replaces its worker.mjs.
+build/worker.mjs: platform/worker/worker.mjs
 	go run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o build
+	rm -f build/runtime.mjs
+	cp platform/worker/worker.mjs build/worker.mjs
 
 build/app.wasm: build/worker.mjs $(GO_SOURCES)
 	GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o build/app.wasm .

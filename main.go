@@ -2,7 +2,8 @@
 
 // Command redrive is the Cloudflare Worker: it wires the runtime's env and
 // bindings to the handlers and registers the fetch, queue and cron entries.
-// syumai/workers runs main() once per call, so everything here is per call.
+// platform/worker/worker.mjs runs main() once per isolate and dispatches
+// every call to it, so main builds the services once and then blocks.
 package main
 
 import (
@@ -87,8 +88,5 @@ func main() {
 		return crons.Run(ctx, ev.Cron, ev.ScheduledTime)
 	})
 	workers.Ready()
-	select {
-	case <-workers.Done():
-	case <-cron.Done():
-	}
+	select {} // serve calls until the isolate goes away
 }
