@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare/cron"
@@ -47,10 +48,11 @@ func main() {
 
 	sender := platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}
 	api := &handlers.API{
-		DB:      db,
-		Log:     log,
-		Auth:    handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
-		Version: version,
+		DB:       db,
+		Log:      log,
+		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
+		Version:  version,
+		Instance: handlers.NewInstance(time.Now()),
 	}
 	if cfg.E2ERoutes && platform.HasBinding("E2E_DLQ_QUEUE") {
 		api.TestSender = platform.Sender{Bindings: map[string]string{

@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/queue"
 )
@@ -28,7 +31,25 @@ type API struct {
 	// set only when the worker runs in the e2e wrangler environment, whose
 	// extra producer bindings do not exist in the production config.
 	TestSender queue.Sender
+	// Instance describes the Go instance serving calls (reported by /health).
+	Instance *Instance
 }
+
+// Instance identifies one running Go instance; with one instance per isolate
+// (platform/worker/worker.mjs) many calls share it.
+type Instance struct {
+	ID        string
+	StartedAt time.Time
+	calls     atomic.Int64
+}
+
+// NewInstance returns an instance with a fresh id.
+func NewInstance(now time.Time) *Instance {
+	return &Instance{ID: uuid.NewString(), StartedAt: now}
+}
+
+// Call counts one call served by this instance and returns the new total.
+func (i *Instance) Call() int64 { return i.calls.Add(1) }
 
 func (a *API) now() time.Time {
 	if a.Now != nil {
@@ -64,6 +85,9 @@ func (a *API) admin(h handlerFunc) http.Handler {
 func (a *API) Handler() http.Handler {
 	mux := a.routes()
 	return withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.Instance != nil {
+			a.Instance.Call()
+		}
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			h.ServeHTTP(w, r)
@@ -119,10 +143,17 @@ func (a *API) routes() *http.ServeMux {
 }
 
 type healthData struct {
-	Status  string    `json:"status"`
-	Version string    `json:"version"`
-	D1      d1Health  `json:"d1"`
-	Time    time.Time `json:"time"`
+	Status   string        `json:"status"`
+	Version  string        `json:"version"`
+	D1       d1Health      `json:"d1"`
+	Time     time.Time     `json:"time"`
+	Instance *instanceData `json:"instance,omitempty"`
+}
+
+type instanceData struct {
+	ID        string    `json:"id"`
+	StartedAt time.Time `json:"started_at"`
+	Calls     int64     `json:"calls"`
 }
 
 type d1Health struct {
@@ -140,6 +171,9 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 	err := a.DB.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 	d := healthData{Status: "ok", Version: a.Version, Time: a.now().UTC(),
 		D1: d1Health{OK: err == nil, LatencyMS: a.now().Sub(start).Milliseconds()}}
+	if a.Instance != nil {
+		d.Instance = &instanceData{ID: a.Instance.ID, StartedAt: a.Instance.StartedAt.UTC(), Calls: a.Instance.calls.Load()}
+	}
 	if err != nil {
 		a.Log.ErrorContext(r.Context(), "health: d1 unreachable", "request_id", RequestID(r.Context()), "error", err.Error())
 		d.Status, d.D1.Error = "degraded", "d1 query failed"
