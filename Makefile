@@ -6,7 +6,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' -not -pa
 PERSIST := .wrangler/state
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: help build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules
+.PHONY: help bench build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)
 	go test -count=1 -tags e2e -timeout 20m -v ./e2e
 
 test: vet test-native test-e2e ## everything CI runs
+
+bench: node_modules build ## measure the worker in workerd; writes bench-results/latest.json
+	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestBench$$' -timeout 30m -v ./e2e
 
 deploy: node_modules build ## deploy to Cloudflare (needs wrangler login)
 	$(WRANGLER) d1 migrations apply beer-db --remote

@@ -47,6 +47,8 @@ type Options struct {
 type Worker struct {
 	URL      string
 	Provider *FakeProvider
+	// ReadyAfter is the time from starting wrangler dev to the first 200 from /health.
+	ReadyAfter time.Duration
 
 	root, persist string
 	cmd           *exec.Cmd
@@ -105,6 +107,7 @@ func StartWorker(opts Options) (*Worker, error) {
 	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
 	w.cmd.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	started := time.Now()
 	if err := w.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start wrangler dev: %w", err)
 	}
@@ -119,6 +122,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
+	w.ReadyAfter = time.Since(started)
 	if err != nil {
 		log := w.Log()
 		w.Stop()
