@@ -73,21 +73,45 @@ func main() {
 		queue.Enrichment:    &enrichment.Consumer{DB: db, Log: log, Provider: provider},
 		queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
 	}}
+	limits := dlq.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
+	var notifier dlq.Notifier
+	if cfg.AlertWebhookURL != "" {
+		notifier = platform.Webhook{URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
+	}
 	crons := &handlers.CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]handlers.Job{
-		cronFrequent: {&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter}},
-		cronDaily:    {},
+		cronFrequent: {
+			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
+			&dlq.Alerts{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []dlq.Condition{
+				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
+				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},
+				dlq.RepeatFailures{DB: db, MaxReplays: 2},
+				dlq.CapEvicting{DB: db},
+				dlq.JobFailing{DB: db},
+			}},
+		},
+		cronDaily: {
+			&dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
+				AttemptMaxAge: cfg.AttemptRetention, Limits: limits},
+			// admin_audit is defined by the admin API (created_at in epoch ms).
+			&dlq.AuditRetention{DB: db, Table: "admin_audit", TimeColumn: "created_at", MaxAge: cfg.AuditRetention, Limits: limits},
+		},
 	}}
 
 	workers.ServeNonBlock(api.Handler())
 	queues.ConsumeNonBlock(func(b *queues.MessageBatch) error {
 		return router.Consume(context.Background(), b.Queue, platform.Messages(b))
 	})
+	// The cron task always returns nil: syumai's cron turns an error into a
+	// panic that ends this Go instance. Job failures are logged at ERROR,
+	// recorded in job_runs and alerted on by CronRouter.Run and the alerts job.
 	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
 		ev, err := cron.NewEvent(ctx)
 		if err != nil {
-			return err
+			log.Error("cron: no event", "error", err.Error())
+			return nil
 		}
-		return crons.Run(ctx, ev.Cron, ev.ScheduledTime)
+		_ = crons.Run(ctx, ev.Cron, ev.ScheduledTime)
+		return nil
 	})
 	workers.Ready()
 	select {} // serve calls until the isolate goes away

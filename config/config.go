@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -28,6 +29,45 @@ type Config struct {
 	// stay `replaying` before the rescue job returns it to `pending`.
 	ReplayStuckAfter time.Duration
 
+	// Scheduled jobs (see README "Scheduled jobs").
+
+	// CronBatchSize (CRON_BATCH_SIZE, default 1000, 1..10000) is the most rows one
+	// statement of a maintenance job deletes or updates (retention, rescue).
+	CronBatchSize int
+	// CronJobBudget (CRON_JOB_BUDGET_SECONDS, default 20, 1..300) is the wall time
+	// after which a job starts no new batch; what is left waits for its next run.
+	// Twenty seconds of mostly D1 waits is well inside the cron CPU limit (30 s).
+	CronJobBudget time.Duration
+	// DLQRetention (DLQ_RETENTION_DAYS, default 30, 1..3650) is how long an
+	// `acknowledged` or `replayed` DLQ row is kept after that action.
+	DLQRetention time.Duration
+	// DLQMaxRowsPerKey (DLQ_MAX_ROWS_PER_KEY, default 1000, 1..1000000) is how many
+	// `acknowledged`/`replayed` rows are kept per beer_id (newest first).
+	DLQMaxRowsPerKey int
+	// AttemptRetention (ATTEMPT_RETENTION_DAYS, default 7, 1..365) is how long a
+	// message_attempts record is kept.
+	AttemptRetention time.Duration
+	// AuditRetention (AUDIT_RETENTION_DAYS, default 90, 1..3650) is how long an
+	// admin audit record is kept.
+	AuditRetention time.Duration
+
+	// AlertWebhookURL (secret ALERT_WEBHOOK_URL, default none) receives alerts as
+	// Slack-compatible JSON ({"text": ...}). Unset: alerts are only logged.
+	// It usually embeds a token: set it with `wrangler secret put`, never log it.
+	AlertWebhookURL string
+	// AlertWebhookTimeout (ALERT_WEBHOOK_TIMEOUT_SECONDS, default 5, 1..30) aborts a
+	// webhook call that takes longer.
+	AlertWebhookTimeout time.Duration
+	// AlertPendingThreshold (ALERT_PENDING_THRESHOLD, default 100, 1..1000000000):
+	// alert while more DLQ rows than this are `pending`.
+	AlertPendingThreshold int64
+	// AlertOldestPending (ALERT_OLDEST_HOURS, default 24, 1..8760): alert while
+	// the oldest `pending` DLQ row failed longer ago than this.
+	AlertOldestPending time.Duration
+	// AlertReminder (ALERT_REMINDER_MINUTES, default 360, 5..10080) is how often a
+	// still-firing alert is sent again.
+	AlertReminder time.Duration
+
 	// E2ERoutes (E2E_ROUTES=1) enables the test send route; only the e2e
 	// wrangler environment sets it (and binds the producers it needs).
 	E2ERoutes bool
@@ -45,6 +85,18 @@ func Load(getenv func(string) string) (Config, []error) {
 		EnrichmentAPIKey: getenv("ENRICHMENT_API_KEY"),
 		ReplayStuckAfter: l.minutes("DLQ_REPLAY_STUCK_MINUTES", 10, 1, 24*60),
 		E2ERoutes:        getenv("E2E_ROUTES") == "1",
+
+		CronBatchSize:         int(l.int("CRON_BATCH_SIZE", 1000, 1, 10000)),
+		CronJobBudget:         l.seconds("CRON_JOB_BUDGET_SECONDS", 20, 1, 300),
+		DLQRetention:          l.days("DLQ_RETENTION_DAYS", 30, 1, 3650),
+		DLQMaxRowsPerKey:      int(l.int("DLQ_MAX_ROWS_PER_KEY", 1000, 1, 1_000_000)),
+		AttemptRetention:      l.days("ATTEMPT_RETENTION_DAYS", 7, 1, 365),
+		AuditRetention:        l.days("AUDIT_RETENTION_DAYS", 90, 1, 3650),
+		AlertWebhookURL:       l.webhookURL("ALERT_WEBHOOK_URL"),
+		AlertWebhookTimeout:   l.seconds("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5, 1, 30),
+		AlertPendingThreshold: l.int("ALERT_PENDING_THRESHOLD", 100, 1, 1_000_000_000),
+		AlertOldestPending:    time.Duration(l.int("ALERT_OLDEST_HOURS", 24, 1, 8760)) * time.Hour,
+		AlertReminder:         l.minutes("ALERT_REMINDER_MINUTES", 360, 5, 10080),
 	}
 	return c, l.problems
 }
@@ -81,6 +133,25 @@ func (l *loader) seconds(name string, def, lo, hi int64) time.Duration {
 
 func (l *loader) minutes(name string, def, lo, hi int64) time.Duration {
 	return time.Duration(l.int(name, def, lo, hi)) * time.Minute
+}
+
+// webhookURL reads an absolute http(s) URL; anything else is reported
+// (without echoing the value: it may hold a token) and ignored.
+func (l *loader) webhookURL(name string) string {
+	raw := l.getenv(name)
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		l.problems = append(l.problems, fmt.Errorf("%s: want an absolute http(s) URL; alerts are only logged", name))
+		return ""
+	}
+	return raw
+}
+
+func (l *loader) days(name string, def, lo, hi int64) time.Duration {
+	return time.Duration(l.int(name, def, lo, hi)) * 24 * time.Hour
 }
 
 func (l *loader) ms(name string, def, lo, hi int64) time.Duration {

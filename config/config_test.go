@@ -34,3 +34,55 @@ func TestInvalidValuesFallBackAndAreReported(t *testing.T) {
 		t.Errorf("got %+v %v", c, problems)
 	}
 }
+
+func TestScheduledJobKnobs(t *testing.T) {
+	c, problems := Load(env(nil))
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	want := Config{CronBatchSize: 1000, CronJobBudget: 20 * time.Second, DLQRetention: 30 * 24 * time.Hour,
+		DLQMaxRowsPerKey: 1000, AttemptRetention: 7 * 24 * time.Hour, AuditRetention: 90 * 24 * time.Hour,
+		AlertWebhookTimeout: 5 * time.Second, AlertPendingThreshold: 100, AlertOldestPending: 24 * time.Hour,
+		AlertReminder: 360 * time.Minute}
+	got := Config{CronBatchSize: c.CronBatchSize, CronJobBudget: c.CronJobBudget, DLQRetention: c.DLQRetention,
+		DLQMaxRowsPerKey: c.DLQMaxRowsPerKey, AttemptRetention: c.AttemptRetention, AuditRetention: c.AuditRetention,
+		AlertWebhookURL: c.AlertWebhookURL, AlertWebhookTimeout: c.AlertWebhookTimeout, AlertPendingThreshold: c.AlertPendingThreshold,
+		AlertOldestPending: c.AlertOldestPending, AlertReminder: c.AlertReminder}
+	if got != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+
+	c, problems = Load(env(map[string]string{
+		"CRON_BATCH_SIZE": "50", "CRON_JOB_BUDGET_SECONDS": "5", "DLQ_RETENTION_DAYS": "2", "DLQ_MAX_ROWS_PER_KEY": "3",
+		"ATTEMPT_RETENTION_DAYS": "1", "AUDIT_RETENTION_DAYS": "10", "ALERT_WEBHOOK_URL": "http://127.0.0.1:9/hook",
+		"ALERT_WEBHOOK_TIMEOUT_SECONDS": "2", "ALERT_PENDING_THRESHOLD": "5", "ALERT_OLDEST_HOURS": "2", "ALERT_REMINDER_MINUTES": "15",
+	}))
+	if len(problems) != 0 || c.CronBatchSize != 50 || c.CronJobBudget != 5*time.Second || c.DLQRetention != 48*time.Hour ||
+		c.DLQMaxRowsPerKey != 3 || c.AttemptRetention != 24*time.Hour || c.AuditRetention != 240*time.Hour ||
+		c.AlertWebhookURL != "http://127.0.0.1:9/hook" || c.AlertWebhookTimeout != 2*time.Second || c.AlertPendingThreshold != 5 ||
+		c.AlertOldestPending != 2*time.Hour || c.AlertReminder != 15*time.Minute {
+		t.Errorf("set values: %+v %v", c, problems)
+	}
+
+	// Out of bounds or malformed: default, and one problem each.
+	bad := map[string]string{
+		"CRON_BATCH_SIZE": "0", "CRON_JOB_BUDGET_SECONDS": "301", "DLQ_RETENTION_DAYS": "0", "DLQ_MAX_ROWS_PER_KEY": "x",
+		"ATTEMPT_RETENTION_DAYS": "366", "AUDIT_RETENTION_DAYS": "-1", "ALERT_WEBHOOK_TIMEOUT_SECONDS": "31",
+		"ALERT_PENDING_THRESHOLD": "0", "ALERT_OLDEST_HOURS": "1.5", "ALERT_REMINDER_MINUTES": "4",
+		"ALERT_WEBHOOK_URL": "ftp://secret-token@example/x",
+	}
+	c, problems = Load(env(bad))
+	if len(problems) != len(bad) {
+		t.Errorf("problems = %d, want %d: %v", len(problems), len(bad), problems)
+	}
+	for _, p := range problems {
+		if strings.Contains(p.Error(), "secret-token") {
+			t.Errorf("problem echoes the webhook URL: %v", p)
+		}
+	}
+	if c.CronBatchSize != 1000 || c.CronJobBudget != 20*time.Second || c.DLQRetention != 30*24*time.Hour || c.DLQMaxRowsPerKey != 1000 ||
+		c.AttemptRetention != 7*24*time.Hour || c.AuditRetention != 90*24*time.Hour || c.AlertWebhookTimeout != 5*time.Second ||
+		c.AlertPendingThreshold != 100 || c.AlertOldestPending != 24*time.Hour || c.AlertReminder != 360*time.Minute || c.AlertWebhookURL != "" {
+		t.Errorf("bad values must fall back to defaults: %+v", c)
+	}
+}

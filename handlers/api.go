@@ -127,6 +127,7 @@ type route struct {
 func (a *API) routeTable() []route {
 	rs := []route{
 		{"GET /health", a.public(a.health)},
+		{"GET /admin/metrics", a.admin(a.metrics)},
 	}
 	if a.TestSender != nil {
 		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)})

@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-// Job is one named piece of scheduled work. Jobs are idempotent and bounded.
+// Job is one named piece of scheduled work. Jobs are idempotent (a repeated
+// or overlapping run changes nothing twice) and bounded (batch sizes and a
+// wall-time budget; what is left waits for the next run).
 type Job interface {
 	Name() string
 	// Run does the work due at now and returns a short summary for the log.
@@ -37,9 +39,16 @@ func (c *CronRouter) clock() time.Time {
 }
 
 // Run runs every job registered for cron at scheduled time now, one after
-// the other, each recorded and logged as one summary line. One failing job
-// does not stop the others; the joined error is returned so the runtime
-// marks the invocation as failed (it is never hidden).
+// the other, each recorded and logged as one summary line. One failing (or
+// panicking) job does not stop the others.
+//
+// A failure is reported, never hidden: an ERROR log line with the job's
+// error, a job_runs record with last_ok = 0 and failures + 1 (exported by
+// /admin/metrics as redrive_job_failures_total), and the job_failing alert
+// raised by the next alerts run. Run also returns the joined errors, for
+// callers and tests; the worker's cron entry must NOT hand them to
+// syumai/workers' cron, which turns a returned error into a Go panic that
+// ends the Go instance (and every call in flight on it).
 func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error {
 	jobs, ok := c.Jobs[cron]
 	if !ok {

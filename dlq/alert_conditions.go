@@ -1,0 +1,161 @@
+package dlq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// PendingHigh fires while more than Threshold DLQ rows are `pending`
+// (ALERT_PENDING_THRESHOLD).
+type PendingHigh struct {
+	DB        *sql.DB
+	Threshold int64
+}
+
+// Name implements Condition.
+func (PendingHigh) Name() string { return "dlq_pending_high" }
+
+// Check implements Condition.
+func (c PendingHigh) Check(ctx context.Context, _ time.Time) (bool, string, error) {
+	var n int64
+	if err := c.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`).Scan(&n); err != nil {
+		return false, "", fmt.Errorf("count pending: %w", err)
+	}
+	return n > c.Threshold, fmt.Sprintf("%d DLQ rows pending (threshold %d)", n, c.Threshold), nil
+}
+
+// OldestPending fires while the oldest `pending` DLQ row failed more than
+// MaxAge ago (ALERT_OLDEST_HOURS).
+type OldestPending struct {
+	DB     *sql.DB
+	MaxAge time.Duration
+}
+
+// Name implements Condition.
+func (OldestPending) Name() string { return "dlq_oldest_pending" }
+
+// Check implements Condition.
+func (c OldestPending) Check(ctx context.Context, now time.Time) (bool, string, error) {
+	var oldest sql.NullInt64
+	if err := c.DB.QueryRowContext(ctx, `SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending'`).Scan(&oldest); err != nil {
+		return false, "", fmt.Errorf("oldest pending: %w", err)
+	}
+	if !oldest.Valid {
+		return false, fmt.Sprintf("no pending DLQ rows (threshold %s)", c.MaxAge), nil
+	}
+	age := now.Sub(time.UnixMilli(oldest.Int64))
+	return age > c.MaxAge, fmt.Sprintf("oldest pending DLQ row failed %s ago at %s (threshold %s)",
+		age.Round(time.Second), stamp(oldest.Int64), c.MaxAge), nil
+}
+
+// RepeatFailures fires while `pending` DLQ rows have been replayed more than
+// MaxReplays times (seed 002: replay_count > 2): replaying them does not help.
+type RepeatFailures struct {
+	DB         *sql.DB
+	MaxReplays int64
+}
+
+// Name implements Condition.
+func (RepeatFailures) Name() string { return "dlq_repeat_failures" }
+
+// Check implements Condition; the detail names up to five beer ids.
+func (c RepeatFailures) Check(ctx context.Context, _ time.Time) (bool, string, error) {
+	rows, err := c.DB.QueryContext(ctx, `SELECT COUNT(*) OVER (), beer_id, replay_count FROM dlq_messages
+		WHERE status = 'pending' AND replay_count > ? ORDER BY replay_count DESC, id LIMIT 5`, c.MaxReplays)
+	if err != nil {
+		return false, "", fmt.Errorf("repeat failures: %w", err)
+	}
+	defer rows.Close()
+	var total int64
+	var ids []string
+	for rows.Next() {
+		var beer string
+		var replays int64
+		if err := rows.Scan(&total, &beer, &replays); err != nil {
+			return false, "", fmt.Errorf("repeat failures: %w", err)
+		}
+		ids = append(ids, fmt.Sprintf("%s (%d replays)", beer, replays))
+	}
+	if err := rows.Err(); err != nil {
+		return false, "", fmt.Errorf("repeat failures: %w", err)
+	}
+	if total == 0 {
+		return false, fmt.Sprintf("no pending DLQ rows replayed more than %d times", c.MaxReplays), nil
+	}
+	return true, fmt.Sprintf("%d pending DLQ rows replayed more than %d times: %s", total, c.MaxReplays, strings.Join(ids, ", ")), nil
+}
+
+// CapEvicting fires while the last retention run evicted rows over the
+// per-key cap (DLQ_MAX_ROWS_PER_KEY): some beer keeps failing and its oldest
+// history is being lost. It resolves after a retention run that evicts none.
+type CapEvicting struct {
+	DB *sql.DB
+}
+
+// Name implements Condition.
+func (CapEvicting) Name() string { return "dlq_cap_evicting" }
+
+// Check implements Condition; it reads the retention job's last summary.
+func (c CapEvicting) Check(ctx context.Context, _ time.Time) (bool, string, error) {
+	var at sql.NullInt64
+	var evicted sql.NullInt64
+	var keys sql.NullString
+	err := c.DB.QueryRowContext(ctx, `SELECT last_run_at, last_summary ->> '$.deleted_cap', last_summary ->> '$.cap_keys'
+		FROM job_runs WHERE job = ?`, RetentionJobName).Scan(&at, &evicted, &keys)
+	if err == sql.ErrNoRows {
+		return false, "retention has not run yet", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("cap evicting: %w", err)
+	}
+	if evicted.Int64 <= 0 {
+		return false, fmt.Sprintf("the retention run at %s evicted no rows over the per-key cap", stamp(at.Int64)), nil
+	}
+	return true, fmt.Sprintf("the retention run at %s evicted %d rows over the per-key cap; beer ids %s",
+		stamp(at.Int64), evicted.Int64, keys.String), nil
+}
+
+// JobFailing fires while the last run of any scheduled job failed.
+type JobFailing struct {
+	DB *sql.DB
+}
+
+// Name implements Condition.
+func (JobFailing) Name() string { return "job_failing" }
+
+// Check implements Condition; the detail lists each failing job and its error.
+func (c JobFailing) Check(ctx context.Context, _ time.Time) (bool, string, error) {
+	rows, err := c.DB.QueryContext(ctx, `SELECT job, last_run_at, COALESCE(last_error, '') FROM job_runs WHERE last_ok = 0 ORDER BY job`)
+	if err != nil {
+		return false, "", fmt.Errorf("failing jobs: %w", err)
+	}
+	defer rows.Close()
+	var failing []string
+	for rows.Next() {
+		var job, msg string
+		var at int64
+		if err := rows.Scan(&job, &at, &msg); err != nil {
+			return false, "", fmt.Errorf("failing jobs: %w", err)
+		}
+		failing = append(failing, fmt.Sprintf("%s failed at %s: %s", job, stamp(at), clip(msg, 200)))
+	}
+	if err := rows.Err(); err != nil {
+		return false, "", fmt.Errorf("failing jobs: %w", err)
+	}
+	if len(failing) == 0 {
+		return false, "every job's last run succeeded", nil
+	}
+	return true, strings.Join(failing, "; "), nil
+}
+
+// clip shortens s to at most n runes.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,275 @@
+package dlq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/metrics"
+)
+
+// recorder is a Notifier that records texts and fails while failing is set.
+type recorder struct {
+	mu      sync.Mutex
+	texts   []string
+	failing bool
+}
+
+func (r *recorder) Notify(_ context.Context, text string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failing {
+		return errors.New("webhook: status 500")
+	}
+	r.texts = append(r.texts, text)
+	return nil
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.texts
+	r.texts = nil
+	return out
+}
+
+// switchCond is a condition whose state the test sets.
+type switchCond struct {
+	name   string
+	firing bool
+	err    error
+	wait   *sync.WaitGroup // when set, Check waits for every run to reach it
+}
+
+func (c *switchCond) Name() string { return c.name }
+func (c *switchCond) Check(context.Context, time.Time) (bool, string, error) {
+	if c.wait != nil {
+		c.wait.Done()
+		c.wait.Wait()
+	}
+	return c.firing, "detail of " + c.name, c.err
+}
+
+func newAlerts(t *testing.T, conds ...Condition) (*Alerts, *recorder) {
+	rec := &recorder{}
+	return &Alerts{DB: sqlitetest.New(t), Log: discard, Conditions: conds, Notifier: rec, Reminder: time.Hour}, rec
+}
+
+func mustRun(t *testing.T, a *Alerts, at time.Time) map[string]any {
+	t.Helper()
+	sum, err := a.Run(ctx, at)
+	if err != nil {
+		t.Fatalf("run at %s: %v", at, err)
+	}
+	return sum
+}
+
+func expectTexts(t *testing.T, rec *recorder, prefixes ...string) {
+	t.Helper()
+	got := rec.take()
+	if len(got) != len(prefixes) {
+		t.Fatalf("notifications %q, want %d starting with %q", got, len(prefixes), prefixes)
+	}
+	for i, p := range prefixes {
+		if !strings.HasPrefix(got[i], p) {
+			t.Fatalf("notification %d = %q, want prefix %q", i, got[i], p)
+		}
+	}
+}
+
+var t0 = time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
+
+func TestAlertNotifiesOnceWhenItStartsAndOnceWhenItResolves(t *testing.T) {
+	c := &switchCond{name: "x", firing: true}
+	a, rec := newAlerts(t, c)
+	sum := mustRun(t, a, t0)
+	expectTexts(t, rec, "[redrive] FIRING x: detail of x")
+	if sum["notified"] != 1 || len(sum["firing"].([]string)) != 1 {
+		t.Fatalf("summary %v", sum)
+	}
+	mustRun(t, a, t0.Add(5*time.Minute))
+	mustRun(t, a, t0.Add(10*time.Minute))
+	expectTexts(t, rec)
+
+	c.firing = false
+	mustRun(t, a, t0.Add(15*time.Minute))
+	expectTexts(t, rec, "[redrive] RESOLVED x after 15m0s: detail of x")
+	mustRun(t, a, t0.Add(20*time.Minute))
+	expectTexts(t, rec)
+
+	c.firing = true
+	mustRun(t, a, t0.Add(25*time.Minute))
+	expectTexts(t, rec, "[redrive] FIRING x")
+	if n := count(t, a.DB, `SELECT notifications FROM alert_state WHERE name = 'x' AND firing = 1 AND since = ?`, t0.Add(25*time.Minute).UnixMilli()); n != 3 {
+		t.Fatalf("notifications = %d, want 3", n)
+	}
+}
+
+func TestAlertRemindsWhileFiring(t *testing.T) {
+	c := &switchCond{name: "x", firing: true}
+	a, rec := newAlerts(t, c)
+	mustRun(t, a, t0)
+	expectTexts(t, rec, "[redrive] FIRING x")
+	mustRun(t, a, t0.Add(59*time.Minute))
+	expectTexts(t, rec)
+	mustRun(t, a, t0.Add(60*time.Minute))
+	expectTexts(t, rec, "[redrive] STILL FIRING x (since 2030-06-01T10:00:00Z, 1h0m0s): detail of x")
+	mustRun(t, a, t0.Add(61*time.Minute))
+	expectTexts(t, rec)
+	mustRun(t, a, t0.Add(125*time.Minute))
+	expectTexts(t, rec, "[redrive] STILL FIRING x")
+}
+
+// Two runs that read the state before either claims a transition: exactly
+// one of them notifies, for the start and for the resolve.
+func TestAlertOverlappingRunsNotifyOnce(t *testing.T) {
+	db := sqlitetest.New(t)
+	rec := &recorder{}
+	var wg sync.WaitGroup
+	c := &switchCond{name: "x", firing: true, wait: &wg}
+	run := func(at time.Time) {
+		wg.Add(2)
+		var errs [2]error
+		var done sync.WaitGroup
+		for i := range 2 {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				_, errs[i] = (&Alerts{DB: db, Log: discard, Conditions: []Condition{c}, Notifier: rec, Reminder: time.Hour}).Run(ctx, at)
+			}()
+		}
+		done.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+	}
+	run(t0)
+	expectTexts(t, rec, "[redrive] FIRING x")
+	run(t0.Add(2 * time.Hour)) // reminder due for both
+	expectTexts(t, rec, "[redrive] STILL FIRING x")
+	c.firing = false
+	run(t0.Add(3 * time.Hour))
+	expectTexts(t, rec, "[redrive] RESOLVED x")
+}
+
+// A failed notification undoes its claim and fails the run; the next run
+// delivers it. This holds for the start, the reminder and the resolve.
+func TestAlertFailedNotificationIsRetriedByTheNextRun(t *testing.T) {
+	c := &switchCond{name: "x", firing: true}
+	a, rec := newAlerts(t, c)
+	rec.failing = true
+	if _, err := a.Run(ctx, t0); err == nil || !strings.Contains(err.Error(), "status 500") {
+		t.Fatalf("run with failing webhook: err = %v", err)
+	}
+	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_state WHERE name = 'x' AND firing = 1`); n != 0 {
+		t.Fatal("failed start left the alert marked firing")
+	}
+	rec.failing = false
+	mustRun(t, a, t0.Add(5*time.Minute))
+	expectTexts(t, rec, "[redrive] FIRING x")
+
+	rec.failing = true
+	if _, err := a.Run(ctx, t0.Add(65*time.Minute)); err == nil {
+		t.Fatal("failed reminder did not fail the run")
+	}
+	rec.failing = false
+	mustRun(t, a, t0.Add(70*time.Minute))
+	expectTexts(t, rec, "[redrive] STILL FIRING x")
+
+	c.firing = false
+	rec.failing = true
+	if _, err := a.Run(ctx, t0.Add(75*time.Minute)); err == nil {
+		t.Fatal("failed resolve did not fail the run")
+	}
+	rec.failing = false
+	mustRun(t, a, t0.Add(80*time.Minute))
+	expectTexts(t, rec, "[redrive] RESOLVED x after 1h15m0s")
+	if n := count(t, a.DB, `SELECT notifications FROM alert_state WHERE name = 'x' AND firing = 0`); n != 3 {
+		t.Fatalf("notifications = %d, want 3 (failed ones undone)", n)
+	}
+}
+
+// A condition that cannot be checked neither starts nor resolves its alert;
+// the other conditions still run and the run fails.
+func TestAlertCheckErrorKeepsState(t *testing.T) {
+	bad := &switchCond{name: "bad", firing: true}
+	good := &switchCond{name: "good", firing: true}
+	a, rec := newAlerts(t, bad, good)
+	mustRun(t, a, t0)
+	expectTexts(t, rec, "[redrive] FIRING bad", "[redrive] FIRING good")
+	bad.err, bad.firing, good.firing = errors.New("d1 down"), false, false
+	if _, err := a.Run(ctx, t0.Add(5*time.Minute)); err == nil || !strings.Contains(err.Error(), "d1 down") {
+		t.Fatalf("err = %v", err)
+	}
+	expectTexts(t, rec, "[redrive] RESOLVED good")
+	if n := count(t, a.DB, `SELECT firing FROM alert_state WHERE name = 'bad'`); n != 1 {
+		t.Fatal("an unchecked condition was resolved")
+	}
+}
+
+func TestAlertWithoutNotifierStillTracksTransitions(t *testing.T) {
+	c := &switchCond{name: "x", firing: true}
+	a, _ := newAlerts(t, c)
+	a.Notifier = nil
+	if sum := mustRun(t, a, t0); sum["notified"] != 1 {
+		t.Fatalf("summary %v", sum)
+	}
+	if sum := mustRun(t, a, t0.Add(time.Minute)); sum["notified"] != 0 {
+		t.Fatalf("summary %v", sum)
+	}
+}
+
+func TestWebhookPayloadIsSlackJSON(t *testing.T) {
+	var p map[string]string
+	if err := json.Unmarshal(WebhookPayload(`a <b> & "c"`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p) != 1 || p["text"] != `a &lt;b&gt; &amp; "c"` {
+		t.Fatalf("payload %v", p)
+	}
+}
+
+func TestConditions(t *testing.T) {
+	db := sqlitetest.New(t)
+	now := t0
+	check := func(c Condition, wantFiring bool, wantDetail string) {
+		t.Helper()
+		on, detail, err := c.Check(ctx, now)
+		if err != nil || on != wantFiring || !strings.Contains(detail, wantDetail) {
+			t.Fatalf("%s: firing=%v detail=%q err=%v; want firing=%v detail containing %q", c.Name(), on, detail, err, wantFiring, wantDetail)
+		}
+	}
+	pending, oldest := PendingHigh{DB: db, Threshold: 2}, OldestPending{DB: db, MaxAge: 24 * time.Hour}
+	repeat, capped, failing := RepeatFailures{DB: db, MaxReplays: 2}, CapEvicting{DB: db}, JobFailing{DB: db}
+	check(pending, false, "0 DLQ rows pending (threshold 2)")
+	check(oldest, false, "no pending DLQ rows")
+	check(repeat, false, "no pending DLQ rows replayed more than 2 times")
+	check(capped, false, "retention has not run yet")
+	check(failing, false, "every job's last run succeeded")
+
+	seed(t, db,
+		row{msgID: "p1", beerID: "b1", status: "pending", failedAt: now.Add(-25 * time.Hour), replayCount: 3},
+		row{msgID: "p2", beerID: "b2", status: "pending", failedAt: now.Add(-time.Hour)},
+		row{msgID: "p3", beerID: "b3", status: "pending", failedAt: now.Add(-time.Hour), replayCount: 2},
+		row{msgID: "r1", beerID: "b4", status: "replayed", failedAt: now.Add(-90 * time.Hour), replayedAt: now, replayCount: 9},
+	)
+	check(pending, true, "3 DLQ rows pending (threshold 2)")
+	check(oldest, true, "oldest pending DLQ row failed 25h0m0s ago")
+	check(repeat, true, "1 pending DLQ rows replayed more than 2 times: b1 (3 replays)")
+
+	runs := metrics.JobRuns{DB: db}
+	runs.RecordRun(ctx, RetentionJobName, now, time.Second, nil, map[string]any{"deleted_cap": 4, "cap_keys": []string{"b9"}})
+	check(capped, true, `evicted 4 rows over the per-key cap; beer ids ["b9"]`)
+	runs.RecordRun(ctx, RetentionJobName, now.Add(day), time.Second, nil, map[string]any{"deleted_cap": 0})
+	check(capped, false, "evicted no rows")
+
+	runs.RecordRun(ctx, "dlq_rescue", now, time.Second, errors.New("rescue: "+strings.Repeat("x", 300)), nil)
+	check(failing, true, "dlq_rescue failed at 2030-06-01T10:00:00Z: rescue: xxx")
+	runs.RecordRun(ctx, "dlq_rescue", now, time.Second, nil, nil)
+	check(failing, false, "every job's last run succeeded")
+}

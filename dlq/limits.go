@@ -1,0 +1,72 @@
+package dlq
+
+import (
+	"context"
+	"time"
+)
+
+// Limits bounds one run of a maintenance job, so that a large backlog is
+// worked off over several runs instead of one run outliving the cron's limits.
+type Limits struct {
+	// BatchSize is the most rows one statement deletes or updates (CRON_BATCH_SIZE).
+	BatchSize int
+	// Budget is the wall time after which a run starts no new batch
+	// (CRON_JOB_BUDGET_SECONDS). A batch already started always finishes.
+	Budget time.Duration
+	// Clock measures the budget; time.Now when nil (tests pass a fake clock).
+	// In workerd the clock advances across I/O, which is what batches wait on.
+	Clock func() time.Time
+}
+
+func (l Limits) clock() time.Time {
+	if l.Clock != nil {
+		return l.Clock()
+	}
+	return time.Now()
+}
+
+func (l Limits) batchSize() int {
+	if l.BatchSize <= 0 {
+		return 1000
+	}
+	return l.BatchSize
+}
+
+// budget is the wall-time allowance of one run.
+type budget struct {
+	l        Limits
+	deadline time.Time
+}
+
+// start begins a run's budget now.
+func (l Limits) start() *budget {
+	b := l.Budget
+	if b <= 0 {
+		b = 20 * time.Second
+	}
+	return &budget{l: l, deadline: l.clock().Add(b)}
+}
+
+func (b *budget) spent() bool { return !b.l.clock().Before(b.deadline) }
+
+// drain calls step with the batch size until a batch changes fewer rows than
+// that (nothing left) or the budget is spent. The first batch always runs, so
+// every rule of a job makes progress on every run even after an earlier rule
+// used the budget up. more reports that rows were probably left for the next
+// run (the last batch was full when the budget ran out).
+func (b *budget) drain(ctx context.Context, step func(ctx context.Context, limit int) (int64, error)) (total int64, more bool, err error) {
+	size := b.l.batchSize()
+	for {
+		n, err := step(ctx, size)
+		total += n
+		if err != nil {
+			return total, false, err
+		}
+		if n < int64(size) {
+			return total, false, nil
+		}
+		if b.spent() {
+			return total, true, nil
+		}
+	}
+}

@@ -1,0 +1,27 @@
+package handlers
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+
+	"github.com/redrive/redrive/metrics"
+)
+
+// metrics serves GET /admin/metrics: the Prometheus text format of DLQ rows,
+// counters, alert states and job runs, read from D1 in one query. Errors
+// are answered with the JSON error envelope like every other route.
+func (a *API) metrics(w http.ResponseWriter, r *http.Request) error {
+	snap, err := metrics.ReadSnapshot(r.Context(), a.DB)
+	if err != nil {
+		return fmt.Errorf("admin metrics: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := metrics.WritePrometheus(&buf, snap, a.now()); err != nil {
+		return fmt.Errorf("admin metrics: %w", err)
+	}
+	w.Header().Set("Content-Type", metrics.ContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+	return nil
+}

@@ -1,0 +1,31 @@
+package handlers
+
+import (
+	"testing"
+
+	"github.com/redrive/redrive/internal/promtext"
+)
+
+func TestAdminMetrics(t *testing.T) {
+	api := newAPI(t)
+	h := api.Handler()
+	if rec, env := do(h, "GET", "/admin/metrics", "", nil); rec.Code != 401 || env.Error == nil || env.Error.Code != "UNAUTHORIZED" {
+		t.Fatalf("without credentials: %d %s", rec.Code, rec.Body)
+	}
+	api.DB.Exec(`INSERT INTO dlq_messages(message_id, beer_id, failed_at) VALUES ('m', 'b', 1)`)
+	rec, _ := do(h, "GET", "/admin/metrics", "", map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"})
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Fatalf("%d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	page, err := promtext.Parse(rec.Body.String())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rec.Body)
+	}
+	if page.Samples[promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "pending")] != 1 {
+		t.Fatalf("%s", rec.Body)
+	}
+	api.DB.Close()
+	if rec, env := do(h, "GET", "/admin/metrics", "", map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"}); rec.Code != 500 || env.Error == nil || env.Error.Code != "INTERNAL_ERROR" {
+		t.Fatalf("with D1 down: %d %s", rec.Code, rec.Body)
+	}
+}

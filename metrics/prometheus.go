@@ -1,0 +1,212 @@
+package metrics
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ContentType is the Prometheus text exposition format's media type.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Snapshot is everything /admin/metrics reports, read from D1 in one query.
+type Snapshot struct {
+	// DLQ counts dlq_messages rows by status and source queue.
+	DLQ []DLQCount
+	// OldestPendingFailedAt is the failed_at (epoch ms) of the oldest pending row; 0 when none.
+	OldestPendingFailedAt int64
+	// Counters is every row of the counters table.
+	Counters map[string]int64
+	// Alerts is every row of alert_state.
+	Alerts []AlertState
+	// Jobs is every row of job_runs.
+	Jobs []JobRun
+}
+
+// DLQCount is the number of DLQ rows with one status from one source queue.
+type DLQCount struct {
+	Status, SourceQueue string
+	Rows                int64
+}
+
+// AlertState is whether an alert condition is firing.
+type AlertState struct {
+	Name   string
+	Firing bool
+}
+
+// JobRun is a scheduled job's last run and its totals.
+type JobRun struct {
+	Job                     string
+	LastRunAt, LastDuration int64 // epoch ms, ms
+	LastOK                  bool
+	Runs, Failures          int64
+}
+
+// ReadSnapshot reads the snapshot with one statement (a UNION ALL of small
+// aggregates), not one query per metric.
+func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
+	rows, err := db.QueryContext(ctx, `
+		SELECT 'dlq', status, source_queue, COUNT(*), 0, 0, 0, 0 FROM dlq_messages GROUP BY status, source_queue
+		UNION ALL SELECT 'oldest', '', '', COALESCE(MIN(failed_at), 0), 0, 0, 0, 0 FROM dlq_messages WHERE status = 'pending'
+		UNION ALL SELECT 'counter', name, '', value, 0, 0, 0, 0 FROM counters
+		UNION ALL SELECT 'alert', name, '', firing, 0, 0, 0, 0 FROM alert_state
+		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures FROM job_runs`)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
+	}
+	defer rows.Close()
+	s := Snapshot{Counters: map[string]int64{}}
+	for rows.Next() {
+		var kind, a, b string
+		var n1, n2, n3, n4, n5 int64
+		if err := rows.Scan(&kind, &a, &b, &n1, &n2, &n3, &n4, &n5); err != nil {
+			return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
+		}
+		switch kind {
+		case "dlq":
+			s.DLQ = append(s.DLQ, DLQCount{Status: a, SourceQueue: b, Rows: n1})
+		case "oldest":
+			s.OldestPendingFailedAt = n1
+		case "counter":
+			s.Counters[a] = n1
+		case "alert":
+			s.Alerts = append(s.Alerts, AlertState{Name: a, Firing: n1 != 0})
+		case "job":
+			s.Jobs = append(s.Jobs, JobRun{Job: a, LastRunAt: n1, LastDuration: n2, LastOK: n3 != 0, Runs: n4, Failures: n5})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
+	}
+	return s, nil
+}
+
+// help describes the counters redrive's own code adds to; any other row of
+// the counters table is exported too, with a generic description.
+var help = map[string]string{
+	"dlq_retention_deleted_age_total": "DLQ rows deleted by retention because their acknowledge/replay is older than DLQ_RETENTION_DAYS.",
+	"dlq_retention_deleted_cap_total": "DLQ rows deleted by retention over the per-beer_id cap DLQ_MAX_ROWS_PER_KEY.",
+	"attempts_expired_total":          "message_attempts records deleted after ATTEMPT_RETENTION_DAYS.",
+	"audit_expired_total":             "Admin audit records deleted after AUDIT_RETENTION_DAYS.",
+	"dlq_rescued_total":               "DLQ rows returned from replaying to pending by the rescue job.",
+}
+
+var invalidName = regexp.MustCompile(`[^a-zA-Z0-9_:]`)
+
+// MetricName turns a counters-table name into a Prometheus metric name:
+// redrive_ prefix, invalid characters replaced by '_'.
+func MetricName(counter string) string {
+	return "redrive_" + invalidName.ReplaceAllString(counter, "_")
+}
+
+// dlqStatuses are always reported for every source queue seen, zeros included.
+var dlqStatuses = []string{"pending", "replaying", "replayed", "acknowledged"}
+
+// WritePrometheus renders s in the Prometheus text format (version 0.0.4),
+// with HELP and TYPE lines, at now (for ages).
+func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
+	w := bufio.NewWriter(out)
+	family := func(name, typ, text string) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(text), name, typ)
+	}
+	sample := func(name string, v float64, labels ...string) {
+		w.WriteString(name)
+		if len(labels) > 0 {
+			w.WriteByte('{')
+			for i := 0; i < len(labels); i += 2 {
+				if i > 0 {
+					w.WriteByte(',')
+				}
+				fmt.Fprintf(w, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
+			}
+			w.WriteByte('}')
+		}
+		w.WriteByte(' ')
+		w.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
+		w.WriteByte('\n')
+	}
+
+	// DLQ rows: every known status for every source queue present.
+	counts := map[[2]string]int64{}
+	sources := map[string]bool{}
+	statuses := append([]string(nil), dlqStatuses...)
+	for _, c := range s.DLQ {
+		counts[[2]string{c.SourceQueue, c.Status}] += c.Rows
+		sources[c.SourceQueue] = true
+		if !slices.Contains(statuses, c.Status) {
+			statuses = append(statuses, c.Status)
+		}
+	}
+	family("redrive_dlq_messages", "gauge", "DLQ rows (dlq_messages) by status and source queue.")
+	for _, src := range slices.Sorted(maps.Keys(sources)) {
+		for _, st := range statuses {
+			sample("redrive_dlq_messages", float64(counts[[2]string{src, st}]), "source_queue", src, "status", st)
+		}
+	}
+	family("redrive_dlq_oldest_pending_age_seconds", "gauge", "Seconds since the oldest pending DLQ row failed (0 when none is pending).")
+	age := 0.0
+	if s.OldestPendingFailedAt > 0 {
+		age = max(0, float64(now.UnixMilli()-s.OldestPendingFailedAt)/1000)
+	}
+	sample("redrive_dlq_oldest_pending_age_seconds", age)
+
+	for _, n := range slices.Sorted(maps.Keys(s.Counters)) {
+		text, ok := help[n]
+		if !ok {
+			text = "Counter " + n + " (counters table)."
+		}
+		family(MetricName(n), "counter", text)
+		sample(MetricName(n), float64(s.Counters[n]))
+	}
+
+	if len(s.Alerts) > 0 {
+		family("redrive_alert_firing", "gauge", "1 while the alert condition is firing, 0 once resolved (alert_state).")
+		for _, a := range s.Alerts {
+			sample("redrive_alert_firing", b2f(a.Firing), "alert", a.Name)
+		}
+	}
+
+	if len(s.Jobs) > 0 {
+		type jf struct {
+			name, typ, help string
+			v               func(JobRun) float64
+		}
+		for _, f := range []jf{
+			{"redrive_job_last_run_timestamp_seconds", "gauge", "Scheduled time of the job's last run (Unix seconds).", func(j JobRun) float64 { return float64(j.LastRunAt) / 1000 }},
+			{"redrive_job_last_duration_seconds", "gauge", "Wall time of the job's last run.", func(j JobRun) float64 { return float64(j.LastDuration) / 1000 }},
+			{"redrive_job_last_success", "gauge", "1 when the job's last run succeeded, 0 when it failed.", func(j JobRun) float64 { return b2f(j.LastOK) }},
+			{"redrive_job_runs_total", "counter", "Runs of the job.", func(j JobRun) float64 { return float64(j.Runs) }},
+			{"redrive_job_failures_total", "counter", "Failed runs of the job.", func(j JobRun) float64 { return float64(j.Failures) }},
+		} {
+			family(f.name, f.typ, f.help)
+			for _, j := range s.Jobs {
+				sample(f.name, f.v(j), "job", j.Job)
+			}
+		}
+	}
+	return w.Flush()
+}
+
+func escapeHelp(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
+}
+
+func escapeLabel(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(s)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,103 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/promtext"
+	"github.com/redrive/redrive/internal/sqlitetest"
+)
+
+func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
+	db := sqlitetest.New(t)
+	ctx := context.Background()
+	now := time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
+	weird := "odd\"queue\\with\nnewline"
+	for i, r := range []struct {
+		status, source string
+		failedAt       time.Time
+	}{
+		{"pending", "beer-enrichment", now.Add(-90 * time.Minute)},
+		{"pending", "beer-enrichment", now.Add(-10 * time.Minute)},
+		{"acknowledged", "beer-enrichment", now.Add(-48 * time.Hour)},
+		{"replaying", weird, now.Add(-time.Minute)},
+	} {
+		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, status, source_queue, failed_at) VALUES (?, 'b', ?, ?, ?)`,
+			i, r.status, r.source, r.failedAt.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := Counters{DB: db}
+	c.Add(ctx, map[string]int64{"dlq_rescued_total": 3, "enrichment.outcome-ok": 7})
+	c.Add(ctx, map[string]int64{"dlq_rescued_total": 2})
+	db.Exec(`INSERT INTO alert_state(name, firing, since) VALUES ('dlq_pending_high', 1, 1), ('job_failing', 0, NULL)`)
+	runs := JobRuns{DB: db}
+	runs.RecordRun(ctx, "dlq_rescue", now, 1500*time.Millisecond, nil, nil)
+	runs.RecordRun(ctx, "dlq_retention", now.Add(-time.Hour), 250*time.Millisecond, nil, nil)
+	runs.RecordRun(ctx, "dlq_retention", now, 20*time.Millisecond, errors.New("x"), nil)
+
+	snap, err := ReadSnapshot(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WritePrometheus(&buf, snap, now); err != nil {
+		t.Fatal(err)
+	}
+	page, err := promtext.Parse(buf.String())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	want := map[string]float64{
+		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "pending"):      2,
+		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "acknowledged"): 1,
+		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "replaying"):    0,
+		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "replayed"):     0,
+		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "replaying"):                1,
+		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "pending"):                  0,
+		"redrive_dlq_oldest_pending_age_seconds":                                                          5400,
+		"redrive_dlq_rescued_total":                                                                       5,
+		"redrive_enrichment_outcome_ok":                                                                   7,
+		promtext.Key("redrive_alert_firing", "alert", "dlq_pending_high"):                                 1,
+		promtext.Key("redrive_alert_firing", "alert", "job_failing"):                                      0,
+		promtext.Key("redrive_job_last_run_timestamp_seconds", "job", "dlq_rescue"):                       float64(now.Unix()),
+		promtext.Key("redrive_job_last_duration_seconds", "job", "dlq_rescue"):                            1.5,
+		promtext.Key("redrive_job_last_success", "job", "dlq_rescue"):                                     1,
+		promtext.Key("redrive_job_last_success", "job", "dlq_retention"):                                  0,
+		promtext.Key("redrive_job_runs_total", "job", "dlq_retention"):                                    2,
+		promtext.Key("redrive_job_failures_total", "job", "dlq_retention"):                                1,
+	}
+	for k, v := range want {
+		got, ok := page.Samples[k]
+		if !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if len(page.Samples) != 8+1+2+2+5*2 {
+		t.Errorf("%d series:\n%s", len(page.Samples), buf.String())
+	}
+	if page.Types["redrive_dlq_rescued_total"] != "counter" || page.Types["redrive_dlq_messages"] != "gauge" ||
+		!strings.Contains(page.Help["redrive_dlq_rescued_total"], "rescue") {
+		t.Errorf("types %v help %v", page.Types, page.Help)
+	}
+}
+
+func TestPrometheusPageOfAnEmptyDatabase(t *testing.T) {
+	snap, err := ReadSnapshot(context.Background(), sqlitetest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	WritePrometheus(&buf, snap, time.Now())
+	page, err := promtext.Parse(buf.String())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if len(page.Samples) != 1 || page.Samples["redrive_dlq_oldest_pending_age_seconds"] != 0 {
+		t.Fatalf("%v", page.Samples)
+	}
+}
