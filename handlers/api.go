@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/queue"
 )
 
@@ -28,6 +29,8 @@ type API struct {
 	// set only when the worker runs in the e2e wrangler environment, whose
 	// extra producer bindings do not exist in the production config.
 	TestSender queue.Sender
+	// Beers registers beers for enrichment and reads their state.
+	Beers *enrichment.Registry
 }
 
 func (a *API) now() time.Time {
@@ -66,7 +69,7 @@ func (a *API) Handler() http.Handler {
 	return withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
-			h.ServeHTTP(w, r)
+			mux.ServeHTTP(w, r) // (not h: only the mux sets path values like {id})
 			return
 		}
 		// No route: let the mux decide between 404 and 405, then answer
@@ -103,6 +106,8 @@ type route struct {
 func (a *API) routeTable() []route {
 	rs := []route{
 		{"GET /health", a.public(a.health)},
+		{"POST /admin/enrich", a.admin(a.enrich)},
+		{"GET /admin/beers/{id}", a.admin(a.beer)},
 	}
 	if a.TestSender != nil {
 		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)})
