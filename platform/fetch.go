@@ -20,6 +20,9 @@ import (
 type Fetch struct{}
 
 var (
+	// jsFetch is invoked unbound (as syumai's own binding does): called as a
+	// method of js.Global() it fails in workerd with "Illegal invocation".
+	jsFetch       = js.Global().Get("fetch")
 	jsObject      = js.Global().Get("Object")
 	jsHeaders     = js.Global().Get("Headers")
 	jsAbortSignal = js.Global().Get("AbortSignal")
@@ -45,7 +48,7 @@ func (Fetch) Do(ctx context.Context, req enrichment.Request) (enrichment.Respons
 		init.Set("signal", jsAbortSignal.Call("timeout", timeout.Milliseconds()))
 	}
 
-	resp, err := await(ctx, js.Global().Call("fetch", req.URL, init))
+	resp, err := await(ctx, jsFetch.Invoke(req.URL, init))
 	if err != nil {
 		return enrichment.Response{}, fetchError(err, timeout)
 	}
