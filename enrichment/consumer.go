@@ -191,6 +191,9 @@ func (c *Consumer) process(ctx context.Context, queueName string, d delivery, st
 		t[CounterBreakerProbes]++
 		d.log.WarnContext(ctx, "enrichment: circuit breaker half-open; this call probes the provider")
 	}
+	// The quota is reserved after the breaker admits, so a call the breaker
+	// refuses spends nothing. (A probe refused here keeps its lease until it
+	// expires: with the day's budget spent, nothing could call anyway.)
 	ok, used, err := c.Quota().Reserve(ctx, now)
 	if err != nil {
 		c.internal(ctx, queueName, d, err, now, t)
