@@ -14,7 +14,6 @@ import (
 
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare/cron"
-	"github.com/syumai/workers/cloudflare/fetch"
 	"github.com/syumai/workers/cloudflare/queues"
 
 	"github.com/redrive/redrive/config"
@@ -53,6 +52,7 @@ func main() {
 		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
 		Version:  version,
 		Instance: handlers.NewInstance(time.Now()),
+		Beers:    &enrichment.Registry{DB: db, Sender: sender},
 	}
 	if cfg.E2ERoutes && platform.HasBinding("E2E_DLQ_QUEUE") {
 		api.TestSender = platform.Sender{Bindings: map[string]string{
@@ -61,16 +61,25 @@ func main() {
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
 		}}
 	}
-	_ = sender
 
-	provider := enrichment.ChatProvider{
-		URL:    cfg.EnrichmentAPIURL,
-		Model:  cfg.EnrichmentModel,
-		APIKey: cfg.EnrichmentAPIKey,
-		Client: fetch.NewClient().HTTPClient(fetch.RedirectModeFollow),
+	enricher := &enrichment.Consumer{DB: db, Log: log,
+		Provider: enrichment.ChatProvider{
+			URL:     cfg.EnrichmentAPIURL,
+			Model:   cfg.EnrichmentModel,
+			APIKey:  cfg.EnrichmentAPIKey,
+			Timeout: cfg.EnrichmentTimeout,
+			Doer:    platform.Fetch{},
+		},
+		Policy: enrichment.Policy{
+			Backoff:          enrichment.Backoff{Base: cfg.EnrichmentBackoffBase, Max: cfg.EnrichmentBackoffMax},
+			MaxAttempts:      cfg.EnrichmentMaxAttempts,
+			BreakerThreshold: cfg.BreakerThreshold,
+			BreakerCooldown:  cfg.BreakerCooldown,
+			DailyLimit:       cfg.DailyEnrichmentLimit,
+		},
 	}
 	router := &handlers.QueueRouter{Log: log, Consumers: map[string]handlers.BatchConsumer{
-		queue.Enrichment:    &enrichment.Consumer{DB: db, Log: log, Provider: provider},
+		queue.Enrichment:    enricher,
 		queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
 	}}
 	limits := dlq.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}

@@ -23,7 +23,30 @@ type Config struct {
 	// EnrichmentModel (ENRICHMENT_MODEL) is the model name sent to the provider.
 	EnrichmentModel string
 	// EnrichmentAPIKey (secret ENRICHMENT_API_KEY) authenticates provider calls.
+	// When unset every message fails with a configuration error (and is retried).
 	EnrichmentAPIKey string
+	// EnrichmentTimeout (ENRICHMENT_TIMEOUT_MS, default 15000, 100..120000) aborts a
+	// provider call in flight (AbortSignal.timeout); a timeout is a transient failure.
+	EnrichmentTimeout time.Duration
+	// EnrichmentBackoffBase (ENRICHMENT_BACKOFF_BASE_SECONDS, default 30, 1..43200) is
+	// the first cap of the exponential backoff: attempt n waits a uniformly random
+	// 1 s..min(max, base*2^(n-1)) (full jitter).
+	EnrichmentBackoffBase time.Duration
+	// EnrichmentBackoffMax (ENRICHMENT_BACKOFF_MAX_SECONDS, default 3600, 1..43200) caps
+	// the backoff; 43200 s is Queues' 12 h limit on a retry delay. Never below the base.
+	EnrichmentBackoffMax time.Duration
+	// EnrichmentMaxAttempts (ENRICHMENT_MAX_ATTEMPTS, default 4, 1..101) must equal the
+	// main consumer's max_retries + 1: a failure on this attempt marks the beer failed.
+	EnrichmentMaxAttempts int
+	// BreakerThreshold (ENRICHMENT_BREAKER_THRESHOLD, default 5, 1..1000) consecutive
+	// transient provider failures open the circuit breaker.
+	BreakerThreshold int
+	// BreakerCooldown (ENRICHMENT_BREAKER_COOLDOWN_SECONDS, default 60, 1..43200) is how
+	// long the breaker stays open before one half-open probe may call the provider.
+	BreakerCooldown time.Duration
+	// DailyEnrichmentLimit (DAILY_ENRICHMENT_LIMIT, default 500, 1..10000000) is the
+	// number of provider calls allowed per UTC day; further messages wait for the reset.
+	DailyEnrichmentLimit int64
 
 	// ReplayStuckAfter (DLQ_REPLAY_STUCK_MINUTES, default 10) is how long a DLQ row may
 	// stay `replaying` before the rescue job returns it to `pending`.
@@ -97,9 +120,24 @@ func Load(getenv func(string) string) (Config, []error) {
 		AlertPendingThreshold: l.int("ALERT_PENDING_THRESHOLD", 100, 1, 1_000_000_000),
 		AlertOldestPending:    time.Duration(l.int("ALERT_OLDEST_HOURS", 24, 1, 8760)) * time.Hour,
 		AlertReminder:         l.minutes("ALERT_REMINDER_MINUTES", 360, 5, 10080),
+		EnrichmentTimeout:     l.ms("ENRICHMENT_TIMEOUT_MS", 15000, 100, 120000),
+		EnrichmentBackoffBase: l.seconds("ENRICHMENT_BACKOFF_BASE_SECONDS", 30, 1, maxDelaySeconds),
+		EnrichmentBackoffMax:  l.seconds("ENRICHMENT_BACKOFF_MAX_SECONDS", 3600, 1, maxDelaySeconds),
+		EnrichmentMaxAttempts: int(l.int("ENRICHMENT_MAX_ATTEMPTS", 4, 1, 101)),
+		BreakerThreshold:      int(l.int("ENRICHMENT_BREAKER_THRESHOLD", 5, 1, 1000)),
+		BreakerCooldown:       l.seconds("ENRICHMENT_BREAKER_COOLDOWN_SECONDS", 60, 1, maxDelaySeconds),
+		DailyEnrichmentLimit:  l.int("DAILY_ENRICHMENT_LIMIT", 500, 1, 10_000_000),
+	}
+	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {
+		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_BACKOFF_BASE_SECONDS (%s) exceeds ENRICHMENT_BACKOFF_MAX_SECONDS (%s); using the max as base",
+			c.EnrichmentBackoffBase, c.EnrichmentBackoffMax))
+		c.EnrichmentBackoffBase = c.EnrichmentBackoffMax
 	}
 	return c, l.problems
 }
+
+// maxDelaySeconds is Cloudflare Queues' limit on a retry or send delay (12 h).
+const maxDelaySeconds = 43200
 
 type loader struct {
 	getenv   func(string) string

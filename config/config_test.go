@@ -86,3 +86,41 @@ func TestScheduledJobKnobs(t *testing.T) {
 		t.Errorf("bad values must fall back to defaults: %+v", c)
 	}
 }
+
+func TestEnrichmentPolicyDefaults(t *testing.T) {
+	c, _ := Load(env(nil))
+	if c.EnrichmentTimeout != 15*time.Second || c.EnrichmentBackoffBase != 30*time.Second || c.EnrichmentBackoffMax != time.Hour ||
+		c.EnrichmentMaxAttempts != 4 || c.BreakerThreshold != 5 || c.BreakerCooldown != time.Minute || c.DailyEnrichmentLimit != 500 {
+		t.Errorf("enrichment defaults: %+v", c)
+	}
+}
+
+func TestEnrichmentPolicyBounds(t *testing.T) {
+	c, problems := Load(env(map[string]string{
+		"ENRICHMENT_TIMEOUT_MS":               "250",
+		"ENRICHMENT_BACKOFF_BASE_SECONDS":     "2",
+		"ENRICHMENT_BACKOFF_MAX_SECONDS":      "43200",
+		"ENRICHMENT_MAX_ATTEMPTS":             "11",
+		"ENRICHMENT_BREAKER_THRESHOLD":        "3",
+		"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "8",
+		"DAILY_ENRICHMENT_LIMIT":              "2",
+	}))
+	if len(problems) != 0 || c.EnrichmentTimeout != 250*time.Millisecond || c.EnrichmentBackoffBase != 2*time.Second ||
+		c.EnrichmentBackoffMax != 12*time.Hour || c.EnrichmentMaxAttempts != 11 || c.BreakerThreshold != 3 ||
+		c.BreakerCooldown != 8*time.Second || c.DailyEnrichmentLimit != 2 {
+		t.Errorf("got %+v %v", c, problems)
+	}
+	// Over Queues' 12 h delay limit, zero limits and a base above the max are all reported.
+	c, problems = Load(env(map[string]string{
+		"ENRICHMENT_BACKOFF_MAX_SECONDS": "43201",
+		"DAILY_ENRICHMENT_LIMIT":         "0",
+		"ENRICHMENT_TIMEOUT_MS":          "soon",
+	}))
+	if len(problems) != 3 || c.EnrichmentBackoffMax != time.Hour || c.DailyEnrichmentLimit != 500 || c.EnrichmentTimeout != 15*time.Second {
+		t.Errorf("got %+v %v", c, problems)
+	}
+	c, problems = Load(env(map[string]string{"ENRICHMENT_BACKOFF_BASE_SECONDS": "120", "ENRICHMENT_BACKOFF_MAX_SECONDS": "60"}))
+	if len(problems) != 1 || !strings.Contains(problems[0].Error(), "ENRICHMENT_BACKOFF_BASE_SECONDS") || c.EnrichmentBackoffBase != time.Minute {
+		t.Errorf("base above max: %+v %v", c, problems)
+	}
+}

@@ -31,6 +31,9 @@ type Behavior struct {
 type Call struct {
 	Token string
 	At    time.Time
+	// Ended is when the handler returned (for a Hang: when the client went
+	// away); zero while the request is still open.
+	Ended time.Time
 }
 
 // FakeProvider is an OpenAI-compatible chat-completions server on 127.0.0.1.
@@ -110,8 +113,14 @@ func (p *FakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.calls = append(p.calls, Call{Token: token, At: time.Now()})
+	idx := len(p.calls) - 1
 	p.lastAuth = r.Header.Get("Authorization")
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.calls[idx].Ended = time.Now()
+		p.mu.Unlock()
+	}()
 
 	if b.Hang {
 		select {

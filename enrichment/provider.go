@@ -1,61 +1,127 @@
 package enrichment
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
 	"strings"
+	"time"
 )
 
-// ChatProvider calls an OpenAI-compatible chat-completions API.
-type ChatProvider struct {
+// Request is one outbound HTTP request.
+type Request struct {
+	Method string
 	URL    string
-	Model  string
-	APIKey string
-	Client *http.Client
+	// Header holds one value per name.
+	Header map[string]string
+	Body   []byte
+	// Timeout, when positive, aborts the request (body included) after this long.
+	Timeout time.Duration
 }
 
-// LookupABV asks the model for the ABV; nil means unknown.
-func (p ChatProvider) LookupABV(ctx context.Context, b Beer) (*float64, error) {
-	reqBody, _ := json.Marshal(map[string]any{
-		"model": p.Model,
-		"messages": []map[string]string{
-			{"role": "system", "content": "Answer with the beer's ABV as a single number, or the word unknown."},
-			{"role": "user", "content": fmt.Sprintf("ABV of %q by %q?", b.BeerName, b.Brewer)},
+// Response is a received HTTP response.
+type Response struct {
+	Status int
+	// Header holds each header's value under its lower-case name.
+	Header map[string]string
+	Body   []byte
+}
+
+// ErrTimeout is wrapped by a Doer's error when the request was aborted by its timeout.
+var ErrTimeout = errors.New("timed out")
+
+// Doer sends one HTTP request. It returns an error only when no response
+// arrived (network failure, or ErrTimeout when the timeout aborted it); any
+// status is a Response. In the Worker it is platform.Fetch (the runtime's
+// fetch with AbortSignal.timeout); natively it is HTTPDoer (net/http).
+type Doer interface {
+	Do(ctx context.Context, req Request) (Response, error)
+}
+
+// MaxResponseBytes is the most of a provider response that is kept.
+const MaxResponseBytes = 1 << 20
+
+// ChatProvider asks an OpenAI-compatible chat-completions API for a beer's ABV.
+type ChatProvider struct {
+	// URL is the chat-completions endpoint.
+	URL string
+	// Model is sent as "model".
+	Model string
+	// APIKey is sent as a bearer token; never logged.
+	APIKey string
+	// Timeout aborts a call in flight.
+	Timeout time.Duration
+	// Doer sends the request.
+	Doer Doer
+}
+
+// Configured reports whether calls can be made at all; a provider without an
+// API key is a configuration error, not a failed lookup.
+func (p ChatProvider) Configured() bool { return p.APIKey != "" }
+
+// Source names the provider in the beers table ("llm:<model>").
+func (p ChatProvider) Source() string { return "llm:" + p.Model }
+
+// systemPrompt asks for exactly what Classify accepts.
+const systemPrompt = "You look up the alcohol by volume (ABV) of beers. " +
+	"Answer with the ABV in percent as a single number (for example 5.2) and nothing else, " +
+	"or with the single word unknown when you cannot find it."
+
+// Ask sends one chat-completions request for b and returns the provider's
+// response (or the transport error) for Classify.
+func (p ChatProvider) Ask(ctx context.Context, b Beer) (Response, error) {
+	user := fmt.Sprintf("What is the ABV of the beer %q", b.BeerName)
+	if b.Brewer != "" {
+		user += fmt.Sprintf(" brewed by %q", b.Brewer)
+	}
+	body, err := json.Marshal(chatRequest{
+		Model: p.Model,
+		Messages: []chatMessage{
+			{Role: "system", Content: systemPrompt},
+			{Role: "user", Content: user + "?"},
 		},
+		Temperature: 0,
 	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader(reqBody))
 	if err != nil {
-		return nil, fmt.Errorf("provider request: %w", err)
+		return Response{}, fmt.Errorf("encode provider request: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+p.APIKey)
-	resp, err := p.Client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("provider call: %w", err)
+	return p.Doer.Do(ctx, Request{
+		Method: "POST",
+		URL:    p.URL,
+		Header: map[string]string{
+			"Content-Type":  "application/json",
+			"Accept":        "application/json",
+			"Authorization": "Bearer " + p.APIKey,
+		},
+		Body:    body,
+		Timeout: p.Timeout,
+	})
+}
+
+// redact removes the API key from text that may be logged or stored.
+func (p ChatProvider) redact(text string) string {
+	if p.APIKey == "" {
+		return text
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("provider status %d: %.200s", resp.StatusCode, data)
-	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(data, &out); err != nil || len(out.Choices) == 0 {
-		return nil, fmt.Errorf("provider response unparseable")
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(out.Choices[0].Message.Content), 64)
-	if err != nil {
-		return nil, nil
-	}
-	return &v, nil
+	return strings.ReplaceAll(text, p.APIKey, "[redacted]")
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model       string        `json:"model"`
+	Messages    []chatMessage `json:"messages"`
+	Temperature float64       `json:"temperature"`
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/queue"
 )
 
@@ -33,6 +34,8 @@ type API struct {
 	TestSender queue.Sender
 	// Instance describes the Go instance serving calls (reported by /health).
 	Instance *Instance
+	// Beers registers beers for enrichment and reads their state.
+	Beers *enrichment.Registry
 }
 
 // Instance identifies one running Go instance; with one instance per isolate
@@ -90,7 +93,7 @@ func (a *API) Handler() http.Handler {
 		}
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
-			h.ServeHTTP(w, r)
+			mux.ServeHTTP(w, r) // (not h: only the mux sets path values like {id})
 			return
 		}
 		// No route: let the mux decide between 404 and 405, then answer
@@ -128,6 +131,8 @@ func (a *API) routeTable() []route {
 	rs := []route{
 		{"GET /health", a.public(a.health)},
 		{"GET /admin/metrics", a.admin(a.metrics)},
+		{"POST /admin/enrich", a.admin(a.enrich)},
+		{"GET /admin/beers/{id}", a.admin(a.beer)},
 	}
 	if a.TestSender != nil {
 		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)})

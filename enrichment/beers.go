@@ -1,0 +1,301 @@
+package enrichment
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/queue"
+)
+
+// Beer is the body of an enrichment message and one item of POST /admin/enrich.
+type Beer struct {
+	BeerID   string `json:"beer_id"`
+	BeerName string `json:"beer_name"`
+	Brewer   string `json:"brewer"`
+}
+
+// Beer statuses (beers.status).
+const (
+	// StatusPending: registered, no message sent yet (or the send failed).
+	StatusPending = "pending"
+	// StatusQueued: a message is on the queue or being retried.
+	StatusQueued = "queued"
+	// StatusEnriched: the ABV is known.
+	StatusEnriched = "enriched"
+	// StatusNotFound: the provider answered that it does not know the ABV.
+	StatusNotFound = "not_found"
+	// StatusFailed: the last attempt failed (permanent error or retries exhausted).
+	StatusFailed = "failed"
+)
+
+// Done reports whether a beer in status needs no more provider calls.
+func Done(status string) bool { return status == StatusEnriched || status == StatusNotFound }
+
+// ProviderConfidence is the confidence stored with an ABV answered by the
+// LLM provider: unverified, so below the 1.0 of a curated value.
+const ProviderConfidence = 0.7
+
+// Limits of POST /admin/enrich.
+const (
+	MaxBeersPerRequest = 100
+	MaxBeerIDLen       = 128
+	MaxBeerTextLen     = 300
+)
+
+// Validate checks a registration request: 1..MaxBeersPerRequest beers,
+// each with a beer_id (unique in the request) and a beer_name; brewer may be
+// empty. The error text names the offending item.
+func Validate(beers []Beer) error {
+	if len(beers) == 0 || len(beers) > MaxBeersPerRequest {
+		return fmt.Errorf("beers must hold 1..%d items, got %d", MaxBeersPerRequest, len(beers))
+	}
+	seen := make(map[string]int, len(beers))
+	for i, b := range beers {
+		switch {
+		case b.BeerID == "":
+			return fmt.Errorf("beers[%d].beer_id is required", i)
+		case utf8.RuneCountInString(b.BeerID) > MaxBeerIDLen:
+			return fmt.Errorf("beers[%d].beer_id is longer than %d characters", i, MaxBeerIDLen)
+		case b.BeerName == "":
+			return fmt.Errorf("beers[%d].beer_name is required", i)
+		case utf8.RuneCountInString(b.BeerName) > MaxBeerTextLen || utf8.RuneCountInString(b.Brewer) > MaxBeerTextLen:
+			return fmt.Errorf("beers[%d]: beer_name and brewer are limited to %d characters", i, MaxBeerTextLen)
+		}
+		if j, dup := seen[b.BeerID]; dup {
+			return fmt.Errorf("beers[%d].beer_id %q repeats beers[%d]", i, b.BeerID, j)
+		}
+		seen[b.BeerID] = i
+	}
+	return nil
+}
+
+// BeerState is one row of the beers table, as GET /admin/beers/{id} shows it.
+// Times are epoch milliseconds.
+type BeerState struct {
+	BeerID        string   `json:"beer_id"`
+	BeerName      string   `json:"beer_name"`
+	Brewer        string   `json:"brewer"`
+	Status        string   `json:"status"`
+	ABV           *float64 `json:"abv"`
+	Confidence    *float64 `json:"confidence"`
+	Source        *string  `json:"source"`
+	Attempts      int64    `json:"attempts"`
+	NextAttemptAt *int64   `json:"next_attempt_at"`
+	LastError     *string  `json:"last_error"`
+	QueuedAt      *int64   `json:"queued_at"`
+	EnrichedAt    *int64   `json:"enriched_at"`
+	CreatedAt     int64    `json:"created_at"`
+	UpdatedAt     int64    `json:"updated_at"`
+}
+
+// ErrBeerNotFound is returned by Lookup for an unknown beer_id.
+var ErrBeerNotFound = errors.New("beer not found")
+
+// ErrQueueSend wraps a failed send of enrichment messages: the beers stay
+// registered (pending) and the request can be repeated.
+var ErrQueueSend = errors.New("enqueue enrichment messages")
+
+// Registry registers beers for enrichment and reads their state.
+type Registry struct {
+	DB *sql.DB
+	// Sender puts messages on the enrichment queue.
+	Sender queue.Sender
+}
+
+// EnqueueResult says what happened to each beer of a registration.
+type EnqueueResult struct {
+	Received int `json:"received"`
+	// Queued were sent to the enrichment queue (they were pending or failed).
+	Queued []string `json:"queued"`
+	// AlreadyQueued have a message on the queue already.
+	AlreadyQueued []string `json:"already_queued"`
+	// AlreadyDone are enriched or not_found: no provider call is spent on them.
+	AlreadyDone []string `json:"already_done"`
+}
+
+// Enqueue upserts the (validated) beers in one statement, sends one message
+// per beer not yet enriched nor queued in one SendBatch, then marks those
+// queued. A failed send leaves them pending and returns ErrQueueSend.
+func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (EnqueueResult, error) {
+	res := EnqueueResult{Received: len(beers), Queued: []string{}, AlreadyQueued: []string{}, AlreadyDone: []string{}}
+	js, err := json.Marshal(beers)
+	if err != nil {
+		return res, fmt.Errorf("encode beers: %w", err)
+	}
+	rows, err := r.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, created_at, updated_at)
+		SELECT value ->> '$.beer_id', value ->> '$.beer_name', COALESCE(value ->> '$.brewer', ''), 'pending', ?2, ?2
+		FROM json_each(?1) WHERE true
+		ON CONFLICT(beer_id) DO UPDATE SET name = excluded.name, brewer = excluded.brewer, updated_at = excluded.updated_at
+		RETURNING beer_id, status`, string(js), now.UnixMilli())
+	if err != nil {
+		return res, fmt.Errorf("upsert beers: %w", err)
+	}
+	status := make(map[string]string, len(beers))
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			rows.Close()
+			return res, fmt.Errorf("upsert beers: %w", err)
+		}
+		status[id] = st
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("upsert beers: %w", err)
+	}
+
+	var out []queue.Outgoing
+	for _, b := range beers {
+		switch st := status[b.BeerID]; {
+		case Done(st):
+			res.AlreadyDone = append(res.AlreadyDone, b.BeerID)
+		case st == StatusQueued:
+			res.AlreadyQueued = append(res.AlreadyQueued, b.BeerID)
+		default:
+			body, err := json.Marshal(b)
+			if err != nil {
+				return res, fmt.Errorf("encode message: %w", err)
+			}
+			out = append(out, queue.Outgoing{Body: string(body)})
+			res.Queued = append(res.Queued, b.BeerID)
+		}
+	}
+	if len(out) == 0 {
+		return res, nil
+	}
+	if err := r.Sender.SendBatch(ctx, queue.Enrichment, out); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrQueueSend, err)
+	}
+	ids, _ := json.Marshal(res.Queued)
+	if _, err := r.DB.ExecContext(ctx, `UPDATE beers SET status = 'queued', queued_at = ?2, next_attempt_at = NULL, updated_at = ?2
+		WHERE beer_id IN (SELECT value FROM json_each(?1)) AND status IN ('pending', 'failed')`, string(ids), now.UnixMilli()); err != nil {
+		// The messages are on the queue and will be processed; only the
+		// status is behind (the consumer marks them queued when it sees them).
+		return res, fmt.Errorf("mark beers queued: %w", err)
+	}
+	return res, nil
+}
+
+// Lookup returns one beer's state, or ErrBeerNotFound.
+func (r Registry) Lookup(ctx context.Context, beerID string) (BeerState, error) {
+	var s BeerState
+	var abv, confidence sql.NullFloat64
+	var source, lastError sql.NullString
+	var next, queued, enriched sql.NullInt64
+	err := r.DB.QueryRowContext(ctx, `SELECT beer_id, name, brewer, status, abv, confidence, source, attempts,
+			next_attempt_at, last_error, queued_at, enriched_at, created_at, updated_at
+		FROM beers WHERE beer_id = ?`, beerID).Scan(&s.BeerID, &s.BeerName, &s.Brewer, &s.Status, &abv, &confidence, &source,
+		&s.Attempts, &next, &lastError, &queued, &enriched, &s.CreatedAt, &s.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, ErrBeerNotFound
+	}
+	if err != nil {
+		return s, fmt.Errorf("lookup beer: %w", err)
+	}
+	s.ABV, s.Confidence = nullFloat(abv), nullFloat(confidence)
+	s.Source, s.LastError = nullString(source), nullString(lastError)
+	s.NextAttemptAt, s.QueuedAt, s.EnrichedAt = nullInt(next), nullInt(queued), nullInt(enriched)
+	return s, nil
+}
+
+func nullFloat(v sql.NullFloat64) *float64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Float64
+}
+
+func nullString(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	return &v.String
+}
+
+func nullInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	return &v.Int64
+}
+
+// beerStore is the consumer's side of the beers table.
+type beerStore struct{ DB *sql.DB }
+
+// track registers the beers of a batch that are not known yet (messages may
+// come from a replay or be sent directly), marks pending or failed ones
+// queued (a message for them is being processed), and returns every beer's
+// status, in one statement.
+func (s beerStore) track(ctx context.Context, beers []Beer, now time.Time) (map[string]string, error) {
+	out := make(map[string]string, len(beers))
+	if len(beers) == 0 {
+		return out, nil
+	}
+	js, err := json.Marshal(beers)
+	if err != nil {
+		return nil, fmt.Errorf("encode beers: %w", err)
+	}
+	rows, err := s.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, queued_at, created_at, updated_at)
+		SELECT value ->> '$.beer_id', COALESCE(value ->> '$.beer_name', ''), COALESCE(value ->> '$.brewer', ''), 'queued', ?2, ?2, ?2
+		FROM json_each(?1) WHERE true
+		ON CONFLICT(beer_id) DO UPDATE SET
+			updated_at = CASE WHEN status IN ('pending', 'failed') THEN excluded.updated_at ELSE updated_at END,
+			status = CASE WHEN status IN ('pending', 'failed') THEN 'queued' ELSE status END
+		RETURNING beer_id, status`, string(js), now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("track beers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, fmt.Errorf("track beers: %w", err)
+		}
+		out[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("track beers: %w", err)
+	}
+	return out, nil
+}
+
+// answered stores the provider's answer: enriched with abv, or not_found
+// (note says why).
+func (s beerStore) answered(ctx context.Context, beerID string, v Verdict, source string, now time.Time) error {
+	var abv, confidence, note any
+	status := StatusNotFound
+	if v.Outcome == Enriched {
+		status, abv, confidence = StatusEnriched, v.ABV, ProviderConfidence
+	} else {
+		note = "not_found: " + v.Reason
+	}
+	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = ?2, abv = ?3, confidence = ?4, source = ?5,
+			attempts = attempts + 1, next_attempt_at = NULL, last_error = ?6, enriched_at = ?7, updated_at = ?7
+		WHERE beer_id = ?1`, beerID, status, abv, confidence, source, note, now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("store answer for beer %s: %w", beerID, err)
+	}
+	return nil
+}
+
+// failed records a failed attempt: with a next attempt due at next (status
+// stays queued), or, when next is zero, as the last one (status failed). A
+// beer already enriched or not_found (by another message) is left alone.
+func (s beerStore) failed(ctx context.Context, beerID, lastError string, next time.Time, now time.Time) error {
+	status, nextAt := StatusFailed, any(nil)
+	if !next.IsZero() {
+		status, nextAt = StatusQueued, next.UnixMilli()
+	}
+	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = ?2, attempts = attempts + 1, last_error = ?3,
+			next_attempt_at = ?4, updated_at = ?5
+		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found')`, beerID, status, lastError, nextAt, now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("record failure of beer %s: %w", beerID, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package enrichment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+func TestValidate(t *testing.T) {
+	many := make([]Beer, 101)
+	for i := range many {
+		many[i] = Beer{BeerID: fmt.Sprint(i), BeerName: "n"}
+	}
+	cases := []struct {
+		name  string
+		beers []Beer
+		want  string // "" = valid
+	}{
+		{"one", []Beer{{BeerID: "1", BeerName: "IPA"}}, ""},
+		{"hundred", many[:100], ""},
+		{"none", nil, "1..100 items, got 0"},
+		{"too many", many, "1..100 items, got 101"},
+		{"no id", []Beer{{BeerName: "IPA"}}, "beers[0].beer_id is required"},
+		{"no name", []Beer{{BeerID: "1"}, {BeerID: "2"}}, "beers[0].beer_name is required"},
+		{"long id", []Beer{{BeerID: strings.Repeat("é", 129), BeerName: "x"}}, "beer_id is longer than 128"},
+		{"long brewer", []Beer{{BeerID: "1", BeerName: "x", Brewer: strings.Repeat("b", 301)}}, "limited to 300"},
+		{"duplicate", []Beer{{BeerID: "1", BeerName: "a"}, {BeerID: "2", BeerName: "b"}, {BeerID: "1", BeerName: "c"}}, `beers[2].beer_id "1" repeats beers[0]`},
+	}
+	for _, c := range cases {
+		err := Validate(c.beers)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestRegistryEnqueuesOnlyBeersNotDoneOrQueued(t *testing.T) {
+	ctx := context.Background()
+	db := sqlitetest.New(t)
+	now := time.UnixMilli(1_900_000_000_000)
+	db.Exec(`INSERT INTO beers(beer_id, name, brewer, status, abv, created_at, updated_at) VALUES
+		('done', 'Old', 'B', 'enriched', 5.0, 1, 1), ('nf', 'Mystery', 'B', 'not_found', NULL, 1, 1),
+		('inq', 'Waiting', 'B', 'queued', NULL, 1, 1), ('bad', 'Failed', 'B', 'failed', NULL, 1, 1)`)
+	sender := &queuetest.Sender{}
+	r := Registry{DB: db, Sender: sender}
+	in := []Beer{{"new", "Fresh IPA", "Brew Co"}, {"done", "Old Renamed", "B"}, {"nf", "Mystery", "B"}, {"inq", "Waiting", "B"}, {"bad", "Failed", "B"}}
+	res, err := r.Enqueue(ctx, in, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := EnqueueResult{Received: 5, Queued: []string{"new", "bad"}, AlreadyQueued: []string{"inq"}, AlreadyDone: []string{"done", "nf"}}
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("result %+v, want %+v", res, want)
+	}
+	if sender.Calls != 1 || len(sender.Sent[queue.Enrichment]) != 2 {
+		t.Fatalf("want one SendBatch of 2 messages, got %d calls %+v", sender.Calls, sender.Sent)
+	}
+	var body Beer
+	if err := json.Unmarshal([]byte(sender.Sent[queue.Enrichment][0].Body), &body); err != nil || body != in[0] {
+		t.Fatalf("message body %q: %v", sender.Sent[queue.Enrichment][0].Body, err)
+	}
+	for id, st := range map[string]string{"new": "queued", "bad": "queued", "done": "enriched", "nf": "not_found", "inq": "queued"} {
+		s, err := r.Lookup(ctx, id)
+		if err != nil || s.Status != st {
+			t.Errorf("%s: status %q err %v, want %s", id, s.Status, err, st)
+		}
+	}
+	s, _ := r.Lookup(ctx, "done")
+	if s.BeerName != "Old Renamed" || s.ABV == nil || *s.ABV != 5.0 {
+		t.Errorf("upsert must update the name and keep the result: %+v", s)
+	}
+	s, _ = r.Lookup(ctx, "new")
+	if s.QueuedAt == nil || *s.QueuedAt != now.UnixMilli() || s.CreatedAt != now.UnixMilli() || s.Brewer != "Brew Co" || s.ABV != nil {
+		t.Errorf("new beer: %+v", s)
+	}
+}
+
+func TestRegistrySendFailureLeavesBeersPending(t *testing.T) {
+	ctx := context.Background()
+	db := sqlitetest.New(t)
+	r := Registry{DB: db, Sender: &queuetest.Sender{Err: errors.New("queue down")}}
+	_, err := r.Enqueue(ctx, []Beer{{"p1", "Pils", ""}}, time.UnixMilli(1))
+	if !errors.Is(err, ErrQueueSend) {
+		t.Fatalf("err = %v, want ErrQueueSend", err)
+	}
+	if s, _ := r.Lookup(ctx, "p1"); s.Status != StatusPending || s.QueuedAt != nil {
+		t.Fatalf("beer must stay pending and registered: %+v", s)
+	}
+	// Repeating the request once the queue works sends it.
+	r.Sender = &queuetest.Sender{}
+	res, err := r.Enqueue(ctx, []Beer{{"p1", "Pils", ""}}, time.UnixMilli(2))
+	if err != nil || len(res.Queued) != 1 {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+}
+
+func TestLookupUnknownBeer(t *testing.T) {
+	if _, err := (Registry{DB: sqlitetest.New(t)}).Lookup(context.Background(), "nope"); !errors.Is(err, ErrBeerNotFound) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,138 @@
+package enrichment
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Breaker states.
+const (
+	BreakerClosed   = "closed"
+	BreakerOpen     = "open"
+	BreakerHalfOpen = "half_open"
+)
+
+// breakerName is the enrichment_breaker row of the provider.
+const breakerName = "provider"
+
+// Breaker is the provider's circuit breaker, kept in D1 (table
+// enrichment_breaker) because every queue call runs in a fresh Go instance.
+// After Threshold consecutive transient failures it opens for Cooldown;
+// then exactly one caller claims the half-open probe (one atomic UPDATE),
+// and the probe's result closes it or opens it again. Every change is one
+// statement; transitions are returned so the caller can log and count them.
+type Breaker struct {
+	DB *sql.DB
+	// Threshold is the number of consecutive transient failures that opens it.
+	Threshold int
+	// Cooldown is how long it stays open.
+	Cooldown time.Duration
+	// ProbeLease is how long a claimed probe blocks other probes; after it a
+	// probe that never reported (its instance died) is given up and another
+	// caller may probe. It should exceed the provider timeout.
+	ProbeLease time.Duration
+}
+
+// Admission is the breaker's answer to "may I call the provider now?".
+type Admission struct {
+	// Allowed: call the provider.
+	Allowed bool
+	// Probe: this call is the half-open probe (Allowed is true).
+	Probe bool
+	// RetryAt is when to come back when not allowed.
+	RetryAt time.Time
+	// Clean: the breaker was closed with no failures counted, so a success
+	// has nothing to reset.
+	Clean bool
+}
+
+// Admit decides whether one call may go to the provider. A closed breaker
+// admits (one read). An open breaker whose cooldown has passed, or a
+// half-open one whose probe lease expired, admits exactly one caller as the
+// probe: the claim is a conditional UPDATE only one concurrent caller wins.
+func (b Breaker) Admit(ctx context.Context, now time.Time) (Admission, error) {
+	var state string
+	var failures int64
+	var openUntil, probeUntil sql.NullInt64
+	err := b.DB.QueryRowContext(ctx, `SELECT state, failures, open_until, probe_until FROM enrichment_breaker WHERE name = ?`,
+		breakerName).Scan(&state, &failures, &openUntil, &probeUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Admission{Allowed: true, Clean: true}, nil
+	}
+	if err != nil {
+		return Admission{}, fmt.Errorf("breaker read: %w", err)
+	}
+	nowMS := now.UnixMilli()
+	switch {
+	case state == BreakerClosed:
+		return Admission{Allowed: true, Clean: failures == 0}, nil
+	case state == BreakerOpen && openUntil.Int64 > nowMS:
+		return Admission{RetryAt: time.UnixMilli(openUntil.Int64)}, nil
+	case state == BreakerHalfOpen && probeUntil.Int64 > nowMS:
+		// A probe is in flight: come back when it has had time to decide.
+		return Admission{RetryAt: time.UnixMilli(min(probeUntil.Int64, now.Add(b.Cooldown).UnixMilli()))}, nil
+	}
+	var claimed int
+	err = b.DB.QueryRowContext(ctx, `UPDATE enrichment_breaker
+		SET previous_state = state, state = 'half_open', probe_until = ?1, updated_at = ?2
+		WHERE name = ?3 AND ((state = 'open' AND COALESCE(open_until, 0) <= ?2) OR (state = 'half_open' AND COALESCE(probe_until, 0) <= ?2))
+		RETURNING 1`, now.Add(b.ProbeLease).UnixMilli(), nowMS, breakerName).Scan(&claimed)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Another caller claimed the probe first.
+		return Admission{RetryAt: now.Add(min(b.Cooldown, b.ProbeLease))}, nil
+	}
+	if err != nil {
+		return Admission{}, fmt.Errorf("breaker probe claim: %w", err)
+	}
+	return Admission{Allowed: true, Probe: true}, nil
+}
+
+// Succeeded records that the provider answered (anything but a transient
+// failure): the failure count resets and an open or half-open breaker
+// closes. closed reports that this call closed it.
+func (b Breaker) Succeeded(ctx context.Context, now time.Time) (closed bool, err error) {
+	var previous string
+	err = b.DB.QueryRowContext(ctx, `UPDATE enrichment_breaker
+		SET previous_state = state, state = 'closed', failures = 0, open_until = NULL, probe_until = NULL, updated_at = ?1
+		WHERE name = ?2 AND (state <> 'closed' OR failures <> 0)
+		RETURNING previous_state`, now.UnixMilli(), breakerName).Scan(&previous)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("breaker success: %w", err)
+	}
+	return previous != BreakerClosed, nil
+}
+
+// Failed records a transient failure. The breaker opens (for Cooldown from
+// now) when the consecutive count reaches Threshold or when the failed call
+// was made half-open; a breaker already open keeps its cooldown (late
+// failures of calls admitted before it opened do not extend it). opened
+// reports that this call opened it.
+func (b Breaker) Failed(ctx context.Context, now time.Time) (opened bool, openUntil time.Time, err error) {
+	var previous, state string
+	var until sql.NullInt64
+	err = b.DB.QueryRowContext(ctx, `INSERT INTO enrichment_breaker(name, state, previous_state, failures, open_until, updated_at)
+		VALUES (?1, CASE WHEN ?2 <= 1 THEN 'open' ELSE 'closed' END, 'closed', 1, CASE WHEN ?2 <= 1 THEN ?3 END, ?4)
+		ON CONFLICT(name) DO UPDATE SET
+			previous_state = state,
+			failures = failures + 1,
+			state = CASE WHEN state IN ('open', 'half_open') OR failures + 1 >= ?2 THEN 'open' ELSE 'closed' END,
+			open_until = CASE WHEN state = 'open' THEN open_until
+				WHEN state = 'half_open' OR failures + 1 >= ?2 THEN ?3 END,
+			probe_until = NULL,
+			updated_at = ?4
+		RETURNING previous_state, state, open_until`,
+		breakerName, int64(b.Threshold), now.Add(b.Cooldown).UnixMilli(), now.UnixMilli()).Scan(&previous, &state, &until)
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("breaker failure: %w", err)
+	}
+	if state != BreakerOpen {
+		return false, time.Time{}, nil
+	}
+	return previous != BreakerOpen, time.UnixMilli(until.Int64), nil
+}

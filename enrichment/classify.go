@@ -1,0 +1,215 @@
+package enrichment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// MaxDelay is Cloudflare Queues' limit on a retry delay (12 h).
+const MaxDelay = 12 * time.Hour
+
+// MaxABV is the largest ABV (percent) accepted from the provider; anything
+// above is treated as "not found" rather than stored.
+const MaxABV = 70.0
+
+// Outcome is what one provider attempt means for the message.
+type Outcome string
+
+// The outcomes Classify returns.
+const (
+	// Enriched: the provider answered with an ABV in 0..MaxABV; store it and ack.
+	Enriched Outcome = "enriched"
+	// NotFound: the provider answered, but with no usable ABV; store that and ack.
+	NotFound Outcome = "not_found"
+	// RateLimited: 429; retry after Retry-After (or the backoff when it has none).
+	RateLimited Outcome = "rate_limited"
+	// Transient: 5xx, 408, timeout or network failure; retry with backoff.
+	Transient Outcome = "transient"
+	// Permanent: the request itself is wrong (400/401/403/404/422, other 4xx,
+	// unexpected statuses, unparseable answers); retrying cannot help.
+	Permanent Outcome = "permanent"
+)
+
+// Verdict is the classification of one provider attempt.
+type Verdict struct {
+	Outcome Outcome
+	// ABV is the answer when Outcome is Enriched.
+	ABV float64
+	// RetryAfter is the provider's Retry-After (RateLimited only; 0 when absent
+	// or unparseable), at least 1 s and at most MaxDelay.
+	RetryAfter time.Duration
+	// Reason is a short single-line description for logs, attempt records and
+	// DLQ rows (the caller redacts secrets).
+	Reason string
+}
+
+// Classify turns the result of one provider call (the response, or the
+// transport error when none arrived) into a Verdict. It is the single place
+// that decides what a provider answer means; now is used for HTTP-date
+// Retry-After values.
+func Classify(resp Response, err error, now time.Time) Verdict {
+	if err != nil {
+		if errors.Is(err, ErrTimeout) {
+			return Verdict{Outcome: Transient, Reason: "timeout: " + shorten(err.Error())}
+		}
+		return Verdict{Outcome: Transient, Reason: "network: " + shorten(err.Error())}
+	}
+	status := resp.Status
+	switch {
+	case status >= 200 && status < 300:
+		return classifyAnswer(resp.Body)
+	case status == http.StatusTooManyRequests:
+		v := Verdict{Outcome: RateLimited, Reason: statusReason(resp)}
+		if d, ok := ParseRetryAfter(resp.Header["retry-after"], now); ok {
+			v.RetryAfter = max(d, time.Second)
+			v.Reason += fmt.Sprintf(" (retry after %s)", d)
+		}
+		return v
+	case status >= 500 && status < 600, status == http.StatusRequestTimeout:
+		return Verdict{Outcome: Transient, Reason: statusReason(resp)}
+	case status >= 400 && status < 500:
+		return Verdict{Outcome: Permanent, Reason: statusReason(resp)}
+	default:
+		return Verdict{Outcome: Permanent, Reason: "unexpected " + statusReason(resp)}
+	}
+}
+
+// classifyAnswer reads a 2xx chat-completions body.
+func classifyAnswer(body []byte) Verdict {
+	var r chatResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Verdict{Outcome: Permanent, Reason: "unparseable response: not chat-completions JSON"}
+	}
+	if len(r.Choices) == 0 || r.Choices[0].Message.Content == nil {
+		return Verdict{Outcome: Permanent, Reason: "unparseable response: no choices[0].message.content"}
+	}
+	answer := strings.TrimSpace(*r.Choices[0].Message.Content)
+	abv, ok := parseABV(answer)
+	switch {
+	case !ok:
+		return Verdict{Outcome: NotFound, Reason: "answer is not a number: " + shorten(answer)}
+	case abv < 0 || abv > MaxABV:
+		return Verdict{Outcome: NotFound, Reason: fmt.Sprintf("answer %g is outside 0..%g", abv, MaxABV)}
+	default:
+		return Verdict{Outcome: Enriched, ABV: abv, Reason: "answer " + strconv.FormatFloat(abv, 'f', -1, 64)}
+	}
+}
+
+// parseABV accepts a bare number, optionally followed by "%" or a full stop.
+func parseABV(s string) (float64, bool) {
+	s = strings.TrimSpace(strings.TrimSuffix(s, "."))
+	s = strings.TrimSpace(strings.TrimSuffix(s, "%"))
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+// statusReason is "status N: <provider's error text>".
+func statusReason(resp Response) string {
+	text := providerError(resp.Body)
+	if text == "" {
+		return fmt.Sprintf("status %d", resp.Status)
+	}
+	return fmt.Sprintf("status %d: %s", resp.Status, text)
+}
+
+// providerError extracts the error text of an OpenAI-style error body
+// ({"error":{"message":...}}, {"error":"..."}, {"message":...}), else the
+// start of the body.
+func providerError(body []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		var nested struct {
+			Message string `json:"message"`
+		}
+		var flat string
+		switch {
+		case json.Unmarshal(e.Error, &nested) == nil && nested.Message != "":
+			return shorten(nested.Message)
+		case json.Unmarshal(e.Error, &flat) == nil && flat != "":
+			return shorten(flat)
+		case e.Message != "":
+			return shorten(e.Message)
+		}
+	}
+	return shorten(string(body))
+}
+
+// shorten makes text one line of at most 200 characters.
+func shorten(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
+// ParseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
+// The result is never negative and at most MaxDelay; ok is false when the
+// value is absent or unreadable.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if n > uint64(MaxDelay/time.Second) {
+			return MaxDelay, true
+		}
+		return time.Duration(n) * time.Second, true
+	} else if errors.Is(err, strconv.ErrRange) {
+		return MaxDelay, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(t.Sub(now), 0), MaxDelay), true
+}
+
+// Backoff is exponential backoff with full jitter.
+type Backoff struct {
+	// Base is the cap after the first failed attempt.
+	Base time.Duration
+	// Max bounds every cap (and MaxDelay bounds Max).
+	Max time.Duration
+}
+
+// Cap is the largest delay after failed attempt n (1-based): min(Max, Base*2^(n-1)),
+// at least 1 s and at most MaxDelay.
+func (b Backoff) Cap(attempt int) time.Duration {
+	limit := min(b.Max, MaxDelay)
+	c := b.Base
+	for i := 1; i < attempt && c < limit; i++ {
+		c *= 2
+	}
+	return max(min(c, limit), time.Second)
+}
+
+// Delay is the wait after failed attempt n given rnd uniform in [0, 1): a
+// whole number of seconds uniform in 1 s..Cap(n) (full jitter; Queues counts
+// delays in whole seconds, and 0 would mean the consumer's default delay).
+func (b Backoff) Delay(attempt int, rnd float64) time.Duration {
+	c := b.Cap(attempt)
+	secs := math.Ceil(rnd * c.Seconds())
+	return min(max(time.Duration(secs)*time.Second, time.Second), c.Truncate(time.Second))
+}
+
+// queueDelay rounds d up to whole seconds within 1 s..MaxDelay, the range a
+// queue retry accepts.
+func queueDelay(d time.Duration) time.Duration {
+	s := time.Duration(math.Ceil(d.Seconds())) * time.Second
+	return min(max(s, time.Second), MaxDelay)
+}

@@ -1,0 +1,480 @@
+package enrichment
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/metrics"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+const testKey = "sk-test-secret"
+
+// fakeProvider is an httptest chat-completions server whose answer is set
+// per test; it records every request.
+type fakeProvider struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	answer  func(w http.ResponseWriter, r *http.Request)
+	bodies  []string
+	auth    []string
+	aborted int
+}
+
+func newFakeProvider(t *testing.T) *fakeProvider {
+	p := &fakeProvider{}
+	p.answer = func(w http.ResponseWriter, _ *http.Request) { w.Write(answer("5.0")) }
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		p.mu.Lock()
+		p.bodies = append(p.bodies, string(body))
+		p.auth = append(p.auth, r.Header.Get("Authorization"))
+		answer := p.answer
+		p.mu.Unlock()
+		answer(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *fakeProvider) set(f func(w http.ResponseWriter, r *http.Request)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answer = f
+}
+
+func (p *fakeProvider) status(code int, body string, header ...string) {
+	p.set(func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	})
+}
+
+func (p *fakeProvider) calls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.bodies)
+}
+
+type fixture struct {
+	c        *Consumer
+	db       *sql.DB
+	provider *fakeProvider
+	now      time.Time
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{db: sqlitetest.New(t), provider: newFakeProvider(t), now: time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)}
+	f.c = &Consumer{DB: f.db, Log: discard,
+		Provider: ChatProvider{URL: f.provider.srv.URL + "/chat/completions", Model: "test-model", APIKey: testKey,
+			Timeout: 2 * time.Second, Doer: HTTPDoer{}},
+		Policy: Policy{Backoff: Backoff{Base: 10 * time.Second, Max: time.Minute}, MaxAttempts: 4,
+			BreakerThreshold: 100, BreakerCooldown: time.Minute, DailyLimit: 1000},
+		Now:  func() time.Time { return f.now },
+		Rand: func() float64 { return 0.5 },
+	}
+	return f
+}
+
+func msg(id, beerID, name string, attempt int) *queuetest.Message {
+	body, _ := json.Marshal(Beer{BeerID: beerID, BeerName: name, Brewer: "Test Brewing"})
+	m := queuetest.New(id, string(body))
+	m.Attempt = attempt
+	return m
+}
+
+func (f *fixture) consume(t *testing.T, msgs ...*queuetest.Message) {
+	t.Helper()
+	if err := f.c.ConsumeBatch(context.Background(), "beer-enrichment", queuetest.Batch(msgs...)); err != nil {
+		t.Fatalf("ConsumeBatch: %v", err)
+	}
+	for _, m := range msgs {
+		if !m.Settled() || (m.Acked && m.Retried) {
+			t.Fatalf("message %s must be settled exactly once: acked=%v retried=%v", m.MsgID, m.Acked, m.Retried)
+		}
+	}
+}
+
+func (f *fixture) beer(t *testing.T, id string) BeerState {
+	t.Helper()
+	s, err := Registry{DB: f.db}.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatalf("beer %s: %v", id, err)
+	}
+	return s
+}
+
+func (f *fixture) counters(t *testing.T) map[string]int64 {
+	t.Helper()
+	c, err := metrics.Counters{DB: f.db}.All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type attemptRow struct {
+	Attempt int
+	Class   string
+	Error   string
+}
+
+func (f *fixture) attempt(t *testing.T, messageID string) (attemptRow, bool) {
+	t.Helper()
+	var a attemptRow
+	err := f.db.QueryRow(`SELECT attempt, error_class, error FROM message_attempts WHERE message_id = ?`, messageID).Scan(&a.Attempt, &a.Class, &a.Error)
+	if err == sql.ErrNoRows {
+		return a, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, true
+}
+
+func TestConsumerStoresABVAndAcks(t *testing.T) {
+	f := newFixture(t)
+	f.provider.set(func(w http.ResponseWriter, _ *http.Request) { w.Write(answer("5.2")) })
+	m := msg("m1", "b1", "Pale Ale Deluxe", 1)
+	f.consume(t, m)
+	if !m.Acked {
+		t.Fatal("not acked")
+	}
+	s := f.beer(t, "b1")
+	if s.Status != StatusEnriched || s.ABV == nil || *s.ABV != 5.2 || s.Confidence == nil || *s.Confidence != ProviderConfidence ||
+		s.Source == nil || *s.Source != "llm:test-model" || s.Attempts != 1 || s.EnrichedAt == nil || *s.EnrichedAt != f.now.UnixMilli() {
+		t.Fatalf("beer: %+v", s)
+	}
+	if f.provider.auth[0] != "Bearer "+testKey || !strings.Contains(f.provider.bodies[0], "Pale Ale Deluxe") || !strings.Contains(f.provider.bodies[0], `"model":"test-model"`) {
+		t.Fatalf("request: auth %q body %s", f.provider.auth[0], f.provider.bodies[0])
+	}
+	c := f.counters(t)
+	if c[CounterEnriched] != 1 || c[CounterProviderCalls] != 1 || c[CounterRetried] != 0 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+func TestConsumerUnknownIsNotFound(t *testing.T) {
+	f := newFixture(t)
+	for i, content := range []string{"unknown", "85"} {
+		f.provider.set(func(w http.ResponseWriter, _ *http.Request) { w.Write(answer(content)) })
+		id := fmt.Sprint("nf", i)
+		m := msg(id, id, "Mystery "+content, 1)
+		f.consume(t, m)
+		s := f.beer(t, id)
+		if !m.Acked || s.Status != StatusNotFound || s.ABV != nil || s.LastError == nil || !strings.HasPrefix(*s.LastError, "not_found: ") {
+			t.Fatalf("%s: acked=%v beer %+v", content, m.Acked, s)
+		}
+	}
+	if c := f.counters(t); c[CounterNotFound] != 2 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+func TestConsumerTransientFailureRecordsAttemptAndRetriesWithBackoff(t *testing.T) {
+	f := newFixture(t)
+	f.provider.status(500, `{"error":{"message":"upstream melted"}}`)
+	m := msg("m500", "b500", "Lager", 2)
+	f.consume(t, m)
+	// Backoff base 10 s, attempt 2: cap 20 s; Rand 0.5 → 10 s.
+	if !m.Retried || m.RetryDelay != 10*time.Second {
+		t.Fatalf("retried=%v delay=%v", m.Retried, m.RetryDelay)
+	}
+	a, ok := f.attempt(t, "m500")
+	if !ok || a.Attempt != 2 || a.Class != ClassTransient || a.Error != "status 500: upstream melted" {
+		t.Fatalf("attempt record %+v %v", a, ok)
+	}
+	s := f.beer(t, "b500")
+	if s.Status != StatusQueued || s.NextAttemptAt == nil || *s.NextAttemptAt != f.now.Add(10*time.Second).UnixMilli() ||
+		s.LastError == nil || *s.LastError != "transient: status 500: upstream melted" {
+		t.Fatalf("beer %+v", s)
+	}
+
+	// The last attempt (max_retries+1 = 4): same record, beer failed, no next attempt.
+	last := msg("m500", "b500", "Lager", 4)
+	f.consume(t, last)
+	a, _ = f.attempt(t, "m500")
+	if !last.Retried || a.Attempt != 4 || a.Error != "status 500: upstream melted" {
+		t.Fatalf("last attempt: retried=%v record %+v", last.Retried, a)
+	}
+	if s := f.beer(t, "b500"); s.Status != StatusFailed || s.NextAttemptAt != nil || s.Attempts != 2 {
+		t.Fatalf("beer after last attempt %+v", s)
+	}
+	if c := f.counters(t); c[CounterRetried] != 2 || c[CounterProviderCalls] != 2 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+func TestConsumerHonoursRetryAfter(t *testing.T) {
+	f := newFixture(t)
+	f.provider.status(429, `{"error":{"message":"slow down"}}`, "Retry-After", "7")
+	m := msg("m429", "b429", "Stout", 1)
+	f.consume(t, m)
+	a, _ := f.attempt(t, "m429")
+	if !m.Retried || m.RetryDelay != 7*time.Second || a.Class != ClassRateLimited || !strings.Contains(a.Error, "status 429: slow down") {
+		t.Fatalf("delay %v record %+v", m.RetryDelay, a)
+	}
+	// Without Retry-After: the backoff (attempt 1, cap 10 s, Rand 0.5 → 5 s).
+	f.provider.status(429, `{}`)
+	m = msg("m429b", "b429b", "Porter", 1)
+	f.consume(t, m)
+	if m.RetryDelay != 5*time.Second {
+		t.Fatalf("delay without Retry-After = %v", m.RetryDelay)
+	}
+}
+
+func TestConsumerPermanentFailureGoesToDLQAtOnce(t *testing.T) {
+	f := newFixture(t)
+	// The provider echoes the key: it must not reach the DLQ row.
+	f.provider.status(401, `{"error":{"message":"invalid key `+testKey+`"}}`)
+	m := msg("m401", "b401", "Sour", 1)
+	f.consume(t, m)
+	if !m.Acked {
+		t.Fatal("a permanent failure must be acked (no wasted retries)")
+	}
+	var class, reason, source string
+	var count int
+	err := f.db.QueryRow(`SELECT failure_class, failure_reason, failure_count, source_queue FROM dlq_messages WHERE message_id = 'm401' AND beer_id = 'b401'`).
+		Scan(&class, &reason, &count, &source)
+	if err != nil || class != "permanent" || !strings.HasPrefix(reason, "permanent: status 401: invalid key") || count != 1 || source != "beer-enrichment" {
+		t.Fatalf("dlq row: %v %s %q %d %s", err, class, reason, count, source)
+	}
+	if strings.Contains(reason, testKey) {
+		t.Fatalf("secret leaked into the DLQ reason: %q", reason)
+	}
+	if _, ok := f.attempt(t, "m401"); ok {
+		t.Fatal("no retry, so no attempt record")
+	}
+	if s := f.beer(t, "b401"); s.Status != StatusFailed || s.LastError == nil || !strings.Contains(*s.LastError, "401") {
+		t.Fatalf("beer %+v", s)
+	}
+	if c := f.counters(t); c[CounterPermanent] != 1 || f.provider.calls() != 1 {
+		t.Fatalf("counters %v calls %d", c, f.provider.calls())
+	}
+}
+
+func TestConsumerUnparseableAnswerIsPermanent(t *testing.T) {
+	f := newFixture(t)
+	f.provider.status(200, `<html>maintenance</html>`)
+	m := msg("mhtml", "bhtml", "Bock", 1)
+	f.consume(t, m)
+	var reason string
+	f.db.QueryRow(`SELECT failure_reason FROM dlq_messages WHERE message_id = 'mhtml'`).Scan(&reason)
+	if !m.Acked || !strings.HasPrefix(reason, "permanent: unparseable response") {
+		t.Fatalf("acked=%v reason %q", m.Acked, reason)
+	}
+}
+
+func TestConsumerStoresPoisonMessages(t *testing.T) {
+	f := newFixture(t)
+	bad := []*queuetest.Message{
+		queuetest.New("p1", "not json"),
+		queuetest.New("p2", `{"beer_name":"No Id"}`),
+		queuetest.New("p3", `{"beer_id":42}`),
+		queuetest.New("p4", `null`),
+		{MsgID: "p5", Attempt: 1, Text: "AAEC", IsBinary: true},
+	}
+	f.consume(t, bad...)
+	for _, m := range bad {
+		var class, reason, raw, enc string
+		err := f.db.QueryRow(`SELECT failure_class, failure_reason, raw_message, raw_encoding FROM dlq_messages WHERE message_id = ?`, m.MsgID).Scan(&class, &reason, &raw, &enc)
+		if err != nil || !m.Acked || class != "poison" || !strings.HasPrefix(reason, "poison: ") || raw != m.Text {
+			t.Errorf("%s: acked=%v row %v %s %q %q", m.MsgID, m.Acked, err, class, reason, raw)
+		}
+	}
+	if f.provider.calls() != 0 {
+		t.Fatalf("poison must not reach the provider: %d calls", f.provider.calls())
+	}
+	if c := f.counters(t); c[CounterPoison] != 5 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+// Staleness (seed 000): a message for a beer already enriched or not_found
+// is acked without a provider call and without spending quota.
+func TestConsumerAcksStaleMessagesWithoutCalling(t *testing.T) {
+	f := newFixture(t)
+	f.db.Exec(`INSERT INTO beers(beer_id, name, status, abv, created_at, updated_at) VALUES ('s1', 'Done', 'enriched', 4.5, 1, 1), ('s2', 'NF', 'not_found', NULL, 1, 1)`)
+	m1, m2 := msg("ms1", "s1", "Done", 1), msg("ms2", "s2", "NF", 1)
+	f.consume(t, m1, m2)
+	if !m1.Acked || !m2.Acked || f.provider.calls() != 0 {
+		t.Fatalf("acked %v %v, calls %d", m1.Acked, m2.Acked, f.provider.calls())
+	}
+	var quotaRows int
+	f.db.QueryRow(`SELECT COUNT(*) FROM enrichment_quota`).Scan(&quotaRows)
+	if s := f.beer(t, "s1"); s.ABV == nil || *s.ABV != 4.5 || quotaRows != 0 {
+		t.Fatalf("stale ack changed state: %+v quota rows %d", s, quotaRows)
+	}
+	// Two messages for one beer in one batch: one call, the second is stale.
+	d1, d2 := msg("md1", "dup", "Twice", 1), msg("md2", "dup", "Twice", 1)
+	f.consume(t, d1, d2)
+	if !d1.Acked || !d2.Acked || f.provider.calls() != 1 {
+		t.Fatalf("duplicates: calls %d", f.provider.calls())
+	}
+	if c := f.counters(t); c[CounterStale] != 3 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+// A message for a beer nobody registered (a replay, a direct send) registers it.
+func TestConsumerRegistersUnknownBeers(t *testing.T) {
+	f := newFixture(t)
+	f.consume(t, msg("mu", "unreg", "Surprise Saison", 1))
+	if s := f.beer(t, "unreg"); s.Status != StatusEnriched || s.BeerName != "Surprise Saison" || s.Brewer != "Test Brewing" {
+		t.Fatalf("beer %+v", s)
+	}
+}
+
+func TestConsumerMissingAPIKeyIsAConfigError(t *testing.T) {
+	f := newFixture(t)
+	var logs strings.Builder
+	f.c.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	f.c.Provider.APIKey = ""
+	m := msg("mkey", "bkey", "Kölsch", 1)
+	f.consume(t, m)
+	a, _ := f.attempt(t, "mkey")
+	if !m.Retried || a.Class != ClassConfig || !strings.Contains(a.Error, "ENRICHMENT_API_KEY") {
+		t.Fatalf("retried=%v record %+v", m.Retried, a)
+	}
+	if s := f.beer(t, "bkey"); s.Status != StatusQueued || f.provider.calls() != 0 {
+		t.Fatalf("a config error is not not_found: %+v calls %d", s, f.provider.calls())
+	}
+	if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), `"class":"config"`) {
+		t.Fatalf("config error must be logged loudly: %s", logs.String())
+	}
+}
+
+// A hanging provider is cut off at the timeout: the request is aborted
+// (the server sees its context cancelled) and the attempt is transient.
+func TestConsumerTimeoutAbortsTheCall(t *testing.T) {
+	f := newFixture(t)
+	f.c.Provider.Timeout = 100 * time.Millisecond
+	released := make(chan struct{}, 1)
+	f.provider.set(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			released <- struct{}{}
+		case <-time.After(10 * time.Second):
+		}
+	})
+	m := msg("mhang", "bhang", "Hazy", 1)
+	f.consume(t, m)
+	a, _ := f.attempt(t, "mhang")
+	if !m.Retried || a.Class != ClassTransient || !strings.HasPrefix(a.Error, "timeout: ") {
+		t.Fatalf("retried=%v record %+v", m.Retried, a)
+	}
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the provider never saw the request aborted")
+	}
+}
+
+func TestConsumerNetworkFailureIsTransient(t *testing.T) {
+	f := newFixture(t)
+	f.c.Provider.URL = "http://127.0.0.1:1/unreachable"
+	m := msg("mnet", "bnet", "Helles", 1)
+	f.consume(t, m)
+	if a, _ := f.attempt(t, "mnet"); !m.Retried || a.Class != ClassTransient || !strings.HasPrefix(a.Error, "network: ") {
+		t.Fatalf("record %+v", a)
+	}
+}
+
+func TestConsumerCircuitBreaker(t *testing.T) {
+	f := newFixture(t)
+	f.c.Policy.BreakerThreshold = 2
+	f.provider.status(503, `{"error":{"message":"overloaded"}}`)
+	f.consume(t, msg("c1", "cb1", "One", 1), msg("c2", "cb2", "Two", 1))
+	if f.provider.calls() != 2 {
+		t.Fatalf("calls %d", f.provider.calls())
+	}
+	// Open: no call; retried with a delay landing at the end of the cooldown.
+	f.now = f.now.Add(20 * time.Second)
+	blocked := msg("c3", "cb3", "Three", 1)
+	f.consume(t, blocked)
+	a, _ := f.attempt(t, "c3")
+	if f.provider.calls() != 2 || !blocked.Retried || blocked.RetryDelay != 40*time.Second || a.Class != ClassBreakerOpen {
+		t.Fatalf("open breaker: calls %d delay %v record %+v", f.provider.calls(), blocked.RetryDelay, a)
+	}
+	// After the cooldown one probe goes through; a healthy answer closes it.
+	f.now = f.now.Add(40 * time.Second)
+	f.provider.set(func(w http.ResponseWriter, _ *http.Request) { w.Write(answer("6.1")) })
+	probe, after := msg("c3", "cb3", "Three", 2), msg("c1", "cb1", "One", 2)
+	f.consume(t, probe, after)
+	if !probe.Acked || !after.Acked || f.provider.calls() != 4 {
+		t.Fatalf("after probe: acked %v %v calls %d", probe.Acked, after.Acked, f.provider.calls())
+	}
+	c := f.counters(t)
+	if c[CounterBreakerOpened] != 1 || c[CounterBreakerProbes] != 1 || c[CounterBreakerClosed] != 1 || c[CounterBreakerBlocked] != 1 {
+		t.Fatalf("counters %v", c)
+	}
+	var state string
+	f.db.QueryRow(`SELECT state FROM enrichment_breaker`).Scan(&state)
+	if state != BreakerClosed {
+		t.Fatalf("state %s", state)
+	}
+}
+
+func TestConsumerQuotaStopsCallsAndKeepsMessages(t *testing.T) {
+	f := newFixture(t)
+	f.c.Policy.DailyLimit = 1
+	f.now = time.Date(2030, 6, 1, 20, 0, 0, 0, time.UTC) // 4 h before the UTC reset
+	first, second := msg("q1", "qb1", "First", 1), msg("q2", "qb2", "Second", 1)
+	f.consume(t, first, second)
+	if !first.Acked || f.provider.calls() != 1 {
+		t.Fatalf("first: acked %v calls %d", first.Acked, f.provider.calls())
+	}
+	a, _ := f.attempt(t, "q2")
+	if !second.Retried || second.RetryDelay != 4*time.Hour || a.Class != ClassQuota || !strings.Contains(a.Error, "daily limit of 1") {
+		t.Fatalf("second: retried %v delay %v record %+v", second.Retried, second.RetryDelay, a)
+	}
+	if s := f.beer(t, "qb2"); s.Status != StatusQueued || s.NextAttemptAt == nil || *s.NextAttemptAt != ResetAt(f.now).UnixMilli() {
+		t.Fatalf("beer %+v", s)
+	}
+	// Early in the UTC day the wait is capped at Queues' 12 h.
+	f.now = time.Date(2030, 6, 1, 1, 0, 0, 0, time.UTC)
+	f.db.Exec(`UPDATE enrichment_quota SET used = 1`)
+	early := msg("q3", "qb3", "Third", 1)
+	f.consume(t, early)
+	if early.RetryDelay != MaxDelay {
+		t.Fatalf("delay %v, want 12h", early.RetryDelay)
+	}
+	// The next day the retried message goes through.
+	f.now = time.Date(2030, 6, 2, 0, 0, 5, 0, time.UTC)
+	again := msg("q2", "qb2", "Second", 2)
+	f.consume(t, again)
+	if !again.Acked || f.beer(t, "qb2").Status != StatusEnriched {
+		t.Fatal("message refused by the quota was not processed after the reset")
+	}
+	if c := f.counters(t); c[CounterQuotaRefused] != 2 || c[CounterProviderCalls] != 2 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+// When the batch's beers cannot be read the batch fails as a whole and the
+// runtime retries every message: nothing is acked.
+func TestConsumerD1FailureLeavesMessagesUnsettled(t *testing.T) {
+	f := newFixture(t)
+	f.db.Close()
+	m := msg("md", "bd", "Dunkel", 1)
+	if err := f.c.ConsumeBatch(context.Background(), "beer-enrichment", queuetest.Batch(m)); err == nil || m.Acked {
+		t.Fatalf("err=%v acked=%v", err, m.Acked)
+	}
+}

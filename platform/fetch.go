@@ -1,0 +1,126 @@
+//go:build js && wasm
+
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall/js"
+	"time"
+
+	"github.com/redrive/redrive/enrichment"
+)
+
+// Fetch is the Worker's enrichment.Doer: the runtime's global fetch called
+// through syscall/js with AbortSignal.timeout, so a timeout really aborts the
+// request in flight (syumai's fetch client ignores contexts). It avoids the
+// net/http client, whose TLS code would double the script size.
+type Fetch struct{}
+
+var (
+	// jsFetch is invoked unbound (as syumai's own binding does): called as a
+	// method of js.Global() it fails in workerd with "Illegal invocation".
+	jsFetch       = js.Global().Get("fetch")
+	jsObject      = js.Global().Get("Object")
+	jsHeaders     = js.Global().Get("Headers")
+	jsAbortSignal = js.Global().Get("AbortSignal")
+)
+
+// Do implements enrichment.Doer.
+func (Fetch) Do(ctx context.Context, req enrichment.Request) (enrichment.Response, error) {
+	timeout := req.Timeout
+	if dl, ok := ctx.Deadline(); ok && (timeout <= 0 || time.Until(dl) < timeout) {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	init := jsObject.New()
+	init.Set("method", req.Method)
+	h := jsHeaders.New()
+	for k, v := range req.Header {
+		h.Call("set", k, v)
+	}
+	init.Set("headers", h)
+	if req.Body != nil {
+		init.Set("body", string(req.Body))
+	}
+	if timeout > 0 {
+		init.Set("signal", jsAbortSignal.Call("timeout", timeout.Milliseconds()))
+	}
+
+	resp, err := await(ctx, jsFetch.Invoke(req.URL, init))
+	if err != nil {
+		return enrichment.Response{}, fetchError(err, timeout)
+	}
+	header := map[string]string{}
+	each := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		// Headers.forEach(value, name): names are already lower-case.
+		header[strings.ToLower(args[1].String())] = args[0].String()
+		return nil
+	})
+	resp.Get("headers").Call("forEach", each)
+	each.Release()
+	text, err := await(ctx, resp.Call("text"))
+	if err != nil {
+		return enrichment.Response{}, fetchError(err, timeout)
+	}
+	body := text.String()
+	if len(body) > enrichment.MaxResponseBytes {
+		body = body[:enrichment.MaxResponseBytes]
+	}
+	return enrichment.Response{Status: resp.Get("status").Int(), Header: header, Body: []byte(body)}, nil
+}
+
+// jsError is a rejected promise's reason.
+type jsError struct{ name, message string }
+
+func (e *jsError) Error() string { return e.name + ": " + e.message }
+
+// fetchError maps an aborted fetch to enrichment.ErrTimeout.
+func fetchError(err error, timeout time.Duration) error {
+	var je *jsError
+	if errors.As(err, &je) && (je.name == "TimeoutError" || je.name == "AbortError") {
+		return fmt.Errorf("%w: no complete answer within %s", enrichment.ErrTimeout, timeout)
+	}
+	return fmt.Errorf("fetch failed: %w", err)
+}
+
+// await blocks until the promise settles (the JS event loop runs meanwhile).
+func await(ctx context.Context, p js.Value) (js.Value, error) {
+	type result struct {
+		v   js.Value
+		err error
+	}
+	ch := make(chan result, 1)
+	onOK := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		ch <- result{v: args[0]}
+		return nil
+	})
+	onErr := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		reason := args[0]
+		e := &jsError{name: "Error", message: "promise rejected"}
+		if reason.Type() == js.TypeObject {
+			if n := reason.Get("name"); n.Type() == js.TypeString {
+				e.name = n.String()
+			}
+			if m := reason.Get("message"); m.Type() == js.TypeString {
+				e.message = m.String()
+			}
+		} else if reason.Type() == js.TypeString {
+			e.message = reason.String()
+		}
+		ch <- result{err: e}
+		return nil
+	})
+	p.Call("then", onOK, onErr)
+	select {
+	case r := <-ch:
+		onOK.Release()
+		onErr.Release()
+		return r.v, r.err
+	case <-ctx.Done():
+		// The callbacks stay alive: the promise still settles (the abort
+		// signal ends it) and must find them.
+		return js.Value{}, ctx.Err()
+	}
+}
