@@ -231,6 +231,39 @@ func shortRow(r dlqRow) dlqRow {
 	return r
 }
 
+// A batch of 100 costs one store statement: with attempt records 4
+// statements in all (lookup, store, remove records, counters), without 3.
+func TestCaptureStatementsPerBatch(t *testing.T) {
+	plain, db, stmts := flakyDB(t, 1_000_000)
+	c := newCapture(db, &bytes.Buffer{})
+	batch := func(prefix string) []*queuetest.Message {
+		var msgs []*queuetest.Message
+		for i := range 100 {
+			msgs = append(msgs, queuetest.New(fmt.Sprint(prefix, i), beer(fmt.Sprint(prefix, i))))
+		}
+		return msgs
+	}
+	consume(t, c, batch("a")...)
+	if n := stmts.Load(); n != 3 {
+		t.Fatalf("statements without attempt records = %d, want 3", n)
+	}
+	msgs := batch("b")
+	for _, m := range msgs {
+		Attempts{DB: plain}.Record(context.Background(), Attempt{MessageID: m.MsgID, Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "e", At: t0})
+	}
+	stmts.Store(0)
+	consume(t, c, msgs...)
+	if n := stmts.Load(); n != 4 {
+		t.Fatalf("statements with attempt records = %d, want 4", n)
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != 200 {
+		t.Fatalf("rows = %d", n)
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM message_attempts`); n != 0 {
+		t.Fatalf("attempt records left = %d", n)
+	}
+}
+
 // D1 unavailable before anything is stored: the error is returned (the
 // runtime retries the batch) and no message is acked.
 func TestCaptureD1UnavailableRetriesTheBatch(t *testing.T) {
