@@ -82,30 +82,30 @@ func expectTexts(t *testing.T, rec *recorder, prefixes ...string) {
 	}
 }
 
-var t0 = time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
+var alertT0 = time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
 
 func TestAlertNotifiesOnceWhenItStartsAndOnceWhenItResolves(t *testing.T) {
 	c := &switchCond{name: "x", firing: true}
 	a, rec := newAlerts(t, c)
-	sum := mustRun(t, a, t0)
+	sum := mustRun(t, a, alertT0)
 	expectTexts(t, rec, "[redrive] FIRING x: detail of x")
 	if sum["notified"] != 1 || len(sum["firing"].([]string)) != 1 {
 		t.Fatalf("summary %v", sum)
 	}
-	mustRun(t, a, t0.Add(5*time.Minute))
-	mustRun(t, a, t0.Add(10*time.Minute))
+	mustRun(t, a, alertT0.Add(5*time.Minute))
+	mustRun(t, a, alertT0.Add(10*time.Minute))
 	expectTexts(t, rec)
 
 	c.firing = false
-	mustRun(t, a, t0.Add(15*time.Minute))
+	mustRun(t, a, alertT0.Add(15*time.Minute))
 	expectTexts(t, rec, "[redrive] RESOLVED x after 15m0s: detail of x")
-	mustRun(t, a, t0.Add(20*time.Minute))
+	mustRun(t, a, alertT0.Add(20*time.Minute))
 	expectTexts(t, rec)
 
 	c.firing = true
-	mustRun(t, a, t0.Add(25*time.Minute))
+	mustRun(t, a, alertT0.Add(25*time.Minute))
 	expectTexts(t, rec, "[redrive] FIRING x")
-	if n := count(t, a.DB, `SELECT notifications FROM alert_state WHERE name = 'x' AND firing = 1 AND since = ?`, t0.Add(25*time.Minute).UnixMilli()); n != 3 {
+	if n := count(t, a.DB, `SELECT notifications FROM alert_state WHERE name = 'x' AND firing = 1 AND since = ?`, alertT0.Add(25*time.Minute).UnixMilli()); n != 3 {
 		t.Fatalf("notifications = %d, want 3", n)
 	}
 }
@@ -113,15 +113,15 @@ func TestAlertNotifiesOnceWhenItStartsAndOnceWhenItResolves(t *testing.T) {
 func TestAlertRemindsWhileFiring(t *testing.T) {
 	c := &switchCond{name: "x", firing: true}
 	a, rec := newAlerts(t, c)
-	mustRun(t, a, t0)
+	mustRun(t, a, alertT0)
 	expectTexts(t, rec, "[redrive] FIRING x")
-	mustRun(t, a, t0.Add(59*time.Minute))
+	mustRun(t, a, alertT0.Add(59*time.Minute))
 	expectTexts(t, rec)
-	mustRun(t, a, t0.Add(60*time.Minute))
+	mustRun(t, a, alertT0.Add(60*time.Minute))
 	expectTexts(t, rec, "[redrive] STILL FIRING x (since 2030-06-01T10:00:00Z, 1h0m0s): detail of x")
-	mustRun(t, a, t0.Add(61*time.Minute))
+	mustRun(t, a, alertT0.Add(61*time.Minute))
 	expectTexts(t, rec)
-	mustRun(t, a, t0.Add(125*time.Minute))
+	mustRun(t, a, alertT0.Add(125*time.Minute))
 	expectTexts(t, rec, "[redrive] STILL FIRING x")
 }
 
@@ -148,12 +148,12 @@ func TestAlertOverlappingRunsNotifyOnce(t *testing.T) {
 			t.Fatal(errs)
 		}
 	}
-	run(t0)
+	run(alertT0)
 	expectTexts(t, rec, "[redrive] FIRING x")
-	run(t0.Add(2 * time.Hour)) // reminder due for both
+	run(alertT0.Add(2 * time.Hour)) // reminder due for both
 	expectTexts(t, rec, "[redrive] STILL FIRING x")
 	c.firing = false
-	run(t0.Add(3 * time.Hour))
+	run(alertT0.Add(3 * time.Hour))
 	expectTexts(t, rec, "[redrive] RESOLVED x")
 }
 
@@ -163,31 +163,31 @@ func TestAlertFailedNotificationIsRetriedByTheNextRun(t *testing.T) {
 	c := &switchCond{name: "x", firing: true}
 	a, rec := newAlerts(t, c)
 	rec.failing = true
-	if _, err := a.Run(ctx, t0); err == nil || !strings.Contains(err.Error(), "status 500") {
+	if _, err := a.Run(ctx, alertT0); err == nil || !strings.Contains(err.Error(), "status 500") {
 		t.Fatalf("run with failing webhook: err = %v", err)
 	}
 	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_state WHERE name = 'x' AND firing = 1`); n != 0 {
 		t.Fatal("failed start left the alert marked firing")
 	}
 	rec.failing = false
-	mustRun(t, a, t0.Add(5*time.Minute))
+	mustRun(t, a, alertT0.Add(5*time.Minute))
 	expectTexts(t, rec, "[redrive] FIRING x")
 
 	rec.failing = true
-	if _, err := a.Run(ctx, t0.Add(65*time.Minute)); err == nil {
+	if _, err := a.Run(ctx, alertT0.Add(65*time.Minute)); err == nil {
 		t.Fatal("failed reminder did not fail the run")
 	}
 	rec.failing = false
-	mustRun(t, a, t0.Add(70*time.Minute))
+	mustRun(t, a, alertT0.Add(70*time.Minute))
 	expectTexts(t, rec, "[redrive] STILL FIRING x")
 
 	c.firing = false
 	rec.failing = true
-	if _, err := a.Run(ctx, t0.Add(75*time.Minute)); err == nil {
+	if _, err := a.Run(ctx, alertT0.Add(75*time.Minute)); err == nil {
 		t.Fatal("failed resolve did not fail the run")
 	}
 	rec.failing = false
-	mustRun(t, a, t0.Add(80*time.Minute))
+	mustRun(t, a, alertT0.Add(80*time.Minute))
 	expectTexts(t, rec, "[redrive] RESOLVED x after 1h15m0s")
 	if n := count(t, a.DB, `SELECT notifications FROM alert_state WHERE name = 'x' AND firing = 0`); n != 3 {
 		t.Fatalf("notifications = %d, want 3 (failed ones undone)", n)
@@ -200,10 +200,10 @@ func TestAlertCheckErrorKeepsState(t *testing.T) {
 	bad := &switchCond{name: "bad", firing: true}
 	good := &switchCond{name: "good", firing: true}
 	a, rec := newAlerts(t, bad, good)
-	mustRun(t, a, t0)
+	mustRun(t, a, alertT0)
 	expectTexts(t, rec, "[redrive] FIRING bad", "[redrive] FIRING good")
 	bad.err, bad.firing, good.firing = errors.New("d1 down"), false, false
-	if _, err := a.Run(ctx, t0.Add(5*time.Minute)); err == nil || !strings.Contains(err.Error(), "d1 down") {
+	if _, err := a.Run(ctx, alertT0.Add(5*time.Minute)); err == nil || !strings.Contains(err.Error(), "d1 down") {
 		t.Fatalf("err = %v", err)
 	}
 	expectTexts(t, rec, "[redrive] RESOLVED good")
@@ -216,10 +216,10 @@ func TestAlertWithoutNotifierStillTracksTransitions(t *testing.T) {
 	c := &switchCond{name: "x", firing: true}
 	a, _ := newAlerts(t, c)
 	a.Notifier = nil
-	if sum := mustRun(t, a, t0); sum["notified"] != 1 {
+	if sum := mustRun(t, a, alertT0); sum["notified"] != 1 {
 		t.Fatalf("summary %v", sum)
 	}
-	if sum := mustRun(t, a, t0.Add(time.Minute)); sum["notified"] != 0 {
+	if sum := mustRun(t, a, alertT0.Add(time.Minute)); sum["notified"] != 0 {
 		t.Fatalf("summary %v", sum)
 	}
 }
@@ -236,7 +236,7 @@ func TestWebhookPayloadIsSlackJSON(t *testing.T) {
 
 func TestConditions(t *testing.T) {
 	db := sqlitetest.New(t)
-	now := t0
+	now := alertT0
 	check := func(c Condition, wantFiring bool, wantDetail string) {
 		t.Helper()
 		on, detail, err := c.Check(ctx, now)

@@ -5,20 +5,63 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 )
 
+// Counters the capture adds to (metrics.Counters), once per batch.
+const (
+	// CounterCaptured counts messages written to dlq_messages: new rows and
+	// repeat failures of replayed messages (lineage updates).
+	CounterCaptured = "dlq_captured_total"
+	// CounterDuplicates counts redeliveries absorbed without any change.
+	CounterDuplicates = "dlq_duplicates_total"
+	// CounterPoison counts captured messages whose body had no usable
+	// beer_id (stored with UnparseableBeerID), including unstorable ones.
+	CounterPoison = "dlq_poison_total"
+)
+
+// maxBatchBytes bounds the JSON parameter of one store statement, under
+// D1's 1 MB limit for a string value. A batch of ordinary messages is far
+// below it (one statement); a batch of near-128 KB bodies is split.
+const maxBatchBytes = 900_000
+
+// DefaultUnstorableAfter is Capture.UnstorableAfter's default.
+const DefaultUnstorableAfter = 3
+
+// maxReason caps failure_reason (bytes).
+const maxReason = 1000
+
 // Capture is the consumer of a dead-letter queue: it stores every message of
 // a batch in dlq_messages and acks each one only after the store succeeded.
+//
+// Per batch it runs: one read of the attempt records, one store statement
+// (Store.Save; its RETURNING tells new rows, repeat failures and
+// duplicates apart, so counting costs nothing extra), one delete of the
+// attempt records it used, one counters update.
+//
+// When the store statement fails, one `SELECT 1` probe tells an unavailable
+// D1 (the error is returned: the runtime retries every unacked message)
+// from a failure tied to the batch's content: then each message is stored
+// alone, so one bad message cannot hold back its neighbours. A message that
+// fails even alone is retried; from its UnstorableAfter-th DLQ delivery on
+// it is stored as a minimal poison row instead (body as base64, reason
+// `unstorable: <error>`), so it is never dropped when the DLQ's own retries
+// run out. Only if that fails too is it retried again.
 type Capture struct {
 	DB  *sql.DB
 	Log *slog.Logger
 	// SourceQueue maps a DLQ name to the queue its messages failed on.
 	SourceQueue map[string]string
+	// UnstorableAfter is the DLQ delivery attempt from which a message that
+	// cannot be stored even alone is stored as a minimal poison row
+	// (DefaultUnstorableAfter when 0).
+	UnstorableAfter int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -30,26 +73,227 @@ func (c *Capture) now() time.Time {
 	return time.Now()
 }
 
-// ConsumeBatch stores the batch in one statement, then acks every message.
-// When the statement fails the error is returned and the runtime retries the batch.
+// captured is the state of one message of a batch.
+type captured struct {
+	msg     queue.Message
+	failure Failure
+	poison  bool
+	// record: an attempt record was used (remove it once stored).
+	record  bool
+	outcome Outcome // "" while not stored
+	retried bool
+}
+
+// ConsumeBatch stores the batch (see Capture) and acks each stored message.
+// It returns an error only when D1 is unavailable; the runtime then retries
+// every message not acked yet.
 func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []queue.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	start := time.Now()
 	source := c.SourceQueue[queueName]
 	if source == "" {
 		source = queueName
 	}
-	now := c.now()
-	fs := make([]Failure, len(msgs))
+	ids := make([]string, len(msgs))
 	for i, m := range msgs {
-		body, binary := m.Body()
-		fs[i] = Failure{MessageID: m.ID(), SourceQueue: source, Body: body, Binary: binary,
-			Attempts: m.Attempts(), Class: "unknown", Reason: "no attempt record", FailedAt: now}
+		ids[i] = m.ID()
 	}
-	if err := (Store{DB: c.DB}).Put(ctx, fs); err != nil {
+	records, err := Attempts{DB: c.DB}.Lookup(ctx, ids)
+	if err != nil {
+		c.Log.ErrorContext(ctx, "dlq: D1 unavailable; batch will be retried", "queue", queueName, "messages", len(msgs), "error", err.Error())
 		return fmt.Errorf("capture: %w", err)
 	}
-	for _, m := range msgs {
-		m.Ack()
+	now := c.now()
+	batch := make([]*captured, len(msgs))
+	for i, m := range msgs {
+		batch[i] = c.prepare(m, source, records, now)
 	}
-	c.Log.InfoContext(ctx, "dlq: captured batch", "queue", queueName, "source_queue", source, "messages", len(msgs))
+
+	var unavailable error
+	for _, chunk := range chunks(batch, maxBatchBytes) {
+		if unavailable = c.storeChunk(ctx, chunk); unavailable != nil {
+			break
+		}
+	}
+	c.finish(ctx, queueName, source, batch, start)
+	if unavailable != nil {
+		return fmt.Errorf("capture: %w", unavailable)
+	}
 	return nil
+}
+
+// prepare builds the failure to store for one message: attempts and reason
+// from its attempt record when there is one, poison classification from its body.
+func (c *Capture) prepare(m queue.Message, source string, records map[string]Attempt, now time.Time) *captured {
+	text, binary := m.Body()
+	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, Binary: binary, FailedAt: now}
+	rec, ok := records[m.ID()]
+	if ok {
+		f.Attempts, f.Class, f.Reason = rec.Attempt, rec.Class, rec.Class+": "+rec.Error
+	} else {
+		f.Attempts, f.Class, f.Reason = m.Attempts(), "unknown", "no attempt record"
+	}
+	cm := &captured{msg: m, record: ok}
+	if problem := parseBody(text, binary).Problem; problem != "" {
+		cm.poison = true
+		f.Class, f.Reason = "poison", "unparseable: "+problem+"; "+f.Reason
+	}
+	f.Reason = shorten(f.Reason, maxReason)
+	cm.failure = f
+	return cm
+}
+
+// storeChunk stores messages in one statement, falling back to one by one
+// when the statement fails while D1 answers. It returns an error only when
+// D1 is unavailable (the chunk's messages stay unsettled).
+func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
+	fs := make([]Failure, len(chunk))
+	for i, cm := range chunk {
+		fs[i] = cm.failure
+	}
+	outcomes, err := Store{DB: c.DB}.Save(ctx, fs)
+	if err == nil {
+		for _, cm := range chunk {
+			c.settleStored(cm, outcomes[cm.msg.ID()])
+		}
+		return nil
+	}
+	if perr := c.probe(ctx); perr != nil {
+		c.Log.ErrorContext(ctx, "dlq: D1 unavailable; batch will be retried", "messages", len(chunk), "error", err.Error(), "probe_error", perr.Error())
+		return err
+	}
+	c.Log.WarnContext(ctx, "dlq: batch store failed while D1 answers; storing messages one by one", "messages", len(chunk), "error", err.Error())
+	for _, cm := range chunk {
+		if len(chunk) > 1 {
+			outcomes, err = Store{DB: c.DB}.Save(ctx, []Failure{cm.failure})
+			if err == nil {
+				c.settleStored(cm, outcomes[cm.msg.ID()])
+				continue
+			}
+		}
+		c.storeAlone(ctx, cm, err)
+	}
+	return nil
+}
+
+// storeAlone handles a message whose store failed on its own: retry, or from
+// its UnstorableAfter-th delivery on, store it as a minimal poison row.
+func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
+	after := c.UnstorableAfter
+	if after <= 0 {
+		after = DefaultUnstorableAfter
+	}
+	m := cm.msg
+	if m.Attempts() >= after {
+		f := cm.failure
+		if !f.Binary {
+			f.Body, f.Binary = base64.StdEncoding.EncodeToString([]byte(f.Body)), true
+		}
+		f.Class = "poison"
+		f.Reason = shorten("unstorable: "+cause.Error(), maxReason)
+		outcomes, err := Store{DB: c.DB}.Save(ctx, []Failure{f})
+		if err == nil {
+			cm.poison, cm.failure = true, f
+			c.Log.WarnContext(ctx, "dlq: message could not be stored; kept as a minimal poison row", "message_id", m.ID(), "attempt", m.Attempts(), "error", cause.Error())
+			c.settleStored(cm, outcomes[m.ID()])
+			return
+		}
+		cause = fmt.Errorf("%v; minimal row: %w", cause, err)
+	}
+	c.Log.WarnContext(ctx, "dlq: message could not be stored; retrying it", "message_id", m.ID(), "attempt", m.Attempts(), "error", cause.Error())
+	cm.retried = true
+	m.Retry(0)
+}
+
+// settleStored acks a message whose store statement succeeded.
+func (c *Capture) settleStored(cm *captured, o Outcome) {
+	if o == "" {
+		o = OutcomeDuplicate
+	}
+	cm.outcome = o
+	cm.msg.Ack()
+}
+
+// probe tells an unavailable D1 from a statement that failed for its content.
+func (c *Capture) probe(ctx context.Context) error {
+	var one int64
+	return c.DB.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+}
+
+// finish removes the attempt records of stored messages and adds the
+// counters (best effort: both only lose bookkeeping if they fail, and
+// retrying the batch for them would count its messages as duplicates).
+func (c *Capture) finish(ctx context.Context, queueName, source string, batch []*captured, start time.Time) {
+	var used []string
+	var newRows, repeats, dups, poison, retried, pending int64
+	for _, cm := range batch {
+		switch cm.outcome {
+		case OutcomeNew, OutcomeRepeat:
+			if cm.outcome == OutcomeNew {
+				newRows++
+			} else {
+				repeats++
+				c.Log.InfoContext(ctx, "dlq: replayed message failed again; row back to pending", "message_id", cm.msg.ID())
+			}
+			if cm.poison {
+				poison++
+				c.Log.WarnContext(ctx, "dlq: poison message stored", "message_id", cm.msg.ID(), "reason", cm.failure.Reason)
+			}
+		case OutcomeDuplicate:
+			dups++
+		default:
+			if cm.retried {
+				retried++
+			} else {
+				pending++
+			}
+		}
+		if cm.outcome != "" && cm.record {
+			used = append(used, cm.msg.ID())
+		}
+	}
+	if err := (Attempts{DB: c.DB}).Remove(ctx, used); err != nil {
+		c.Log.WarnContext(ctx, "dlq: could not remove attempt records", "records", len(used), "error", err.Error())
+	}
+	err := metrics.Counters{DB: c.DB}.Add(ctx, map[string]int64{
+		CounterCaptured: newRows + repeats, CounterDuplicates: dups, CounterPoison: poison,
+	})
+	if err != nil {
+		c.Log.WarnContext(ctx, "dlq: could not add capture counters", "error", err.Error())
+	}
+	c.Log.InfoContext(ctx, "dlq: captured batch", "queue", queueName, "source_queue", source, "messages", len(batch),
+		"new", newRows, "repeats", repeats, "duplicates", dups, "poison", poison, "retried", retried, "unsettled", pending,
+		"duration_ms", time.Since(start).Milliseconds())
+}
+
+// chunks splits a batch so that each store statement's JSON parameter stays
+// under limit bytes (one chunk for any ordinary batch).
+func chunks(batch []*captured, limit int) [][]*captured {
+	var out [][]*captured
+	var cur []*captured
+	size := 0
+	for _, cm := range batch {
+		n := encodedSize(cm.failure)
+		if len(cur) > 0 && size+n > limit {
+			out = append(out, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, cm)
+		size += n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// encodedSize is the size of f in the store statement's JSON parameter.
+func encodedSize(f Failure) int {
+	js, err := encodeBatch([]Failure{f})
+	if err != nil {
+		return len(f.Body) + 1024
+	}
+	return len(js)
 }

@@ -2,38 +2,283 @@ package dlq
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
+var t0 = time.UnixMilli(1_700_000_000_000)
+
+func failure(id, body string, at time.Time) Failure {
+	return Failure{MessageID: id, SourceQueue: "beer-enrichment", Body: body, Attempts: 4,
+		Class: "transient", Reason: "transient: provider status 500 (" + id + ")", FailedAt: at}
+}
+
+// dlqRow is a dlq_messages row as tests read it.
+type dlqRow struct {
+	ID, FailedAt, FirstFailedAt, UpdatedAt, FailureCount, ReplayCount    int64
+	MessageID, LastMessageID, BeerID, Status, SourceQueue, Raw, Encoding string
+	BeerName, Brewer, Reason, Class                                      sql.NullString
+}
+
+func readRow(t *testing.T, db *sql.DB, where string, args ...any) dlqRow {
+	t.Helper()
+	var r dlqRow
+	err := db.QueryRow(`SELECT id, failed_at, first_failed_at, updated_at, failure_count, replay_count, message_id,
+		last_message_id, beer_id, status, source_queue, raw_message, raw_encoding, beer_name, brewer, failure_reason, failure_class
+		FROM dlq_messages WHERE `+where, args...).Scan(&r.ID, &r.FailedAt, &r.FirstFailedAt, &r.UpdatedAt, &r.FailureCount,
+		&r.ReplayCount, &r.MessageID, &r.LastMessageID, &r.BeerID, &r.Status, &r.SourceQueue, &r.Raw, &r.Encoding,
+		&r.BeerName, &r.Brewer, &r.Reason, &r.Class)
+	if err != nil {
+		t.Fatalf("read row %s %v: %v", where, args, err)
+	}
+	return r
+}
+
+func mustExec(t *testing.T, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func save(t *testing.T, s Store, fs ...Failure) map[string]Outcome {
+	t.Helper()
+	out, err := s.Save(context.Background(), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestStorePutIsIdempotentOnMessageID(t *testing.T) {
 	db := sqlitetest.New(t)
 	s := Store{DB: db}
-	at := time.UnixMilli(1_700_000_000_000)
 	fs := []Failure{
-		{MessageID: "m1", SourceQueue: "beer-enrichment", Body: `{"beer_id":"7","beer_name":"IPA","brewer":"B"}`, Attempts: 4, Class: "transient", Reason: "transient: status 500", FailedAt: at},
-		{MessageID: "m2", SourceQueue: "beer-enrichment", Body: `not json`, Attempts: 1, Class: "poison", Reason: "unparseable", FailedAt: at},
+		failure("m1", `{"beer_id":"7","beer_name":"IPA","brewer":"B"}`, t0),
+		{MessageID: "m2", SourceQueue: "beer-enrichment", Body: `not json`, Attempts: 1, Class: "poison", Reason: "unparseable", FailedAt: t0},
 	}
 	for i := 0; i < 2; i++ {
 		if err := s.Put(context.Background(), fs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var n int
-	db.QueryRow(`SELECT COUNT(*) FROM dlq_messages`).Scan(&n)
-	if n != 2 {
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 2 {
 		t.Fatalf("rows = %d, want 2", n)
 	}
-	var beer, name, reason string
-	var count int
-	db.QueryRow(`SELECT beer_id, beer_name, failure_reason, failure_count FROM dlq_messages WHERE message_id='m1'`).Scan(&beer, &name, &reason, &count)
-	if beer != "7" || name != "IPA" || reason != "transient: status 500" || count != 4 {
-		t.Fatalf("m1 = %s %s %s %d", beer, name, reason, count)
+	r := readRow(t, db, `message_id = 'm1'`)
+	if r.BeerID != "7" || r.BeerName.String != "IPA" || r.Brewer.String != "B" || r.Reason.String != "transient: provider status 500 (m1)" ||
+		r.FailureCount != 4 || r.Class.String != "transient" || r.Status != "pending" || r.ReplayCount != 0 ||
+		r.LastMessageID != "m1" || r.FailedAt != t0.UnixMilli() || r.FirstFailedAt != t0.UnixMilli() || r.UpdatedAt != t0.UnixMilli() ||
+		r.SourceQueue != "beer-enrichment" || r.Encoding != "text" || r.Raw != fs[0].Body {
+		t.Fatalf("m1 = %+v", r)
 	}
-	db.QueryRow(`SELECT beer_id FROM dlq_messages WHERE message_id='m2'`).Scan(&beer)
-	if beer != UnparseableBeerID {
-		t.Fatalf("poison beer_id = %q", beer)
+	if r := readRow(t, db, `message_id = 'm2'`); r.BeerID != UnparseableBeerID || r.Raw != "not json" || r.BeerName.Valid {
+		t.Fatalf("poison row = %+v", r)
+	}
+}
+
+func TestSaveReportsNewThenDuplicate(t *testing.T) {
+	db := sqlitetest.New(t)
+	s := Store{DB: db}
+	f1, f2 := failure("m1", `{"beer_id":"1"}`, t0), failure("m2", `{"beer_id":"2"}`, t0)
+	if got := save(t, s, f1); got["m1"] != OutcomeNew || len(got) != 1 {
+		t.Fatalf("first save = %v", got)
+	}
+	got := save(t, s, f1, f2)
+	if got["m1"] != OutcomeDuplicate || got["m2"] != OutcomeNew {
+		t.Fatalf("second save = %v", got)
+	}
+	// The same message twice in one statement still makes one row.
+	f3 := failure("m3", `{"beer_id":"3"}`, t0)
+	if got := save(t, s, f3, f3); got["m3"] != OutcomeNew {
+		t.Fatalf("twice in one batch = %v", got)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 3 {
+		t.Fatalf("rows = %d, want 3", n)
+	}
+}
+
+// A redelivery never moves a row out of acknowledged or replayed, and never
+// changes what was stored.
+func TestSaveRedeliveryKeepsAcknowledgedAndReplayedRows(t *testing.T) {
+	for _, status := range []string{"acknowledged", "replayed", "replaying", "pending"} {
+		t.Run(status, func(t *testing.T) {
+			db := sqlitetest.New(t)
+			s := Store{DB: db}
+			save(t, s, failure("m1", `{"beer_id":"1"}`, t0))
+			mustExec(t, db, `UPDATE dlq_messages SET status = ?, acknowledged_at = 5, replay_count = 2 WHERE message_id = 'm1'`, status)
+			again := failure("m1", `{"beer_id":"1"}`, t0.Add(time.Hour))
+			again.Reason, again.Attempts = "other reason", 9
+			if got := save(t, s, again); got["m1"] != OutcomeDuplicate {
+				t.Fatalf("redelivery = %v", got)
+			}
+			r := readRow(t, db, `message_id = 'm1'`)
+			if r.Status != status || r.ReplayCount != 2 || r.FailedAt != t0.UnixMilli() || r.FailureCount != 4 ||
+				r.Reason.String != "transient: provider status 500 (m1)" || count(t, db, `SELECT COUNT(*) FROM dlq_messages`) != 1 {
+				t.Fatalf("row after redelivery = %+v", r)
+			}
+		})
+	}
+}
+
+// A replayed message that fails again updates its original row: back to
+// pending, replay_count kept, failure fields and last_message_id updated;
+// its own redelivery changes nothing; a later repeat failure updates again.
+func TestSaveLineageUpdatesTheOriginalRow(t *testing.T) {
+	db := sqlitetest.New(t)
+	s := Store{DB: db}
+	orig := `{"beer_id":"42","beer_name":"Stout","brewer":"Brew"}`
+	save(t, s, failure("m1", orig, t0))
+	id := readRow(t, db, `message_id = 'm1'`).ID
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1, replayed_at = 7 WHERE id = ?`, id)
+
+	replayed := fmt.Sprintf(`{"beer_id":"42","beer_name":"Stout","brewer":"Brew",%q:%d}`, LineageField, id)
+	f2 := failure("m2", replayed, t0.Add(time.Hour))
+	f2.Attempts, f2.Class, f2.Reason = 2, "permanent", "permanent: provider status 400"
+	if got := save(t, s, f2); got["m2"] != OutcomeRepeat {
+		t.Fatalf("repeat failure = %v", got)
+	}
+	r := readRow(t, db, `id = ?`, id)
+	if r.Status != "pending" || r.ReplayCount != 1 || r.MessageID != "m1" || r.LastMessageID != "m2" ||
+		r.FailedAt != t0.Add(time.Hour).UnixMilli() || r.FirstFailedAt != t0.UnixMilli() || r.UpdatedAt != t0.Add(time.Hour).UnixMilli() ||
+		r.FailureCount != 2 || r.Class.String != "permanent" || r.Reason.String != "permanent: provider status 400" ||
+		r.Raw != orig || r.BeerID != "42" {
+		t.Fatalf("row after repeat failure = %+v", r)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
+		t.Fatalf("rows = %d, want 1", n)
+	}
+
+	// Redelivery of m2 after the operator acknowledged the row: nothing changes.
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = 9 WHERE id = ?`, id)
+	late := f2
+	late.FailedAt, late.Reason = t0.Add(2*time.Hour), "late"
+	if got := save(t, s, late); got["m2"] != OutcomeDuplicate {
+		t.Fatalf("redelivered repeat = %v", got)
+	}
+	if r := readRow(t, db, `id = ?`, id); r.Status != "acknowledged" || r.Reason.String != "permanent: provider status 400" {
+		t.Fatalf("acknowledged row changed by a redelivery: %+v", r)
+	}
+
+	// A new replay (m3, lineage as a numeric string) failing again: pending again.
+	f3 := failure("m3", fmt.Sprintf(`{"beer_id":"42",%q:"%d"}`, LineageField, id), t0.Add(3*time.Hour))
+	if got := save(t, s, f3); got["m3"] != OutcomeRepeat {
+		t.Fatalf("second repeat = %v", got)
+	}
+	if r := readRow(t, db, `id = ?`, id); r.Status != "pending" || r.LastMessageID != "m3" || r.ReplayCount != 1 {
+		t.Fatalf("row after second repeat = %+v", r)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
+		t.Fatalf("rows = %d, want 1", n)
+	}
+}
+
+// New rows, repeat failures and duplicates mixed in one statement.
+func TestSaveMixedBatchInOneStatement(t *testing.T) {
+	db := sqlitetest.New(t)
+	s := Store{DB: db}
+	save(t, s, failure("a", `{"beer_id":"a"}`, t0), failure("b", `{"beer_id":"b"}`, t0))
+	idA := readRow(t, db, `message_id = 'a'`).ID
+	got := save(t, s,
+		failure("b", `{"beer_id":"b"}`, t0),
+		failure("c", `{"beer_id":"c"}`, t0),
+		failure("a2", fmt.Sprintf(`{"beer_id":"a",%q:%d}`, LineageField, idA), t0),
+		failure("a3", fmt.Sprintf(`{"beer_id":"a",%q:%d}`, LineageField, idA), t0),
+	)
+	want := map[string]Outcome{"b": OutcomeDuplicate, "c": OutcomeNew, "a2": OutcomeRepeat, "a3": OutcomeRepeat}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("outcomes = %v, want %v", got, want)
+	}
+	if r := readRow(t, db, `id = ?`, idA); r.LastMessageID != "a3" {
+		t.Fatalf("last repeat in the batch should win: %+v", r)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 3 {
+		t.Fatalf("rows = %d, want 3", n)
+	}
+}
+
+// Lineage pointing at a row that no longer exists (retention deleted it),
+// or malformed lineage, stores a new row.
+func TestSaveLineageWithoutItsRowInsertsANewRow(t *testing.T) {
+	db := sqlitetest.New(t)
+	s := Store{DB: db}
+	for i, lin := range []string{`999`, `-1`, `"x"`, `1.5`, `null`, `{}`} {
+		id := fmt.Sprint("m", i)
+		if got := save(t, s, failure(id, fmt.Sprintf(`{"beer_id":"z",%q:%s}`, LineageField, lin), t0)); got[id] != OutcomeNew {
+			t.Fatalf("lineage %s: %v", lin, got)
+		}
+		if r := readRow(t, db, `message_id = ?`, id); r.ReplayCount != 0 || r.Status != "pending" || r.ID == 999 {
+			t.Fatalf("lineage %s: row %+v", lin, r)
+		}
+	}
+}
+
+func TestSaveStoresBodiesExactly(t *testing.T) {
+	db := sqlitetest.New(t)
+	s := Store{DB: db}
+	bodies := map[string]string{
+		"unicode": `{"beer_id":"ü-1","beer_name":"Bière «spéciale» 🍺","brewer":"O'Hara \"&\" <Sons>"}`,
+		"nul":     "not json \x00 with a NUL",
+		"ctl":     "\x01\x02\t\n\"\\",
+		"big":     `{"beer_id":"big","pad":"` + strings.Repeat("x", 127*1024) + `"}`,
+		"numbers": `{"beer_id":"n","beer_name":12,"brewer":{"name":"B"}}`,
+	}
+	var fs []Failure
+	for id, b := range bodies {
+		fs = append(fs, failure(id, b, t0))
+	}
+	fs = append(fs, Failure{MessageID: "bin", SourceQueue: "beer-enrichment", Body: "AAEC/w==", Binary: true, FailedAt: t0})
+	save(t, s, fs...)
+	for id, b := range bodies {
+		if r := readRow(t, db, `message_id = ?`, id); r.Raw != b || r.Encoding != "text" {
+			t.Errorf("%s: raw %q (%d bytes), want %d bytes", id, shorten(r.Raw, 60), len(r.Raw), len(b))
+		}
+	}
+	if r := readRow(t, db, `message_id = 'unicode'`); r.BeerID != "ü-1" || r.BeerName.String != "Bière «spéciale» 🍺" || r.Brewer.String != `O'Hara "&" <Sons>` {
+		t.Errorf("unicode columns: %+v", r)
+	}
+	if r := readRow(t, db, `message_id = 'numbers'`); r.BeerName.String != "12" || r.Brewer.String != `{"name":"B"}` {
+		t.Errorf("non-string columns: %q %q", r.BeerName.String, r.Brewer.String)
+	}
+	if r := readRow(t, db, `message_id = 'bin'`); r.Raw != "AAEC/w==" || r.Encoding != "base64" || r.BeerID != UnparseableBeerID {
+		t.Errorf("binary: %+v", r)
+	}
+}
+
+func TestParseBody(t *testing.T) {
+	cases := []struct {
+		body    string
+		binary  bool
+		beer    string
+		lineage int64
+		problem string
+	}{
+		{`{"beer_id":"7"}`, false, "7", 0, ""},
+		{` {"beer_id":"7","_redrive_dlq_id":12} `, false, "7", 12, ""},
+		{`{"beer_id":"7","_redrive_dlq_id":"12"}`, false, "7", 12, ""},
+		{`{"beer_id":"7","_redrive_dlq_id":0}`, false, "7", 0, ""},
+		{`{"beer_name":"x"}`, false, "", 0, "no beer_id"},
+		{`{"beer_id":7}`, false, "", 0, "beer_id is not a string"},
+		{`{"beer_id":null}`, false, "", 0, "beer_id is null"},
+		{`{"beer_id":""}`, false, "", 0, "empty beer_id"},
+		{`[1,2]`, false, "", 0, "body is JSON but not an object"},
+		{`"s"`, false, "", 0, "body is JSON but not an object"},
+		{`null`, false, "", 0, "body is JSON but not an object"},
+		{`42`, false, "", 0, "body is JSON but not an object"},
+		{`  `, false, "", 0, "empty body"},
+		{`not json`, false, "", 0, "body is not JSON: invalid character 'o' in literal null (expecting 'u')"},
+		{`{"beer_id":"7"`, false, "", 0, "body is not JSON: unexpected end of JSON input"},
+		{`AAEC`, true, "", 0, "binary body (4 base64 characters)"},
+	}
+	for _, c := range cases {
+		b := parseBody(c.body, c.binary)
+		if b.Problem != c.problem || (c.problem == "" && b.BeerID != c.beer) || b.Lineage != c.lineage {
+			t.Errorf("parseBody(%q) = %+v, want beer %q lineage %d problem %q", c.body, b, c.beer, c.lineage, c.problem)
+		}
 	}
 }

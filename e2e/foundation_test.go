@@ -78,3 +78,18 @@ func TestCronFiresScheduledEntry(t *testing.T) {
 		return shared.Int(t, `SELECT COUNT(*) FROM job_runs WHERE job = 'dlq_rescue' AND last_run_at = ?`, at.UnixMilli()) == 1
 	})
 }
+
+// A per-message delay reaches the runtime: the message is not delivered
+// before it (syumai's own send request nests the delay where it is ignored).
+func TestSendDelayIsHonoured(t *testing.T) {
+	token := fmt.Sprintf("delayed-%d", time.Now().UnixNano())
+	sent := time.Now()
+	shared.SendDelayed(t, "beer-enrichment-dlq", 3, fmt.Sprintf(`{"beer_id":%q}`, token))
+	Eventually(t, 30*time.Second, "delayed message stored", func() bool {
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, token) == 1
+	})
+	stored := time.UnixMilli(shared.Int(t, `SELECT failed_at FROM dlq_messages WHERE beer_id = ?`, token))
+	if stored.Sub(sent) < 3*time.Second {
+		t.Fatalf("delivered %s after sending, before its 3 s delay", stored.Sub(sent))
+	}
+}

@@ -281,7 +281,8 @@ func (c *Consumer) retry(ctx context.Context, queueName string, d delivery, clas
 	delay = queueDelay(delay)
 	attempt := d.m.Attempts()
 	last := attempt >= c.Policy.MaxAttempts
-	if err := (attemptLog{c.DB}).record(ctx, d.m.ID(), queueName, attempt, class, reason, now); err != nil {
+	rec := dlq.Attempt{MessageID: d.m.ID(), Queue: queueName, Attempt: attempt, Class: class, Error: reason, At: now}
+	if err := (dlq.Attempts{DB: c.DB}).Record(ctx, rec); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not record the attempt", "error", err.Error())
 	}
 	next := now.Add(delay)

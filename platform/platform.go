@@ -99,25 +99,31 @@ type Sender struct {
 	Bindings map[string]string
 }
 
-// SendBatch implements queue.Sender with one sendBatch call (text bodies).
-func (s Sender) SendBatch(_ context.Context, queueName string, msgs []queue.Outgoing) error {
+// SendBatch implements queue.Sender with one sendBatch call of text bodies.
+//
+// It builds the runtime's MessageSendRequest objects itself: syumai/workers
+// v0.33.0 nests contentType and delaySeconds under an "options" key that the
+// runtime ignores, so per-message delays were silently dropped.
+func (s Sender) SendBatch(ctx context.Context, queueName string, msgs []queue.Outgoing) error {
 	binding, ok := s.Bindings[queueName]
 	if !ok {
 		return fmt.Errorf("no producer binding for queue %q", queueName)
 	}
-	p, err := queues.NewProducer(binding)
-	if err != nil {
-		return fmt.Errorf("producer for %s: %w", queueName, err)
+	q := cloudflare.GetBinding(binding)
+	if q.IsUndefined() {
+		return fmt.Errorf("producer binding %s for %s is not bound", binding, queueName)
 	}
-	reqs := make([]*queues.MessageSendRequest, len(msgs))
+	reqs := js.Global().Get("Array").New(len(msgs))
 	for i, m := range msgs {
-		var opts []queues.SendOption
-		if m.Delay >= time.Second {
-			opts = append(opts, queues.WithDelaySeconds(m.Delay))
+		r := jsObject.New()
+		r.Set("body", m.Body)
+		r.Set("contentType", "text")
+		if secs := int(m.Delay / time.Second); secs > 0 {
+			r.Set("delaySeconds", secs)
 		}
-		reqs[i] = queues.NewTextMessageSendRequest(m.Body, opts...)
+		reqs.SetIndex(i, r)
 	}
-	if err := p.SendBatch(reqs); err != nil {
+	if _, err := await(ctx, q.Call("sendBatch", reqs)); err != nil {
 		return fmt.Errorf("send %d messages to %s: %w", len(msgs), queueName, err)
 	}
 	return nil

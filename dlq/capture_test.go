@@ -1,0 +1,485 @@
+package dlq
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/metrics"
+	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+const dlqName = "beer-enrichment-dlq"
+
+func newCapture(db *sql.DB, logs *bytes.Buffer) *Capture {
+	return &Capture{DB: db, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+		SourceQueue: map[string]string{dlqName: "beer-enrichment"}, Now: func() time.Time { return t0 }}
+}
+
+func counters(t *testing.T, db *sql.DB) map[string]int64 {
+	t.Helper()
+	all, err := metrics.Counters{DB: db}.All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+func wantCounters(t *testing.T, db *sql.DB, captured, dups, poison int64) {
+	t.Helper()
+	c := counters(t, db)
+	if c[CounterCaptured] != captured || c[CounterDuplicates] != dups || c[CounterPoison] != poison {
+		t.Fatalf("counters = %v, want captured %d duplicates %d poison %d", c, captured, dups, poison)
+	}
+}
+
+func consume(t *testing.T, c *Capture, msgs ...*queuetest.Message) {
+	t.Helper()
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(msgs...)); err != nil {
+		t.Fatalf("ConsumeBatch: %v", err)
+	}
+}
+
+func beer(id string) string {
+	return fmt.Sprintf(`{"beer_id":%q,"beer_name":"Beer %s","brewer":"Brewer"}`, id, id)
+}
+
+// The true attempt count and reason come from the attempt records, which are
+// removed once stored; without a record the DLQ delivery's attempts and
+// "no attempt record" are stored. Every message is acked after the store.
+func TestCaptureStoresBatchWithAttemptRecords(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	a := Attempts{DB: db}
+	ctx := context.Background()
+	a.Record(ctx, Attempt{MessageID: "m1", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "provider status 500: down", At: t0})
+	a.Record(ctx, Attempt{MessageID: "m2", Queue: "beer-enrichment", Attempt: 2, Class: "permanent", Error: "provider status 400", At: t0})
+	a.Record(ctx, Attempt{MessageID: "other", Queue: "beer-enrichment", Attempt: 1, Class: "transient", Error: "x", At: t0})
+	m1, m2, m3 := queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2")), queuetest.New("m3", beer("3"))
+	m3.Attempt = 2
+	consume(t, c, m1, m2, m3)
+
+	for _, m := range []*queuetest.Message{m1, m2, m3} {
+		if !m.Acked || m.Retried {
+			t.Fatalf("%s: acked %v retried %v", m.MsgID, m.Acked, m.Retried)
+		}
+	}
+	want := map[string]struct {
+		count  int64
+		class  string
+		reason string
+	}{
+		"m1": {4, "transient", "transient: provider status 500: down"},
+		"m2": {2, "permanent", "permanent: provider status 400"},
+		"m3": {2, "unknown", "no attempt record"},
+	}
+	for id, w := range want {
+		r := readRow(t, db, `message_id = ?`, id)
+		if r.FailureCount != w.count || r.Class.String != w.class || r.Reason.String != w.reason ||
+			r.SourceQueue != "beer-enrichment" || r.Status != "pending" || r.FailedAt != t0.UnixMilli() {
+			t.Errorf("%s = %+v", id, r)
+		}
+	}
+	left, _ := a.Lookup(ctx, []string{"m1", "m2", "other"})
+	if len(left) != 1 || left["other"].Attempt != 1 {
+		t.Fatalf("attempt records left = %v, want only the unrelated one", left)
+	}
+	wantCounters(t, db, 3, 0, 0)
+	if !strings.Contains(logs.String(), `"new":3`) {
+		t.Fatalf("no batch summary in logs: %s", logs.String())
+	}
+}
+
+// A redelivered batch (same message ids) creates no row, changes nothing,
+// is acked and counted as duplicates; an acknowledged row stays acknowledged.
+func TestCaptureRedeliveryIsAbsorbed(t *testing.T) {
+	db := sqlitetest.New(t)
+	c := newCapture(db, &bytes.Buffer{})
+	consume(t, c, queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2")))
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = 1 WHERE message_id = 'm1'`)
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1 WHERE message_id = 'm2'`)
+
+	r1, r2 := queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2"))
+	r1.Attempt, r2.Attempt = 2, 2
+	c.Now = func() time.Time { return t0.Add(time.Hour) }
+	consume(t, c, r1, r2)
+	if !r1.Acked || !r2.Acked {
+		t.Fatal("redelivered messages not acked")
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 2 {
+		t.Fatalf("rows = %d, want 2", n)
+	}
+	if r := readRow(t, db, `message_id = 'm1'`); r.Status != "acknowledged" || r.FailedAt != t0.UnixMilli() {
+		t.Fatalf("acknowledged row changed: %+v", r)
+	}
+	if r := readRow(t, db, `message_id = 'm2'`); r.Status != "replayed" || r.ReplayCount != 1 {
+		t.Fatalf("replayed row changed: %+v", r)
+	}
+	wantCounters(t, db, 2, 2, 0)
+}
+
+// A replayed message (its body carries the row's id) that failed again
+// updates its original row through the consumer.
+func TestCaptureReplayedMessageFailingAgainUpdatesItsRow(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	consume(t, c, queuetest.New("m1", beer("1")))
+	id := readRow(t, db, `message_id = 'm1'`).ID
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1, replayed_at = 5 WHERE id = ?`, id)
+
+	Attempts{DB: db}.Record(context.Background(), Attempt{MessageID: "m9", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "provider status 503", At: t0})
+	c.Now = func() time.Time { return t0.Add(time.Hour) }
+	replayed := queuetest.New("m9", fmt.Sprintf(`{"beer_id":"1","beer_name":"Beer 1","brewer":"Brewer",%q:%d}`, LineageField, id))
+	consume(t, c, replayed)
+
+	r := readRow(t, db, `id = ?`, id)
+	if !replayed.Acked || r.Status != "pending" || r.ReplayCount != 1 || r.FailureCount != 4 || r.Reason.String != "transient: provider status 503" ||
+		r.FailedAt != t0.Add(time.Hour).UnixMilli() || r.LastMessageID != "m9" || r.MessageID != "m1" {
+		t.Fatalf("row after repeat failure = %+v (acked %v)", r, replayed.Acked)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
+		t.Fatalf("rows = %d, want 1", n)
+	}
+	wantCounters(t, db, 2, 0, 0)
+	if !strings.Contains(logs.String(), `"repeats":1`) {
+		t.Fatalf("repeat not logged: %s", logs.String())
+	}
+}
+
+// Poison bodies are stored with a reason and the placeholder beer_id, their
+// good neighbours once each, nothing panics and no payload reaches the logs.
+func TestCapturePoisonIsStoredWithItsNeighbours(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	Attempts{DB: db}.Record(context.Background(), Attempt{MessageID: "p-text", Queue: "beer-enrichment", Attempt: 4, Class: "permanent", Error: "invalid message body", At: t0})
+	big := strings.Repeat("Z", 127*1024)
+	poison := map[string]*queuetest.Message{
+		"p-text":   queuetest.New("p-text", "SECRET-PAYLOAD not json"),
+		"p-nobeer": queuetest.New("p-nobeer", `{"beer_name":"SECRET-PAYLOAD"}`),
+		"p-array":  queuetest.New("p-array", `["SECRET-PAYLOAD"]`),
+		"p-empty":  queuetest.New("p-empty", ``),
+		"p-numid":  queuetest.New("p-numid", `{"beer_id":12}`),
+		"p-big":    queuetest.New("p-big", big),
+		"p-utf8":   queuetest.New("p-utf8", "\xff\xfe{"),
+		"p-bin":    {MsgID: "p-bin", Attempt: 1, Text: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 0xff}), IsBinary: true},
+	}
+	good1, good2 := queuetest.New("g1", beer("g1")), queuetest.New("g2", beer("g2"))
+	batch := []*queuetest.Message{good1}
+	for _, m := range poison {
+		batch = append(batch, m)
+	}
+	batch = append(batch, good2)
+	consume(t, c, batch...)
+
+	for _, m := range batch {
+		if !m.Acked {
+			t.Errorf("%s not acked", m.MsgID)
+		}
+	}
+	for id, m := range poison {
+		r := readRow(t, db, `message_id = ?`, id)
+		raw := r.Raw
+		if r.Encoding == "base64" && !m.IsBinary {
+			b, _ := base64.StdEncoding.DecodeString(raw)
+			raw = string(b)
+		}
+		if r.BeerID != UnparseableBeerID || r.Class.String != "poison" || !strings.HasPrefix(r.Reason.String, "unparseable: ") || raw != m.Text {
+			t.Errorf("%s = %+v", id, shortRow(r))
+		}
+	}
+	if r := readRow(t, db, `message_id = 'p-text'`); r.FailureCount != 4 || !strings.HasSuffix(r.Reason.String, "; permanent: invalid message body") {
+		t.Errorf("poison with an attempt record = %+v", shortRow(r))
+	}
+	if r := readRow(t, db, `message_id = 'p-utf8'`); r.Encoding != "base64" {
+		t.Errorf("invalid UTF-8 kept as %s", r.Encoding)
+	}
+	if r := readRow(t, db, `message_id = 'p-bin'`); r.Encoding != "base64" || r.Reason.String != "unparseable: binary body (8 base64 characters); no attempt record" {
+		t.Errorf("binary = %+v", shortRow(r))
+	}
+	if r := readRow(t, db, `message_id = 'p-nobeer'`); r.Reason.String != "unparseable: no beer_id; no attempt record" || r.BeerName.String != "SECRET-PAYLOAD" {
+		t.Errorf("no beer_id = %+v", shortRow(r))
+	}
+	for _, id := range []string{"g1", "g2"} {
+		if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, id); n != 1 {
+			t.Errorf("good neighbour %s stored %d times", id, n)
+		}
+	}
+	wantCounters(t, db, int64(len(batch)), 0, int64(len(poison)))
+	if strings.Contains(logs.String(), "SECRET-PAYLOAD") {
+		t.Fatalf("a payload reached the logs: %s", logs.String())
+	}
+}
+
+func shortRow(r dlqRow) dlqRow {
+	r.Raw = shorten(r.Raw, 40)
+	return r
+}
+
+// A batch of 100 costs one store statement: with attempt records 4
+// statements in all (lookup, store, remove records, counters), without 3.
+func TestCaptureStatementsPerBatch(t *testing.T) {
+	plain, db, stmts := flakyDB(t, 1_000_000)
+	c := newCapture(db, &bytes.Buffer{})
+	batch := func(prefix string) []*queuetest.Message {
+		var msgs []*queuetest.Message
+		for i := range 100 {
+			msgs = append(msgs, queuetest.New(fmt.Sprint(prefix, i), beer(fmt.Sprint(prefix, i))))
+		}
+		return msgs
+	}
+	consume(t, c, batch("a")...)
+	if n := stmts.Load(); n != 3 {
+		t.Fatalf("statements without attempt records = %d, want 3", n)
+	}
+	msgs := batch("b")
+	for _, m := range msgs {
+		Attempts{DB: plain}.Record(context.Background(), Attempt{MessageID: m.MsgID, Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "e", At: t0})
+	}
+	stmts.Store(0)
+	consume(t, c, msgs...)
+	if n := stmts.Load(); n != 4 {
+		t.Fatalf("statements with attempt records = %d, want 4", n)
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != 200 {
+		t.Fatalf("rows = %d", n)
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM message_attempts`); n != 0 {
+		t.Fatalf("attempt records left = %d", n)
+	}
+}
+
+// D1 unavailable before anything is stored: the error is returned (the
+// runtime retries the batch) and no message is acked.
+func TestCaptureD1UnavailableRetriesTheBatch(t *testing.T) {
+	db := sqlitetest.New(t)
+	db.Close()
+	c := newCapture(db, &bytes.Buffer{})
+	m1, m2 := queuetest.New("m1", beer("1")), queuetest.New("m2", "poison")
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2)); err == nil {
+		t.Fatal("ConsumeBatch succeeded on a closed database")
+	}
+	if m1.Settled() || m2.Settled() {
+		t.Fatal("messages settled although nothing was stored")
+	}
+}
+
+// D1 failing after the attempt lookup: the store fails, the probe fails,
+// the error is returned and nothing is acked or stored one by one.
+func TestCaptureD1FailingDuringTheStoreRetriesTheBatch(t *testing.T) {
+	plain, flaky, stmts := flakyDB(t, 1)
+	c := newCapture(flaky, &bytes.Buffer{})
+	m1, m2 := queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2"))
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2)); err == nil {
+		t.Fatal("ConsumeBatch succeeded while D1 failed")
+	}
+	if m1.Settled() || m2.Settled() {
+		t.Fatal("messages settled although the store failed")
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
+		t.Fatalf("rows = %d", n)
+	}
+	// lookup, store, probe, then the best-effort bookkeeping: no one-by-one stores.
+	if n := stmts.Load(); n > 5 {
+		t.Fatalf("%d statements against an unavailable D1", n)
+	}
+}
+
+// A large batch is split under D1's value limit; when D1 fails between two
+// statements, the first part stays stored and acked, the rest is retried.
+func TestCaptureSplitsLargeBatches(t *testing.T) {
+	pad := strings.Repeat("x", 120*1024)
+	var msgs []*queuetest.Message
+	for i := range 12 {
+		msgs = append(msgs, queuetest.New(fmt.Sprint("m", i), fmt.Sprintf(`{"beer_id":"%d","pad":%q}`, i, pad)))
+	}
+	var batch []*captured
+	c := newCapture(sqlitetest.New(t), &bytes.Buffer{})
+	for _, m := range msgs {
+		batch = append(batch, c.prepare(m, "beer-enrichment", nil, t0))
+	}
+	parts := chunks(batch, maxBatchBytes)
+	if len(parts) < 2 {
+		t.Fatalf("12 x 120 KB in %d statement(s)", len(parts))
+	}
+	for _, p := range parts {
+		var fs []Failure
+		for _, cm := range p {
+			fs = append(fs, cm.failure)
+		}
+		if js, _ := encodeBatch(fs); len(js) > maxBatchBytes {
+			t.Fatalf("statement parameter of %d bytes", len(js))
+		}
+	}
+
+	// All stored when D1 answers.
+	db := sqlitetest.New(t)
+	consume(t, newCapture(db, &bytes.Buffer{}), msgs...)
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 12 {
+		t.Fatalf("rows = %d, want 12", n)
+	}
+
+	// D1 fails after the lookup and the first store statement.
+	for _, m := range msgs {
+		m.Acked = false
+	}
+	plain, flaky, _ := flakyDB(t, 2)
+	err := newCapture(flaky, &bytes.Buffer{}).ConsumeBatch(context.Background(), dlqName, queuetest.Batch(msgs...))
+	if err == nil {
+		t.Fatal("ConsumeBatch succeeded although D1 failed")
+	}
+	first := len(parts[0])
+	for i, m := range msgs {
+		if m.Acked != (i < first) || m.Retried {
+			t.Fatalf("message %d: acked %v retried %v (first statement had %d)", i, m.Acked, m.Retried, first)
+		}
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != int64(first) {
+		t.Fatalf("rows = %d, want %d", n, first)
+	}
+}
+
+// A message that makes the batch statement fail (here a trigger rejects it)
+// does not hold back its neighbours: they are stored one by one and acked;
+// it is retried, and from its third delivery on kept as a minimal row.
+func TestCaptureOneBadMessageDoesNotHoldBackItsNeighbours(t *testing.T) {
+	db := sqlitetest.New(t)
+	mustExec(t, db, `CREATE TRIGGER reject_bad BEFORE INSERT ON dlq_messages WHEN NEW.raw_message LIKE '%"bad"%'
+		BEGIN SELECT RAISE(ABORT, 'rejected by test trigger'); END`)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	Attempts{DB: db}.Record(context.Background(), Attempt{MessageID: "bad", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "e", At: t0})
+	good1, bad, good2 := queuetest.New("g1", beer("g1")), queuetest.New("bad", beer("bad")), queuetest.New("g2", beer("g2"))
+	consume(t, c, good1, bad, good2)
+	if !good1.Acked || !good2.Acked || bad.Acked || !bad.Retried {
+		t.Fatalf("g1 %+v bad %+v g2 %+v", good1, bad, good2)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 2 {
+		t.Fatalf("rows = %d, want 2", n)
+	}
+	wantCounters(t, db, 2, 0, 0)
+
+	// Second delivery, alone: retried again.
+	bad2 := queuetest.New("bad", beer("bad"))
+	bad2.Attempt = 2
+	consume(t, c, bad2)
+	if bad2.Acked || !bad2.Retried {
+		t.Fatalf("second delivery: %+v", bad2)
+	}
+	// Third delivery: kept as a minimal poison row (body as base64), acked.
+	bad3 := queuetest.New("bad", beer("bad"))
+	bad3.Attempt = 3
+	consume(t, c, bad3)
+	if !bad3.Acked || bad3.Retried {
+		t.Fatalf("third delivery: %+v", bad3)
+	}
+	r := readRow(t, db, `message_id = 'bad'`)
+	raw, _ := base64.StdEncoding.DecodeString(r.Raw)
+	if string(raw) != beer("bad") || r.Encoding != "base64" || r.BeerID != UnparseableBeerID || r.Class.String != "poison" ||
+		r.FailureCount != 4 || !strings.HasPrefix(r.Reason.String, "unstorable: ") || !strings.Contains(r.Reason.String, "rejected by test trigger") {
+		t.Fatalf("minimal row = %+v", r)
+	}
+	if left, _ := (Attempts{DB: db}).Lookup(context.Background(), []string{"bad"}); len(left) != 0 {
+		t.Fatal("attempt record of the stored message kept")
+	}
+	wantCounters(t, db, 3, 0, 1)
+}
+
+// A message whose minimal row cannot be stored either is retried, never dropped.
+func TestCaptureUnstorableMessageIsRetriedNotDropped(t *testing.T) {
+	db := sqlitetest.New(t)
+	mustExec(t, db, `CREATE TRIGGER reject_all BEFORE INSERT ON dlq_messages BEGIN SELECT RAISE(ABORT, 'nope'); END`)
+	m := queuetest.New("m1", beer("1"))
+	m.Attempt = 10
+	consume(t, newCapture(db, &bytes.Buffer{}), m)
+	if m.Acked || !m.Retried {
+		t.Fatalf("message %+v", m)
+	}
+}
+
+// The consumer never panics, whatever the body.
+func FuzzCaptureBody(f *testing.F) {
+	for _, s := range []string{`{"beer_id":"1"}`, `{"beer_id":1}`, "\x00", `{"_redrive_dlq_id":"9999999999999999999999"}`, `[`, `{"beer_id":"1","_redrive_dlq_id":1}`} {
+		f.Add(s, false)
+	}
+	db := sqlitetest.New(f)
+	c := newCapture(db, &bytes.Buffer{})
+	n := 0
+	f.Fuzz(func(t *testing.T, body string, binary bool) {
+		n++
+		m := &queuetest.Message{MsgID: fmt.Sprint("fz", n), Attempt: 1, Text: body, IsBinary: binary}
+		consume(t, c, m)
+		if !m.Acked {
+			t.Fatalf("body %q not stored", body)
+		}
+	})
+}
+
+// flakyDB returns a SQLite database twice: plain, and through a driver whose
+// statements fail (like an unavailable D1) once ok statements have run; and
+// the number of statements the flaky one was asked to run.
+func flakyDB(t *testing.T, ok int64) (*sql.DB, *sql.DB, *atomic.Int64) {
+	t.Helper()
+	dsn := "file:" + filepath.Join(t.TempDir(), "flaky.sqlite") + "?_pragma=busy_timeout(5000)"
+	plain, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	root, _ := sqlitetest.Root()
+	schema, err := os.ReadFile(filepath.Join(root, "schema.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, plain, string(schema))
+	stmts := &atomic.Int64{}
+	flaky := sql.OpenDB(flakyConnector{drv: plain.Driver(), dsn: dsn, ok: ok, n: stmts})
+	t.Cleanup(func() { flaky.Close() })
+	return plain, flaky, stmts
+}
+
+type flakyConnector struct {
+	drv driver.Driver
+	dsn string
+	ok  int64
+	n   *atomic.Int64
+}
+
+func (c flakyConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return flakyConn{conn, c}, nil
+}
+
+func (c flakyConnector) Driver() driver.Driver { return c.drv }
+
+type flakyConn struct {
+	driver.Conn
+	c flakyConnector
+}
+
+func (f flakyConn) Prepare(query string) (driver.Stmt, error) {
+	if f.c.n.Add(1) > f.c.ok {
+		return nil, errors.New("D1_ERROR: Network connection lost")
+	}
+	return f.Conn.Prepare(query)
+}
+
+var _ queue.Message = (*queuetest.Message)(nil)
