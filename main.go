@@ -50,6 +50,10 @@ func main() {
 		Log:     log,
 		Auth:    handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
 		Version: version,
+
+		Sender:             sender,
+		BulkReplayMax:      cfg.BulkReplayMax,
+		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}
 	if cfg.E2ERoutes && platform.HasBinding("E2E_DLQ_QUEUE") {
 		api.TestSender = platform.Sender{Bindings: map[string]string{
@@ -58,7 +62,6 @@ func main() {
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
 		}}
 	}
-	_ = sender
 
 	provider := enrichment.ChatProvider{
 		URL:    cfg.EnrichmentAPIURL,

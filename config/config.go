@@ -28,6 +28,14 @@ type Config struct {
 	// stay `replaying` before the rescue job returns it to `pending`.
 	ReplayStuckAfter time.Duration
 
+	// BulkReplayMax (DLQ_BULK_REPLAY_MAX, default 500, 1..5000) is the most rows one
+	// bulk replay request claims and sends; the caller continues with the
+	// returned cursor. Each 100 rows cost one queue sendBatch subrequest.
+	BulkReplayMax int
+	// BulkAcknowledgeMax (DLQ_BULK_ACKNOWLEDGE_MAX, default 5000, 1..50000) is the
+	// most rows one bulk acknowledge request moves (one UPDATE statement).
+	BulkAcknowledgeMax int
+
 	// E2ERoutes (E2E_ROUTES=1) enables the test send route; only the e2e
 	// wrangler environment sets it (and binds the producers it needs).
 	E2ERoutes bool
@@ -38,13 +46,15 @@ type Config struct {
 func Load(getenv func(string) string) (Config, []error) {
 	l := loader{getenv: getenv}
 	c := Config{
-		APIKey:           getenv("API_KEY"),
-		AdminSecret:      getenv("ADMIN_SECRET"),
-		EnrichmentAPIURL: l.str("ENRICHMENT_API_URL", "https://api.perplexity.ai/chat/completions"),
-		EnrichmentModel:  l.str("ENRICHMENT_MODEL", "sonar"),
-		EnrichmentAPIKey: getenv("ENRICHMENT_API_KEY"),
-		ReplayStuckAfter: l.minutes("DLQ_REPLAY_STUCK_MINUTES", 10, 1, 24*60),
-		E2ERoutes:        getenv("E2E_ROUTES") == "1",
+		APIKey:             getenv("API_KEY"),
+		AdminSecret:        getenv("ADMIN_SECRET"),
+		EnrichmentAPIURL:   l.str("ENRICHMENT_API_URL", "https://api.perplexity.ai/chat/completions"),
+		EnrichmentModel:    l.str("ENRICHMENT_MODEL", "sonar"),
+		EnrichmentAPIKey:   getenv("ENRICHMENT_API_KEY"),
+		ReplayStuckAfter:   l.minutes("DLQ_REPLAY_STUCK_MINUTES", 10, 1, 24*60),
+		BulkReplayMax:      int(l.int("DLQ_BULK_REPLAY_MAX", 500, 1, 5000)),
+		BulkAcknowledgeMax: int(l.int("DLQ_BULK_ACKNOWLEDGE_MAX", 5000, 1, 50000)),
+		E2ERoutes:          getenv("E2E_ROUTES") == "1",
 	}
 	return c, l.problems
 }
