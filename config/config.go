@@ -46,15 +46,16 @@ type Config struct {
 func Load(getenv func(string) string) (Config, []error) {
 	l := loader{getenv: getenv}
 	c := Config{
-		APIKey:             getenv("API_KEY"),
-		AdminSecret:        getenv("ADMIN_SECRET"),
-		EnrichmentAPIURL:   l.str("ENRICHMENT_API_URL", "https://api.perplexity.ai/chat/completions"),
-		EnrichmentModel:    l.str("ENRICHMENT_MODEL", "sonar"),
-		EnrichmentAPIKey:   getenv("ENRICHMENT_API_KEY"),
-		ReplayStuckAfter:   l.minutes("DLQ_REPLAY_STUCK_MINUTES", 10, 1, 24*60),
+		APIKey:           getenv("API_KEY"),
+		AdminSecret:      getenv("ADMIN_SECRET"),
+		EnrichmentAPIURL: l.str("ENRICHMENT_API_URL", "https://api.perplexity.ai/chat/completions"),
+		EnrichmentModel:  l.str("ENRICHMENT_MODEL", "sonar"),
+		EnrichmentAPIKey: getenv("ENRICHMENT_API_KEY"),
+		ReplayStuckAfter: l.minutes("DLQ_REPLAY_STUCK_MINUTES", 10, 1, 24*60),
+		E2ERoutes:        getenv("E2E_ROUTES") == "1",
+
 		BulkReplayMax:      int(l.int("DLQ_BULK_REPLAY_MAX", 500, 1, 5000)),
 		BulkAcknowledgeMax: int(l.int("DLQ_BULK_ACKNOWLEDGE_MAX", 5000, 1, 50000)),
-		E2ERoutes:          getenv("E2E_ROUTES") == "1",
 	}
 	return c, l.problems
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
@@ -131,8 +130,21 @@ func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// intLiteral matches a JSON integer written without fraction or exponent.
-var intLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+// isIntLiteral reports whether b is a JSON integer written without fraction or exponent.
+func isIntLiteral(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // jsonInt parses an optional JSON integer field; absent or null is (0, false).
 func jsonInt(raw json.RawMessage, code, msg string) (int64, bool, error) {
@@ -141,7 +153,7 @@ func jsonInt(raw json.RawMessage, code, msg string) (int64, bool, error) {
 		return 0, false, nil
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if !intLiteral.Match(raw) || err != nil {
+	if !isIntLiteral(raw) || err != nil {
 		return 0, false, badRequest(code, msg)
 	}
 	return n, true, nil
