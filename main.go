@@ -53,6 +53,10 @@ func main() {
 		Version:  version,
 		Instance: handlers.NewInstance(time.Now()),
 		Beers:    &enrichment.Registry{DB: db, Sender: sender},
+
+		Sender:             sender,
+		BulkReplayMax:      cfg.BulkReplayMax,
+		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}
 	if cfg.E2ERoutes && platform.HasBinding("E2E_DLQ_QUEUE") {
 		api.TestSender = platform.Sender{Bindings: map[string]string{
@@ -101,8 +105,8 @@ func main() {
 		cronDaily: {
 			&dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 				AttemptMaxAge: cfg.AttemptRetention, Limits: limits},
-			// admin_audit is defined by the admin API (created_at in epoch ms).
-			&dlq.AuditRetention{DB: db, Table: "admin_audit", TimeColumn: "created_at", MaxAge: cfg.AuditRetention, Limits: limits},
+			// admin_audit is defined by the admin API (at: epoch ms).
+			&dlq.AuditRetention{DB: db, Table: "admin_audit", TimeColumn: "at", MaxAge: cfg.AuditRetention, Limits: limits},
 		},
 	}}
 

@@ -91,6 +91,14 @@ type Config struct {
 	// still-firing alert is sent again.
 	AlertReminder time.Duration
 
+	// BulkReplayMax (DLQ_BULK_REPLAY_MAX, default 500, 1..5000) is the most rows one
+	// bulk replay request claims and sends; the caller continues with the
+	// returned cursor. Each 100 rows cost one queue sendBatch subrequest.
+	BulkReplayMax int
+	// BulkAcknowledgeMax (DLQ_BULK_ACKNOWLEDGE_MAX, default 5000, 1..50000) is the
+	// most rows one bulk acknowledge request moves (one UPDATE statement).
+	BulkAcknowledgeMax int
+
 	// E2ERoutes (E2E_ROUTES=1) enables the test send route; only the e2e
 	// wrangler environment sets it (and binds the producers it needs).
 	E2ERoutes bool
@@ -127,6 +135,8 @@ func Load(getenv func(string) string) (Config, []error) {
 		BreakerThreshold:      int(l.int("ENRICHMENT_BREAKER_THRESHOLD", 5, 1, 1000)),
 		BreakerCooldown:       l.seconds("ENRICHMENT_BREAKER_COOLDOWN_SECONDS", 60, 1, maxDelaySeconds),
 		DailyEnrichmentLimit:  l.int("DAILY_ENRICHMENT_LIMIT", 500, 1, 10_000_000),
+		BulkReplayMax:         int(l.int("DLQ_BULK_REPLAY_MAX", 500, 1, 5000)),
+		BulkAcknowledgeMax:    int(l.int("DLQ_BULK_ACKNOWLEDGE_MAX", 5000, 1, 50000)),
 	}
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {
 		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_BACKOFF_BASE_SECONDS (%s) exceeds ENRICHMENT_BACKOFF_MAX_SECONDS (%s); using the max as base",

@@ -124,3 +124,18 @@ func TestEnrichmentPolicyBounds(t *testing.T) {
 		t.Errorf("base above max: %+v %v", c, problems)
 	}
 }
+
+func TestBulkLimits(t *testing.T) {
+	c, problems := Load(env(nil))
+	if c.BulkReplayMax != 500 || c.BulkAcknowledgeMax != 5000 || len(problems) != 0 {
+		t.Errorf("defaults: replay %d acknowledge %d %v", c.BulkReplayMax, c.BulkAcknowledgeMax, problems)
+	}
+	c, problems = Load(env(map[string]string{"DLQ_BULK_REPLAY_MAX": "50", "DLQ_BULK_ACKNOWLEDGE_MAX": "100"}))
+	if c.BulkReplayMax != 50 || c.BulkAcknowledgeMax != 100 || len(problems) != 0 {
+		t.Errorf("set: %d %d %v", c.BulkReplayMax, c.BulkAcknowledgeMax, problems)
+	}
+	c, problems = Load(env(map[string]string{"DLQ_BULK_REPLAY_MAX": "0", "DLQ_BULK_ACKNOWLEDGE_MAX": "1e9"}))
+	if c.BulkReplayMax != 500 || c.BulkAcknowledgeMax != 5000 || len(problems) != 2 {
+		t.Errorf("out of range must fall back to defaults and be reported: %d %d %v", c.BulkReplayMax, c.BulkAcknowledgeMax, problems)
+	}
+}

@@ -89,7 +89,10 @@ const putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, bre
 	ON CONFLICT(id) DO UPDATE SET status = 'pending', failed_at = excluded.failed_at,
 		failure_count = excluded.failure_count, failure_reason = excluded.failure_reason,
 		failure_class = excluded.failure_class, last_message_id = excluded.last_message_id,
-		updated_at = excluded.updated_at
+		updated_at = excluded.updated_at,
+		-- A repeat failure that overtakes its replay's final update: that update
+		-- (conditional on replaying_at) then matches nothing, so count the replay here.
+		replay_count = dlq_messages.replay_count + (dlq_messages.status = 'replaying'), replaying_at = NULL
 		WHERE dlq_messages.last_message_id <> excluded.last_message_id
 	ON CONFLICT(message_id) DO NOTHING
 	RETURNING message_id, last_message_id`

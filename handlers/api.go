@@ -28,6 +28,12 @@ type API struct {
 	Version string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Sender sends replayed DLQ messages back to their source queues.
+	Sender queue.Sender
+	// BulkReplayMax caps the rows one bulk replay call claims (DLQ_BULK_REPLAY_MAX).
+	BulkReplayMax int
+	// BulkAcknowledgeMax caps the rows one bulk acknowledge call moves (DLQ_BULK_ACKNOWLEDGE_MAX).
+	BulkAcknowledgeMax int
 	// TestSender, when non-nil, enables POST /__e2e/send (admin auth). It is
 	// set only when the worker runs in the e2e wrangler environment, whose
 	// extra producer bindings do not exist in the production config.
@@ -133,6 +139,13 @@ func (a *API) routeTable() []route {
 		{"GET /admin/metrics", a.admin(a.metrics)},
 		{"POST /admin/enrich", a.admin(a.enrich)},
 		{"GET /admin/beers/{id}", a.admin(a.beer)},
+
+		{"GET /admin/dlq", a.admin(a.dlqList)},
+		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},
+		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
+		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
+		{"GET /admin/audit", a.admin(a.auditList)},
+		{"GET /admin/openapi.json", a.admin(a.openAPI)},
 	}
 	if a.TestSender != nil {
 		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)})

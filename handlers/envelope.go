@@ -10,6 +10,8 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // APIError is an error with an HTTP status and a stable code, rendered as the
@@ -69,11 +71,17 @@ func respond(w http.ResponseWriter, r *http.Request, status int, data any) {
 	writeJSON(w, status, envelope{Success: true, RequestID: RequestID(r.Context()), Data: data})
 }
 
-// fail writes the error envelope. An *APIError keeps its status and code;
-// any other error is logged with the request id and answered with a 500.
+// fail writes the error envelope. An *APIError keeps its status and code; a
+// *dlq.InputError (rejected input) is a 400 with its code; any other error
+// is logged with the request id and answered with a 500.
 func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) {
+	var inputErr *dlq.InputError
+	switch {
+	case errors.As(err, &apiErr):
+	case errors.As(err, &inputErr):
+		apiErr = badRequest(inputErr.Code, inputErr.Message)
+	default:
 		log.ErrorContext(r.Context(), "request failed", "request_id", RequestID(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "error", err.Error())
 		apiErr = &APIError{Status: http.StatusInternalServerError, Code: "INTERNAL_ERROR", Message: "internal error; see logs for request id"}

@@ -1,0 +1,219 @@
+package dlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Audit actions.
+const (
+	ActionReplay      = "replay"
+	ActionAcknowledge = "acknowledge"
+)
+
+// Audit outcomes.
+const (
+	// OutcomeStarted is written before the action runs; a row left in it means
+	// the worker died mid-action (or the final write failed).
+	OutcomeStarted = "started"
+	// OutcomeOK: everything claimed was done (including "nothing matched").
+	OutcomeOK = "ok"
+	// OutcomePartial: some claimed rows could not be sent (back to pending).
+	OutcomePartial = "partial"
+	// OutcomeFailed: no claimed row could be sent.
+	OutcomeFailed = "failed"
+	// OutcomeError: an internal error ended the request (500).
+	OutcomeError = "error"
+)
+
+// Audit is the admin_audit log: every replay and acknowledge request (dry
+// runs too) is written before it acts and completed after, so no action is
+// ever unrecorded. Rejected input (4xx) is not an action and is not logged.
+type Audit struct {
+	DB      *sql.DB
+	Cursors Cursors
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+func (a Audit) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// AuditStart describes an action about to run.
+type AuditStart struct {
+	Action    string
+	RequestID string
+	// KeyFingerprint identifies the API key used (never the key itself).
+	KeyFingerprint string
+	DryRun         bool
+	// IDs (ids form) or Filter (bulk form).
+	IDs    []int64
+	Filter *Filter
+	Note   string
+}
+
+// Begin records the start of an action and returns its audit id.
+func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
+	var ids, filter, note any
+	if s.IDs != nil {
+		ids = idsJSON(s.IDs)
+	}
+	if s.Filter != nil {
+		js, _ := json.Marshal(s.Filter)
+		filter = string(js)
+	}
+	if s.Note != "" {
+		note = s.Note
+	}
+	dry := int64(0)
+	if s.DryRun {
+		dry = 1
+	}
+	var id int64
+	err := a.DB.QueryRowContext(ctx, `INSERT INTO admin_audit(at, action, request_id, key_fingerprint, dry_run, ids, filter, note, outcome)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'started') RETURNING id`,
+		a.now().UnixMilli(), s.Action, s.RequestID, s.KeyFingerprint, dry, ids, filter, note).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("audit begin: %w", err)
+	}
+	return id, nil
+}
+
+// Finish records the outcome and the counts (any JSON-encodable value) of action id.
+func (a Audit) Finish(ctx context.Context, id int64, outcome string, counts any, errText string) error {
+	var cs, et any
+	if counts != nil {
+		js, err := json.Marshal(counts)
+		if err != nil {
+			return fmt.Errorf("audit counts: %w", err)
+		}
+		cs = string(js)
+	}
+	if errText != "" {
+		et = errText
+	}
+	_, err := a.DB.ExecContext(ctx, `UPDATE admin_audit SET outcome = ?, counts = ?, error = ?, finished_at = ? WHERE id = ?`,
+		outcome, cs, et, a.now().UnixMilli(), id)
+	if err != nil {
+		return fmt.Errorf("audit finish: %w", err)
+	}
+	return nil
+}
+
+// ReplayOutcome classifies a replay result.
+func ReplayOutcome(r ReplayResult) string {
+	switch {
+	case r.FailedCount == 0:
+		return OutcomeOK
+	case r.ReplayedCount == 0:
+		return OutcomeFailed
+	default:
+		return OutcomePartial
+	}
+}
+
+// AuditEntry is one admin_audit row.
+type AuditEntry struct {
+	ID             int64  `json:"id"`
+	At             int64  `json:"at"`
+	Action         string `json:"action"`
+	RequestID      string `json:"request_id"`
+	KeyFingerprint string `json:"key_fingerprint"`
+	DryRun         bool   `json:"dry_run"`
+	// IDs is the JSON array of requested ids, or null.
+	IDs json.RawMessage `json:"ids"`
+	// Filter is the JSON filter object of a bulk action, or null.
+	Filter json.RawMessage `json:"filter"`
+	Note   *string         `json:"note"`
+	// Counts is the JSON object of the response's counts, or null while started.
+	Counts     json.RawMessage `json:"counts"`
+	Outcome    string          `json:"outcome"`
+	Error      *string         `json:"error"`
+	FinishedAt *int64          `json:"finished_at"`
+}
+
+// AuditParams are GET /admin/audit's inputs.
+type AuditParams struct {
+	// Action filters to replay or acknowledge ("" for both).
+	Action string
+	// Limit is 1..MaxListLimit; 0 means DefaultListLimit.
+	Limit  int
+	Cursor string
+}
+
+// AuditPage is one page of the audit log, newest first.
+type AuditPage struct {
+	Entries    []AuditEntry `json:"entries"`
+	Limit      int          `json:"limit"`
+	NextCursor *string      `json:"next_cursor"`
+	HasMore    bool         `json:"has_more"`
+}
+
+// Page lists audit entries newest first (id DESC) with cursor pagination.
+func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
+	if p.Action != "" && p.Action != ActionReplay && p.Action != ActionAcknowledge {
+		return AuditPage{}, inputErr("INVALID_FILTER", "action must be replay or acknowledge; got %q", p.Action)
+	}
+	if p.Limit == 0 {
+		p.Limit = DefaultListLimit
+	}
+	if p.Limit < 1 || p.Limit > MaxListLimit {
+		return AuditPage{}, inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
+	}
+	fp := "action=" + p.Action
+	cond, args := "1 = 1", []any{}
+	if p.Action != "" {
+		cond, args = "action = ?", append(args, p.Action)
+	}
+	if p.Cursor != "" {
+		pos, err := a.Cursors.decode(p.Cursor, cursorAudit, fp)
+		if err != nil {
+			return AuditPage{}, err
+		}
+		cond, args = cond+" AND id < ?", append(args, pos.ID)
+	}
+	rows, err := a.DB.QueryContext(ctx, `SELECT id, at, action, request_id, key_fingerprint, dry_run, ids, filter, note,
+			counts, outcome, error, finished_at
+		FROM admin_audit WHERE `+cond+` ORDER BY id DESC LIMIT ?`, append(args, int64(p.Limit+1))...)
+	if err != nil {
+		return AuditPage{}, fmt.Errorf("audit list: %w", err)
+	}
+	defer rows.Close()
+	out := AuditPage{Entries: []AuditEntry{}, Limit: p.Limit}
+	for rows.Next() {
+		var e AuditEntry
+		var ids, filter, note, counts, errText sql.NullString
+		var finished sql.NullInt64
+		if err := rows.Scan(&e.ID, &e.At, &e.Action, &e.RequestID, &e.KeyFingerprint, &e.DryRun, &ids, &filter, &note,
+			&counts, &e.Outcome, &errText, &finished); err != nil {
+			return AuditPage{}, fmt.Errorf("audit scan: %w", err)
+		}
+		e.IDs, e.Filter, e.Counts = rawJSON(ids), rawJSON(filter), rawJSON(counts)
+		e.Note, e.Error, e.FinishedAt = str(note), str(errText), num(finished)
+		out.Entries = append(out.Entries, e)
+	}
+	if err := rows.Err(); err != nil {
+		return AuditPage{}, fmt.Errorf("audit rows: %w", err)
+	}
+	if len(out.Entries) > p.Limit {
+		out.Entries = out.Entries[:p.Limit]
+		next := a.Cursors.encode(position{Kind: cursorAudit, Filter: fp, ID: out.Entries[p.Limit-1].ID})
+		out.NextCursor, out.HasMore = &next, true
+	}
+	return out, nil
+}
+
+// rawJSON passes stored JSON text through (null when absent or not JSON).
+func rawJSON(s sql.NullString) json.RawMessage {
+	if !s.Valid || !json.Valid([]byte(s.String)) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(s.String)
+}

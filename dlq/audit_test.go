@@ -1,0 +1,71 @@
+package dlq
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+)
+
+func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
+	db := sqlitetest.New(t)
+	a := Audit{DB: db, Cursors: NewCursors("s"), Now: clock}
+	var ids []int64
+	for i := 0; i < 7; i++ {
+		start := AuditStart{Action: ActionReplay, RequestID: "req-" + string(rune('a'+i)), KeyFingerprint: "fp", IDs: []int64{int64(i + 1), 99}}
+		if i%2 == 1 {
+			start = AuditStart{Action: ActionAcknowledge, RequestID: "req", KeyFingerprint: "fp", DryRun: true,
+				Filter: &Filter{BeerID: "b"}, Note: "n"}
+		}
+		id, err := a.Begin(ctx, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		if i != 6 { // the last one stays "started"
+			if err := a.Finish(ctx, id, OutcomeOK, map[string]int{"claimed_count": i}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var got []AuditEntry
+	cursor := ""
+	for {
+		p, err := a.Page(ctx, AuditParams{Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Entries...)
+		if !p.HasMore {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	if len(got) != 7 || got[0].ID != ids[6] || got[6].ID != ids[0] {
+		t.Fatalf("entries %+v", got)
+	}
+	if got[0].Outcome != OutcomeStarted || got[0].FinishedAt != nil || string(got[0].Counts) != "null" {
+		t.Fatalf("unfinished entry %+v", got[0])
+	}
+	last := got[6]
+	var counts map[string]int
+	json.Unmarshal(last.Counts, &counts)
+	if last.Action != ActionReplay || string(last.IDs) != "[1,99]" || string(last.Filter) != "null" || last.RequestID != "req-a" ||
+		last.KeyFingerprint != "fp" || last.Outcome != OutcomeOK || counts["claimed_count"] != 0 || last.At != clock().UnixMilli() {
+		t.Fatalf("first entry %+v", last)
+	}
+	ack := got[1]
+	if ack.Action != ActionAcknowledge || !ack.DryRun || string(ack.Filter) != `{"beer_id":"b"}` || *ack.Note != "n" {
+		t.Fatalf("acknowledge entry %+v", ack)
+	}
+	p, err := a.Page(ctx, AuditParams{Action: ActionAcknowledge})
+	if err != nil || len(p.Entries) != 3 {
+		t.Fatalf("action filter: %d %v", len(p.Entries), err)
+	}
+	_, err = a.Page(ctx, AuditParams{Action: ActionReplay, Cursor: cursor})
+	wantInput(t, err, "INVALID_CURSOR")
+	_, err = a.Page(ctx, AuditParams{Action: "delete"})
+	wantInput(t, err, "INVALID_FILTER")
+	_, err = a.Page(ctx, AuditParams{Limit: 1000})
+	wantInput(t, err, "INVALID_LIMIT")
+}

@@ -1,0 +1,95 @@
+package dlq
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+)
+
+// Cursors issues the opaque pagination cursors of the admin API and accepts
+// only its own. A cursor is base64url(JSON position) "." base64url(MAC),
+// where MAC is HMAC-SHA256 (truncated to 16 bytes) under a key derived from
+// the admin secret. A cursor names the listing it belongs to (kind) and the
+// fingerprint of the filter it was made for, so it cannot be replayed against
+// another listing or other filters. Anything else is INVALID_CURSOR.
+type Cursors struct {
+	key []byte
+}
+
+// NewCursors derives the cursor key from secret (the ADMIN_SECRET): cursors
+// stay valid across calls and instances, and rotating the secret voids them.
+func NewCursors(secret string) Cursors {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("redrive admin cursor v1"))
+	return Cursors{key: mac.Sum(nil)}
+}
+
+// Cursor kinds: one per listing that pages.
+const (
+	cursorList   = "dlq"
+	cursorReplay = "replay"
+	cursorAudit  = "audit"
+)
+
+// maxCursorLen bounds what is even looked at (real cursors are ~100 bytes).
+const maxCursorLen = 512
+
+// position is where a listing stopped: the last row returned.
+type position struct {
+	Kind     string `json:"k"`
+	Filter   string `json:"f"`
+	FailedAt int64  `json:"t"`
+	ID       int64  `json:"i"`
+}
+
+func (c Cursors) mac(payload []byte) []byte {
+	m := hmac.New(sha256.New, c.key)
+	m.Write(payload)
+	return m.Sum(nil)[:16]
+}
+
+func (c Cursors) encode(p position) string {
+	payload, _ := json.Marshal(p)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(c.mac(payload))
+}
+
+// decode returns the position of a cursor this server issued for kind and
+// filter, or an INVALID_CURSOR error.
+func (c Cursors) decode(s, kind, filter string) (position, error) {
+	bad := func(why string) (position, error) {
+		return position{}, inputErr("INVALID_CURSOR", "cursor is not valid here: %s; use next_cursor from a previous response with the same filters", why)
+	}
+	if len(s) > maxCursorLen {
+		return bad("too long")
+	}
+	payloadB64, macB64, ok := strings.Cut(s, ".")
+	if !ok {
+		return bad("malformed")
+	}
+	enc := base64.RawURLEncoding.Strict()
+	payload, err1 := enc.DecodeString(payloadB64)
+	sum, err2 := enc.DecodeString(macB64)
+	if err1 != nil || err2 != nil {
+		return bad("malformed")
+	}
+	if !hmac.Equal(sum, c.mac(payload)) {
+		return bad("not issued by this server")
+	}
+	var p position
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.ID < 1 {
+		return bad("malformed")
+	}
+	if p.Kind != kind {
+		return bad("issued for another listing")
+	}
+	if p.Filter != filter {
+		return bad("issued for other filters")
+	}
+	return p, nil
+}

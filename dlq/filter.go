@@ -1,0 +1,185 @@
+package dlq
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Status values of a dlq_messages row (seed 002 §1), and "all" for the list.
+const (
+	StatusPending      = "pending"
+	StatusReplaying    = "replaying"
+	StatusReplayed     = "replayed"
+	StatusAcknowledged = "acknowledged"
+	// StatusAll lists rows of every status (list filter only).
+	StatusAll = "all"
+)
+
+// Limits of the admin API's inputs.
+const (
+	// DefaultListLimit and MaxListLimit bound GET /admin/dlq's limit (seed: default 50, max 100).
+	DefaultListLimit = 50
+	MaxListLimit     = 100
+	// MaxReplayIDs is the most ids one replay request may name (seed: 50).
+	MaxReplayIDs = 50
+	// MaxAcknowledgeIDs is the most ids one acknowledge request may name (seed: 100).
+	MaxAcknowledgeIDs = 100
+	// MaxDelaySeconds is Cloudflare Queues' largest delivery delay (12 h).
+	MaxDelaySeconds = 43200
+	// MaxFilterText bounds beer_id, source_queue and q.
+	MaxFilterText = 200
+	// MaxNoteLength bounds an acknowledge note.
+	MaxNoteLength = 1000
+	// maxSafeInteger is the largest integer a JSON number (and D1) carries exactly.
+	maxSafeInteger = 1<<53 - 1
+)
+
+// InputError is a rejected input: the admin API answers it with a 400 and
+// its Code; nothing was changed.
+type InputError struct {
+	Code    string
+	Message string
+}
+
+func (e *InputError) Error() string { return e.Code + ": " + e.Message }
+
+func inputErr(code, format string, args ...any) *InputError {
+	return &InputError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Filter selects dlq_messages rows. It is the list's query parameters and the
+// `filter` object of bulk replay and acknowledge (JSON names are the same).
+type Filter struct {
+	// Status is pending (when empty), replaying, replayed, acknowledged or all.
+	Status string `json:"status,omitempty"`
+	// BeerID matches beer_id exactly.
+	BeerID string `json:"beer_id,omitempty"`
+	// SourceQueue matches source_queue exactly.
+	SourceQueue string `json:"source_queue,omitempty"`
+	// FailedAfter keeps rows with failed_at >= FailedAfter (epoch ms, inclusive).
+	FailedAfter *int64 `json:"failed_after,omitempty"`
+	// FailedBefore keeps rows with failed_at < FailedBefore (epoch ms, exclusive).
+	FailedBefore *int64 `json:"failed_before,omitempty"`
+	// Q keeps rows whose beer_name, brewer or failure_reason contains it
+	// (case-insensitive for ASCII letters).
+	Q string `json:"q,omitempty"`
+}
+
+// Normalize fills the default status and validates every field.
+func (f Filter) Normalize() (Filter, error) {
+	if f.Status == "" {
+		f.Status = StatusPending
+	}
+	switch f.Status {
+	case StatusPending, StatusReplaying, StatusReplayed, StatusAcknowledged, StatusAll:
+	default:
+		return f, inputErr("INVALID_STATUS", "status must be one of pending, replaying, replayed, acknowledged, all; got %q", f.Status)
+	}
+	for _, t := range []struct{ name, v string }{{"beer_id", f.BeerID}, {"source_queue", f.SourceQueue}, {"q", f.Q}} {
+		if len(t.v) > MaxFilterText {
+			return f, inputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
+		}
+	}
+	for _, t := range []struct {
+		name string
+		v    *int64
+	}{{"failed_after", f.FailedAfter}, {"failed_before", f.FailedBefore}} {
+		if t.v != nil && (*t.v < 0 || *t.v > maxSafeInteger) {
+			return f, inputErr("INVALID_FILTER", "%s must be epoch milliseconds in 0..%d", t.name, int64(maxSafeInteger))
+		}
+	}
+	if f.FailedAfter != nil && f.FailedBefore != nil && *f.FailedAfter >= *f.FailedBefore {
+		return f, inputErr("INVALID_FILTER", "failed_after must be earlier than failed_before")
+	}
+	return f, nil
+}
+
+// normalizePending is Normalize for bulk actions, which act on pending rows only.
+func (f Filter) normalizePending() (Filter, error) {
+	if f.Status != "" && f.Status != StatusPending {
+		return f, inputErr("INVALID_FILTER", "bulk actions act on pending rows only; filter.status must be pending or absent")
+	}
+	return f.Normalize()
+}
+
+// fingerprint identifies the filter's meaning, binding cursors to it.
+func (f Filter) fingerprint() string {
+	js, _ := json.Marshal(f)
+	sum := sha256.Sum256(js)
+	return hex.EncodeToString(sum[:8])
+}
+
+// where returns the SQL condition (never empty) and its arguments. f must be normalized.
+func (f Filter) where() (string, []any) {
+	var conds []string
+	var args []any
+	if f.Status != StatusAll {
+		conds, args = append(conds, "status = ?"), append(args, f.Status)
+	}
+	if f.BeerID != "" {
+		conds, args = append(conds, "beer_id = ?"), append(args, f.BeerID)
+	}
+	if f.SourceQueue != "" {
+		conds, args = append(conds, "source_queue = ?"), append(args, f.SourceQueue)
+	}
+	if f.FailedAfter != nil {
+		conds, args = append(conds, "failed_at >= ?"), append(args, *f.FailedAfter)
+	}
+	if f.FailedBefore != nil {
+		conds, args = append(conds, "failed_at < ?"), append(args, *f.FailedBefore)
+	}
+	if f.Q != "" {
+		like := "%" + escapeLike(f.Q) + "%"
+		conds = append(conds, `(beer_name LIKE ? ESCAPE '\' OR brewer LIKE ? ESCAPE '\' OR failure_reason LIKE ? ESCAPE '\')`)
+		args = append(args, like, like, like)
+	}
+	if len(conds) == 0 {
+		return "1 = 1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// replayableSQL is true for rows whose raw body is a JSON object as text:
+// only those can carry the lineage field and be replayed. Other rows
+// (poison: not JSON, a JSON scalar or array, binary bodies) are skipped by
+// replay; an operator acknowledges them instead. json_type is only reached
+// for valid JSON (it raises an error on malformed text).
+const replayableSQL = `(raw_encoding = 'text' AND CASE WHEN json_valid(raw_message) THEN json_type(raw_message) = 'object' ELSE 0 END)`
+
+// ValidateIDs checks a list of row ids: 1..max entries, each a positive
+// integer that JSON carries exactly, no duplicates.
+func ValidateIDs(ids []int64, max int) error {
+	if len(ids) == 0 {
+		return inputErr("INVALID_REQUEST", "ids must be a non-empty array of row ids")
+	}
+	if len(ids) > max {
+		return inputErr("INVALID_REQUEST", "at most %d ids per request; got %d", max, len(ids))
+	}
+	seen := make(map[int64]bool, len(ids))
+	for i, id := range ids {
+		if id < 1 || id > maxSafeInteger {
+			return inputErr("INVALID_REQUEST", "ids[%d] must be a positive integer", i)
+		}
+		if seen[id] {
+			return inputErr("INVALID_REQUEST", "ids[%d] repeats id %d; each id may appear once", i, id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// idsJSON encodes ids as the single JSON parameter json_each expands.
+func idsJSON(ids []int64) string {
+	if len(ids) == 0 {
+		return "[]"
+	}
+	js, _ := json.Marshal(ids)
+	return string(js)
+}

@@ -1,0 +1,187 @@
+package dlq
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+)
+
+func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "tie", 257, 4, 1_700_000_000_000) // groups of 4 rows share failed_at
+	insert(t, db, adminRow{beerID: "other", status: StatusAcknowledged, failedAt: 1_800_000_000_000})
+	l := List{DB: db, Cursors: NewCursors("s")}
+	seen := map[int64]bool{}
+	var prev *Message
+	cursor, pages := "", 0
+	for {
+		p, err := l.Page(ctx, ListParams{Limit: 10, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if p.TotalCount != 257 || p.Limit != 10 {
+			t.Fatalf("page %d: total %d limit %d", pages, p.TotalCount, p.Limit)
+		}
+		for i := range p.Messages {
+			m := p.Messages[i]
+			if seen[m.ID] {
+				t.Fatalf("id %d returned twice", m.ID)
+			}
+			seen[m.ID] = true
+			if m.Status != StatusPending || m.RawMessage != nil {
+				t.Fatalf("row %+v", m)
+			}
+			if prev != nil && (m.FailedAt > prev.FailedAt || (m.FailedAt == prev.FailedAt && m.ID >= prev.ID)) {
+				t.Fatalf("order: (%d,%d) after (%d,%d)", m.FailedAt, m.ID, prev.FailedAt, prev.ID)
+			}
+			prev = &m
+		}
+		if !p.HasMore {
+			if p.NextCursor != nil {
+				t.Fatalf("last page has a cursor")
+			}
+			break
+		}
+		if len(p.Messages) != 10 || p.NextCursor == nil {
+			t.Fatalf("page %d: %d messages, cursor %v", pages, len(p.Messages), p.NextCursor)
+		}
+		cursor = *p.NextCursor
+	}
+	if len(seen) != 257 || pages != 26 {
+		t.Fatalf("saw %d rows in %d pages", len(seen), pages)
+	}
+}
+
+func TestListFilters(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db,
+		adminRow{beerID: "b1", beerName: "Hop Stoopid", brewer: "Lagunitas", reason: "transient: status 500", failedAt: 1000},
+		adminRow{beerID: "b2", beerName: "Pliny", brewer: "Russian River", reason: "permanent: 404", failedAt: 2000, source: "other-queue"},
+		adminRow{beerID: "b1", beerName: "Hop Stoopid", brewer: "Lagunitas", reason: "rate 100%_off", failedAt: 3000, status: StatusReplayed},
+		adminRow{beerID: "b3", beerName: "Zombie Dust", brewer: "3 Floyds", reason: "unparseable: x", failedAt: 4000, status: StatusAcknowledged},
+		adminRow{beerID: "b4", beerName: "Heady", brewer: "Alchemist", failedAt: 5000, status: StatusReplaying},
+	)
+	i64 := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name string
+		f    Filter
+		want []int64
+	}{
+		{"default pending", Filter{}, []int64{ids[1], ids[0]}},
+		{"all", Filter{Status: StatusAll}, []int64{ids[4], ids[3], ids[2], ids[1], ids[0]}},
+		{"replayed", Filter{Status: StatusReplayed}, []int64{ids[2]}},
+		{"replaying", Filter{Status: StatusReplaying}, []int64{ids[4]}},
+		{"acknowledged", Filter{Status: StatusAcknowledged}, []int64{ids[3]}},
+		{"beer_id", Filter{Status: StatusAll, BeerID: "b1"}, []int64{ids[2], ids[0]}},
+		{"source_queue", Filter{Status: StatusAll, SourceQueue: "other-queue"}, []int64{ids[1]}},
+		{"failed_after inclusive", Filter{Status: StatusAll, FailedAfter: i64(3000)}, []int64{ids[4], ids[3], ids[2]}},
+		{"failed_before exclusive", Filter{Status: StatusAll, FailedBefore: i64(3000)}, []int64{ids[1], ids[0]}},
+		{"window", Filter{Status: StatusAll, FailedAfter: i64(2000), FailedBefore: i64(4000)}, []int64{ids[2], ids[1]}},
+		{"q beer name, any case", Filter{Status: StatusAll, Q: "hop stoop"}, []int64{ids[2], ids[0]}},
+		{"q brewer", Filter{Status: StatusAll, Q: "Floyds"}, []int64{ids[3]}},
+		{"q reason", Filter{Status: StatusAll, Q: "404"}, []int64{ids[1]}},
+		{"q literal % and _", Filter{Status: StatusAll, Q: "100%_"}, []int64{ids[2]}},
+		{"q % is not a wildcard", Filter{Status: StatusAll, Q: "%"}, []int64{ids[2]}},
+		{"combined", Filter{BeerID: "b1", Q: "Lagunitas"}, []int64{ids[0]}},
+		{"nothing", Filter{BeerID: "none"}, nil},
+	}
+	l := List{DB: db, Cursors: NewCursors("s")}
+	for _, c := range cases {
+		p, err := l.Page(ctx, ListParams{Filter: c.f})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []int64
+		for _, m := range p.Messages {
+			got = append(got, m.ID)
+		}
+		if len(got) != len(c.want) || p.TotalCount != int64(len(c.want)) || p.HasMore {
+			t.Errorf("%s: got %v total %d, want %v", c.name, got, p.TotalCount, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+				break
+			}
+		}
+	}
+}
+
+func TestListIncludeRawAndFields(t *testing.T) {
+	db := sqlitetest.New(t)
+	insert(t, db, adminRow{beerID: "b1", beerName: "IPA", failedAt: 10, raw: `{"beer_id":"b1"}`})
+	insert(t, db, adminRow{beerID: "b2", failedAt: 5})
+	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'b2'`)
+	p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{IncludeRaw: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(p.Messages)
+	var got []map[string]any
+	json.Unmarshal(js, &got)
+	if got[0]["raw_message"] != `{"beer_id":"b1"}` || got[0]["raw_encoding"] != "text" {
+		t.Fatalf("raw: %s", js)
+	}
+	if v, ok := got[1]["raw_message"]; !ok || v != nil {
+		t.Fatalf("a NULL raw_message must be present as null: %s", js)
+	}
+	if got[1]["beer_name"] != nil || got[0]["beer_name"] != "IPA" {
+		t.Fatalf("beer_name: %s", js)
+	}
+	// The seed's fields are all there, with their names.
+	for _, f := range []string{"id", "message_id", "beer_id", "beer_name", "brewer", "failed_at", "failure_count",
+		"failure_reason", "source_queue", "status", "replay_count", "replayed_at", "acknowledged_at"} {
+		if _, ok := got[0][f]; !ok {
+			t.Errorf("field %s missing: %s", f, js)
+		}
+	}
+	p, _ = List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{})
+	js, _ = json.Marshal(p.Messages)
+	if strings.Contains(string(js), "raw_message") {
+		t.Fatalf("raw_message without include_raw: %s", js)
+	}
+}
+
+func TestListRejectsBadInput(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "bad", 30, 1, 1_700_000_000_000)
+	l := List{DB: db, Cursors: NewCursors("s")}
+	first, err := l.Page(ctx, ListParams{Limit: 5})
+	if err != nil || first.NextCursor == nil {
+		t.Fatal(err)
+	}
+	good := *first.NextCursor
+	tampered := []byte(good)
+	tampered[3] ^= 1
+	otherKey, _ := List{DB: db, Cursors: NewCursors("other secret")}.Page(ctx, ListParams{Limit: 5})
+	otherFilter, _ := l.Page(ctx, ListParams{Limit: 5, Filter: Filter{Status: StatusAll}})
+	i64 := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name string
+		p    ListParams
+		code string
+	}{
+		{"limit 101", ListParams{Limit: 101}, "INVALID_LIMIT"},
+		{"limit -5", ListParams{Limit: -5}, "INVALID_LIMIT"},
+		{"status", ListParams{Filter: Filter{Status: "dead"}}, "INVALID_STATUS"},
+		{"garbage cursor", ListParams{Cursor: "eyJmYWlsZWRfYXQiOjE3MDIzMDAwMDAwMDAsImlkIjoxfQ=="}, "INVALID_CURSOR"},
+		{"tampered cursor", ListParams{Cursor: string(tampered)}, "INVALID_CURSOR"},
+		{"cursor of another key", ListParams{Cursor: *otherKey.NextCursor}, "INVALID_CURSOR"},
+		{"cursor of other filters", ListParams{Cursor: *otherFilter.NextCursor}, "INVALID_CURSOR"},
+		{"cursor too long", ListParams{Cursor: strings.Repeat("a", 600)}, "INVALID_CURSOR"},
+		{"window backwards", ListParams{Filter: Filter{FailedAfter: i64(5), FailedBefore: i64(5)}}, "INVALID_FILTER"},
+		{"negative time", ListParams{Filter: Filter{FailedAfter: i64(-1)}}, "INVALID_FILTER"},
+		{"long q", ListParams{Filter: Filter{Q: strings.Repeat("q", 201)}}, "INVALID_FILTER"},
+	}
+	for _, c := range cases {
+		_, err := l.Page(ctx, c.p)
+		t.Run(c.name, func(t *testing.T) { wantInput(t, err, c.code) })
+	}
+	if _, err := l.Page(ctx, ListParams{Limit: 5, Cursor: good}); err != nil {
+		t.Fatalf("good cursor: %v", err)
+	}
+}

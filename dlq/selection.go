@@ -1,0 +1,126 @@
+package dlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+)
+
+// Selection is what a replay or acknowledge acts on: the rows named by IDs,
+// or (bulk) the rows matching Filter. Either way only pending rows move.
+type Selection struct {
+	// IDs names dlq_messages rows (the seed's form).
+	IDs []int64
+	// Filter selects rows like the list does (bulk form); status must be pending or empty.
+	Filter *Filter
+}
+
+// normalize checks that exactly one form is used and validates it.
+func (s Selection) normalize(maxIDs int) (Selection, error) {
+	switch {
+	case s.IDs != nil && s.Filter != nil:
+		return s, inputErr("INVALID_REQUEST", "give either ids or filter, not both")
+	case s.Filter != nil:
+		f, err := s.Filter.normalizePending()
+		if err != nil {
+			return s, err
+		}
+		s.Filter = &f
+		return s, nil
+	default:
+		return s, ValidateIDs(s.IDs, maxIDs)
+	}
+}
+
+// where is the SQL condition for the selection's pending rows (replayable
+// ones only when replay is set), after pos when non-nil.
+func (s Selection) where(replay bool, pos *position) (string, []any) {
+	var cond string
+	var args []any
+	if s.Filter != nil {
+		cond, args = s.Filter.where() // status = 'pending' (normalizePending)
+	} else {
+		cond, args = `status = 'pending' AND id IN (SELECT value FROM json_each(?))`, []any{idsJSON(s.IDs)}
+	}
+	if replay {
+		cond += " AND " + replayableSQL
+	}
+	if pos != nil {
+		cond += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
+		args = append(args, pos.FailedAt, pos.FailedAt, pos.ID)
+	}
+	return cond, args
+}
+
+// Preview is a dry run's answer: what the action would act on now. Nothing changes.
+type Preview struct {
+	DryRun bool `json:"dry_run"`
+	// RequestedCount is the number of ids named (ids form; 0 for a filter).
+	RequestedCount int `json:"requested_count"`
+	// MatchedCount is the number of rows the action would move.
+	MatchedCount int64 `json:"matched_count"`
+	// NotReplayableCount (replay only) counts pending rows of the selection
+	// whose body is not a JSON object: replay skips them (acknowledge them instead).
+	NotReplayableCount int64 `json:"not_replayable_count"`
+	// Sample is up to previewSample matching rows, newest failure first.
+	Sample []Message `json:"sample"`
+	// ByFailureReason counts matching rows per failure_reason (the previewReasons largest groups).
+	ByFailureReason []ReasonCount `json:"by_failure_reason"`
+}
+
+const (
+	previewSample  = 10
+	previewReasons = 25
+)
+
+// preview runs the dry run of an action over sel in one statement. The
+// per-reason groups are computed once (a CTE used several times is
+// materialized); for a replay that is the one pass that checks bodies.
+func preview(ctx context.Context, db *sql.DB, sel Selection, replay bool, pos *position) (Preview, error) {
+	base, baseArgs := sel.where(false, pos)
+	cond, args := sel.where(replay, pos)
+	ok := "1"
+	if replay {
+		ok = replayableSQL
+	}
+	query := `WITH g AS (SELECT failure_reason, COUNT(*) AS total, SUM(` + ok + `) AS ok FROM dlq_messages
+			WHERE ` + base + ` GROUP BY failure_reason)
+		SELECT a.matched, a.not_replayable, a.reasons, p.* FROM (SELECT
+			(SELECT COALESCE(SUM(ok), 0) FROM g) AS matched,
+			(SELECT COALESCE(SUM(total) - SUM(ok), 0) FROM g) AS not_replayable,
+			(SELECT json_group_array(json_object('failure_reason', failure_reason, 'count', ok)) FROM (
+				SELECT failure_reason, ok FROM g WHERE ok > 0 ORDER BY ok DESC, failure_reason LIMIT ?)) AS reasons) AS a
+		LEFT JOIN (SELECT ` + messageColumns(false) + ` FROM dlq_messages WHERE ` + cond + `
+			ORDER BY failed_at DESC, id DESC LIMIT ?) AS p ON 1
+		ORDER BY p.failed_at DESC, p.id DESC`
+	var all []any
+	all = append(all, baseArgs...)
+	all = append(all, int64(previewReasons))
+	all = append(all, args...)
+	all = append(all, int64(previewSample))
+	rows, err := db.QueryContext(ctx, query, all...)
+	if err != nil {
+		return Preview{}, fmt.Errorf("dry run: %w", err)
+	}
+	defer rows.Close()
+	out := Preview{DryRun: true, RequestedCount: len(sel.IDs), Sample: []Message{}}
+	var reasons string
+	for rows.Next() {
+		var m messageScan
+		if err := rows.Scan(append([]any{&out.MatchedCount, &out.NotReplayableCount, &reasons}, m.dest()...)...); err != nil {
+			return Preview{}, fmt.Errorf("dry run scan: %w", err)
+		}
+		if m.id.Valid {
+			out.Sample = append(out.Sample, m.message(false))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Preview{}, fmt.Errorf("dry run rows: %w", err)
+	}
+	if err := json.Unmarshal([]byte(reasons), &out.ByFailureReason); err != nil {
+		return Preview{}, fmt.Errorf("dry run reasons: %w", err)
+	}
+	sortReasons(out.ByFailureReason)
+	return out, nil
+}

@@ -1,0 +1,366 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// The DLQ admin routes (seed 002 §9 plus bulk, dry run and audit). Inputs
+// are parsed here; the dlq services validate their meaning. Every rejected
+// input is a 400 envelope and changes nothing.
+
+func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
+
+func (a *API) replayService() dlq.Replay {
+	return dlq.Replay{DB: a.DB, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Now: a.Now}
+}
+
+func (a *API) acknowledgeService() dlq.Acknowledge {
+	return dlq.Acknowledge{DB: a.DB, BulkMax: a.BulkAcknowledgeMax, Now: a.Now}
+}
+
+func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.cursors(), Now: a.Now} }
+
+// listParams are the query parameters GET /admin/dlq accepts.
+var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true, "cursor": true, "include_raw": true,
+	"source_queue": true, "failed_after": true, "failed_before": true, "q": true}
+
+// query returns the single value of each known parameter. Unknown or
+// repeated parameters are rejected; an empty value counts as absent.
+func query(u *url.URL, known map[string]bool) (map[string]string, error) {
+	vals, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, badRequest("INVALID_REQUEST", "malformed query string")
+	}
+	out := map[string]string{}
+	for k, vs := range vals {
+		if !known[k] {
+			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("unknown query parameter %q", k))
+		}
+		if len(vs) > 1 {
+			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("query parameter %q given more than once", k))
+		}
+		if vs[0] != "" {
+			out[k] = vs[0]
+		}
+	}
+	return out, nil
+}
+
+// queryLimit parses limit (absent: 0, the service default).
+func queryLimit(q map[string]string) (int, error) {
+	raw, ok := q["limit"]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > dlq.MaxListLimit {
+		return 0, badRequest("INVALID_LIMIT", fmt.Sprintf("limit must be an integer in 1..%d", dlq.MaxListLimit))
+	}
+	return n, nil
+}
+
+func queryBool(q map[string]string, name string) (bool, error) {
+	switch q[name] {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, badRequest("INVALID_REQUEST", name+" must be true or false")
+}
+
+func queryMillis(q map[string]string, name string) (*int64, error) {
+	raw, ok := q[name]
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return nil, badRequest("INVALID_FILTER", name+" must be epoch milliseconds (an integer)")
+	}
+	return &n, nil
+}
+
+// dlqList serves GET /admin/dlq.
+func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r.URL, listParams)
+	if err != nil {
+		return err
+	}
+	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
+		SourceQueue: q["source_queue"], Q: q["q"]}}
+	if p.Limit, err = queryLimit(q); err != nil {
+		return err
+	}
+	if p.IncludeRaw, err = queryBool(q, "include_raw"); err != nil {
+		return err
+	}
+	if p.Filter.FailedAfter, err = queryMillis(q, "failed_after"); err != nil {
+		return err
+	}
+	if p.Filter.FailedBefore, err = queryMillis(q, "failed_before"); err != nil {
+		return err
+	}
+	page, err := dlq.List{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, page)
+	return nil
+}
+
+// dlqStats serves GET /admin/dlq/stats.
+func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r.URL, nil); err != nil {
+		return err
+	}
+	rep, err := dlq.Stats{DB: a.DB, Now: a.Now}.Report(r.Context())
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, rep)
+	return nil
+}
+
+// isIntLiteral reports whether b is a JSON integer written without fraction or exponent.
+func isIntLiteral(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonInt parses an optional JSON integer field; absent or null is (0, false).
+func jsonInt(raw json.RawMessage, code, msg string) (int64, bool, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if !isIntLiteral(raw) || err != nil {
+		return 0, false, badRequest(code, msg)
+	}
+	return n, true, nil
+}
+
+// jsonIDs parses the ids field: an array of JSON integers (nil when absent or null).
+func jsonIDs(raw json.RawMessage) ([]int64, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var items []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+		return nil, badRequest("INVALID_REQUEST", "ids must be an array of integer row ids")
+	}
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		n, ok, err := jsonInt(it, "INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer row id", i))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer row id", i))
+		}
+		ids[i] = n
+	}
+	return ids, nil
+}
+
+// jsonFilter parses the filter field strictly (nil when absent or null).
+func jsonFilter(raw json.RawMessage) (*dlq.Filter, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, badRequest("INVALID_FILTER", "filter must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var f dlq.Filter
+	if err := dec.Decode(&f); err != nil {
+		return nil, badRequest("INVALID_FILTER", "invalid filter: "+err.Error())
+	}
+	return &f, nil
+}
+
+// selection reads ids or filter; neither is the seed's "ids array required".
+func selection(ids, filter json.RawMessage) (dlq.Selection, error) {
+	var sel dlq.Selection
+	var err error
+	if sel.IDs, err = jsonIDs(ids); err != nil {
+		return sel, err
+	}
+	if sel.Filter, err = jsonFilter(filter); err != nil {
+		return sel, err
+	}
+	if sel.IDs == nil && sel.Filter == nil {
+		return sel, badRequest("INVALID_REQUEST", "ids array required (or a filter object for a bulk action)")
+	}
+	return sel, nil
+}
+
+type replayBody struct {
+	IDs          json.RawMessage `json:"ids"`
+	DelaySeconds json.RawMessage `json:"delay_seconds"`
+	Filter       json.RawMessage `json:"filter"`
+	DryRun       bool            `json:"dry_run"`
+	Cursor       string          `json:"cursor"`
+	Limit        json.RawMessage `json:"limit"`
+}
+
+// dlqReplay serves POST /admin/dlq/replay: {ids, delay_seconds} (seed), or
+// {filter, cursor, limit, delay_seconds} for a bulk page; dry_run: true
+// reports what would be replayed without changing anything.
+func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
+	var body replayBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	sel, err := selection(body.IDs, body.Filter)
+	if err != nil {
+		return err
+	}
+	req := dlq.ReplayRequest{Selection: sel, Cursor: body.Cursor}
+	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
+		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
+		return err
+	}
+	limit, given, err := jsonInt(body.Limit, "INVALID_LIMIT", "limit must be an integer")
+	if err != nil {
+		return err
+	}
+	if given && (limit < 1 || limit > 1<<30) {
+		return badRequest("INVALID_LIMIT", "limit must be a positive integer (at most DLQ_BULK_REPLAY_MAX)")
+	}
+	req.Limit = int(limit)
+	svc := a.replayService()
+	if err := svc.Check(req); err != nil {
+		return err
+	}
+	return a.audited(w, r, dlq.AuditStart{Action: dlq.ActionReplay, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter},
+		func(ctx context.Context) (any, string, any, error) {
+			if body.DryRun {
+				p, err := svc.DryRun(ctx, req)
+				return p, dlq.OutcomeOK, previewCounts(p), err
+			}
+			res, err := svc.Run(ctx, req)
+			counts := map[string]any{"requested_count": res.RequestedCount, "claimed_count": res.ClaimedCount,
+				"replayed_count": res.ReplayedCount, "failed_count": res.FailedCount, "skipped_count": res.SkippedCount,
+				"queued_to": res.QueuedTo, "delay_seconds": res.DelaySeconds}
+			if res.BulkProgress != nil {
+				counts["has_more"] = res.HasMore
+			}
+			return res, dlq.ReplayOutcome(res), counts, err
+		})
+}
+
+type acknowledgeBody struct {
+	IDs    json.RawMessage `json:"ids"`
+	Filter json.RawMessage `json:"filter"`
+	DryRun bool            `json:"dry_run"`
+	Note   string          `json:"note"`
+}
+
+// dlqAcknowledge serves POST /admin/dlq/acknowledge: {ids, note} (seed), or
+// {filter, note} for a bulk page; dry_run: true changes nothing.
+func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
+	var body acknowledgeBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	sel, err := selection(body.IDs, body.Filter)
+	if err != nil {
+		return err
+	}
+	req := dlq.AcknowledgeRequest{Selection: sel, Note: body.Note}
+	svc := a.acknowledgeService()
+	if err := svc.Check(req); err != nil {
+		return err
+	}
+	return a.audited(w, r, dlq.AuditStart{Action: dlq.ActionAcknowledge, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter, Note: body.Note},
+		func(ctx context.Context) (any, string, any, error) {
+			if body.DryRun {
+				p, err := svc.DryRun(ctx, req)
+				return p, dlq.OutcomeOK, previewCounts(p), err
+			}
+			res, err := svc.Run(ctx, req)
+			counts := map[string]any{"requested_count": res.RequestedCount, "acknowledged_count": res.AcknowledgedCount}
+			if res.HasMore != nil {
+				counts["has_more"] = *res.HasMore
+			}
+			return res, dlq.OutcomeOK, counts, err
+		})
+}
+
+func previewCounts(p dlq.Preview) map[string]any {
+	return map[string]any{"requested_count": p.RequestedCount, "matched_count": p.MatchedCount,
+		"not_replayable_count": p.NotReplayableCount}
+}
+
+// audited records an action in admin_audit before running it and its
+// outcome after. If the start cannot be recorded the action does not run
+// (500). If the outcome cannot be recorded, the action's result is still
+// returned and the row stays "started" (logged).
+func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditStart,
+	run func(ctx context.Context) (result any, outcome string, counts any, err error)) error {
+	ctx := context.WithoutCancel(r.Context())
+	start.RequestID = RequestID(r.Context())
+	start.KeyFingerprint = KeyFingerprint(r.Header.Get("X-API-Key"))
+	audit := a.auditLog()
+	id, err := audit.Begin(ctx, start)
+	if err != nil {
+		return err
+	}
+	result, outcome, counts, runErr := run(ctx)
+	errText := ""
+	if runErr != nil {
+		outcome, errText = dlq.OutcomeError, runErr.Error()
+	}
+	if err := audit.Finish(ctx, id, outcome, counts, errText); err != nil {
+		a.Log.ErrorContext(ctx, "audit: could not record outcome", "request_id", start.RequestID, "audit_id", id, "error", err.Error())
+	}
+	if runErr != nil {
+		return runErr
+	}
+	respond(w, r, http.StatusOK, result)
+	return nil
+}
+
+// auditParams are the query parameters GET /admin/audit accepts.
+var auditParams = map[string]bool{"action": true, "limit": true, "cursor": true}
+
+// auditList serves GET /admin/audit: the audit log, newest first.
+func (a *API) auditList(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r.URL, auditParams)
+	if err != nil {
+		return err
+	}
+	p := dlq.AuditParams{Action: q["action"], Cursor: q["cursor"]}
+	if p.Limit, err = queryLimit(q); err != nil {
+		return err
+	}
+	page, err := a.auditLog().Page(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, page)
+	return nil
+}

@@ -1,0 +1,110 @@
+package handlers
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/enrichment"
+)
+
+type openAPIDoc struct {
+	OpenAPI string                                `json:"openapi"`
+	Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	Comps   struct {
+		Schemas map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"schemas"`
+	} `json:"components"`
+}
+
+func loadOpenAPI(t *testing.T) openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi = %q", doc.OpenAPI)
+	}
+	return doc
+}
+
+// Every route the mux registers (in the production configuration) is in
+// the document with its method, and the document lists nothing else.
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	doc := loadOpenAPI(t)
+	api := &API{} // no TestSender: the production route table
+	var routes []string
+	for _, pattern := range api.Routes() {
+		method, path, _ := strings.Cut(pattern, " ")
+		routes = append(routes, strings.ToLower(method)+" "+path)
+		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {
+			t.Errorf("route %s is not in handlers/openapi.json", pattern)
+		}
+	}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if !slices.Contains(routes, method+" "+path) {
+				t.Errorf("openapi.json documents %s %s, which is not a route", method, path)
+			}
+		}
+	}
+}
+
+// jsonNames lists the JSON field names of a struct type (embedded structs flattened).
+func jsonNames(t reflect.Type) []string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			out = append(out, jsonNames(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" && f.IsExported() {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The document's schemas name exactly the fields the handlers send and accept.
+func TestOpenAPISchemasMatchTheCode(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for schema, v := range map[string]any{
+		"Message": dlq.Message{}, "Page": dlq.Page{}, "StatsReport": dlq.StatsReport{}, "Filter": dlq.Filter{},
+		"ReplayRequest": replayBody{}, "ReplayResult": dlq.ReplayResult{}, "AcknowledgeRequest": acknowledgeBody{},
+		"AcknowledgeResult": dlq.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
+		"AuditPage": dlq.AuditPage{}, "Health": healthData{},
+		"Beer": enrichment.Beer{}, "EnrichRequest": enrichRequest{}, "EnrichResult": enrichment.EnqueueResult{},
+		"BeerState": enrichment.BeerState{},
+	} {
+		var documented []string
+		for name := range doc.Comps.Schemas[schema].Properties {
+			documented = append(documented, name)
+		}
+		slices.Sort(documented)
+		if want := jsonNames(reflect.TypeOf(v)); !slices.Equal(documented, want) {
+			t.Errorf("schema %s: documented %v, code has %v", schema, documented, want)
+		}
+	}
+}
+
+func TestOpenAPIIsServed(t *testing.T) {
+	h := newAPI(t).Handler()
+	rec, _ := do(h, "GET", "/admin/openapi.json", "", adminHeaders)
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") || rec.Body.String() != string(openAPIDocument) {
+		t.Fatalf("got %d %.100s", rec.Code, rec.Body)
+	}
+	if rec, _ := do(h, "GET", "/admin/openapi.json", "", nil); rec.Code != 401 {
+		t.Fatalf("without credentials: %d", rec.Code)
+	}
+}
