@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// CounterAcknowledged counts rows moved to acknowledged (metrics.Counters).
+const CounterAcknowledged = "dlq_acknowledged_total"
+
 // Acknowledge dismisses pending dead-lettered messages without replaying them
 // (POST /admin/dlq/acknowledge): pending -> acknowledged in one statement.
 // Rows in any other status are left alone. The ids travel as one JSON

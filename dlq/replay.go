@@ -14,6 +14,9 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
+// CounterReplayed counts rows sent back to their queue (metrics.Counters).
+const CounterReplayed = "dlq_replayed_total"
+
 // Replay sends pending dead-lettered messages back to the queue they failed
 // on (POST /admin/dlq/replay).
 //

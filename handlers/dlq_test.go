@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -216,6 +218,11 @@ func TestReplayAndAcknowledgeOverHTTPAreAudited(t *testing.T) {
 	rec, _ = do(h, "POST", "/admin/dlq/replay", `{"filter":{}}`, adminHeaders)
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"failed_count":1`) {
 		t.Fatalf("failing replay: %d %s", rec.Code, rec.Body)
+	}
+
+	all, err := (metrics.Counters{DB: api.DB}).All(context.Background())
+	if err != nil || all[dlq.CounterReplayed] != 2 || all[dlq.CounterAcknowledged] != 2 {
+		t.Fatalf("counters after 2 replayed (and 1 failed), 2 acknowledged: %v %v", all, err)
 	}
 
 	rec, env = do(h, "GET", "/admin/audit?limit=10", "", adminHeaders)
