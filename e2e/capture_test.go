@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -308,110 +307,4 @@ func TestCaptureRedeliveryAfterAcknowledgeStaysAcknowledged(t *testing.T) {
 	if d, c := w.Int(t, `SELECT value FROM counters WHERE name = 'dlq_duplicates_total'`), w.Int(t, `SELECT COALESCE(MAX(value), 0) FROM counters WHERE name = 'dlq_captured_total'`); d != 1 || c != 0 {
 		t.Fatalf("counters: duplicates %d captured %d, want 1 and 0", d, c)
 	}
-}
-
-// TestMeasureCaptureThroughput measures, in workerd, how many messages per
-// second the DLQ consumer stores with batches of 100 (median of 3 runs of
-// 2000 messages, after one warm-up run of the same size that is only
-// logged: the first batches of a fresh workerd are slow). It only logs the
-// figures and runs only with REDRIVE_MEASURE=1. Three figures per run:
-//   - stored/s: 2000 / (first batch's start, its failed_at, .. all stored,
-//     polled every 100 ms). The 20 sendBatch calls (4 in parallel) overlap
-//     with consumption, so this is bounded by the sender as much as by the
-//     consumer. (Per-message delays cannot hold messages back to fill the
-//     queue first: syumai/workers v0.33.0 nests them under "options" in
-//     sendBatch, and the runtime ignores them.)
-//   - per invocation: messages / the sum of wrangler's "QUEUE ... (N ms)"
-//     lines, i.e. the consumer's own rate including the Go start-up per call.
-//   - in the handler: messages / the sum of the batch log's duration_ms.
-func TestMeasureCaptureThroughput(t *testing.T) {
-	if os.Getenv("REDRIVE_MEASURE") != "1" {
-		t.Skip("set REDRIVE_MEASURE=1 to measure")
-	}
-	w, err := StartWorker(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	const n = 2000
-	handlerLine := regexp.MustCompile(`"msg":"dlq: captured batch"[^\n]*"messages":(\d+)[^\n]*"duration_ms":(\d+)`)
-	queueLine := regexp.MustCompile(`QUEUE beer-enrichment-dlq (\d+)/(\d+) \((\d+)ms\)`)
-	sum := func(log string, re *regexp.Regexp, count, ms int) (msgs, total, batches float64, sizes map[string]int) {
-		sizes = map[string]int{}
-		for _, m := range re.FindAllStringSubmatch(log, -1) {
-			var k, d float64
-			fmt.Sscan(m[count], &k)
-			fmt.Sscan(m[ms], &d)
-			msgs, total, batches = msgs+k, total+d, batches+1
-			sizes[m[count]]++
-		}
-		return
-	}
-	var stored, perCall, inHandler []float64
-	for run := range 4 {
-		prefix := unique(fmt.Sprintf("measure%d", run))
-		chunks := make(chan []map[string]any, n/100)
-		for i := 0; i < n; i += 100 {
-			msgs := make([]map[string]any, 100)
-			for j := range msgs {
-				msgs[j] = map[string]any{"body": beerBody(t, fmt.Sprintf("%s-%04d", prefix, i+j), "Measured Beer", nil)}
-			}
-			chunks <- msgs
-		}
-		close(chunks)
-		logStart := len(w.Log())
-		start := time.Now()
-		errs := make(chan error, 4)
-		for range 4 {
-			go func() {
-				for msgs := range chunks {
-					r, err := w.Do(http.MethodPost, "/__e2e/send", map[string]any{"queue": "beer-enrichment-dlq", "messages": msgs}, AdminHeaders())
-					if err == nil && r.Status != http.StatusOK {
-						err = fmt.Errorf("send: %d %s", r.Status, r.Raw)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-				}
-				errs <- nil
-			}()
-		}
-		for range 4 {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-		}
-		sent := time.Since(start)
-		like := prefix + "-%"
-		Eventually(t, 5*time.Minute, "all stored", func() bool {
-			return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, like) == n
-		})
-		done := time.Now()
-		first := time.UnixMilli(w.Int(t, `SELECT MIN(failed_at) FROM dlq_messages WHERE beer_id LIKE ?`, like))
-		var hMsgs, hMs, batches, qMsgs, qMs float64
-		var sizes map[string]int
-		Eventually(t, 10*time.Second, "every batch logged", func() bool {
-			log := w.Log()[logStart:]
-			hMsgs, hMs, batches, sizes = sum(log, handlerLine, 1, 2)
-			qMsgs, qMs, _, _ = sum(log, queueLine, 2, 3)
-			return hMsgs >= n && qMsgs >= n
-		})
-		label := fmt.Sprint("run ", run)
-		if run == 0 {
-			label = "warm-up"
-		}
-		t.Logf("%s: sent in %s; all %d stored %s after the first batch started: %.0f stored/s; %.0f batches (sizes %v); %.0f msg/s per invocation (%.0f ms), %.0f msg/s in the handler (%.0f ms)",
-			label, sent.Round(time.Millisecond), n, done.Sub(first).Round(time.Millisecond), n/done.Sub(first).Seconds(),
-			batches, sizes, qMsgs/(qMs/1000), qMs, hMsgs/(hMs/1000), hMs)
-		if run > 0 {
-			stored = append(stored, n/done.Sub(first).Seconds())
-			perCall = append(perCall, qMsgs/(qMs/1000))
-			inHandler = append(inHandler, hMsgs/(hMs/1000))
-		}
-	}
-	for _, s := range [][]float64{stored, perCall, inHandler} {
-		sort.Float64s(s)
-	}
-	t.Logf("median of 3: %.0f stored/s; %.0f msg/s per invocation; %.0f msg/s in the handler", stored[1], perCall[1], inHandler[1])
 }

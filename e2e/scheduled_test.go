@@ -40,46 +40,6 @@ func counterValue(t *testing.T, w *Worker, name string) int64 {
 	return w.Int(t, `SELECT COALESCE((SELECT value FROM counters WHERE name = ?), 0)`, name)
 }
 
-// BenchmarkRetention100k measures the daily retention deleting 100k expired
-// rows in workerd: it seeds them with one statement, then fires the daily
-// cron until none is left (each run bounded by CRON_JOB_BUDGET_SECONDS).
-//
-//	make build && go test -tags e2e -run '^$' -bench Retention100k -benchtime 1x -v ./e2e
-func BenchmarkRetention100k(b *testing.B) {
-	const rows = 100_000
-	w := shared
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		p := fmt.Sprintf("bench%d", time.Now().UnixNano())
-		at := cronTime()
-		w.Exec(b, fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[3]d)
-			INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, acknowledged_at, replayed_at)
-			SELECT '%[1]s-' || i, '', '%[1]s-' || (i %% 5000), CASE WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
-				%[2]d - 61 * 86400000, %[2]d - 60 * 86400000, %[2]d - 60 * 86400000 FROM n`, p, at.UnixMilli(), rows))
-		if n := w.Int(b, `SELECT COUNT(*) FROM dlq_messages WHERE message_id LIKE ?`, p+"-%"); n != rows {
-			b.Fatalf("seeded %d rows", n)
-		}
-		start := time.Now()
-		b.StartTimer()
-		runs, jobMS := 0, int64(0)
-		for left := int64(rows); left > 0; left = w.Int(b, `SELECT COUNT(*) FROM dlq_messages WHERE message_id LIKE ?`, p+"-%") {
-			at = at.Add(time.Second)
-			fireAndWait(b, w, cronDaily, "dlq_retention", at)
-			runs++
-			ms := w.Int(b, `SELECT last_duration_ms FROM job_runs WHERE job = 'dlq_retention'`)
-			jobMS += ms
-			b.Logf("run %d: retention job %d ms, %d rows left before it", runs, ms, left)
-		}
-		b.StopTimer()
-		wall := time.Since(start)
-		b.ReportMetric(float64(rows)/wall.Seconds(), "rows/s")
-		b.ReportMetric(float64(jobMS), "job-ms")
-		b.ReportMetric(float64(runs), "cron-runs")
-		b.Logf("%d rows deleted in %s wall (%d cron runs, %d ms inside the retention job): %.0f rows/s",
-			rows, wall.Round(time.Millisecond), runs, jobMS, float64(rows)/wall.Seconds())
-	}
-}
-
 // cronTime is a cron time (whole seconds, as the runtime passes them) that no
 // earlier run of this worker used.
 func cronTime() time.Time { return time.Now().UTC().Truncate(time.Second) }
