@@ -151,3 +151,23 @@ CREATE INDEX IF NOT EXISTS idx_dlq_status_reason ON dlq_messages(status, failure
 CREATE INDEX IF NOT EXISTS idx_dlq_status_replay_count ON dlq_messages(status, replay_count);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_replayed_at ON dlq_messages(status, replayed_at);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_acknowledged_at ON dlq_messages(status, acknowledged_at);
+
+-- capture bookkeeping inside the store statement (see migrations/0007): count
+-- captured and poison rows, remove the attempt record each stored message used.
+CREATE TRIGGER IF NOT EXISTS dlq_messages_captured AFTER INSERT ON dlq_messages
+BEGIN
+    INSERT INTO counters(name, value) VALUES ('dlq_captured_total', 1)
+        ON CONFLICT(name) DO UPDATE SET value = value + 1;
+    INSERT INTO counters(name, value) SELECT 'dlq_poison_total', 1 WHERE NEW.failure_class = 'poison'
+        ON CONFLICT(name) DO UPDATE SET value = value + 1;
+    DELETE FROM message_attempts WHERE message_id = NEW.last_message_id;
+END;
+
+-- A replayed message that failed again updates its original row.
+CREATE TRIGGER IF NOT EXISTS dlq_messages_failed_again AFTER UPDATE OF last_message_id ON dlq_messages
+WHEN OLD.last_message_id <> NEW.last_message_id
+BEGIN
+    INSERT INTO counters(name, value) VALUES ('dlq_captured_total', 1)
+        ON CONFLICT(name) DO UPDATE SET value = value + 1;
+    DELETE FROM message_attempts WHERE message_id = NEW.last_message_id;
+END;

@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -46,53 +45,6 @@ func (a Attempts) Record(ctx context.Context, at Attempt) error {
 		at.MessageID, at.Queue, int64(at.Attempt), at.Class, shorten(at.Error, maxAttemptError), at.At.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("record attempt of %s: %w", at.MessageID, err)
-	}
-	return nil
-}
-
-// Lookup returns the records of the given message ids (one statement);
-// ids without a record are absent from the map.
-func (a Attempts) Lookup(ctx context.Context, messageIDs []string) (map[string]Attempt, error) {
-	out := map[string]Attempt{}
-	if len(messageIDs) == 0 {
-		return out, nil
-	}
-	js, err := json.Marshal(messageIDs)
-	if err != nil {
-		return nil, fmt.Errorf("attempts lookup encode: %w", err)
-	}
-	rows, err := a.DB.QueryContext(ctx, `SELECT message_id, queue, attempt, error_class, error, recorded_at
-		FROM message_attempts WHERE message_id IN (SELECT value FROM json_each(?))`, string(js))
-	if err != nil {
-		return nil, fmt.Errorf("attempts lookup: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var at Attempt
-		var n, ms int64
-		if err := rows.Scan(&at.MessageID, &at.Queue, &n, &at.Class, &at.Error, &ms); err != nil {
-			return nil, fmt.Errorf("attempts lookup scan: %w", err)
-		}
-		at.Attempt, at.At = int(n), time.UnixMilli(ms)
-		out[at.MessageID] = at
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("attempts lookup: %w", err)
-	}
-	return out, nil
-}
-
-// Remove deletes the records of the given message ids (one statement).
-func (a Attempts) Remove(ctx context.Context, messageIDs []string) error {
-	if len(messageIDs) == 0 {
-		return nil
-	}
-	js, err := json.Marshal(messageIDs)
-	if err != nil {
-		return fmt.Errorf("attempts remove encode: %w", err)
-	}
-	if _, err := a.DB.ExecContext(ctx, `DELETE FROM message_attempts WHERE message_id IN (SELECT value FROM json_each(?))`, string(js)); err != nil {
-		return fmt.Errorf("attempts remove: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,28 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
-func TestAttemptsRecordLookupRemove(t *testing.T) {
+// records reads message_attempts by message id.
+func records(t *testing.T, db *sql.DB) map[string]Attempt {
+	t.Helper()
+	rows, err := db.Query(`SELECT message_id, queue, attempt, error_class, error, recorded_at FROM message_attempts`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]Attempt{}
+	for rows.Next() {
+		var at Attempt
+		var ms int64
+		if err := rows.Scan(&at.MessageID, &at.Queue, &at.Attempt, &at.Class, &at.Error, &ms); err != nil {
+			t.Fatal(err)
+		}
+		at.At = time.UnixMilli(ms)
+		out[at.MessageID] = at
+	}
+	return out
+}
+
+func TestAttemptsRecordKeepsTheLatestAttempt(t *testing.T) {
 	db := sqlitetest.New(t)
 	a := Attempts{DB: db}
 	ctx := context.Background()
@@ -25,25 +47,12 @@ func TestAttemptsRecordLookupRemove(t *testing.T) {
 	record(Attempt{MessageID: "m1", Queue: "beer-enrichment", Attempt: 1, Class: "transient", Error: "late", At: t0.Add(2 * time.Second)})
 	record(Attempt{MessageID: "m2", Queue: "beer-enrichment", Attempt: 4, Class: "permanent", Error: strings.Repeat("é", 400), At: t0})
 
-	got, err := a.Lookup(ctx, []string{"m1", "m2", "m3"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := records(t, db)
 	m1 := got["m1"]
 	if len(got) != 2 || m1.Attempt != 2 || m1.Class != "rate_limited" || m1.Error != "status 429" || !m1.At.Equal(t0.Add(time.Second)) || m1.Queue != "beer-enrichment" {
 		t.Fatalf("lookup = %+v", got)
 	}
 	if e := got["m2"].Error; len(e) > maxAttemptError+len("…") || !strings.HasSuffix(e, "…") || !strings.HasPrefix(e, "éé") {
 		t.Fatalf("long error kept as %d bytes: %q", len(e), e)
-	}
-
-	if err := a.Remove(ctx, []string{"m1", "m3"}); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := a.Lookup(ctx, []string{"m1", "m2"}); len(got) != 1 || got["m2"].Attempt != 4 {
-		t.Fatalf("after remove = %+v", got)
-	}
-	if got, err := a.Lookup(ctx, nil); err != nil || len(got) != 0 {
-		t.Fatalf("empty lookup = %v %v", got, err)
 	}
 }

@@ -40,10 +40,12 @@ const maxReason = 1000
 // Capture is the consumer of a dead-letter queue: it stores every message of
 // a batch in dlq_messages and acks each one only after the store succeeded.
 //
-// Per batch it runs: one read of the attempt records, one store statement
-// (Store.Save; its RETURNING tells new rows, repeat failures and
-// duplicates apart, so counting costs nothing extra), one delete of the
-// attempt records it used, one counters update.
+// Per batch it runs ONE statement (Store.Save): it joins each message's
+// attempt record for the true attempt count and reason, and triggers on
+// dlq_messages count captured and poison rows and remove the attempt
+// records used, all inside that statement. Its RETURNING tells new rows,
+// repeat failures and duplicates apart; only a batch with duplicates pays
+// a second statement, to count them.
 //
 // When the store statement fails, one `SELECT 1` probe tells an unavailable
 // D1 (the error is returned: the runtime retries every unacked message)
@@ -78,8 +80,7 @@ type captured struct {
 	msg     queue.Message
 	failure Failure
 	poison  bool
-	// record: an attempt record was used (remove it once stored).
-	record  bool
+	problem string  // why the body is poison
 	outcome Outcome // "" while not stored
 	retried bool
 }
@@ -96,19 +97,10 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 	if source == "" {
 		source = queueName
 	}
-	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		ids[i] = m.ID()
-	}
-	records, err := Attempts{DB: c.DB}.Lookup(ctx, ids)
-	if err != nil {
-		c.Log.ErrorContext(ctx, "dlq: D1 unavailable; batch will be retried", "queue", queueName, "messages", len(msgs), "error", err.Error())
-		return fmt.Errorf("capture: %w", err)
-	}
 	now := c.now()
 	batch := make([]*captured, len(msgs))
 	for i, m := range msgs {
-		batch[i] = c.prepare(m, source, records, now)
+		batch[i] = c.prepare(m, source, now)
 	}
 
 	var unavailable error
@@ -126,22 +118,15 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 
 // prepare builds the failure to store for one message: attempts and reason
 // from its attempt record when there is one, poison classification from its body.
-func (c *Capture) prepare(m queue.Message, source string, records map[string]Attempt, now time.Time) *captured {
+func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captured {
 	text, binary := m.Body()
-	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, Binary: binary, FailedAt: now}
-	rec, ok := records[m.ID()]
-	if ok {
-		f.Attempts, f.Class, f.Reason = rec.Attempt, rec.Class, rec.Class+": "+rec.Error
-	} else {
-		f.Attempts, f.Class, f.Reason = m.Attempts(), "unknown", "no attempt record"
-	}
-	cm := &captured{msg: m, record: ok}
+	// Class and Reason stay empty: the store statement takes them (and the
+	// true attempt count) from the message's attempt record.
+	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, Binary: binary, Attempts: m.Attempts(), FailedAt: now}
+	cm := &captured{msg: m, failure: f}
 	if problem := parseBody(text, binary).Problem; problem != "" {
-		cm.poison = true
-		f.Class, f.Reason = "poison", "unparseable: "+problem+"; "+f.Reason
+		cm.poison, cm.problem = true, problem
 	}
-	f.Reason = shorten(f.Reason, maxReason)
-	cm.failure = f
 	return cm
 }
 
@@ -226,7 +211,6 @@ func (c *Capture) probe(ctx context.Context) error {
 // counters (best effort: both only lose bookkeeping if they fail, and
 // retrying the batch for them would count its messages as duplicates).
 func (c *Capture) finish(ctx context.Context, queueName, source string, batch []*captured, start time.Time) {
-	var used []string
 	var newRows, repeats, dups, poison, retried, pending int64
 	for _, cm := range batch {
 		switch cm.outcome {
@@ -239,7 +223,7 @@ func (c *Capture) finish(ctx context.Context, queueName, source string, batch []
 			}
 			if cm.poison {
 				poison++
-				c.Log.WarnContext(ctx, "dlq: poison message stored", "message_id", cm.msg.ID(), "reason", cm.failure.Reason)
+				c.Log.WarnContext(ctx, "dlq: poison message stored", "message_id", cm.msg.ID(), "problem", cm.problem)
 			}
 		case OutcomeDuplicate:
 			dups++
@@ -250,18 +234,14 @@ func (c *Capture) finish(ctx context.Context, queueName, source string, batch []
 				pending++
 			}
 		}
-		if cm.outcome != "" && cm.record {
-			used = append(used, cm.msg.ID())
+	}
+	// Captured and poison rows are counted (and their attempt records
+	// removed) by triggers inside the store statement; duplicates, which
+	// write nothing, cost a statement only when there are some.
+	if dups > 0 {
+		if err := (metrics.Counters{DB: c.DB}).Add(ctx, map[string]int64{CounterDuplicates: dups}); err != nil {
+			c.Log.WarnContext(ctx, "dlq: could not count duplicates", "error", err.Error())
 		}
-	}
-	if err := (Attempts{DB: c.DB}).Remove(ctx, used); err != nil {
-		c.Log.WarnContext(ctx, "dlq: could not remove attempt records", "records", len(used), "error", err.Error())
-	}
-	err := metrics.Counters{DB: c.DB}.Add(ctx, map[string]int64{
-		CounterCaptured: newRows + repeats, CounterDuplicates: dups, CounterPoison: poison,
-	})
-	if err != nil {
-		c.Log.WarnContext(ctx, "dlq: could not add capture counters", "error", err.Error())
 	}
 	c.Log.InfoContext(ctx, "dlq: captured batch", "queue", queueName, "source_queue", source, "messages", len(batch),
 		"new", newRows, "repeats", repeats, "duplicates", dups, "poison", poison, "retried", retried, "unsettled", pending,

@@ -94,7 +94,7 @@ func TestCaptureStoresBatchWithAttemptRecords(t *testing.T) {
 			t.Errorf("%s = %+v", id, r)
 		}
 	}
-	left, _ := a.Lookup(ctx, []string{"m1", "m2", "other"})
+	left := records(t, db)
 	if len(left) != 1 || left["other"].Attempt != 1 {
 		t.Fatalf("attempt records left = %v, want only the unrelated one", left)
 	}
@@ -231,8 +231,8 @@ func shortRow(r dlqRow) dlqRow {
 	return r
 }
 
-// A batch of 100 costs one store statement: with attempt records 4
-// statements in all (lookup, store, remove records, counters), without 3.
+// A batch of 100 costs one statement, with or without attempt records: the
+// records are joined, and triggers count the rows and remove the records.
 func TestCaptureStatementsPerBatch(t *testing.T) {
 	plain, db, stmts := flakyDB(t, 1_000_000)
 	c := newCapture(db, &bytes.Buffer{})
@@ -244,8 +244,8 @@ func TestCaptureStatementsPerBatch(t *testing.T) {
 		return msgs
 	}
 	consume(t, c, batch("a")...)
-	if n := stmts.Load(); n != 3 {
-		t.Fatalf("statements without attempt records = %d, want 3", n)
+	if n := stmts.Load(); n != 1 {
+		t.Fatalf("statements without attempt records = %d, want 1", n)
 	}
 	msgs := batch("b")
 	for _, m := range msgs {
@@ -253,8 +253,8 @@ func TestCaptureStatementsPerBatch(t *testing.T) {
 	}
 	stmts.Store(0)
 	consume(t, c, msgs...)
-	if n := stmts.Load(); n != 4 {
-		t.Fatalf("statements with attempt records = %d, want 4", n)
+	if n := stmts.Load(); n != 1 {
+		t.Fatalf("statements with attempt records = %d, want 1", n)
 	}
 	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != 200 {
 		t.Fatalf("rows = %d", n)
@@ -279,10 +279,10 @@ func TestCaptureD1UnavailableRetriesTheBatch(t *testing.T) {
 	}
 }
 
-// D1 failing after the attempt lookup: the store fails, the probe fails,
-// the error is returned and nothing is acked or stored one by one.
+// D1 failing at the store: the store fails, the probe fails, the error is
+// returned and nothing is acked or stored one by one.
 func TestCaptureD1FailingDuringTheStoreRetriesTheBatch(t *testing.T) {
-	plain, flaky, stmts := flakyDB(t, 1)
+	plain, flaky, stmts := flakyDB(t, 0)
 	c := newCapture(flaky, &bytes.Buffer{})
 	m1, m2 := queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2"))
 	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2)); err == nil {
@@ -294,8 +294,8 @@ func TestCaptureD1FailingDuringTheStoreRetriesTheBatch(t *testing.T) {
 	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
 		t.Fatalf("rows = %d", n)
 	}
-	// lookup, store, probe, then the best-effort bookkeeping: no one-by-one stores.
-	if n := stmts.Load(); n > 5 {
+	// store and probe: no one-by-one stores.
+	if n := stmts.Load(); n > 2 {
 		t.Fatalf("%d statements against an unavailable D1", n)
 	}
 }
@@ -311,7 +311,7 @@ func TestCaptureSplitsLargeBatches(t *testing.T) {
 	var batch []*captured
 	c := newCapture(sqlitetest.New(t), &bytes.Buffer{})
 	for _, m := range msgs {
-		batch = append(batch, c.prepare(m, "beer-enrichment", nil, t0))
+		batch = append(batch, c.prepare(m, "beer-enrichment", t0))
 	}
 	parts := chunks(batch, maxBatchBytes)
 	if len(parts) < 2 {
@@ -334,11 +334,11 @@ func TestCaptureSplitsLargeBatches(t *testing.T) {
 		t.Fatalf("rows = %d, want 12", n)
 	}
 
-	// D1 fails after the lookup and the first store statement.
+	// D1 fails after the first store statement.
 	for _, m := range msgs {
 		m.Acked = false
 	}
-	plain, flaky, _ := flakyDB(t, 2)
+	plain, flaky, _ := flakyDB(t, 1)
 	err := newCapture(flaky, &bytes.Buffer{}).ConsumeBatch(context.Background(), dlqName, queuetest.Batch(msgs...))
 	if err == nil {
 		t.Fatal("ConsumeBatch succeeded although D1 failed")
@@ -394,7 +394,7 @@ func TestCaptureOneBadMessageDoesNotHoldBackItsNeighbours(t *testing.T) {
 		r.FailureCount != 4 || !strings.HasPrefix(r.Reason.String, "unstorable: ") || !strings.Contains(r.Reason.String, "rejected by test trigger") {
 		t.Fatalf("minimal row = %+v", r)
 	}
-	if left, _ := (Attempts{DB: db}).Lookup(context.Background(), []string{"bad"}); len(left) != 0 {
+	if _, left := records(t, db)["bad"]; left {
 		t.Fatal("attempt record of the stored message kept")
 	}
 	wantCounters(t, db, 3, 0, 1)

@@ -29,9 +29,14 @@ type Failure struct {
 	// Body is the message body as text (base64 when Binary).
 	Body   string
 	Binary bool
-	// Attempts is the number of attempts made on the source queue.
+	// Attempts is the number of attempts made on the source queue; the
+	// message's attempt record wins when it counts more.
 	Attempts int
 	// Class is transient | rate_limited | permanent | poison | unknown | ...
+	// Class and Reason left empty are derived by the store statement itself:
+	// from the message's attempt record (message_attempts, which also gives
+	// failure_count), else `unknown` / `no attempt record`; a body without a
+	// usable beer_id gets class `poison` and reason `unparseable: ...; ...`.
 	Class string
 	// Reason is a short human-readable text, no secrets.
 	Reason string
@@ -82,10 +87,16 @@ const putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, bre
 		failure_reason, failure_class, source_queue, raw_message, raw_encoding, last_message_id, first_failed_at, updated_at)
 	SELECT (SELECT d.id FROM dlq_messages d WHERE d.id = j.value ->> '$.lineage'),
 		j.value ->> '$.message_id', j.value ->> '$.beer_id', j.value ->> '$.beer_name', j.value ->> '$.brewer',
-		j.value ->> '$.failed_at', j.value ->> '$.attempts', j.value ->> '$.reason', j.value ->> '$.class',
+		j.value ->> '$.failed_at',
+		max(COALESCE(a.attempt, 0), j.value ->> '$.attempts'),
+		COALESCE(j.value ->> '$.reason', substr(
+			CASE WHEN j.value ->> '$.problem' IS NULL THEN '' ELSE 'unparseable: ' || (j.value ->> '$.problem') || '; ' END ||
+			COALESCE(a.error_class || ': ' || a.error, 'no attempt record'), 1, ` + maxReasonSQL + `)),
+		COALESCE(j.value ->> '$.class', CASE WHEN j.value ->> '$.problem' IS NULL THEN COALESCE(a.error_class, 'unknown') ELSE 'poison' END),
 		j.value ->> '$.source', j.value ->> '$.raw', j.value ->> '$.encoding', j.value ->> '$.message_id',
 		j.value ->> '$.failed_at', j.value ->> '$.failed_at'
-	FROM json_each(?) AS j WHERE true
+	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
+	WHERE true
 	ON CONFLICT(id) DO UPDATE SET status = 'pending', failed_at = excluded.failed_at,
 		failure_count = excluded.failure_count, failure_reason = excluded.failure_reason,
 		failure_class = excluded.failure_class, last_message_id = excluded.last_message_id,
@@ -96,6 +107,9 @@ const putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, bre
 		WHERE dlq_messages.last_message_id <> excluded.last_message_id
 	ON CONFLICT(message_id) DO NOTHING
 	RETURNING message_id, last_message_id`
+
+// maxReasonSQL is maxReason for putSQL (characters there, bytes elsewhere).
+const maxReasonSQL = "1000"
 
 // putRow is one element of the JSON batch bound to putSQL.
 type putRow struct {
@@ -108,9 +122,12 @@ type putRow struct {
 	Source    string  `json:"source"`
 	Raw       string  `json:"raw"`
 	Encoding  string  `json:"encoding"`
-	Class     string  `json:"class"`
-	Reason    string  `json:"reason"`
-	FailedAt  int64   `json:"failed_at"`
+	// Class and Reason, when empty, are derived in SQL from the message's
+	// attempt record (message_attempts) and Problem.
+	Class    *string `json:"class"`
+	Reason   *string `json:"reason"`
+	Problem  *string `json:"problem"`
+	FailedAt int64   `json:"failed_at"`
 }
 
 // encodeBatch builds the JSON parameter of putSQL.
@@ -132,9 +149,16 @@ func encodeBatch(fs []Failure) ([]byte, error) {
 		}
 		rows[i] = putRow{MessageID: f.MessageID, BeerID: beerID, BeerName: b.BeerName, Brewer: b.Brewer,
 			Lineage: b.Lineage, Attempts: f.Attempts, Source: f.SourceQueue, Raw: raw, Encoding: enc,
-			Class: f.Class, Reason: f.Reason, FailedAt: f.FailedAt.UnixMilli()}
+			Class: nonEmpty(f.Class), Reason: nonEmpty(f.Reason), Problem: nonEmpty(b.Problem), FailedAt: f.FailedAt.UnixMilli()}
 	}
 	return json.Marshal(rows)
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Save stores failures in ONE statement and reports, per message id, what

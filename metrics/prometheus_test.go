@@ -61,6 +61,7 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "pending"):                  0,
 		"redrive_dlq_oldest_pending_age_seconds":                                                          5400,
 		"redrive_dlq_rescued_total":                                                                       5,
+		"redrive_dlq_captured_total":                                                                      4, // dlq_messages' insert trigger
 		"redrive_enrichment_outcome_ok":                                                                   7,
 		promtext.Key("redrive_alert_firing", "alert", "dlq_pending_high"):                                 1,
 		promtext.Key("redrive_alert_firing", "alert", "job_failing"):                                      0,
@@ -77,7 +78,7 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
 	}
-	if len(page.Samples) != 8+1+2+2+5*2 {
+	if len(page.Samples) != 8+1+3+2+5*2 {
 		t.Errorf("%d series:\n%s", len(page.Samples), buf.String())
 	}
 	if page.Types["redrive_dlq_rescued_total"] != "counter" || page.Types["redrive_dlq_messages"] != "gauge" ||

@@ -74,6 +74,10 @@ func columns(t *testing.T, db *sql.DB, objs map[string]string) map[string][]stri
 				break
 			}
 		}
+		if typ == "trigger" {
+			out[key] = []string{objs[key]}
+			continue
+		}
 		pragma := "table_info"
 		if typ == "index" {
 			pragma = "index_info"
