@@ -29,6 +29,21 @@ type Snapshot struct {
 	Alerts []AlertState
 	// Jobs is every row of job_runs.
 	Jobs []JobRun
+	// CatchUp is the last run of the enrichment catch-up job, if it ran.
+	CatchUp *CatchUpRun
+	// BreakerOpen is true while the provider's circuit breaker is open or
+	// half-open (enrichment_breaker.state is not closed).
+	BreakerOpen bool
+}
+
+// CatchUpJob is the name the enrichment catch-up job (enrichment.CatchUp)
+// records its runs under; its last summary gives the lateness gauges.
+const CatchUpJob = "enrichment_catchup"
+
+// CatchUpRun is the lateness (now - due, in ms) of the beers the last
+// catch-up run enqueued: 0 when it enqueued none.
+type CatchUpRun struct {
+	LatenessMaxMS, LatenessMedianMS int64
 }
 
 // DLQCount is the number of DLQ rows with one status from one source queue.
@@ -59,7 +74,10 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 		UNION ALL SELECT 'oldest', '', '', COALESCE(MIN(failed_at), 0), 0, 0, 0, 0 FROM dlq_messages WHERE status = 'pending'
 		UNION ALL SELECT 'counter', name, '', value, 0, 0, 0, 0 FROM counters
 		UNION ALL SELECT 'alert', name, '', firing, 0, 0, 0, 0 FROM alert_state
-		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures FROM job_runs`)
+		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures FROM job_runs
+		UNION ALL SELECT 'catchup', '', '', CAST(COALESCE(last_summary ->> '$.lateness_max_ms', 0) AS INTEGER),
+			CAST(COALESCE(last_summary ->> '$.lateness_median_ms', 0) AS INTEGER), 0, 0, 0 FROM job_runs WHERE job = ?
+		UNION ALL SELECT 'breaker', '', '', COALESCE(MAX(state <> 'closed'), 0), 0, 0, 0, 0 FROM enrichment_breaker`, CatchUpJob)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
 	}
@@ -82,6 +100,10 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 			s.Alerts = append(s.Alerts, AlertState{Name: a, Firing: n1 != 0})
 		case "job":
 			s.Jobs = append(s.Jobs, JobRun{Job: a, LastRunAt: n1, LastDuration: n2, LastOK: n3 != 0, Runs: n4, Failures: n5})
+		case "catchup":
+			s.CatchUp = &CatchUpRun{LatenessMaxMS: n1, LatenessMedianMS: n2}
+		case "breaker":
+			s.BreakerOpen = n1 != 0
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -98,6 +120,10 @@ var help = map[string]string{
 	"attempts_expired_total":          "message_attempts records deleted after ATTEMPT_RETENTION_DAYS.",
 	"audit_expired_total":             "Admin audit records deleted after AUDIT_RETENTION_DAYS.",
 	"dlq_rescued_total":               "DLQ rows returned from replaying to pending by the rescue job.",
+	"catchup_enqueued_total":          "Beers the catch-up job enqueued (due or lost), each claimed once.",
+	"catchup_lost_requeued_total":     "Beers re-enqueued by the catch-up job because their message was lost (included in catchup_enqueued_total).",
+	"catchup_send_failed_total":       "Beers the catch-up job claimed but could not send; put back to pending for the next run.",
+	"catchup_lateness_seconds_total":  "Sum of the lateness (now - due) of the beers the catch-up job enqueued; divide by catchup_enqueued_total for the mean.",
 }
 
 var invalidName = regexp.MustCompile(`[^a-zA-Z0-9_:]`)
@@ -166,6 +192,15 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 		}
 		family(MetricName(n), "counter", text)
 		sample(MetricName(n), float64(s.Counters[n]))
+	}
+
+	family("redrive_enrichment_breaker_open", "gauge", "1 while the provider's circuit breaker is open or half-open (enrichment_breaker), 0 when closed or never used.")
+	sample("redrive_enrichment_breaker_open", b2f(s.BreakerOpen))
+	if s.CatchUp != nil {
+		family("redrive_catchup_last_lateness_max_seconds", "gauge", "Largest lateness (now - due) among the beers the last catch-up run enqueued (0 when none).")
+		sample("redrive_catchup_last_lateness_max_seconds", float64(s.CatchUp.LatenessMaxMS)/1000)
+		family("redrive_catchup_last_lateness_median_seconds", "gauge", "Median lateness (now - due) of the beers the last catch-up run enqueued (0 when none).")
+		sample("redrive_catchup_last_lateness_median_seconds", float64(s.CatchUp.LatenessMedianMS)/1000)
 	}
 
 	if len(s.Alerts) > 0 {
