@@ -94,12 +94,15 @@ func main() {
 	crons := &handlers.CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]handlers.Job{
 		cronFrequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
+			&enrichment.CatchUp{DB: db, Log: log, Sender: sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
+				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits},
 			&dlq.Alerts{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []dlq.Condition{
 				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
 				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},
 				dlq.RepeatFailures{DB: db, MaxReplays: 2},
 				dlq.CapEvicting{DB: db},
 				dlq.JobFailing{DB: db},
+				enrichment.BreakerOpenCondition{DB: db},
 			}},
 		},
 		cronDaily: {

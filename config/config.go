@@ -48,6 +48,15 @@ type Config struct {
 	// number of provider calls allowed per UTC day; further messages wait for the reset.
 	DailyEnrichmentLimit int64
 
+	// EnrichmentQueuedStuck (ENRICHMENT_QUEUED_STUCK_MINUTES, default 60, 15..10080) is
+	// how long a `queued` beer may show no sign of its message (no update, no
+	// retry due) before the catch-up job sends it again: its message was lost.
+	// Keep it above the queue's worst backlog (a message that is only late is
+	// sent twice; the consumer acks the extra one). The catch-up also treats a
+	// gap this long between its own runs as downtime and then waits this long
+	// before declaring anything lost, so it must stay well above the 5-minute cron.
+	EnrichmentQueuedStuck time.Duration
+
 	// ReplayStuckAfter (DLQ_REPLAY_STUCK_MINUTES, default 10) is how long a DLQ row may
 	// stay `replaying` before the rescue job returns it to `pending`.
 	ReplayStuckAfter time.Duration
@@ -137,6 +146,8 @@ func Load(getenv func(string) string) (Config, []error) {
 		DailyEnrichmentLimit:  l.int("DAILY_ENRICHMENT_LIMIT", 500, 1, 10_000_000),
 		BulkReplayMax:         int(l.int("DLQ_BULK_REPLAY_MAX", 500, 1, 5000)),
 		BulkAcknowledgeMax:    int(l.int("DLQ_BULK_ACKNOWLEDGE_MAX", 5000, 1, 50000)),
+
+		EnrichmentQueuedStuck: l.minutes("ENRICHMENT_QUEUED_STUCK_MINUTES", 60, 15, 10080),
 	}
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {
 		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_BACKOFF_BASE_SECONDS (%s) exceeds ENRICHMENT_BACKOFF_MAX_SECONDS (%s); using the max as base",

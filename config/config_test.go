@@ -139,3 +139,23 @@ func TestBulkLimits(t *testing.T) {
 		t.Errorf("out of range must fall back to defaults and be reported: %d %d %v", c.BulkReplayMax, c.BulkAcknowledgeMax, problems)
 	}
 }
+
+func TestEnrichmentQueuedStuckKnob(t *testing.T) {
+	c, problems := Load(env(nil))
+	if c.EnrichmentQueuedStuck != time.Hour || len(problems) != 0 {
+		t.Fatalf("default %v %v", c.EnrichmentQueuedStuck, problems)
+	}
+	for raw, want := range map[string]time.Duration{"15": 15 * time.Minute, "10080": 7 * 24 * time.Hour, "90": 90 * time.Minute} {
+		c, problems := Load(env(map[string]string{"ENRICHMENT_QUEUED_STUCK_MINUTES": raw}))
+		if c.EnrichmentQueuedStuck != want || len(problems) != 0 {
+			t.Errorf("%s: %v %v", raw, c.EnrichmentQueuedStuck, problems)
+		}
+	}
+	// Below the bound (close to the 5-minute cron), above a week, or not a number: default and reported.
+	for _, raw := range []string{"14", "5", "10081", "1h", "-60"} {
+		c, problems := Load(env(map[string]string{"ENRICHMENT_QUEUED_STUCK_MINUTES": raw}))
+		if c.EnrichmentQueuedStuck != time.Hour || len(problems) != 1 || !strings.Contains(problems[0].Error(), "ENRICHMENT_QUEUED_STUCK_MINUTES") {
+			t.Errorf("%s: %v %v", raw, c.EnrichmentQueuedStuck, problems)
+		}
+	}
+}

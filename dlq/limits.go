@@ -70,3 +70,18 @@ func (b *budget) drain(ctx context.Context, step func(ctx context.Context, limit
 		}
 	}
 }
+
+// Budget is one run's wall-time allowance, for jobs outside this package
+// that bound their batches the same way (see Limits.Start).
+type Budget budget
+
+// Start begins a run's budget now. Every rule of the run drains under the
+// same budget, so together they stay inside CRON_JOB_BUDGET_SECONDS.
+func (l Limits) Start() *Budget { return (*Budget)(l.start()) }
+
+// Drain calls step with the batch size until a batch changes fewer rows
+// than that (nothing left) or the budget is spent; the first batch always
+// runs. more reports that rows were probably left for the next run.
+func (b *Budget) Drain(ctx context.Context, step func(ctx context.Context, limit int) (int64, error)) (total int64, more bool, err error) {
+	return (*budget)(b).drain(ctx, step)
+}

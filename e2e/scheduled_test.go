@@ -407,5 +407,13 @@ func expectedSeries(t *testing.T, w *Worker) (map[string]float64, int64) {
 		want[promtext.Key("redrive_job_runs_total", "job", job)] = runs
 		want[promtext.Key("redrive_job_failures_total", "job", job)] = failures
 	})
+	want["redrive_enrichment_breaker_open"] = float64(w.Int(t, `SELECT COALESCE(MAX(state <> 'closed'), 0) FROM enrichment_breaker`))
+	add(`SELECT COALESCE(last_summary ->> '$.lateness_max_ms', 0), COALESCE(last_summary ->> '$.lateness_median_ms', 0)
+		FROM job_runs WHERE job = 'enrichment_catchup'`, func(r interface{ Scan(...any) error }) {
+		var mx, md float64
+		r.Scan(&mx, &md)
+		want["redrive_catchup_last_lateness_max_seconds"] = mx / 1000
+		want["redrive_catchup_last_lateness_median_seconds"] = md / 1000
+	})
 	return want, w.Int(t, `SELECT COALESCE(MIN(failed_at), 0) FROM dlq_messages WHERE status = 'pending'`)
 }

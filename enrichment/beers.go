@@ -19,6 +19,17 @@ type Beer struct {
 	Brewer   string `json:"brewer"`
 }
 
+// message is the enrichment queue message for b: JSON text
+// {beer_id, beer_name, brewer}, sent now. Every sender of enrichment work
+// (Registry.Enqueue, CatchUp) builds it here.
+func (b Beer) message() (queue.Outgoing, error) {
+	body, err := json.Marshal(b)
+	if err != nil {
+		return queue.Outgoing{}, fmt.Errorf("encode message for beer %s: %w", b.BeerID, err)
+	}
+	return queue.Outgoing{Body: string(body)}, nil
+}
+
 // Beer statuses (beers.status).
 const (
 	// StatusPending: registered, no message sent yet (or the send failed).
@@ -157,11 +168,11 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 		case st == StatusQueued:
 			res.AlreadyQueued = append(res.AlreadyQueued, b.BeerID)
 		default:
-			body, err := json.Marshal(b)
+			m, err := b.message()
 			if err != nil {
-				return res, fmt.Errorf("encode message: %w", err)
+				return res, err
 			}
-			out = append(out, queue.Outgoing{Body: string(body)})
+			out = append(out, m)
 			res.Queued = append(res.Queued, b.BeerID)
 		}
 	}

@@ -39,6 +39,8 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 	runs.RecordRun(ctx, "dlq_rescue", now, 1500*time.Millisecond, nil, nil)
 	runs.RecordRun(ctx, "dlq_retention", now.Add(-time.Hour), 250*time.Millisecond, nil, nil)
 	runs.RecordRun(ctx, "dlq_retention", now, 20*time.Millisecond, errors.New("x"), nil)
+	runs.RecordRun(ctx, CatchUpJob, now, time.Second, nil, map[string]any{"enqueued": 3, "lateness_max_ms": int64(86_400_000), "lateness_median_ms": int64(1500)})
+	db.Exec(`INSERT INTO enrichment_breaker(name, state, updated_at) VALUES ('provider', 'half_open', 1)`)
 
 	snap, err := ReadSnapshot(ctx, db)
 	if err != nil {
@@ -71,6 +73,9 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 		promtext.Key("redrive_job_last_success", "job", "dlq_retention"):                                  0,
 		promtext.Key("redrive_job_runs_total", "job", "dlq_retention"):                                    2,
 		promtext.Key("redrive_job_failures_total", "job", "dlq_retention"):                                1,
+		"redrive_enrichment_breaker_open":                                                                 1,
+		"redrive_catchup_last_lateness_max_seconds":                                                       86400,
+		"redrive_catchup_last_lateness_median_seconds":                                                    1.5,
 	}
 	for k, v := range want {
 		got, ok := page.Samples[k]
@@ -78,7 +83,7 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
 	}
-	if len(page.Samples) != 8+1+3+2+5*2 {
+	if len(page.Samples) != 8+1+3+2+5*3+1+2 {
 		t.Errorf("%d series:\n%s", len(page.Samples), buf.String())
 	}
 	if page.Types["redrive_dlq_rescued_total"] != "counter" || page.Types["redrive_dlq_messages"] != "gauge" ||
@@ -98,7 +103,28 @@ func TestPrometheusPageOfAnEmptyDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
-	if len(page.Samples) != 1 || page.Samples["redrive_dlq_oldest_pending_age_seconds"] != 0 {
+	if len(page.Samples) != 2 || page.Samples["redrive_dlq_oldest_pending_age_seconds"] != 0 || page.Samples["redrive_enrichment_breaker_open"] != 0 {
 		t.Fatalf("%v", page.Samples)
+	}
+}
+
+func TestBreakerGaugeFollowsTheBreakerState(t *testing.T) {
+	db := sqlitetest.New(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		state string
+		want  bool
+	}{{"closed", false}, {"open", true}, {"half_open", true}, {"closed", false}} {
+		if _, err := db.Exec(`INSERT INTO enrichment_breaker(name, state, updated_at) VALUES ('provider', ?, 1)
+			ON CONFLICT(name) DO UPDATE SET state = excluded.state`, c.state); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := ReadSnapshot(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.BreakerOpen != c.want {
+			t.Errorf("state %s: BreakerOpen = %v", c.state, snap.BreakerOpen)
+		}
 	}
 }

@@ -46,3 +46,33 @@ type Sender interface {
 	// SendBatch sends up to 100 messages (256 KB) to the named queue in one call.
 	SendBatch(ctx context.Context, queueName string, msgs []Outgoing) error
 }
+
+// Limits of one SendBatch call on Cloudflare Queues: 100 messages and 256 KB.
+const (
+	MaxBatchMessages = 100
+	// MaxBatchBytes is what Batches allows per call: the bodies plus
+	// batchOverhead bytes per message, kept under 256 KB with a margin.
+	MaxBatchBytes = 250_000
+	batchOverhead = 100
+)
+
+// Batches splits msgs, in order, into groups that each fit one SendBatch
+// call (at most MaxBatchMessages messages and MaxBatchBytes bytes). A single
+// message larger than MaxBatchBytes gets a group of its own (and the queue
+// refuses it).
+func Batches(msgs []Outgoing) [][]Outgoing {
+	var out [][]Outgoing
+	start, size := 0, 0
+	for i, m := range msgs {
+		n := len(m.Body) + batchOverhead
+		if i > start && (i-start == MaxBatchMessages || size+n > MaxBatchBytes) {
+			out = append(out, msgs[start:i:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(msgs) {
+		out = append(out, msgs[start:len(msgs):len(msgs)])
+	}
+	return out
+}
