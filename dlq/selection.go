@@ -86,37 +86,24 @@ func preview(ctx context.Context, db *sql.DB, sel Selection, replay bool, pos *p
 	}
 	query := `WITH g AS (SELECT failure_reason, COUNT(*) AS total, SUM(` + ok + `) AS ok FROM dlq_messages
 			WHERE ` + base + ` GROUP BY failure_reason)
-		SELECT a.matched, a.not_replayable, a.reasons, p.* FROM (SELECT
-			(SELECT COALESCE(SUM(ok), 0) FROM g) AS matched,
-			(SELECT COALESCE(SUM(total) - SUM(ok), 0) FROM g) AS not_replayable,
+		SELECT (SELECT COALESCE(SUM(ok), 0) FROM g),
+			(SELECT COALESCE(SUM(total) - SUM(ok), 0) FROM g),
 			(SELECT json_group_array(json_object('failure_reason', failure_reason, 'count', ok)) FROM (
-				SELECT failure_reason, ok FROM g WHERE ok > 0 ORDER BY ok DESC, failure_reason LIMIT ?)) AS reasons) AS a
-		LEFT JOIN (SELECT ` + messageColumns(false) + ` FROM dlq_messages WHERE ` + cond + `
-			ORDER BY failed_at DESC, id DESC LIMIT ?) AS p ON 1
-		ORDER BY p.failed_at DESC, p.id DESC`
+				SELECT failure_reason, ok FROM g WHERE ok > 0 ORDER BY ok DESC, failure_reason LIMIT ?)),
+			` + messagesJSON(cond, false)
 	var all []any
 	all = append(all, baseArgs...)
 	all = append(all, int64(previewReasons))
 	all = append(all, args...)
 	all = append(all, int64(previewSample))
-	rows, err := db.QueryContext(ctx, query, all...)
-	if err != nil {
+	out := Preview{DryRun: true, RequestedCount: len(sel.IDs)}
+	var reasons, sample string
+	if err := db.QueryRowContext(ctx, query, all...).Scan(&out.MatchedCount, &out.NotReplayableCount, &reasons, &sample); err != nil {
 		return Preview{}, fmt.Errorf("dry run: %w", err)
 	}
-	defer rows.Close()
-	out := Preview{DryRun: true, RequestedCount: len(sel.IDs), Sample: []Message{}}
-	var reasons string
-	for rows.Next() {
-		var m messageScan
-		if err := rows.Scan(append([]any{&out.MatchedCount, &out.NotReplayableCount, &reasons}, m.dest()...)...); err != nil {
-			return Preview{}, fmt.Errorf("dry run scan: %w", err)
-		}
-		if m.id.Valid {
-			out.Sample = append(out.Sample, m.message(false))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return Preview{}, fmt.Errorf("dry run rows: %w", err)
+	var err error
+	if out.Sample, err = decodeMessages(sample); err != nil {
+		return Preview{}, fmt.Errorf("dry run: %w", err)
 	}
 	if err := json.Unmarshal([]byte(reasons), &out.ByFailureReason); err != nil {
 		return Preview{}, fmt.Errorf("dry run reasons: %w", err)
