@@ -107,7 +107,7 @@ func main() {
 		},
 		cronDaily: {
 			&dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
-				AttemptMaxAge: cfg.AttemptRetention, Limits: limits},
+				AttemptMaxAge: cfg.AttemptRetention, Limits: dlq.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
 			// admin_audit is defined by the admin API (at: epoch ms).
 			&dlq.AuditRetention{DB: db, Table: "admin_audit", TimeColumn: "at", MaxAge: cfg.AuditRetention, Limits: limits},
 		},

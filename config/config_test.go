@@ -159,3 +159,18 @@ func TestEnrichmentQueuedStuckKnob(t *testing.T) {
 		}
 	}
 }
+
+func TestRetentionBatchSize(t *testing.T) {
+	c, problems := Load(env(nil))
+	if c.RetentionBatchSize != 10000 || len(problems) != 0 {
+		t.Fatalf("default %d %v", c.RetentionBatchSize, problems)
+	}
+	c, problems = Load(env(map[string]string{"DLQ_RETENTION_BATCH_SIZE": "500"}))
+	if c.RetentionBatchSize != 500 || len(problems) != 0 {
+		t.Fatalf("set %d %v", c.RetentionBatchSize, problems)
+	}
+	c, problems = Load(env(map[string]string{"DLQ_RETENTION_BATCH_SIZE": "50001"}))
+	if c.RetentionBatchSize != 10000 || len(problems) != 1 {
+		t.Fatalf("out of range %d %v", c.RetentionBatchSize, problems)
+	}
+}

@@ -306,14 +306,22 @@ func benchRetention100k(t *testing.T, w *Worker, rep *benchReport) {
 		if got := w.Int(t, `SELECT COUNT(*) FROM dlq_messages`); got != rows {
 			t.Fatalf("seeded %d rows", got)
 		}
-		start := time.Now()
+		// The scheduled handler answers when the run is over: time the calls.
+		var took time.Duration
+		var runs int
 		for w.Int(t, `SELECT COUNT(*) FROM dlq_messages`) > 0 {
 			at = at.Add(time.Second)
-			fireAndWait(t, w, cronDaily, "dlq_retention", at)
+			start := time.Now()
+			w.FireCron(t, cronDaily, at)
+			took += time.Since(start)
+			runs++
+			if runs > 10 {
+				t.Fatalf("retention left %d rows after %d runs", w.Int(t, `SELECT COUNT(*) FROM dlq_messages`), runs)
+			}
 		}
-		secs = append(secs, time.Since(start).Seconds())
+		secs = append(secs, took.Seconds())
 	}
 	med, p90 := quantiles(secs)
 	rep.add(benchFigure{Name: "retention of 100k expired rows (daily cron)", Unit: "s", Median: med, P90: p90, N: len(secs),
-		Target: "<= 1.3 s (reference)"})
+		Target: "<= 1.3 s (reference)", Note: "time of the cron calls (the handler returns when the run is done)"})
 }
