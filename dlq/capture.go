@@ -123,9 +123,11 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 	// Class and Reason stay empty: the store statement takes them (and the
 	// true attempt count) from the message's attempt record.
 	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, Binary: binary, Attempts: m.Attempts(), FailedAt: now}
+	b := parseBody(text, binary)
+	f.parsed = &b
 	cm := &captured{msg: m, failure: f}
-	if problem := parseBody(text, binary).Problem; problem != "" {
-		cm.poison, cm.problem = true, problem
+	if b.Problem != "" {
+		cm.poison, cm.problem = true, b.Problem
 	}
 	return cm
 }
@@ -176,6 +178,7 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		if !f.Binary {
 			f.Body, f.Binary = base64.StdEncoding.EncodeToString([]byte(f.Body)), true
 		}
+		f.parsed = nil // the body changed: the store parses it again
 		f.Class = "poison"
 		f.Reason = shorten("unstorable: "+cause.Error(), maxReason)
 		outcomes, err := Store{DB: c.DB}.Save(ctx, []Failure{f})

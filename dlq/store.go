@@ -42,6 +42,9 @@ type Failure struct {
 	Reason string
 	// FailedAt is when the failure was recorded.
 	FailedAt time.Time
+
+	// parsed is Body already parsed (by Capture), so it is parsed once.
+	parsed *body
 }
 
 // Outcome is what storing one failure did to dlq_messages.
@@ -134,7 +137,11 @@ type putRow struct {
 func encodeBatch(fs []Failure) ([]byte, error) {
 	rows := make([]putRow, len(fs))
 	for i, f := range fs {
-		b := parseBody(f.Body, f.Binary)
+		b := f.parsed
+		if b == nil {
+			p := parseBody(f.Body, f.Binary)
+			b = &p
+		}
 		raw, enc := f.Body, "text"
 		switch {
 		case f.Binary:
