@@ -43,6 +43,9 @@ type position struct {
 	Filter   string `json:"f"`
 	FailedAt int64  `json:"t"`
 	ID       int64  `json:"i"`
+	// Total is the list's total_count, counted on the first page and carried
+	// to the next ones (nil in other kinds of cursor).
+	Total *int64 `json:"n,omitempty"`
 }
 
 func (c Cursors) mac(payload []byte) []byte {

@@ -111,7 +111,8 @@ type ListParams struct {
 // Page is the seed's list response (§9).
 type Page struct {
 	Messages []Message `json:"messages"`
-	// TotalCount counts every row matching the filters (all pages).
+	// TotalCount counts every row matching the filters (all pages), as counted
+	// on the first page: later pages carry that count in their cursor.
 	TotalCount int64 `json:"total_count"`
 	Limit      int   `json:"limit"`
 	// NextCursor continues after this page; null on the last page.
@@ -138,6 +139,9 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	fp := f.fingerprint()
 	where, args := f.where()
 	pageWhere, pageArgs := where, append([]any(nil), args...)
+	// The first page counts the matches; later pages carry that count in
+	// their cursor instead of counting again (COUNT is most of a page's cost).
+	total, totalArgs := `(SELECT COUNT(*) FROM dlq_messages WHERE `+where+`)`, args
 	if p.Cursor != "" {
 		pos, err := l.Cursors.decode(p.Cursor, cursorList, fp)
 		if err != nil {
@@ -145,9 +149,12 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 		}
 		pageWhere += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
 		pageArgs = append(pageArgs, pos.FailedAt, pos.FailedAt, pos.ID)
+		if pos.Total != nil {
+			total, totalArgs = `?`, []any{*pos.Total}
+		}
 	}
-	query := `SELECT (SELECT COUNT(*) FROM dlq_messages WHERE ` + where + `), ` + messagesJSON(pageWhere, p.IncludeRaw)
-	allArgs := append(append(append([]any(nil), args...), pageArgs...), int64(p.Limit+1))
+	query := `SELECT ` + total + `, ` + messagesJSON(pageWhere, p.IncludeRaw)
+	allArgs := append(append(append([]any(nil), totalArgs...), pageArgs...), int64(p.Limit+1))
 	var page string
 	out := Page{Limit: p.Limit}
 	if err := l.DB.QueryRowContext(ctx, query, allArgs...).Scan(&out.TotalCount, &page); err != nil {
@@ -159,7 +166,7 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	if len(out.Messages) > p.Limit {
 		out.Messages = out.Messages[:p.Limit]
 		last := out.Messages[p.Limit-1]
-		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: last.FailedAt, ID: last.ID})
+		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: last.FailedAt, ID: last.ID, Total: &out.TotalCount})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil

@@ -185,3 +185,26 @@ func TestListRejectsBadInput(t *testing.T) {
 		t.Fatalf("good cursor: %v", err)
 	}
 }
+
+// total_count is counted on the first page and carried by the cursor: later
+// pages report the walk's count without counting again, even when rows
+// arrive meanwhile (a new row would not be on the remaining pages anyway:
+// it fails later than every row already listed).
+func TestListTotalCountIsCarriedByTheCursor(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "tc", 30, 1, 1_700_000_000_000)
+	l := List{DB: db, Cursors: NewCursors("s")}
+	first, err := l.Page(ctx, ListParams{Limit: 10})
+	if err != nil || first.TotalCount != 30 || first.NextCursor == nil {
+		t.Fatalf("first page: %+v %v", first, err)
+	}
+	generate(t, db, "late", 5, 1, 1_800_000_000_000)
+	second, err := l.Page(ctx, ListParams{Limit: 10, Cursor: *first.NextCursor})
+	if err != nil || second.TotalCount != 30 || len(second.Messages) != 10 {
+		t.Fatalf("second page: total %d, %d messages, %v", second.TotalCount, len(second.Messages), err)
+	}
+	fresh, err := l.Page(ctx, ListParams{Limit: 10})
+	if err != nil || fresh.TotalCount != 35 {
+		t.Fatalf("a new walk counts again: %d %v", fresh.TotalCount, err)
+	}
+}
