@@ -138,22 +138,34 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 	if err != nil {
 		return res, fmt.Errorf("encode beers: %w", err)
 	}
-	rows, err := r.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, created_at, updated_at)
-		SELECT value ->> '$.beer_id', value ->> '$.beer_name', COALESCE(value ->> '$.brewer', ''), 'pending', ?2, ?2
+	// One statement upserts the beers and claims those to send (new,
+	// pending or failed -> queued, queued_at = now), like the catch-up's
+	// claim, so a beer is never sent by both. RETURNING tells the claimed
+	// (queued now) from the already queued and the done.
+	rows, err := r.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, queued_at, created_at, updated_at)
+		SELECT value ->> '$.beer_id', value ->> '$.beer_name', COALESCE(value ->> '$.brewer', ''), 'queued', ?2, ?2, ?2
 		FROM json_each(?1) WHERE true
-		ON CONFLICT(beer_id) DO UPDATE SET name = excluded.name, brewer = excluded.brewer, updated_at = excluded.updated_at
-		RETURNING beer_id, status`, string(js), now.UnixMilli())
+		ON CONFLICT(beer_id) DO UPDATE SET name = excluded.name, brewer = excluded.brewer, updated_at = excluded.updated_at,
+			status = CASE WHEN beers.status IN ('pending', 'failed') THEN 'queued' ELSE beers.status END,
+			next_attempt_at = CASE WHEN beers.status IN ('pending', 'failed') THEN NULL ELSE beers.next_attempt_at END,
+			queued_at = CASE WHEN beers.status IN ('pending', 'failed') THEN excluded.queued_at ELSE beers.queued_at END
+		RETURNING beer_id, status, queued_at = ?2`, string(js), now.UnixMilli())
 	if err != nil {
 		return res, fmt.Errorf("upsert beers: %w", err)
 	}
-	status := make(map[string]string, len(beers))
+	type state struct {
+		status  string
+		claimed bool
+	}
+	got := make(map[string]state, len(beers))
 	for rows.Next() {
 		var id, st string
-		if err := rows.Scan(&id, &st); err != nil {
+		var claimed sql.NullBool
+		if err := rows.Scan(&id, &st, &claimed); err != nil {
 			rows.Close()
 			return res, fmt.Errorf("upsert beers: %w", err)
 		}
-		status[id] = st
+		got[id] = state{st, claimed.Bool}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -162,10 +174,10 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 
 	var out []queue.Outgoing
 	for _, b := range beers {
-		switch st := status[b.BeerID]; {
-		case Done(st):
+		switch st := got[b.BeerID]; {
+		case Done(st.status):
 			res.AlreadyDone = append(res.AlreadyDone, b.BeerID)
-		case st == StatusQueued:
+		case st.status == StatusQueued && !st.claimed:
 			res.AlreadyQueued = append(res.AlreadyQueued, b.BeerID)
 		default:
 			m, err := b.message()
@@ -176,18 +188,21 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 			res.Queued = append(res.Queued, b.BeerID)
 		}
 	}
-	if len(out) == 0 {
-		return res, nil
-	}
-	if err := r.Sender.SendBatch(ctx, queue.Enrichment, out); err != nil {
-		return res, fmt.Errorf("%w: %w", ErrQueueSend, err)
-	}
-	ids, _ := json.Marshal(res.Queued)
-	if _, err := r.DB.ExecContext(ctx, `UPDATE beers SET status = 'queued', queued_at = ?2, next_attempt_at = NULL, updated_at = ?2
-		WHERE beer_id IN (SELECT value FROM json_each(?1)) AND status IN ('pending', 'failed')`, string(ids), now.UnixMilli()); err != nil {
-		// The messages are on the queue and will be processed; only the
-		// status is behind (the consumer marks them queued when it sees them).
-		return res, fmt.Errorf("mark beers queued: %w", err)
+	sent := 0
+	for _, group := range queue.Batches(out) {
+		if err := r.Sender.SendBatch(ctx, queue.Enrichment, group); err != nil {
+			// Put back what was claimed and not sent: pending and due now, so
+			// the catch-up sends it on its next run if nobody repeats the request.
+			unsent, _ := json.Marshal(res.Queued[sent:])
+			if _, perr := r.DB.ExecContext(ctx, `UPDATE beers SET status = 'pending', queued_at = NULL, next_attempt_at = ?2, updated_at = ?2
+				WHERE beer_id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND queued_at = ?2`,
+				string(unsent), now.UnixMilli()); perr != nil {
+				err = fmt.Errorf("%w (and putting the beers back failed: %v)", err, perr)
+			}
+			res.Queued = res.Queued[:sent]
+			return res, fmt.Errorf("%w: %w", ErrQueueSend, err)
+		}
+		sent += len(group)
 	}
 	return res, nil
 }

@@ -108,3 +108,43 @@ func TestLookupUnknownBeer(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Enqueue claims the beers it sends in its upsert, like the catch-up: a beer
+// the catch-up already claimed is reported already queued, not sent again,
+// and a beer Enqueue claimed is not claimed by the catch-up.
+func TestEnqueueAndCatchUpNeverSendABeerTwice(t *testing.T) {
+	ctx := context.Background()
+	db := sqlitetest.New(t)
+	now := time.UnixMilli(1_700_000_000_000)
+	s := &queuetest.Sender{}
+	if _, err := db.Exec(`INSERT INTO beers(beer_id, name, status, next_attempt_at, created_at, updated_at)
+		VALUES ('due', 'Due', 'pending', ?1, ?1, ?1)`, now.Add(-time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newCatchUp(db, s).Run(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (Registry{DB: db, Sender: s}).Enqueue(ctx, []Beer{{"due", "Due", ""}, {"new", "New", ""}}, now.Add(time.Second))
+	if err != nil || len(res.AlreadyQueued) != 1 || res.AlreadyQueued[0] != "due" || len(res.Queued) != 1 || res.Queued[0] != "new" {
+		t.Fatalf("enqueue: %+v %v", res, err)
+	}
+	if _, err := newCatchUp(db, s).Run(ctx, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Sent["beer-enrichment"]); n != 2 {
+		t.Fatalf("%d messages sent for 2 beers", n)
+	}
+}
+
+// A registration larger than one sendBatch (256 KB) goes out in several.
+func TestEnqueueSplitsLargeRegistrations(t *testing.T) {
+	s := &queuetest.Sender{}
+	var beers []Beer
+	for i := range 100 {
+		beers = append(beers, Beer{fmt.Sprint("big-", i), strings.Repeat("n", 3000), "B"})
+	}
+	res, err := (Registry{DB: sqlitetest.New(t), Sender: s}).Enqueue(context.Background(), beers, time.UnixMilli(1))
+	if err != nil || len(res.Queued) != 100 || len(s.Sent["beer-enrichment"]) != 100 || s.Calls < 2 {
+		t.Fatalf("queued %d, sent %d in %d calls, err %v", len(res.Queued), len(s.Sent["beer-enrichment"]), s.Calls, err)
+	}
+}
