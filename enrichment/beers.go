@@ -129,55 +129,74 @@ type EnqueueResult struct {
 	AlreadyDone []string `json:"already_done"`
 }
 
-// Enqueue upserts the (validated) beers in one statement, sends one message
-// per beer not yet enriched nor queued in one SendBatch, then marks those
-// queued. A failed send leaves them pending and returns ErrQueueSend.
+// scanPairs reads (beer_id, status) rows.
+func scanPairs(rows *sql.Rows) (map[string]string, error) {
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, err
+		}
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+// Enqueue upserts the (validated) beers in one statement, claims those not
+// yet enriched nor queued (pending/failed -> queued) in a second, and sends
+// one message per claimed beer, in SendBatch calls of at most 100 messages
+// and 256 KB. Beers a failed send leaves unsent go back to pending, due now
+// (the catch-up sends them), and ErrQueueSend is returned.
 func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (EnqueueResult, error) {
 	res := EnqueueResult{Received: len(beers), Queued: []string{}, AlreadyQueued: []string{}, AlreadyDone: []string{}}
 	js, err := json.Marshal(beers)
 	if err != nil {
 		return res, fmt.Errorf("encode beers: %w", err)
 	}
-	// One statement upserts the beers and claims those to send (new,
-	// pending or failed -> queued, queued_at = now), like the catch-up's
-	// claim, so a beer is never sent by both. RETURNING tells the claimed
-	// (queued now) from the already queued and the done.
-	rows, err := r.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, queued_at, created_at, updated_at)
-		SELECT value ->> '$.beer_id', value ->> '$.beer_name', COALESCE(value ->> '$.brewer', ''), 'queued', ?2, ?2, ?2
+	// The upsert registers the beers and returns their status; then one
+	// conditional UPDATE claims those to send (pending or failed -> queued),
+	// like the catch-up's claim: whatever claimed a beer first sends it,
+	// and nothing else does.
+	rows, err := r.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, created_at, updated_at)
+		SELECT value ->> '$.beer_id', value ->> '$.beer_name', COALESCE(value ->> '$.brewer', ''), 'pending', ?2, ?2
 		FROM json_each(?1) WHERE true
-		ON CONFLICT(beer_id) DO UPDATE SET name = excluded.name, brewer = excluded.brewer, updated_at = excluded.updated_at,
-			status = CASE WHEN beers.status IN ('pending', 'failed') THEN 'queued' ELSE beers.status END,
-			next_attempt_at = CASE WHEN beers.status IN ('pending', 'failed') THEN NULL ELSE beers.next_attempt_at END,
-			queued_at = CASE WHEN beers.status IN ('pending', 'failed') THEN excluded.queued_at ELSE beers.queued_at END
-		RETURNING beer_id, status, queued_at = ?2`, string(js), now.UnixMilli())
+		ON CONFLICT(beer_id) DO UPDATE SET name = excluded.name, brewer = excluded.brewer, updated_at = excluded.updated_at
+		RETURNING beer_id, status`, string(js), now.UnixMilli())
 	if err != nil {
 		return res, fmt.Errorf("upsert beers: %w", err)
 	}
-	type state struct {
-		status  string
-		claimed bool
-	}
-	got := make(map[string]state, len(beers))
-	for rows.Next() {
-		var id, st string
-		var claimed sql.NullBool
-		if err := rows.Scan(&id, &st, &claimed); err != nil {
-			rows.Close()
-			return res, fmt.Errorf("upsert beers: %w", err)
-		}
-		got[id] = state{st, claimed.Bool}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	status, err := scanPairs(rows)
+	if err != nil {
 		return res, fmt.Errorf("upsert beers: %w", err)
+	}
+	var candidates []string
+	for _, b := range beers {
+		if st := status[b.BeerID]; st == StatusPending || st == StatusFailed {
+			candidates = append(candidates, b.BeerID)
+		}
+	}
+	claimed := map[string]string{}
+	if len(candidates) > 0 {
+		ids, _ := json.Marshal(candidates)
+		rows, err := r.DB.QueryContext(ctx, `UPDATE beers SET status = 'queued', queued_at = ?2, next_attempt_at = NULL, updated_at = ?2
+			WHERE beer_id IN (SELECT value FROM json_each(?1)) AND status IN ('pending', 'failed')
+			RETURNING beer_id, status`, string(ids), now.UnixMilli())
+		if err != nil {
+			return res, fmt.Errorf("claim beers: %w", err)
+		}
+		if claimed, err = scanPairs(rows); err != nil {
+			return res, fmt.Errorf("claim beers: %w", err)
+		}
 	}
 
 	var out []queue.Outgoing
 	for _, b := range beers {
-		switch st := got[b.BeerID]; {
-		case Done(st.status):
+		_, mine := claimed[b.BeerID]
+		switch {
+		case Done(status[b.BeerID]):
 			res.AlreadyDone = append(res.AlreadyDone, b.BeerID)
-		case st.status == StatusQueued && !st.claimed:
+		case !mine:
 			res.AlreadyQueued = append(res.AlreadyQueued, b.BeerID)
 		default:
 			m, err := b.message()
