@@ -223,16 +223,3 @@ func (l *loader) days(name string, def, lo, hi int64) time.Duration {
 func (l *loader) ms(name string, def, lo, hi int64) time.Duration {
 	return time.Duration(l.int(name, def, lo, hi)) * time.Millisecond
 }
-
-func (l *loader) bool(name string, def bool) bool {
-	raw := l.getenv(name)
-	if raw == "" {
-		return def
-	}
-	b, err := strconv.ParseBool(raw)
-	if err != nil {
-		l.problems = append(l.problems, fmt.Errorf("%s=%q: want true or false; using %v", name, raw, def))
-		return def
-	}
-	return b
-}

@@ -567,19 +567,7 @@ func TestAdminConcurrentReplaysSendEachRowOnce(t *testing.T) {
 	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != int64(len(ids)) {
 		t.Fatalf("%d rows replayed exactly once, want %d", n, len(ids))
 	}
-	Eventually(t, 90*time.Second, "every replayed beer reached the enrichment consumer", func() bool {
-		for i := range ids {
-			if len(shared.Provider.Calls(token(prefix, i))) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	for i := range ids {
-		if n := len(shared.Provider.Calls(token(prefix, i))); n != 1 {
-			t.Errorf("beer %d: %d provider calls, want exactly 1", i, n)
-		}
-	}
+	expectOneProviderCallEach(t, prefix, len(ids), 90*time.Second)
 }
 
 func TestAdminReplayOfNonPendingRowsIsANoop(t *testing.T) {
@@ -714,19 +702,7 @@ func TestAdminBulkReplayOf1000RowsSendsEachOnce(t *testing.T) {
 	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 1000 {
 		t.Fatalf("%d rows replayed once, want 1000", n)
 	}
-	Eventually(t, 5*time.Minute, "all 1,000 replayed beers reached the enrichment consumer", func() bool {
-		for i := range ids {
-			if len(shared.Provider.Calls(token(prefix, i))) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	for i := range ids {
-		if n := len(shared.Provider.Calls(token(prefix, i))); n != 1 {
-			t.Errorf("beer %d: %d provider calls, want exactly 1", i, n)
-		}
-	}
+	expectOneProviderCallEach(t, prefix, len(ids), 5*time.Minute)
 }
 
 func TestAdminAuditRecordsEachAction(t *testing.T) {
@@ -799,5 +775,25 @@ func TestAdminAuditRecordsEachAction(t *testing.T) {
 	}
 	if dry.Action != "replay" || !dry.DryRun || dry.Filter["q"] != prefix || dry.IDs != nil || dry.Counts["matched_count"] != 0.0 {
 		t.Errorf("dry-run entry %+v", dry)
+	}
+}
+
+// expectOneProviderCallEach waits until each of the n beers of prefix
+// reached the enrichment consumer (a provider call), then checks that none
+// was sent twice.
+func expectOneProviderCallEach(t *testing.T, prefix string, n int, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, timeout, "every replayed beer reached the enrichment consumer", func() bool {
+		for i := range n {
+			if len(shared.Provider.Calls(token(prefix, i))) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range n {
+		if got := len(shared.Provider.Calls(token(prefix, i))); got != 1 {
+			t.Errorf("beer %d: %d provider calls, want exactly 1", i, got)
+		}
 	}
 }

@@ -28,11 +28,10 @@ const testKey = "sk-test-secret"
 type fakeProvider struct {
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	answer  func(w http.ResponseWriter, r *http.Request)
-	bodies  []string
-	auth    []string
-	aborted int
+	mu     sync.Mutex
+	answer func(w http.ResponseWriter, r *http.Request)
+	bodies []string
+	auth   []string
 }
 
 func newFakeProvider(t *testing.T) *fakeProvider {
