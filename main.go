@@ -113,7 +113,7 @@ func main() {
 		},
 	}}
 
-	workers.ServeNonBlock(api.Handler())
+	platform.Serve(api.Handler(), handlers.MaxBodyBytes)
 	queues.ConsumeNonBlock(func(b *queues.MessageBatch) error {
 		return router.Consume(context.Background(), b.Queue, platform.Messages(b))
 	})

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,6 +40,52 @@ func TestUnknownRouteIsEnvelope404(t *testing.T) {
 	}
 	if r.Status != http.StatusNotFound || r.Success || r.Error == nil || r.Error.Code != "NOT_FOUND" {
 		t.Fatalf("got %d %s", r.Status, r.Raw)
+	}
+}
+
+// Request bodies of unknown length (chunked) cross the HTTP bridge
+// (platform/serve.go, worker.mjs) whole when small and are refused with the
+// envelope when over the 1 MB limit; a wrong method is a 405 envelope with Allow.
+func TestChunkedBodiesAndWrongMethod(t *testing.T) {
+	parts := func(ss ...string) io.Reader {
+		rs := make([]io.Reader, len(ss))
+		for i, s := range ss {
+			rs[i] = strings.NewReader(s)
+		}
+		return io.MultiReader(rs...)
+	}
+	r, err := shared.Do(http.MethodPost, "/admin/dlq/acknowledge", parts(`{"ids":`, `[987654321], "dry_run": true}`), AdminHeaders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dry struct {
+		DryRun         bool `json:"dry_run"`
+		RequestedCount int  `json:"requested_count"`
+	}
+	r.Decode(t, &dry)
+	if r.Status != http.StatusOK || !dry.DryRun || dry.RequestedCount != 1 {
+		t.Fatalf("chunked body: %d %s", r.Status, r.Raw)
+	}
+
+	big := strings.Repeat("x", 64<<10)
+	chunks := []string{`{"ids":[987654321],"note":"`}
+	for range 20 { // 1.25 MB in 64 KB pieces
+		chunks = append(chunks, big)
+	}
+	r, err = shared.Do(http.MethodPost, "/admin/dlq/acknowledge", parts(append(chunks, `"}`)...), AdminHeaders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != http.StatusRequestEntityTooLarge || r.Error == nil || r.Error.Code != "PAYLOAD_TOO_LARGE" {
+		t.Fatalf("chunked body over 1 MB: %d %s", r.Status, r.Raw)
+	}
+
+	r, err = shared.Do(http.MethodDelete, "/admin/dlq", nil, AdminHeaders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != http.StatusMethodNotAllowed || r.Error == nil || r.Error.Code != "METHOD_NOT_ALLOWED" || !strings.Contains(r.Header.Get("Allow"), "GET") {
+		t.Fatalf("wrong method: %d %v %s", r.Status, r.Header, r.Raw)
 	}
 }
 

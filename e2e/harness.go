@@ -201,6 +201,8 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 		rd = bytes.NewReader(b)
 	case string:
 		rd = strings.NewReader(b)
+	case io.Reader:
+		rd = b // of unknown length: sent chunked, without Content-Length
 	default:
 		js, err := json.Marshal(b)
 		if err != nil {

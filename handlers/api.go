@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"time"
 
@@ -97,6 +97,14 @@ func (a *API) Handler() http.Handler {
 		if a.Instance != nil {
 			a.Instance.Call()
 		}
+		defer func() {
+			// A bug in one handler answers 500 and leaves the shared Go
+			// instance serving. (Nothing has been written yet by then in
+			// practice: handlers write their envelope last.)
+			if p := recover(); p != nil {
+				fail(w, r, a.Log, fmt.Errorf("panic: %v", p))
+			}
+		}()
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			mux.ServeHTTP(w, r) // (not h: only the mux sets path values like {id})
@@ -104,18 +112,36 @@ func (a *API) Handler() http.Handler {
 		}
 		// No route: let the mux decide between 404 and 405, then answer
 		// with the envelope instead of its plain-text body.
-		rec := httptest.NewRecorder()
+		rec := &statusRecorder{header: http.Header{}}
 		h.ServeHTTP(rec, r)
-		if allow := rec.Header().Get("Allow"); allow != "" {
+		if allow := rec.header.Get("Allow"); allow != "" {
 			w.Header().Set("Allow", allow)
 		}
 		code := "NOT_FOUND"
 		msg := "no route for " + r.Method + " " + r.URL.Path
-		if rec.Code == http.StatusMethodNotAllowed {
+		if rec.status == http.StatusMethodNotAllowed {
 			code = "METHOD_NOT_ALLOWED"
 		}
-		fail(w, r, a.Log, &APIError{Status: rec.Code, Code: code, Message: msg})
+		fail(w, r, a.Log, &APIError{Status: rec.status, Code: code, Message: msg})
 	}))
+}
+
+// statusRecorder keeps the status and headers of the mux's own 404/405
+// answer (its plain-text body is discarded).
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+func (r *statusRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return len(p), nil
 }
 
 // Routes returns every registered "METHOD /path" pattern (for the OpenAPI check).

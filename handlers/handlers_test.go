@@ -121,6 +121,19 @@ func TestInternalErrorIsEnvelope500(t *testing.T) {
 	}
 }
 
+// A handler that panics (here: health with no database) answers the 500
+// envelope, and the handler keeps serving the next request.
+func TestPanicIsEnvelope500(t *testing.T) {
+	api := &API{Log: discard, Version: "test"}
+	h := api.Handler()
+	for range 2 {
+		rec, env := do(h, "GET", "/health", "", nil)
+		if rec.Code != 500 || env.Success || env.Error == nil || env.Error.Code != "INTERNAL_ERROR" || env.RequestID == "" {
+			t.Fatalf("got %d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
 type consumerFunc func(ctx context.Context, q string, msgs []queue.Message) error
 
 func (f consumerFunc) ConsumeBatch(ctx context.Context, q string, msgs []queue.Message) error {

@@ -43,9 +43,42 @@ function instance(env, ctx) {
   });
 }
 
+// readBody returns the request body as one Uint8Array (null when there is
+// none) of at most `cap` bytes: the Go side refuses anything over its limit,
+// so more than one byte past it is never needed. The rest of an oversized
+// body is read and dropped, not cancelled: in workerd a cancelled request
+// body broke the connection, and the next request on it failed with 503.
+async function readBody(req, cap) {
+  if (req.body === null) return null;
+  const reader = req.body.getReader();
+  const chunks = [];
+  let size = 0;
+  while (size < cap) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  if (size >= cap) while (!(await reader.read()).done);
+  const body = new Uint8Array(Math.min(size, cap));
+  let at = 0;
+  for (const c of chunks) {
+    const part = c.subarray(0, body.length - at);
+    body.set(part, at);
+    at += part.length;
+  }
+  return body;
+}
+
 export default {
+  // Requests go to platform.Serve (platform/serve.go): the body crosses into
+  // Go once, and the buffered response comes back once.
   async fetch(req, env, ctx) {
-    return (await instance(env, ctx)).handleRequest(req);
+    const binding = await instance(env, ctx);
+    const body = await readBody(req, binding.maxRequestBody + 1);
+    const res = await new Promise((resolve, reject) =>
+      binding.serveHTTP(req.method, req.url, JSON.stringify([...req.headers]), body, resolve, reject));
+    return new Response(res.body, { status: res.status, headers: JSON.parse(res.headers) });
   },
   async scheduled(event, env, ctx) {
     return (await instance(env, ctx)).runScheduler(event);
