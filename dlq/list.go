@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"strconv"
 )
 
 // Message is one dlq_messages row as the admin API shows it: the seed's
@@ -42,12 +42,9 @@ type Message struct {
 	RawEncoding string          `json:"raw_encoding,omitempty"`
 }
 
-// messagesJSON is a scalar subquery that returns the rows matching cond
-// (newest failure first, at most limit: bind it after cond's arguments) as
-// one JSON array of Message objects, built by SQLite. One text value crosses
-// from D1 instead of ~20 cells per row, each a syscall/js round trip in the
-// D1 driver. raw adds raw_message and raw_encoding.
-func messagesJSON(cond string, raw bool) string {
+// messageFields is the json_object argument list of a Message; raw adds
+// raw_message and raw_encoding.
+func messageFields(raw bool) string {
 	fields := `'id', id, 'message_id', message_id, 'beer_id', beer_id, 'beer_name', beer_name, 'brewer', brewer,
 		'failed_at', failed_at, 'failure_count', failure_count, 'failure_reason', failure_reason,
 		'source_queue', source_queue, 'status', status, 'replay_count', COALESCE(replay_count, 0),
@@ -57,24 +54,71 @@ func messagesJSON(cond string, raw bool) string {
 	if raw {
 		fields += `, 'raw_message', raw_message, 'raw_encoding', raw_encoding`
 	}
-	return `(SELECT json_group_array(json_object(` + fields + `)) FROM (SELECT * FROM dlq_messages
-		WHERE ` + cond + ` ORDER BY failed_at DESC, id DESC LIMIT ?))`
+	return fields
 }
 
-// decodeMessages reads messagesJSON's array, newest failure first (an
-// aggregate's input order is not guaranteed, so it is sorted here).
+// messagesJSON is a scalar subquery that returns the rows matching cond
+// (newest failure first, at most limit: bind it after cond's arguments) as
+// one JSON array of Message objects, built by SQLite. One text value crosses
+// from D1 instead of ~20 cells per row, each a syscall/js round trip in the
+// D1 driver. raw adds raw_message and raw_encoding.
+func messagesJSON(cond string, raw bool) string {
+	return `(SELECT json_group_array(json_object(` + messageFields(raw) + `) ORDER BY failed_at DESC, id DESC)
+		FROM (SELECT * FROM dlq_messages WHERE ` + cond + ` ORDER BY failed_at DESC, id DESC LIMIT ?))`
+}
+
+// Messages is a JSON array of Message objects, newest failure first, as
+// SQLite built it. The admin API writes it out unchanged: decoding and
+// re-encoding a 100-row page costs milliseconds in wasm, several times what
+// SQLite needs to build it.
+type Messages []byte
+
+// MarshalJSON implements json.Marshaler.
+func (m Messages) MarshalJSON() ([]byte, error) {
+	if len(m) == 0 {
+		return []byte("[]"), nil
+	}
+	return m, nil
+}
+
+// Decode parses the array.
+func (m Messages) Decode() ([]Message, error) {
+	if len(m) == 0 {
+		return []Message{}, nil
+	}
+	return decodeMessages(string(m))
+}
+
+// decodeMessages reads a messagesJSON array (already in order: the
+// aggregate is ordered).
 func decodeMessages(js string) ([]Message, error) {
 	out := []Message{}
 	if err := json.Unmarshal([]byte(js), &out); err != nil {
 		return nil, fmt.Errorf("decode messages: %w", err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].FailedAt != out[j].FailedAt {
-			return out[i].FailedAt > out[j].FailedAt
-		}
-		return out[i].ID > out[j].ID
-	})
 	return out, nil
+}
+
+// AppendJSON appends the page's JSON (what json.Marshal gives) to b with
+// Messages copied as they are: encoding/json would scan them again, which
+// in wasm costs more than building them did.
+func (p Page) AppendJSON(b []byte) []byte {
+	b = append(b, `{"messages":`...)
+	if len(p.Messages) == 0 {
+		b = append(b, "[]"...)
+	} else {
+		b = append(b, p.Messages...)
+	}
+	b = append(b, `,"total_count":`...)
+	b = strconv.AppendInt(b, p.TotalCount, 10)
+	b = append(b, `,"limit":`...)
+	b = strconv.AppendInt(b, int64(p.Limit), 10)
+	b = append(b, `,"next_cursor":`...)
+	cursor, _ := json.Marshal(p.NextCursor)
+	b = append(b, cursor...)
+	b = append(b, `,"has_more":`...)
+	b = strconv.AppendBool(b, p.HasMore)
+	return append(b, '}')
 }
 
 func str(v sql.NullString) *string {
@@ -110,7 +154,8 @@ type ListParams struct {
 
 // Page is the seed's list response (§9).
 type Page struct {
-	Messages []Message `json:"messages"`
+	// Messages are the page's rows, newest failure first.
+	Messages Messages `json:"messages"`
 	// TotalCount counts every row matching the filters (all pages), as counted
 	// on the first page: later pages carry that count in their cursor.
 	TotalCount int64 `json:"total_count"`
@@ -153,20 +198,29 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 			total, totalArgs = `?`, []any{*pos.Total}
 		}
 	}
-	query := `SELECT ` + total + `, ` + messagesJSON(pageWhere, p.IncludeRaw)
-	allArgs := append(append(append([]any(nil), totalArgs...), pageArgs...), int64(p.Limit+1))
-	var page string
+	// The page is read with one row more than it shows (that row tells
+	// has_more); SQLite numbers them, builds the JSON of the shown ones and
+	// returns the position of the last one for the cursor.
+	query := `SELECT ` + total + `,
+			json_group_array(json_object(` + messageFields(p.IncludeRaw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
+			COUNT(*), MAX(CASE WHEN rn = ? THEN failed_at END), MAX(CASE WHEN rn = ? THEN id END)
+		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (
+			SELECT * FROM dlq_messages WHERE ` + pageWhere + ` ORDER BY failed_at DESC, id DESC LIMIT ?))`
+	limit := int64(p.Limit)
+	allArgs := append(append([]any(nil), totalArgs...), limit, limit, limit)
+	allArgs = append(append(allArgs, pageArgs...), limit+1)
+	var (
+		page               string
+		rows               int
+		lastFailed, lastID sql.NullInt64
+	)
 	out := Page{Limit: p.Limit}
-	if err := l.DB.QueryRowContext(ctx, query, allArgs...).Scan(&out.TotalCount, &page); err != nil {
+	if err := l.DB.QueryRowContext(ctx, query, allArgs...).Scan(&out.TotalCount, &page, &rows, &lastFailed, &lastID); err != nil {
 		return Page{}, fmt.Errorf("dlq list: %w", err)
 	}
-	if out.Messages, err = decodeMessages(page); err != nil {
-		return Page{}, fmt.Errorf("dlq list: %w", err)
-	}
-	if len(out.Messages) > p.Limit {
-		out.Messages = out.Messages[:p.Limit]
-		last := out.Messages[p.Limit-1]
-		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: last.FailedAt, ID: last.ID, Total: &out.TotalCount})
+	out.Messages = Messages(page)
+	if rows > p.Limit {
+		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: lastFailed.Int64, ID: lastID.Int64, Total: &out.TotalCount})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil

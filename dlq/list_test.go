@@ -2,11 +2,22 @@ package dlq
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
+
+// decoded returns a page's messages.
+func decoded(t *testing.T, p Page) []Message {
+	t.Helper()
+	msgs, err := p.Messages.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
 
 func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 	db := sqlitetest.New(t)
@@ -25,8 +36,9 @@ func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 		if p.TotalCount != 257 || p.Limit != 10 {
 			t.Fatalf("page %d: total %d limit %d", pages, p.TotalCount, p.Limit)
 		}
-		for i := range p.Messages {
-			m := p.Messages[i]
+		msgs := decoded(t, p)
+		for i := range msgs {
+			m := msgs[i]
 			if seen[m.ID] {
 				t.Fatalf("id %d returned twice", m.ID)
 			}
@@ -45,8 +57,8 @@ func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 			}
 			break
 		}
-		if len(p.Messages) != 10 || p.NextCursor == nil {
-			t.Fatalf("page %d: %d messages, cursor %v", pages, len(p.Messages), p.NextCursor)
+		if len(msgs) != 10 || p.NextCursor == nil {
+			t.Fatalf("page %d: %d messages, cursor %v", pages, len(msgs), p.NextCursor)
 		}
 		cursor = *p.NextCursor
 	}
@@ -95,7 +107,7 @@ func TestListFilters(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		var got []int64
-		for _, m := range p.Messages {
+		for _, m := range decoded(t, p) {
 			got = append(got, m.ID)
 		}
 		if len(got) != len(c.want) || p.TotalCount != int64(len(c.want)) || p.HasMore {
@@ -200,11 +212,48 @@ func TestListTotalCountIsCarriedByTheCursor(t *testing.T) {
 	}
 	generate(t, db, "late", 5, 1, 1_800_000_000_000)
 	second, err := l.Page(ctx, ListParams{Limit: 10, Cursor: *first.NextCursor})
-	if err != nil || second.TotalCount != 30 || len(second.Messages) != 10 {
-		t.Fatalf("second page: total %d, %d messages, %v", second.TotalCount, len(second.Messages), err)
+	if err != nil || second.TotalCount != 30 || len(decoded(t, second)) != 10 {
+		t.Fatalf("second page: total %d, %d messages, %v", second.TotalCount, len(decoded(t, second)), err)
 	}
 	fresh, err := l.Page(ctx, ListParams{Limit: 10})
 	if err != nil || fresh.TotalCount != 35 {
 		t.Fatalf("a new walk counts again: %d %v", fresh.TotalCount, err)
+	}
+}
+
+func TestPageAppendJSONIsItsJSON(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "aj", 3, 1, 1_700_000_000_000)
+	l := List{DB: db, Cursors: NewCursors("s")}
+	more, err := l.Page(ctx, ListParams{Limit: 2})
+	if err != nil || more.NextCursor == nil {
+		t.Fatalf("%+v %v", more, err)
+	}
+	last, err := l.Page(ctx, ListParams{Limit: 2, Cursor: *more.NextCursor})
+	if err != nil || last.NextCursor != nil {
+		t.Fatalf("%+v %v", last, err)
+	}
+	empty, err := l.Page(ctx, ListParams{Filter: Filter{BeerID: "none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Page{more, last, empty, {Limit: 1}} {
+		std, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got any
+		if err := json.Unmarshal(std, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(p.AppendJSON(nil), &got); err != nil {
+			t.Fatalf("AppendJSON is not JSON: %v: %s", err, p.AppendJSON(nil))
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("AppendJSON\n%s\nwant\n%s", p.AppendJSON(nil), std)
+		}
+	}
+	if n := len(decoded(t, more)) + len(decoded(t, last)); n != 3 || len(decoded(t, empty)) != 0 {
+		t.Fatalf("pages hold %d rows; empty page %s", n, empty.Messages)
 	}
 }

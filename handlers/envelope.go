@@ -66,9 +66,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// jsonAppender is data that writes its own JSON (dlq.Page: its messages are
+// JSON built by SQLite, which encoding/json would scan again).
+type jsonAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
 // respond writes the success envelope around data.
 func respond(w http.ResponseWriter, r *http.Request, status int, data any) {
-	writeJSON(w, status, envelope{Success: true, RequestID: RequestID(r.Context()), Data: data})
+	a, ok := data.(jsonAppender)
+	if !ok {
+		writeJSON(w, status, envelope{Success: true, RequestID: RequestID(r.Context()), Data: data})
+		return
+	}
+	id, _ := json.Marshal(RequestID(r.Context()))
+	b := append([]byte(`{"success":true,"requestId":`), id...)
+	b = append(a.AppendJSON(append(b, `,"data":`...)), "}\n"...)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 // fail writes the error envelope. An *APIError keeps its status and code; a
