@@ -29,13 +29,10 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     updated_at INTEGER NOT NULL DEFAULT 0
 );
 
-CREATE INDEX IF NOT EXISTS idx_dlq_status ON dlq_messages(status);
+-- (migrations/0008 dropped four indexes no query needed; see there.)
 CREATE INDEX IF NOT EXISTS idx_dlq_beer_id ON dlq_messages(beer_id);
 CREATE INDEX IF NOT EXISTS idx_dlq_failed_at ON dlq_messages(failed_at);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_failed ON dlq_messages(status, failed_at);
-CREATE INDEX IF NOT EXISTS idx_dlq_acknowledged_at ON dlq_messages(acknowledged_at);
-CREATE INDEX IF NOT EXISTS idx_dlq_replayed_at ON dlq_messages(replayed_at);
-CREATE INDEX IF NOT EXISTS idx_dlq_status_failed_id ON dlq_messages(status, failed_at, id);
 
 -- message_attempts: the last failed attempt of a message on its source queue,
 -- written by the consumer before it calls Retry, read (and removed) by the DLQ
@@ -146,9 +143,11 @@ CREATE INDEX IF NOT EXISTS idx_admin_audit_at ON admin_audit(at);
 -- dlq_messages: indexes for the list filters and the stats (each stat reads
 -- one index instead of the table; see dlq/stats.go).
 CREATE INDEX IF NOT EXISTS idx_dlq_status_source_failed ON dlq_messages(status, source_queue, failed_at);
-CREATE INDEX IF NOT EXISTS idx_dlq_status_brewer ON dlq_messages(status, brewer);
-CREATE INDEX IF NOT EXISTS idx_dlq_status_reason ON dlq_messages(status, failure_reason);
-CREATE INDEX IF NOT EXISTS idx_dlq_status_replay_count ON dlq_messages(status, replay_count);
+-- Stats and alerts read pending rows only: partial indexes, which the
+-- acknowledged and replayed rows (the ones retention deletes) stay out of.
+CREATE INDEX IF NOT EXISTS idx_dlq_pending_brewer ON dlq_messages(brewer) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS idx_dlq_pending_reason ON dlq_messages(failure_reason) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS idx_dlq_pending_replay_count ON dlq_messages(replay_count) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS idx_dlq_status_replayed_at ON dlq_messages(status, replayed_at);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_acknowledged_at ON dlq_messages(status, acknowledged_at);
 

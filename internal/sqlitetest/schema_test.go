@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -62,7 +63,8 @@ func TestMigrationsMatchSchema(t *testing.T) {
 	}
 }
 
-// columns lists each object with its column names (tables) or indexed columns (indexes).
+// columns lists each object with its column names (tables) or indexed
+// columns and partial condition (indexes).
 func columns(t *testing.T, db *sql.DB, objs map[string]string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -95,7 +97,74 @@ func columns(t *testing.T, db *sql.DB, objs map[string]string) map[string][]stri
 			cols = append(cols, c.String)
 		}
 		rows.Close()
+		if typ == "index" {
+			// A partial index's condition: the text after its WHERE.
+			if i := strings.LastIndex(strings.ToUpper(objs[key]), " WHERE "); i >= 0 {
+				cols = append(cols, "WHERE "+strings.Join(strings.Fields(objs[key][i+7:]), " "))
+			}
+		}
 		out[key] = cols
 	}
 	return out
+}
+
+// TestNoRedundantIndexes: every index costs each insert, update and delete
+// of its table, so none may be a left prefix of another index on the same
+// table (an index ends with the rowid, so (a, id) on an INTEGER PRIMARY KEY
+// table equals (a)). UNIQUE indexes are constraints and always kept.
+func TestNoRedundantIndexes(t *testing.T) {
+	db := New(t)
+	rows, err := db.Query(`SELECT m.tbl_name, i.name, i."unique",
+			(SELECT group_concat(CASE WHEN c.cid = -1 THEN 'rowid' ELSE c.name END, ',')
+				FROM pragma_index_xinfo(i.name) AS c WHERE c.key = 1 OR c.cid = -1)
+		FROM sqlite_master AS m, pragma_index_list(m.name) AS i WHERE m.type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type index struct {
+		table, name, cols string
+		unique            bool
+	}
+	var idx []index
+	for rows.Next() {
+		var x index
+		if err := rows.Scan(&x.table, &x.name, &x.unique, &x.cols); err != nil {
+			t.Fatal(err)
+		}
+		idx = append(idx, x)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	pk := map[string]string{} // table -> its INTEGER PRIMARY KEY column (a rowid alias)
+	for _, x := range idx {
+		if _, ok := pk[x.table]; ok {
+			continue
+		}
+		var col sql.NullString
+		db.QueryRow(`SELECT name FROM pragma_table_info(?) WHERE pk = 1 AND type = 'INTEGER'
+			AND (SELECT COUNT(*) FROM pragma_table_info(?) WHERE pk > 0) = 1`, x.table, x.table).Scan(&col)
+		pk[x.table] = col.String
+	}
+	norm := func(x index) string {
+		if p := pk[x.table]; p != "" {
+			x.cols = strings.ReplaceAll(x.cols+",", ","+p+",rowid,", ",rowid,")
+			x.cols = strings.TrimSuffix(x.cols, ",")
+		}
+		return x.cols + ","
+	}
+	if len(idx) < 10 {
+		t.Fatalf("found only %d indexes", len(idx))
+	}
+	for _, a := range idx {
+		for _, b := range idx {
+			if a.name == b.name || a.table != b.table || a.unique {
+				continue
+			}
+			// a without its trailing rowid is a prefix of b.
+			if strings.HasPrefix(norm(b), strings.TrimSuffix(norm(a), "rowid,")) {
+				t.Errorf("index %s (%s) is redundant with %s (%s)", a.name, a.cols, b.name, b.cols)
+			}
+		}
+	}
 }
