@@ -41,6 +41,12 @@ type Options struct {
 	Vars map[string]string
 	// Provider is the fake provider to point ENRICHMENT_API_URL at (a new one when nil).
 	Provider *FakeProvider
+	// Config is the wrangler config to run, relative to the project root. Empty
+	// means wrangler.jsonc with its e2e environment (--env e2e); another config
+	// runs its top-level environment (the bench's bench/reference/wrangler.jsonc).
+	Config string
+	// ReadyPath is polled with admin credentials until it answers 200 (/health when empty).
+	ReadyPath string
 }
 
 // Worker is one running `wrangler dev --env e2e` with its own local state.
@@ -51,6 +57,7 @@ type Worker struct {
 	ReadyAfter time.Duration
 
 	root, persist string
+	configArgs    []string // selects the wrangler config and environment
 	cmd           *exec.Cmd
 	logPath       string
 	ownProvider   bool
@@ -71,14 +78,22 @@ func StartWorker(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log")}
+	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log"),
+		configArgs: []string{"--env", "e2e"}}
+	if opts.Config != "" {
+		w.configArgs = []string{"--config", opts.Config}
+	}
+	readyPath := opts.ReadyPath
+	if readyPath == "" {
+		readyPath = "/health"
+	}
 	if w.Provider == nil {
 		if w.Provider, err = StartFakeProvider(); err != nil {
 			return nil, err
 		}
 		w.ownProvider = true
 	}
-	if out, err := w.wrangler(2*time.Minute, "d1", "migrations", "apply", "beer-db", "--local", "--env", "e2e", "--persist-to", persist); err != nil {
+	if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", persist)...); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("apply migrations: %v\n%s", err, out)
 	}
@@ -90,11 +105,12 @@ func StartWorker(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"dev", "--local", "--env", "e2e", "--persist-to", persist, "--ip", "127.0.0.1",
+	args := []string{"dev", "--local", "--persist-to", persist, "--ip", "127.0.0.1",
 		"--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector), "--test-scheduled",
 		"--show-interactive-dev-session=false",
 		"--var", "API_KEY:" + TestAPIKey, "--var", "ADMIN_SECRET:" + TestAdminSecret,
 		"--var", "ENRICHMENT_API_URL:" + w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key"}
+	args = append(args, w.configArgs...)
 	for k, v := range opts.Vars {
 		args = append(args, "--var", k+":"+v)
 	}
@@ -115,12 +131,11 @@ func StartWorker(opts Options) (*Worker, error) {
 	w.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
 
 	err = Poll(90*time.Second, func() (bool, error) {
-		resp, err := http.Get(w.URL + "/health")
+		resp, err := w.Do(http.MethodGet, readyPath, nil, AdminHeaders())
 		if err != nil {
 			return false, nil
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return resp.Status == http.StatusOK, nil
 	})
 	w.ReadyAfter = time.Since(started)
 	if err != nil {
@@ -158,6 +173,11 @@ func (w *Worker) Stop() {
 func (w *Worker) Log() string {
 	b, _ := os.ReadFile(w.logPath)
 	return string(b)
+}
+
+// d1Args builds `wrangler d1 <args>` for this worker's config and environment.
+func (w *Worker) d1Args(args ...string) []string {
+	return append(append([]string{"d1"}, args...), w.configArgs...)
 }
 
 // wrangler runs a one-off wrangler command in the project root.
@@ -321,7 +341,7 @@ func (w *Worker) Int(t testing.TB, query string, args ...any) int64 {
 // tests use it to seed or age rows. The worker sees the change at once.
 func (w *Worker) Exec(t testing.TB, sqlText string) {
 	t.Helper()
-	out, err := w.wrangler(2*time.Minute, "d1", "execute", "beer-db", "--local", "--env", "e2e", "--persist-to", w.persist, "--command", sqlText)
+	out, err := w.wrangler(2*time.Minute, w.d1Args("execute", "beer-db", "--local", "--persist-to", w.persist, "--command", sqlText)...)
 	if err != nil {
 		t.Fatalf("d1 execute: %v\n%s", err, out)
 	}
@@ -330,7 +350,7 @@ func (w *Worker) Exec(t testing.TB, sqlText string) {
 // ExecFile runs a SQL file through `wrangler d1 execute --file`.
 func (w *Worker) ExecFile(t testing.TB, path string) {
 	t.Helper()
-	out, err := w.wrangler(5*time.Minute, "d1", "execute", "beer-db", "--local", "--env", "e2e", "--persist-to", w.persist, "--file", path)
+	out, err := w.wrangler(5*time.Minute, w.d1Args("execute", "beer-db", "--local", "--persist-to", w.persist, "--file", path)...)
 	if err != nil {
 		t.Fatalf("d1 execute --file: %v\n%s", err, out)
 	}
