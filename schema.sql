@@ -170,3 +170,19 @@ BEGIN
         ON CONFLICT(name) DO UPDATE SET value = value + 1;
     DELETE FROM message_attempts WHERE message_id = NEW.last_message_id;
 END;
+
+-- Admin actions count the rows they move in the same statement (see
+-- migrations/0009): acknowledged rows, and replays as replay_count grows.
+CREATE TRIGGER IF NOT EXISTS dlq_messages_acknowledged AFTER UPDATE OF status ON dlq_messages
+WHEN NEW.status = 'acknowledged' AND OLD.status <> 'acknowledged'
+BEGIN
+    INSERT INTO counters(name, value) VALUES ('dlq_acknowledged_total', 1)
+        ON CONFLICT(name) DO UPDATE SET value = value + 1;
+END;
+
+CREATE TRIGGER IF NOT EXISTS dlq_messages_replayed AFTER UPDATE OF replay_count ON dlq_messages
+WHEN COALESCE(NEW.replay_count, 0) > COALESCE(OLD.replay_count, 0)
+BEGIN
+    INSERT INTO counters(name, value) VALUES ('dlq_replayed_total', NEW.replay_count - COALESCE(OLD.replay_count, 0))
+        ON CONFLICT(name) DO UPDATE SET value = value + excluded.value;
+END;

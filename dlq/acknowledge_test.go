@@ -34,6 +34,10 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 	if err != nil || res.AcknowledgedCount != 0 {
 		t.Fatalf("second acknowledge must be a no-op: %+v %v", res, err)
 	}
+	// The statement that moves the rows counts them (migrations/0009).
+	if n := count(t, db, `SELECT value FROM counters WHERE name = ?`, CounterAcknowledged); n != 90 {
+		t.Fatalf("%s = %d, want 90", CounterAcknowledged, n)
+	}
 }
 
 func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {

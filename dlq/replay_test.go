@@ -87,6 +87,10 @@ func TestReplaySendsClaimedRowsWithLineageAndMarksThemReplayed(t *testing.T) {
 	if res.SkippedCount != 3 || res.Skipped[0].Reason != "not_pending" || res.Skipped[0].Status != StatusReplayed {
 		t.Fatalf("skipped %+v", res.Skipped)
 	}
+	// The final update counts the replays (migrations/0009), once each.
+	if n := counter(t, db, CounterReplayed); n != 3 {
+		t.Fatalf("%s = %d, want 3", CounterReplayed, n)
+	}
 }
 
 func TestReplaySkipsRowsItCannotClaim(t *testing.T) {

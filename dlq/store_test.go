@@ -302,4 +302,7 @@ func TestSaveLineageOvertakingItsReplaySettles(t *testing.T) {
 	if status != "pending" || replays != 1 || claimed.Valid {
 		t.Fatalf("status %s replay_count %d replaying_at %v", status, replays, claimed)
 	}
+	if n := counter(t, db, CounterReplayed); n != 1 {
+		t.Fatalf("%s = %d: the overtaken replay counts once", CounterReplayed, n)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/metrics"
 )
 
 // The DLQ admin routes (seed 002 §9 plus bulk, dry run and audit). Inputs
@@ -269,7 +268,6 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 			if res.BulkProgress != nil {
 				counts["has_more"] = res.HasMore
 			}
-			a.count(ctx, dlq.CounterReplayed, int64(res.ReplayedCount))
 			return res, dlq.ReplayOutcome(res), counts, err
 		})
 }
@@ -308,17 +306,8 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 			if res.HasMore != nil {
 				counts["has_more"] = *res.HasMore
 			}
-			a.count(ctx, dlq.CounterAcknowledged, res.AcknowledgedCount)
 			return res, dlq.OutcomeOK, counts, err
 		})
-}
-
-// count adds n to a metrics counter; a failure is logged, never fails the
-// request (the action itself is done and audited).
-func (a *API) count(ctx context.Context, name string, n int64) {
-	if err := (metrics.Counters{DB: a.DB}).Add(ctx, map[string]int64{name: n}); err != nil {
-		a.Log.ErrorContext(ctx, "metrics: could not count", "counter", name, "request_id", RequestID(ctx), "error", err.Error())
-	}
 }
 
 func previewCounts(p dlq.Preview) map[string]any {
