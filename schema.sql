@@ -145,9 +145,9 @@ CREATE INDEX IF NOT EXISTS idx_admin_audit_at ON admin_audit(at);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_source_failed ON dlq_messages(status, source_queue, failed_at);
 -- Stats and alerts read pending rows only: partial indexes, which the
 -- acknowledged and replayed rows (the ones retention deletes) stay out of.
-CREATE INDEX IF NOT EXISTS idx_dlq_pending_brewer ON dlq_messages(brewer) WHERE status = 'pending';
-CREATE INDEX IF NOT EXISTS idx_dlq_pending_reason ON dlq_messages(failure_reason) WHERE status = 'pending';
-CREATE INDEX IF NOT EXISTS idx_dlq_pending_replay_count ON dlq_messages(replay_count) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS idx_dlq_pending_brewer ON dlq_messages(status, brewer) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS idx_dlq_pending_reason ON dlq_messages(status, failure_reason) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS idx_dlq_pending_replay_count ON dlq_messages(status, replay_count) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS idx_dlq_status_replayed_at ON dlq_messages(status, replayed_at);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_acknowledged_at ON dlq_messages(status, acknowledged_at);
 

@@ -50,7 +50,8 @@ func TestStatsReport(t *testing.T) {
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 // Every part of the stats reads an index, never the table itself: that is
-// what keeps it fast at 100k rows.
+// what keeps it fast at 100k rows. Only the repeat failures look rows up
+// (for beer_name), and only those with replay_count > 0.
 func TestStatsUsesIndexesOnly(t *testing.T) {
 	db := sqlitetest.New(t)
 	rows, err := db.Query("EXPLAIN QUERY PLAN "+statsSQL, 10, 0)
@@ -62,7 +63,8 @@ func TestStatsUsesIndexesOnly(t *testing.T) {
 		var id, parent, unused int
 		var detail string
 		rows.Scan(&id, &parent, &unused, &detail)
-		if strings.Contains(detail, "dlq_messages") && !strings.Contains(detail, "INDEX") {
+		if strings.Contains(detail, "dlq_messages") && !strings.Contains(detail, "COVERING INDEX") &&
+			!(strings.Contains(detail, "USING INDEX") && strings.Contains(detail, "replay_count>?")) {
 			t.Errorf("stats reads the table: %s", detail)
 		}
 	}
