@@ -117,7 +117,15 @@ func (f Filter) where() (string, []any) {
 	var conds []string
 	var args []any
 	if f.Status != StatusAll {
-		conds, args = append(conds, "status = ?"), append(args, f.Status)
+		// A beer has a handful of rows, a status tens of thousands: with
+		// beer_id its index must drive the query. Without statistics SQLite
+		// would pick a status index (and visit every row of that status);
+		// the unary + keeps status out of index selection.
+		col := "status"
+		if f.BeerID != "" {
+			col = "+status"
+		}
+		conds, args = append(conds, col+" = ?"), append(args, f.Status)
 	}
 	if f.BeerID != "" {
 		conds, args = append(conds, "beer_id = ?"), append(args, f.BeerID)

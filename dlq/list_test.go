@@ -257,3 +257,26 @@ func TestPageAppendJSONIsItsJSON(t *testing.T) {
 		t.Fatalf("pages hold %d rows; empty page %s", n, empty.Messages)
 	}
 }
+
+// With beer_id, its index drives the query whatever the status: without
+// statistics SQLite would otherwise search a status index and visit every
+// row of that status (81 ms instead of 0.4 ms for a page at 100k rows).
+func TestBeerIDFilterUsesItsIndex(t *testing.T) {
+	db := sqlitetest.New(t)
+	for _, status := range []string{"", StatusReplayed, StatusAll} {
+		f, err := Filter{Status: status, BeerID: "b"}.Normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		where, args := f.where()
+		var id, parent, unused int
+		var detail string
+		if err := db.QueryRow(`EXPLAIN QUERY PLAN SELECT id FROM dlq_messages WHERE `+where+` ORDER BY failed_at DESC, id DESC`, args...).
+			Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(detail, "idx_dlq_beer_id") {
+			t.Errorf("status %q: plan %q", status, detail)
+		}
+	}
+}
