@@ -50,6 +50,28 @@ func BenchmarkDecodeMessages100(b *testing.B) {
 	}
 }
 
+// Writing a 100-row list page: the messages, built by SQLite, are copied as
+// they are (compare BenchmarkDecodeMessages100, what decoding them costs).
+func BenchmarkPageAppendJSON100(b *testing.B) {
+	page := make([]Message, 100)
+	for i := range page {
+		name := fmt.Sprint("Beer ", i)
+		page[i] = Message{ID: int64(i), MessageID: fmt.Sprint("m", i), BeerID: fmt.Sprint(i), BeerName: &name,
+			FailedAt: int64(1_700_000_000_000 - i), SourceQueue: "beer-enrichment", Status: "pending"}
+	}
+	js, err := json.Marshal(page)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cursor := NewCursors("s").encode(position{Kind: cursorList, Filter: "f", FailedAt: 1, ID: 1})
+	p := Page{Messages: js, TotalCount: 100_000, Limit: 100, NextCursor: &cursor, HasMore: true}
+	buf := make([]byte, 0, 64<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = p.AppendJSON(buf[:0])
+	}
+}
+
 // Signing and checking a list cursor (every page does both).
 func BenchmarkCursorRoundTrip(b *testing.B) {
 	c := NewCursors("secret")
