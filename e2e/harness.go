@@ -237,7 +237,7 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +250,12 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 	_ = json.Unmarshal(raw, out)
 	return out, nil
 }
+
+// client drops idle connections after a second, well before wrangler dev's
+// server closes them (Node's keep-alive timeout is 5 s): a request written
+// on a connection the server is closing fails with "connection reset", and
+// a POST is not retried.
+var client = &http.Client{Transport: &http.Transport{IdleConnTimeout: time.Second, MaxIdleConnsPerHost: 8}}
 
 // AdminHeaders are valid admin credentials.
 func AdminHeaders() map[string]string {
