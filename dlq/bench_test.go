@@ -30,9 +30,9 @@ func BenchmarkCapturePrepareAndEncode100(b *testing.B) {
 	}
 }
 
-// Decoding a 100-row list page built by SQLite (messagesJSON).
-func BenchmarkDecodeMessages100(b *testing.B) {
-	page := make([]Message, 100)
+// pageJSON is the JSON array of an n-row list page, as messagesJSON builds it.
+func pageJSON(b *testing.B, n int) []byte {
+	page := make([]Message, n)
 	for i := range page {
 		name := fmt.Sprint("Beer ", i)
 		page[i] = Message{ID: int64(i), MessageID: fmt.Sprint("m", i), BeerID: fmt.Sprint(i), BeerName: &name,
@@ -42,6 +42,12 @@ func BenchmarkDecodeMessages100(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return js
+}
+
+// Decoding a 100-row list page built by SQLite (messagesJSON).
+func BenchmarkDecodeMessages100(b *testing.B) {
+	js := pageJSON(b, 100)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := decodeMessages(string(js)); err != nil {
@@ -53,16 +59,7 @@ func BenchmarkDecodeMessages100(b *testing.B) {
 // Writing a 100-row list page: the messages, built by SQLite, are copied as
 // they are (compare BenchmarkDecodeMessages100, what decoding them costs).
 func BenchmarkPageAppendJSON100(b *testing.B) {
-	page := make([]Message, 100)
-	for i := range page {
-		name := fmt.Sprint("Beer ", i)
-		page[i] = Message{ID: int64(i), MessageID: fmt.Sprint("m", i), BeerID: fmt.Sprint(i), BeerName: &name,
-			FailedAt: int64(1_700_000_000_000 - i), SourceQueue: "beer-enrichment", Status: "pending"}
-	}
-	js, err := json.Marshal(page)
-	if err != nil {
-		b.Fatal(err)
-	}
+	js := pageJSON(b, 100)
 	cursor := NewCursors("s").encode(position{Kind: cursorList, Filter: "f", FailedAt: 1, ID: 1})
 	p := Page{Messages: js, TotalCount: 100_000, Limit: 100, NextCursor: &cursor, HasMore: true}
 	buf := make([]byte, 0, 64<<10)

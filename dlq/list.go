@@ -103,12 +103,8 @@ func decodeMessages(js string) ([]Message, error) {
 // Messages copied as they are: encoding/json would scan them again, which
 // in wasm costs more than building them did.
 func (p Page) AppendJSON(b []byte) []byte {
-	b = append(b, `{"messages":`...)
-	if len(p.Messages) == 0 {
-		b = append(b, "[]"...)
-	} else {
-		b = append(b, p.Messages...)
-	}
+	msgs, _ := p.Messages.MarshalJSON()
+	b = append(append(b, `{"messages":`...), msgs...)
 	b = append(b, `,"total_count":`...)
 	b = strconv.AppendInt(b, p.TotalCount, 10)
 	b = append(b, `,"limit":`...)
