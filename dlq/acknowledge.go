@@ -97,8 +97,7 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 		return res, nil
 	}
 	pageSize := max(a.BulkMax, 1)
-	out, err := a.DB.ExecContext(ctx, set+`WHERE status = 'pending' AND id IN (SELECT id FROM dlq_messages WHERE `+cond+`
-		ORDER BY failed_at DESC, id DESC LIMIT ?)`, append(params, int64(pageSize))...)
+	out, err := a.DB.ExecContext(ctx, set+`WHERE `+newestFirst(cond), append(params, int64(pageSize))...)
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge: %w", err)
 	}

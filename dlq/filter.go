@@ -184,6 +184,10 @@ func ValidateIDs(ids []int64, max int) error {
 }
 
 // idsJSON encodes ids as the single JSON parameter json_each expands.
+// A statement that names its rows this way writes its status condition as
+// +status: without statistics SQLite would otherwise search a status index
+// and test every row of that status against the list (20 ms instead of
+// 0.2 ms to acknowledge 99 of 70k pending rows natively).
 func idsJSON(ids []int64) string {
 	if len(ids) == 0 {
 		return "[]"

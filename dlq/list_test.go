@@ -269,13 +269,8 @@ func TestBeerIDFilterUsesItsIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		where, args := f.where()
-		var id, parent, unused int
-		var detail string
-		if err := db.QueryRow(`EXPLAIN QUERY PLAN SELECT id FROM dlq_messages WHERE `+where+` ORDER BY failed_at DESC, id DESC`, args...).
-			Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(detail, "idx_dlq_beer_id") {
+		plan := sqlitetest.Plan(t, db, `SELECT id FROM dlq_messages WHERE `+where+` ORDER BY failed_at DESC, id DESC`, args...)
+		if detail := plan[0]; !strings.Contains(detail, "idx_dlq_beer_id") {
 			t.Errorf("status %q: plan %q", status, detail)
 		}
 	}

@@ -129,9 +129,7 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 			WHERE ` + cond + ` RETURNING id, source_queue, raw_message, failed_at`
 	} else {
 		query = `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?
-			WHERE status = 'pending' AND id IN (SELECT id FROM dlq_messages WHERE ` + cond + `
-				ORDER BY failed_at DESC, id DESC LIMIT ?)
-			RETURNING id, source_queue, raw_message, failed_at`
+			WHERE ` + newestFirst(cond) + ` RETURNING id, source_queue, raw_message, failed_at`
 		args = append(args, int64(limit))
 	}
 	rows, err := r.DB.QueryContext(ctx, query, append([]any{claimAt, claimAt}, args...)...)
@@ -285,13 +283,7 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	}
 	settledAt := r.now().UnixMilli()
 	sentJSON := idsJSON(sent)
-	out, err := r.DB.ExecContext(ctx, `UPDATE dlq_messages SET
-			status = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN 'replayed' ELSE 'pending' END,
-			replay_count = COALESCE(replay_count, 0) + (id IN (SELECT value FROM json_each(?1))),
-			replayed_at = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN ?2 ELSE replayed_at END,
-			replaying_at = NULL, updated_at = ?2
-		WHERE id IN (SELECT value FROM json_each(?3)) AND status = 'replaying' AND replaying_at = ?4`,
-		sentJSON, settledAt, idsJSON(all), claimAt)
+	out, err := r.DB.ExecContext(ctx, settleSQL, sentJSON, settledAt, idsJSON(all), claimAt)
 	if err != nil {
 		// The sends happened; the rows stay replaying and Rescue returns them to pending.
 		return fmt.Errorf("replay settle (%d sent, %d failed; rows stay replaying until rescued): %w", len(sent), len(failed), err)
@@ -308,6 +300,16 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 }
 
 // withLineage returns the stored JSON object with LineageField set to id.
+// settleSQL ends a replay in one statement: sent rows (?1) become replayed
+// (replay_count grows), the others claimed (?3) go back to pending. Only rows
+// still held by this claim (?4) change; see idsJSON for +status.
+const settleSQL = `UPDATE dlq_messages SET
+		status = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN 'replayed' ELSE 'pending' END,
+		replay_count = COALESCE(replay_count, 0) + (id IN (SELECT value FROM json_each(?1))),
+		replayed_at = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN ?2 ELSE replayed_at END,
+		replaying_at = NULL, updated_at = ?2
+	WHERE id IN (SELECT value FROM json_each(?3)) AND +status = 'replaying' AND replaying_at = ?4`
+
 func withLineage(raw string, id int64) (string, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(raw), &obj); err != nil || obj == nil {

@@ -34,14 +34,16 @@ func (s Selection) normalize(maxIDs int) (Selection, error) {
 }
 
 // where is the SQL condition for the selection's pending rows (replayable
-// ones only when replay is set), after pos when non-nil.
+// ones only when replay is set), after pos when non-nil. In the ids form,
+// +status keeps the status indexes out of the plan: the ids are looked up by
+// primary key instead of visiting every pending row (see idsJSON).
 func (s Selection) where(replay bool, pos *position) (string, []any) {
 	var cond string
 	var args []any
 	if s.Filter != nil {
 		cond, args = s.Filter.where() // status = 'pending' (normalizePending)
 	} else {
-		cond, args = `status = 'pending' AND id IN (SELECT value FROM json_each(?))`, []any{idsJSON(s.IDs)}
+		cond, args = `+status = 'pending' AND id IN (SELECT value FROM json_each(?))`, []any{idsJSON(s.IDs)}
 	}
 	if replay {
 		cond += " AND " + replayableSQL
@@ -51,6 +53,14 @@ func (s Selection) where(replay bool, pos *position) (string, []any) {
 		args = append(args, pos.FailedAt, pos.FailedAt, pos.ID)
 	}
 	return cond, args
+}
+
+// newestFirst is the condition of a bulk action's page: the pending rows of
+// cond (a Filter's), at most ? of them (the last parameter), newest failure
+// first. The page's ids drive the outer statement (+status, see idsJSON).
+func newestFirst(cond string) string {
+	return `+status = 'pending' AND id IN (SELECT id FROM dlq_messages WHERE ` + cond + `
+		ORDER BY failed_at DESC, id DESC LIMIT ?)`
 }
 
 // Preview is a dry run's answer: what the action would act on now. Nothing changes.

@@ -54,15 +54,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // (for beer_name), and only those with replay_count > 0.
 func TestStatsUsesIndexesOnly(t *testing.T) {
 	db := sqlitetest.New(t)
-	rows, err := db.Query("EXPLAIN QUERY PLAN "+statsSQL, 10, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		rows.Scan(&id, &parent, &unused, &detail)
+	for _, detail := range sqlitetest.Plan(t, db, statsSQL, 10, 0) {
 		if strings.Contains(detail, "dlq_messages") && !strings.Contains(detail, "COVERING INDEX") &&
 			!(strings.Contains(detail, "USING INDEX") && strings.Contains(detail, "replay_count>?")) {
 			t.Errorf("stats reads the table: %s", detail)

@@ -179,9 +179,7 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 	claimed := map[string]string{}
 	if len(candidates) > 0 {
 		ids, _ := json.Marshal(candidates)
-		rows, err := r.DB.QueryContext(ctx, `UPDATE beers SET status = 'queued', queued_at = ?2, next_attempt_at = NULL, updated_at = ?2
-			WHERE beer_id IN (SELECT value FROM json_each(?1)) AND status IN ('pending', 'failed')
-			RETURNING beer_id, status`, string(ids), now.UnixMilli())
+		rows, err := r.DB.QueryContext(ctx, claimBeersSQL, string(ids), now.UnixMilli())
 		if err != nil {
 			return res, fmt.Errorf("claim beers: %w", err)
 		}
@@ -213,9 +211,7 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 			// Put back what was claimed and not sent: pending and due now, so
 			// the catch-up sends it on its next run if nobody repeats the request.
 			unsent, _ := json.Marshal(res.Queued[sent:])
-			if _, perr := r.DB.ExecContext(ctx, `UPDATE beers SET status = 'pending', queued_at = NULL, next_attempt_at = ?2, updated_at = ?2
-				WHERE beer_id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND queued_at = ?2`,
-				string(unsent), now.UnixMilli()); perr != nil {
+			if _, perr := r.DB.ExecContext(ctx, unclaimBeersSQL, string(unsent), now.UnixMilli()); perr != nil {
 				err = fmt.Errorf("%w (and putting the beers back failed: %v)", err, perr)
 			}
 			res.Queued = res.Queued[:sent]
@@ -225,6 +221,21 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 	}
 	return res, nil
 }
+
+// Statements on a list of beer ids (?1, one JSON parameter) write their
+// status condition as +status: without statistics SQLite would otherwise
+// search idx_beers_status_next and test every beer of that status against
+// the list, instead of looking the ids up by primary key.
+const (
+	// claimBeersSQL moves the listed pending or failed beers to queued at ?2.
+	claimBeersSQL = `UPDATE beers SET status = 'queued', queued_at = ?2, next_attempt_at = NULL, updated_at = ?2
+		WHERE beer_id IN (SELECT value FROM json_each(?1)) AND +status IN ('pending', 'failed')
+		RETURNING beer_id, status`
+	// unclaimBeersSQL returns the listed beers queued at ?2 and not sent to
+	// pending, due at once.
+	unclaimBeersSQL = `UPDATE beers SET status = 'pending', queued_at = NULL, next_attempt_at = ?2, updated_at = ?2
+		WHERE beer_id IN (SELECT value FROM json_each(?1)) AND +status = 'queued' AND queued_at = ?2`
+)
 
 // Lookup returns one beer's state, or ErrBeerNotFound.
 func (r Registry) Lookup(ctx context.Context, beerID string) (BeerState, error) {

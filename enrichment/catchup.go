@@ -275,6 +275,11 @@ func (run *catchUpRun) record(ctx context.Context, r catchUpRule, sent []claimed
 	run.c.Log.InfoContext(ctx, "catch-up: beers enqueued", "rule", r.name, "beers", len(sent), "lateness_max_ms", maxLate)
 }
 
+// putBackSQL returns the listed beers (?1) that catch-up queued at ?2 to
+// pending, keeping their due time (+status: see claimBeersSQL).
+const putBackSQL = `UPDATE beers SET status = 'pending', queued_at = NULL, updated_at = ?2
+	WHERE beer_id IN (SELECT value FROM json_each(?1)) AND +status = 'queued' AND queued_at = ?2`
+
 // putBackFrom records the beers sent before the failure and returns the
 // others (got[sent:]) to pending, still due, in one statement. It returns
 // the error that fails the run.
@@ -287,8 +292,7 @@ func (run *catchUpRun) putBackFrom(ctx context.Context, r catchUpRule, got []cla
 	}
 	js, _ := json.Marshal(ids)
 	err := fmt.Errorf("catch-up %s: send %d beers: %w", r.name, len(rest), sendErr)
-	res, perr := run.c.DB.ExecContext(ctx, `UPDATE beers SET status = 'pending', queued_at = NULL, updated_at = ?2
-		WHERE beer_id IN (SELECT value FROM json_each(?1)) AND status = 'queued' AND queued_at = ?2`, string(js), run.now.UnixMilli())
+	res, perr := run.c.DB.ExecContext(ctx, putBackSQL, string(js), run.now.UnixMilli())
 	if perr != nil {
 		run.c.Log.ErrorContext(ctx, "catch-up: send failed and the beers could not be put back; the lost rule sends them later",
 			"rule", r.name, "beers", len(rest), "error", err.Error(), "put_back_error", perr.Error())

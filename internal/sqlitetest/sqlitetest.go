@@ -59,3 +59,27 @@ func New(t testing.TB) *sql.DB {
 	}
 	return db
 }
+
+// Plan returns SQLite's query plan for query: one detail line per step
+// ("SEARCH dlq_messages USING INTEGER PRIMARY KEY (rowid=?)", ...).
+func Plan(t testing.TB, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain %q: %v", query, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatalf("explain scan: %v", err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("explain rows: %v", err)
+	}
+	return plan
+}
