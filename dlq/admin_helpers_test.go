@@ -60,7 +60,7 @@ func generate(t *testing.T, db *sql.DB, prefix string, n, ties int, base int64) 
 	_, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason,
 			source_queue, raw_message, first_failed_at, updated_at)
 		WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?1)
-		SELECT ?2 || '-m-' || i, 'gen-' || i, printf('%s-%05d', ?2, i), 'Brewer ' || (i % 7), ?3 - (i / ?4),
+		SELECT ?2 || '-m-' || i, 'gen-' || i, printf('%s-%05d', ?2, i), 'Brewer ' || (i % 7), ?3 - (i / CAST(?4 AS INTEGER)),
 			'reason ' || (i % 3), 'beer-enrichment',
 			json_object('beer_id', 'gen-' || i, 'beer_name', printf('%s-%05d', ?2, i)), ?3, ?3
 		FROM seq`, n, prefix, base, ties)
