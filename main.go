@@ -40,6 +40,10 @@ func main() {
 	if err != nil {
 		log.Error("startup: no D1 binding", "error", err.Error())
 	}
+	batch, err := platform.OpenD1Batch("DB")
+	if err != nil {
+		log.Error("startup: no D1 binding", "error", err.Error())
+	}
 	cfg, problems := config.Load(platform.Getenv)
 	for _, p := range problems {
 		log.Error("config: invalid value", "problem", p.Error())
@@ -48,6 +52,7 @@ func main() {
 	sender := platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}
 	api := &handlers.API{
 		DB:       db,
+		Batch:    batch,
 		Log:      log,
 		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
 		Version:  version,

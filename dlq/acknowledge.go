@@ -3,20 +3,27 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // CounterAcknowledged counts rows moved to acknowledged (metrics.Counters).
 const CounterAcknowledged = "dlq_acknowledged_total"
 
 // Acknowledge dismisses pending dead-lettered messages without replaying them
-// (POST /admin/dlq/acknowledge): pending -> acknowledged in one statement.
-// Rows in any other status are left alone. The ids travel as one JSON
-// parameter, so 100 ids bind 4 parameters, far below D1's limit of 100.
+// (POST /admin/dlq/acknowledge): pending -> acknowledged in one statement,
+// sent in one batch with its admin_audit row, so the change and its record
+// commit together in one round trip. Rows in any other status are left
+// alone. The ids travel as one JSON parameter, so 100 ids bind a handful of
+// parameters, far below D1's limit of 100.
 type Acknowledge struct {
 	DB *sql.DB
+	// Batch sends the audit row and the change together.
+	Batch sqlbatch.Runner
 	// BulkMax is the most rows one bulk call acknowledges (DLQ_BULK_ACKNOWLEDGE_MAX).
 	BulkMax int
 	// Now is the clock; time.Now when nil.
@@ -28,6 +35,8 @@ type AcknowledgeRequest struct {
 	Selection
 	// Note is stored in acknowledged_note (optional, up to MaxNoteLength bytes).
 	Note string
+	// By is who asked, for the audit row.
+	By Requester
 }
 
 // AcknowledgeResult is the seed's acknowledge response (§9) plus additions.
@@ -56,9 +65,11 @@ func (a Acknowledge) validate(req AcknowledgeRequest) (Selection, error) {
 	return req.Selection.normalize(MaxAcknowledgeIDs)
 }
 
-// Run acknowledges the selection's pending rows. A bulk call (filter) moves
-// at most BulkMax rows, newest failure first; HasMore says whether to call
-// again (rows it moved no longer match, so no cursor is needed).
+// Run acknowledges the selection's pending rows and records the request in
+// admin_audit (outcome ok), all in one batch: if it fails, nothing changed
+// and nothing was recorded. A bulk call (filter) moves at most BulkMax rows,
+// newest failure first; HasMore says whether to call again (rows it moved
+// no longer match, so no cursor is needed).
 func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (AcknowledgeResult, error) {
 	sel, err := a.validate(req)
 	if err != nil {
@@ -72,46 +83,53 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 	if req.Note != "" {
 		note = req.Note
 	}
-	set := `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ? `
+	audit := AuditStart{Action: ActionAcknowledge, Requester: req.By, IDs: sel.IDs, Filter: sel.Filter, Note: req.Note}
+	set := `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ? WHERE `
+	params := []any{now.UnixMilli(), note, now.UnixMilli()}
 	cond, args := sel.where(false, nil)
-	params := append([]any{now.UnixMilli(), note, now.UnixMilli()}, args...)
 	if sel.Filter == nil {
-		rows, err := a.DB.QueryContext(ctx, set+`WHERE `+cond+` RETURNING id`, params...)
+		// The audit row counts the rows the update is about to move. Counts
+		// are computed in SQL, never bound: D1 binds JS numbers as REAL, and
+		// json_object would write 100 as 100.0.
+		record := auditEntry(audit, now.UnixMilli(), OutcomeOK, "",
+			`json_object('requested_count', json_array_length(?), 'acknowledged_count', (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`))`,
+			append([]any{idsJSON(sel.IDs)}, args...)...)
+		out, err := a.Batch.Batch(ctx, record, sqlbatch.Stmt{SQL: set + cond + ` RETURNING id`, Args: append(params, args...)})
 		if err != nil {
 			return AcknowledgeResult{}, fmt.Errorf("acknowledge: %w", err)
 		}
-		defer rows.Close()
-		res := AcknowledgeResult{RequestedCount: len(sel.IDs), AcknowledgedIDs: []int64{}}
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return AcknowledgeResult{}, fmt.Errorf("acknowledge scan: %w", err)
-			}
-			res.AcknowledgedIDs = append(res.AcknowledgedIDs, id)
-		}
-		if err := rows.Err(); err != nil {
+		var moved []struct{ ID int64 }
+		if err := json.Unmarshal(out[1], &moved); err != nil {
 			return AcknowledgeResult{}, fmt.Errorf("acknowledge rows: %w", err)
+		}
+		res := AcknowledgeResult{RequestedCount: len(sel.IDs), AcknowledgedIDs: make([]int64, len(moved))}
+		for i, m := range moved {
+			res.AcknowledgedIDs[i] = m.ID
 		}
 		slices.Sort(res.AcknowledgedIDs)
 		res.AcknowledgedCount = int64(len(res.AcknowledgedIDs))
 		return res, nil
 	}
-	pageSize := max(a.BulkMax, 1)
-	out, err := a.DB.ExecContext(ctx, set+`WHERE `+newestFirst(cond), append(params, int64(pageSize))...)
+	// A bulk page: n counts the matching rows up to one more than the page
+	// (?), which gives both the page's count and has_more.
+	page := int64(max(a.BulkMax, 1))
+	record := auditEntry(audit, now.UnixMilli(), OutcomeOK, "",
+		`(SELECT json_object('requested_count', 0, 'acknowledged_count', n - more, 'has_more', json(IIF(more, 'true', 'false')))
+			FROM (SELECT n, n > ? AS more FROM (SELECT COUNT(*) AS n FROM (SELECT 1 FROM dlq_messages WHERE `+cond+` LIMIT ? + 1))))`,
+		append([]any{page}, append(args, page)...)...)
+	out, err := a.Batch.Batch(ctx, record, sqlbatch.Stmt{SQL: set + newestFirst(cond), Args: append(append(params, args...), page)})
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge: %w", err)
 	}
-	n, err := out.RowsAffected()
-	if err != nil {
-		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge count: %w", err)
+	var counts []struct{ Counts string }
+	var res AcknowledgeResult
+	if err := json.Unmarshal(out[0], &counts); err != nil || len(counts) != 1 {
+		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge counts: %s (%v)", out[0], err)
 	}
-	more := false
-	if n == int64(pageSize) {
-		if err := a.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM dlq_messages WHERE `+cond+`)`, args...).Scan(&more); err != nil {
-			return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge progress: %w", err)
-		}
+	if err := json.Unmarshal([]byte(counts[0].Counts), &res); err != nil || res.HasMore == nil {
+		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge counts: %s (%v)", counts[0].Counts, err)
 	}
-	return AcknowledgeResult{AcknowledgedCount: n, HasMore: &more}, nil
+	return res, nil
 }
 
 // DryRun reports what Run would acknowledge now, changing nothing.

@@ -1,11 +1,33 @@
 package dlq
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/sqlbatch"
 )
+
+// auditCounts returns the outcome and counts of acknowledge's audit rows, oldest first.
+func auditCounts(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT outcome || ' ' || counts || ' ' || request_id FROM admin_audit
+		WHERE action = 'acknowledge' AND finished_at = at ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
 
 func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 	db := sqlitetest.New(t)
@@ -15,8 +37,8 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 	for i := int64(1); i <= 100; i++ {
 		ids = append(ids, i)
 	}
-	a := Acknowledge{DB: db, BulkMax: 5000, Now: clock}
-	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, Note: "known bad beers"})
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 5000, Now: clock}
+	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, Note: "known bad beers", By: Requester{RequestID: "r1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +52,14 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed'`); n != 10 {
 		t.Fatalf("replayed rows must stay replayed: %d", n)
 	}
-	res, err = a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}})
+	res, err = a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, By: Requester{RequestID: "r2"}})
 	if err != nil || res.AcknowledgedCount != 0 {
 		t.Fatalf("second acknowledge must be a no-op: %+v %v", res, err)
+	}
+	// Each call wrote its finished audit row, counted in the same batch.
+	want := []string{`ok {"requested_count":100,"acknowledged_count":90} r1`, `ok {"requested_count":100,"acknowledged_count":0} r2`}
+	if got := auditCounts(t, db); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit rows %q, want %q", got, want)
 	}
 	// The statement that moves the rows counts them (migrations/0009).
 	if n := count(t, db, `SELECT value FROM counters WHERE name = ?`, CounterAcknowledged); n != 90 {
@@ -44,7 +71,7 @@ func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bulkack", 250, 2, 1_700_000_000_000)
 	insert(t, db, adminRow{beerID: "keep", beerName: "Keep Me", failedAt: 1})
-	a := Acknowledge{DB: db, BulkMax: 100, Now: clock}
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Now: clock}
 	f := &Filter{Q: "bulkack-"}
 	before := snapshot(t, db)
 	p, err := a.DryRun(ctx, AcknowledgeRequest{Selection: Selection{Filter: f}})
@@ -68,6 +95,12 @@ func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 	if len(counts) != 3 || counts[0] != 100 || counts[1] != 100 || counts[2] != 50 {
 		t.Fatalf("pages %v", counts)
 	}
+	want := []string{`ok {"requested_count":0,"acknowledged_count":100,"has_more":true} `,
+		`ok {"requested_count":0,"acknowledged_count":100,"has_more":true} `,
+		`ok {"requested_count":0,"acknowledged_count":50,"has_more":false} `}
+	if got := auditCounts(t, db); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit rows %q, want %q", got, want)
+	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`); n != 1 {
 		t.Fatalf("pending left %d, want only the non-matching row", n)
 	}
@@ -81,7 +114,7 @@ func TestAcknowledgeRejectsBadInput(t *testing.T) {
 	for i := range many {
 		many[i] = int64(i + 1)
 	}
-	a := Acknowledge{DB: db, BulkMax: 100}
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100}
 	for name, c := range map[string]struct {
 		req  AcknowledgeRequest
 		code string
@@ -101,5 +134,25 @@ func TestAcknowledgeRejectsBadInput(t *testing.T) {
 	}
 	if snapshot(t, db) != before {
 		t.Fatal("rejected input changed something")
+	}
+}
+
+// The audit row and the change are one batch: when the change fails,
+// nothing is acknowledged and nothing is recorded.
+func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "fail", 3, 1, 1_700_000_000_000)
+	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE UPDATE ON dlq_messages BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, db)
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Now: clock}
+	for _, sel := range []Selection{{IDs: []int64{1, 2}}, {Filter: &Filter{Q: "fail-"}}} {
+		if _, err := a.Run(ctx, AcknowledgeRequest{Selection: sel}); err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("%+v: err = %v, want the refusal", sel, err)
+		}
+	}
+	if snapshot(t, db) != before || count(t, db, `SELECT COUNT(*) FROM admin_audit`) != 0 {
+		t.Fatal("a failed acknowledge left a change or an audit row")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // Audit actions.
@@ -30,8 +32,12 @@ const (
 )
 
 // Audit is the admin_audit log: every replay and acknowledge request (dry
-// runs too) is written before it acts and completed after, so no action is
-// ever unrecorded. Rejected input (4xx) is not an action and is not logged.
+// runs too) is recorded, so no action is ever unrecorded. Rejected input
+// (4xx) is not an action and is not logged. An action that is one batch of
+// statements (acknowledge) writes its finished row in that batch (Entry); a
+// replay, which sends to a queue between statements, is written before it
+// acts (Begin) and completed after (Finish); a dry run changes nothing and
+// is recorded once it has answered (Record).
 type Audit struct {
 	DB      *sql.DB
 	Cursors Cursors
@@ -46,21 +52,26 @@ func (a Audit) now() time.Time {
 	return time.Now()
 }
 
-// AuditStart describes an action about to run.
-type AuditStart struct {
-	Action    string
+// Requester says who asked for an action.
+type Requester struct {
 	RequestID string
 	// KeyFingerprint identifies the API key used (never the key itself).
 	KeyFingerprint string
-	DryRun         bool
+}
+
+// AuditStart describes an action about to run.
+type AuditStart struct {
+	Action string
+	Requester
+	DryRun bool
 	// IDs (ids form) or Filter (bulk form).
 	IDs    []int64
 	Filter *Filter
 	Note   string
 }
 
-// Begin records the start of an action and returns its audit id.
-func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
+// values are the columns every audit row starts with, in auditColumns' order.
+func (s AuditStart) values(at int64) []any {
 	var ids, filter, note any
 	if s.IDs != nil {
 		ids = idsJSON(s.IDs)
@@ -76,30 +87,73 @@ func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
 	if s.DryRun {
 		dry = 1
 	}
+	return []any{at, s.Action, s.RequestID, s.KeyFingerprint, dry, ids, filter, note}
+}
+
+const auditColumns = `at, action, request_id, key_fingerprint, dry_run, ids, filter, note`
+
+// Begin records the start of an action and returns its audit id.
+func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
 	var id int64
-	err := a.DB.QueryRowContext(ctx, `INSERT INTO admin_audit(at, action, request_id, key_fingerprint, dry_run, ids, filter, note, outcome)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'started') RETURNING id`,
-		a.now().UnixMilli(), s.Action, s.RequestID, s.KeyFingerprint, dry, ids, filter, note).Scan(&id)
+	err := a.DB.QueryRowContext(ctx, `INSERT INTO admin_audit(`+auditColumns+`, outcome)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'started') RETURNING id`, s.values(a.now().UnixMilli())...).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("audit begin: %w", err)
 	}
 	return id, nil
 }
 
-// Finish records the outcome and the counts (any JSON-encodable value) of action id.
-func (a Audit) Finish(ctx context.Context, id int64, outcome string, counts any, errText string) error {
-	var cs, et any
-	if counts != nil {
-		js, err := json.Marshal(counts)
-		if err != nil {
-			return fmt.Errorf("audit counts: %w", err)
-		}
-		cs = string(js)
-	}
+// auditEntry returns the statement that writes s's finished audit row at
+// once: its outcome, errText, and as counts the JSON object that countsSQL
+// (an SQL expression taking countsArgs) evaluates to; the statement returns
+// the counts. Sent in the same batch as an action, before it, the row and
+// the action commit together and the counts see the rows about to change.
+func auditEntry(s AuditStart, at int64, outcome, errText, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
+	var et any
 	if errText != "" {
 		et = errText
 	}
-	_, err := a.DB.ExecContext(ctx, `UPDATE admin_audit SET outcome = ?, counts = ?, error = ?, finished_at = ? WHERE id = ?`,
+	args := append(s.values(at), outcome, et, at)
+	return sqlbatch.Stmt{SQL: `INSERT INTO admin_audit(` + auditColumns + `, outcome, error, finished_at, counts)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + countsSQL + `) RETURNING counts`, Args: append(args, countsArgs...)}
+}
+
+// Record writes s's finished audit row in one statement: for dry runs,
+// which change nothing, and for actions that failed without changing anything.
+func (a Audit) Record(ctx context.Context, s AuditStart, outcome string, counts any, errText string) error {
+	cs, err := countsJSON(counts)
+	if err != nil {
+		return err
+	}
+	st := auditEntry(s, a.now().UnixMilli(), outcome, errText, "?", cs)
+	if _, err := a.DB.ExecContext(ctx, st.SQL, st.Args...); err != nil {
+		return fmt.Errorf("audit record: %w", err)
+	}
+	return nil
+}
+
+func countsJSON(counts any) (any, error) {
+	if counts == nil {
+		return nil, nil
+	}
+	js, err := json.Marshal(counts)
+	if err != nil {
+		return nil, fmt.Errorf("audit counts: %w", err)
+	}
+	return string(js), nil
+}
+
+// Finish records the outcome and the counts (any JSON-encodable value) of action id.
+func (a Audit) Finish(ctx context.Context, id int64, outcome string, counts any, errText string) error {
+	cs, err := countsJSON(counts)
+	if err != nil {
+		return err
+	}
+	var et any
+	if errText != "" {
+		et = errText
+	}
+	_, err = a.DB.ExecContext(ctx, `UPDATE admin_audit SET outcome = ?, counts = ?, error = ?, finished_at = ? WHERE id = ?`,
 		outcome, cs, et, a.now().UnixMilli(), id)
 	if err != nil {
 		return fmt.Errorf("audit finish: %w", err)

@@ -12,9 +12,9 @@ func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
 	a := Audit{DB: db, Cursors: NewCursors("s"), Now: clock}
 	var ids []int64
 	for i := 0; i < 7; i++ {
-		start := AuditStart{Action: ActionReplay, RequestID: "req-" + string(rune('a'+i)), KeyFingerprint: "fp", IDs: []int64{int64(i + 1), 99}}
+		start := AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "req-" + string(rune('a'+i)), KeyFingerprint: "fp"}, IDs: []int64{int64(i + 1), 99}}
 		if i%2 == 1 {
-			start = AuditStart{Action: ActionAcknowledge, RequestID: "req", KeyFingerprint: "fp", DryRun: true,
+			start = AuditStart{Action: ActionAcknowledge, Requester: Requester{RequestID: "req", KeyFingerprint: "fp"}, DryRun: true,
 				Filter: &Filter{BeerID: "b"}, Note: "n"}
 		}
 		id, err := a.Begin(ctx, start)

@@ -283,13 +283,23 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	}
 	settledAt := r.now().UnixMilli()
 	sentJSON := idsJSON(sent)
-	out, err := r.DB.ExecContext(ctx, settleSQL, sentJSON, settledAt, idsJSON(all), claimAt)
+	// The settled rows are counted from RETURNING: D1's changes count
+	// also includes what triggers wrote (migrations/0009's counters).
+	settled := 0
+	rows, err := r.DB.QueryContext(ctx, settleSQL+` RETURNING id`, sentJSON, settledAt, idsJSON(all), claimAt)
+	if err == nil {
+		for rows.Next() {
+			settled++
+		}
+		err = rows.Err()
+		rows.Close()
+	}
 	if err != nil {
 		// The sends happened; the rows stay replaying and Rescue returns them to pending.
 		return fmt.Errorf("replay settle (%d sent, %d failed; rows stay replaying until rescued): %w", len(sent), len(failed), err)
 	}
-	if n, err := out.RowsAffected(); err == nil && int(n) != len(cs) {
-		r.Log.WarnContext(ctx, "replay: some claimed rows changed before settling", "claimed", len(cs), "settled", n)
+	if settled != len(cs) {
+		r.Log.WarnContext(ctx, "replay: some claimed rows changed before settling", "claimed", len(cs), "settled", settled)
 	}
 	slices.Sort(sent)
 	slices.Sort(failed)

@@ -610,10 +610,45 @@ func TestAdminAcknowledgeHundredIDs(t *testing.T) {
 		AND acknowledged_at IS NOT NULL AND acknowledged_note = ?`, prefix+"-%", "e2e "+prefix); n != 100 {
 		t.Fatalf("%d rows acknowledged, want 100", n)
 	}
+	// The audit row was written in the same D1 batch, its counts computed in SQL.
+	var counts string
+	if err := shared.DB(t).QueryRow(`SELECT counts FROM admin_audit WHERE request_id = ? AND outcome = 'ok'`, r.ReqID).Scan(&counts); err != nil ||
+		counts != `{"requested_count":100,"acknowledged_count":100}` {
+		t.Fatalf("audit counts %s (%v)", counts, err)
+	}
 	r = shared.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": ids})
 	r.Decode(t, &res)
 	if r.Status != 200 || res.AcknowledgedCount != 0 {
 		t.Fatalf("acknowledging again must move nothing: %s", r.Raw)
+	}
+}
+
+// A bulk acknowledge moves at most DLQ_BULK_ACKNOWLEDGE_MAX (5000 in the
+// e2e environment) rows per call; its audit row, written in the same D1
+// batch, carries the same counts.
+func TestAdminBulkAcknowledgePages(t *testing.T) {
+	prefix := newPrefix("back")
+	shared.Exec(t, seedSQL(prefix, 5001, 1, time.Now().UnixMilli(), "beer-enrichment"))
+	var got []string
+	for i := 0; i < 3; i++ {
+		r := shared.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"filter": map[string]any{"q": prefix}})
+		var res struct {
+			AcknowledgedCount int64 `json:"acknowledged_count"`
+			HasMore           *bool `json:"has_more"`
+		}
+		r.Decode(t, &res)
+		if r.Status != 200 || res.HasMore == nil {
+			t.Fatalf("bulk acknowledge: %d %s", r.Status, r.Raw)
+		}
+		audit := shared.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE request_id = ? AND outcome = 'ok' AND finished_at IS NOT NULL
+			AND counts ->> '$.acknowledged_count' = ? AND counts ->> '$.has_more' = ?`, r.ReqID, res.AcknowledgedCount, *res.HasMore)
+		got = append(got, fmt.Sprintf("%d %v %d", res.AcknowledgedCount, *res.HasMore, audit))
+	}
+	if want := []string{"5000 true 1", "1 false 1", "0 false 1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("pages (count, has_more, audit rows) %q, want %q", got, want)
+	}
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'acknowledged'`, prefix+"-%"); n != 5001 {
+		t.Fatalf("%d rows acknowledged, want 5001", n)
 	}
 }
 

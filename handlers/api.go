@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // API is the HTTP side of redrive: health, the admin API and (only when
@@ -20,6 +21,9 @@ import (
 type API struct {
 	// DB is the D1 database (SQLite in native tests).
 	DB *sql.DB
+	// Batch sends several statements to DB in one round trip, all or
+	// nothing (D1's batch()); a transaction on DB when nil (native tests).
+	Batch sqlbatch.Runner
 	// Log receives one JSON line per failure, with the request id.
 	Log *slog.Logger
 	// Auth guards every /admin/* route.

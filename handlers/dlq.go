@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // The DLQ admin routes (seed 002 §9 plus bulk, dry run and audit). Inputs
@@ -23,7 +24,14 @@ func (a *API) replayService() dlq.Replay {
 }
 
 func (a *API) acknowledgeService() dlq.Acknowledge {
-	return dlq.Acknowledge{DB: a.DB, BulkMax: a.BulkAcknowledgeMax, Now: a.Now}
+	return dlq.Acknowledge{DB: a.DB, Batch: a.batch(), BulkMax: a.BulkAcknowledgeMax, Now: a.Now}
+}
+
+func (a *API) batch() sqlbatch.Runner {
+	if a.Batch != nil {
+		return a.Batch
+	}
+	return sqlbatch.Tx{DB: a.DB}
 }
 
 func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.cursors(), Now: a.Now} }
@@ -255,12 +263,15 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if err := svc.Check(req); err != nil {
 		return err
 	}
-	return a.audited(w, r, dlq.AuditStart{Action: dlq.ActionReplay, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter},
+	start := dlq.AuditStart{Action: dlq.ActionReplay, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter}
+	if body.DryRun {
+		return a.audited(w, r, start, auditAfter, func(ctx context.Context) (any, string, any, error) {
+			p, err := svc.DryRun(ctx, req)
+			return p, dlq.OutcomeOK, previewCounts(p), err
+		})
+	}
+	return a.audited(w, r, start, auditAround,
 		func(ctx context.Context) (any, string, any, error) {
-			if body.DryRun {
-				p, err := svc.DryRun(ctx, req)
-				return p, dlq.OutcomeOK, previewCounts(p), err
-			}
 			res, err := svc.Run(ctx, req)
 			counts := map[string]any{"requested_count": res.RequestedCount, "claimed_count": res.ClaimedCount,
 				"replayed_count": res.ReplayedCount, "failed_count": res.FailedCount, "skipped_count": res.SkippedCount,
@@ -295,19 +306,18 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 	if err := svc.Check(req); err != nil {
 		return err
 	}
-	return a.audited(w, r, dlq.AuditStart{Action: dlq.ActionAcknowledge, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter, Note: body.Note},
-		func(ctx context.Context) (any, string, any, error) {
-			if body.DryRun {
-				p, err := svc.DryRun(ctx, req)
-				return p, dlq.OutcomeOK, previewCounts(p), err
-			}
-			res, err := svc.Run(ctx, req)
-			counts := map[string]any{"requested_count": res.RequestedCount, "acknowledged_count": res.AcknowledgedCount}
-			if res.HasMore != nil {
-				counts["has_more"] = *res.HasMore
-			}
-			return res, dlq.OutcomeOK, counts, err
+	start := dlq.AuditStart{Action: dlq.ActionAcknowledge, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter, Note: body.Note}
+	if body.DryRun {
+		return a.audited(w, r, start, auditAfter, func(ctx context.Context) (any, string, any, error) {
+			p, err := svc.DryRun(ctx, req)
+			return p, dlq.OutcomeOK, previewCounts(p), err
 		})
+	}
+	return a.audited(w, r, start, auditWithin, func(ctx context.Context) (any, string, any, error) {
+		req.By = requester(r)
+		res, err := svc.Run(ctx, req)
+		return res, dlq.OutcomeOK, nil, err
+	})
 }
 
 func previewCounts(p dlq.Preview) map[string]any {
@@ -315,27 +325,56 @@ func previewCounts(p dlq.Preview) map[string]any {
 		"not_replayable_count": p.NotReplayableCount}
 }
 
-// audited records an action in admin_audit before running it and its
-// outcome after. If the start cannot be recorded the action does not run
-// (500). If the outcome cannot be recorded, the action's result is still
-// returned and the row stays "started" (logged).
-func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditStart,
+// auditMode says how an admin action reaches admin_audit.
+type auditMode int
+
+const (
+	// auditAround: a row before the action runs ("started"), completed after
+	// with its outcome. For actions with effects outside D1 (replay sends).
+	auditAround auditMode = iota
+	// auditWithin: the action writes its finished row itself, in the same
+	// batch as its change; only a failure (nothing changed) is recorded here.
+	auditWithin
+	// auditAfter: one finished row once the action has answered. For dry
+	// runs, which change nothing.
+	auditAfter
+)
+
+func requester(r *http.Request) dlq.Requester {
+	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: KeyFingerprint(r.Header.Get("X-API-Key"))}
+}
+
+// audited runs an admin action and records it in admin_audit as mode says,
+// then answers with its result. With auditAround, if the start cannot be
+// recorded the action does not run (500); if the outcome cannot be
+// recorded, the result is still returned and the row stays "started". A
+// record that cannot be written after the action is logged.
+func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditStart, mode auditMode,
 	run func(ctx context.Context) (result any, outcome string, counts any, err error)) error {
 	ctx := context.WithoutCancel(r.Context())
-	start.RequestID = RequestID(r.Context())
-	start.KeyFingerprint = KeyFingerprint(r.Header.Get("X-API-Key"))
+	start.Requester = requester(r)
 	audit := a.auditLog()
-	id, err := audit.Begin(ctx, start)
-	if err != nil {
-		return err
+	var id int64
+	if mode == auditAround {
+		var err error
+		if id, err = audit.Begin(ctx, start); err != nil {
+			return err
+		}
 	}
 	result, outcome, counts, runErr := run(ctx)
 	errText := ""
 	if runErr != nil {
 		outcome, errText = dlq.OutcomeError, runErr.Error()
 	}
-	if err := audit.Finish(ctx, id, outcome, counts, errText); err != nil {
-		a.Log.ErrorContext(ctx, "audit: could not record outcome", "request_id", start.RequestID, "audit_id", id, "error", err.Error())
+	var err error
+	switch {
+	case mode == auditAround:
+		err = audit.Finish(ctx, id, outcome, counts, errText)
+	case mode == auditAfter || runErr != nil:
+		err = audit.Record(ctx, start, outcome, counts, errText)
+	}
+	if err != nil {
+		a.Log.ErrorContext(ctx, "audit: could not record the action", "request_id", start.RequestID, "audit_id", id, "error", err.Error())
 	}
 	if runErr != nil {
 		return runErr
