@@ -61,10 +61,13 @@ type RepeatFailures struct {
 // Name implements Condition.
 func (RepeatFailures) Name() string { return "dlq_repeat_failures" }
 
+// repeatFailuresSQL counts the pending rows replayed more than ? times and names five.
+const repeatFailuresSQL = `SELECT COUNT(*) OVER (), beer_id, replay_count FROM dlq_messages
+	WHERE status = 'pending' AND replay_count > ? ORDER BY replay_count DESC, id LIMIT 5`
+
 // Check implements Condition; the detail names up to five beer ids.
 func (c RepeatFailures) Check(ctx context.Context, _ time.Time) (bool, string, error) {
-	rows, err := c.DB.QueryContext(ctx, `SELECT COUNT(*) OVER (), beer_id, replay_count FROM dlq_messages
-		WHERE status = 'pending' AND replay_count > ? ORDER BY replay_count DESC, id LIMIT 5`, c.MaxReplays)
+	rows, err := c.DB.QueryContext(ctx, repeatFailuresSQL, c.MaxReplays)
 	if err != nil {
 		return false, "", fmt.Errorf("repeat failures: %w", err)
 	}

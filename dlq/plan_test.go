@@ -40,3 +40,22 @@ func TestKeyListStatementsUsePrimaryKey(t *testing.T) {
 		}
 	}
 }
+
+// Retention by age reads the index of each status and action time; the
+// rows without an action time are found there too (acknowledged_at IS
+// NULL), not by visiting every row of the status through idx_dlq_status_failed.
+func TestRetentionByAgeUsesActionTimeIndexes(t *testing.T) {
+	db := sqlitetest.New(t)
+	plan := strings.Join(sqlitetest.Plan(t, db, deleteByAgeSQL, 1, 10), "\n")
+	for _, want := range []string{
+		"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at<?)", "idx_dlq_status_acknowledged_at (status=? AND acknowledged_at=?)",
+		"idx_dlq_status_replayed_at (status=? AND replayed_at<?)", "idx_dlq_status_replayed_at (status=? AND replayed_at=?)",
+	} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("retention by age does not use %s:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "idx_dlq_status_failed") {
+		t.Errorf("retention by age visits a whole status:\n%s", plan)
+	}
+}

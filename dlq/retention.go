@@ -116,15 +116,22 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	return sum, errors.Join(errs...)
 }
 
-// deleteByAge deletes up to limit expired terminal rows. Each branch of the
-// UNION is served by an index (acknowledged_at, replayed_at, status).
+// deleteByAgeSQL deletes up to ?2 terminal rows that expired before ?1.
+// Each branch of the UNION reads the index of its status and action time
+// (idx_dlq_status_acknowledged_at, idx_dlq_status_replayed_at). Rows without
+// an action time (none are written any more) age from failed_at, and
+// +failed_at keeps idx_dlq_status_failed, which would visit every row of the
+// status, out of the plan.
+const deleteByAgeSQL = `DELETE FROM dlq_messages WHERE id IN (
+	SELECT id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at < ?1
+	UNION ALL SELECT id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NULL AND +failed_at < ?1
+	UNION ALL SELECT id FROM dlq_messages WHERE status = 'replayed' AND replayed_at < ?1
+	UNION ALL SELECT id FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NULL AND +failed_at < ?1
+	LIMIT ?2)`
+
+// deleteByAge deletes up to limit expired terminal rows.
 func (r *Retention) deleteByAge(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	return exec(ctx, r.DB, "delete by age", `DELETE FROM dlq_messages WHERE id IN (
-		SELECT id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at < ?
-		UNION ALL SELECT id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NULL AND failed_at < ?
-		UNION ALL SELECT id FROM dlq_messages WHERE status = 'replayed' AND replayed_at < ?
-		UNION ALL SELECT id FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NULL AND failed_at < ?
-		LIMIT ?)`, cutoff, cutoff, cutoff, cutoff, limit)
+	return exec(ctx, r.DB, "delete by age", deleteByAgeSQL, cutoff, limit)
 }
 
 // deleteOverCap deletes up to limit terminal rows ranked beyond MaxRowsPerKey
