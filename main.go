@@ -36,11 +36,7 @@ const (
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
-	db, err := platform.OpenD1("DB")
-	if err != nil {
-		log.Error("startup: no D1 binding", "error", err.Error())
-	}
-	batch, err := platform.OpenD1Batch("DB")
+	db, batch, err := platform.OpenD1("DB")
 	if err != nil {
 		log.Error("startup: no D1 binding", "error", err.Error())
 	}

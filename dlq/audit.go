@@ -103,12 +103,12 @@ func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
 	return id, nil
 }
 
-// auditEntry returns the statement that writes s's finished audit row at
+// finishedAuditStmt returns the statement that writes s's finished audit row at
 // once: its outcome, errText, and as counts the JSON object that countsSQL
 // (an SQL expression taking countsArgs) evaluates to; the statement returns
 // the counts. Sent in the same batch as an action, before it, the row and
 // the action commit together and the counts see the rows about to change.
-func auditEntry(s AuditStart, at int64, outcome, errText, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
+func finishedAuditStmt(s AuditStart, at int64, outcome, errText, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
 	var et any
 	if errText != "" {
 		et = errText
@@ -125,7 +125,7 @@ func (a Audit) Record(ctx context.Context, s AuditStart, outcome string, counts 
 	if err != nil {
 		return err
 	}
-	st := auditEntry(s, a.now().UnixMilli(), outcome, errText, "?", cs)
+	st := finishedAuditStmt(s, a.now().UnixMilli(), outcome, errText, "?", cs)
 	if _, err := a.DB.ExecContext(ctx, st.SQL, st.Args...); err != nil {
 		return fmt.Errorf("audit record: %w", err)
 	}

@@ -9,23 +9,12 @@ import (
 	"fmt"
 	"syscall/js"
 
-	"github.com/syumai/workers/cloudflare"
-
 	"github.com/redrive/redrive/sqlbatch"
 )
 
 // D1Batch is sqlbatch.Runner over a D1 binding's batch(): the statements
-// travel in one round trip and run as one SQL transaction.
+// travel in one round trip and run as one SQL transaction (see OpenD1).
 type D1Batch struct{ db js.Value }
-
-// OpenD1Batch returns the batch runner of the D1 binding.
-func OpenD1Batch(binding string) (D1Batch, error) {
-	db := cloudflare.GetBinding(binding)
-	if db.IsUndefined() {
-		return D1Batch{}, fmt.Errorf("open D1 binding %s for batches: not bound", binding)
-	}
-	return D1Batch{db: db}, nil
-}
 
 // Batch runs stmts with DB.batch([...]) and returns each D1Result's rows.
 func (b D1Batch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawMessage, error) {

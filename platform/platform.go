@@ -26,13 +26,14 @@ func Getenv(name string) string { return cloudflare.Getenv(name) }
 // HasBinding reports whether env has a binding (or var) of that name.
 func HasBinding(name string) bool { return !cloudflare.GetBinding(name).IsUndefined() }
 
-// OpenD1 opens the D1 binding as a *sql.DB.
-func OpenD1(binding string) (*sql.DB, error) {
+// OpenD1 opens the D1 binding as a *sql.DB, and as a batch runner for
+// statements that must travel together.
+func OpenD1(binding string) (*sql.DB, D1Batch, error) {
 	c, err := d1.OpenConnector(binding)
 	if err != nil {
-		return nil, fmt.Errorf("open D1 binding %s: %w", binding, err)
+		return nil, D1Batch{}, fmt.Errorf("open D1 binding %s: %w", binding, err)
 	}
-	return sql.OpenDB(c), nil
+	return sql.OpenDB(c), D1Batch{db: cloudflare.GetBinding(binding)}, nil
 }
 
 // message adapts *queues.Message to queue.Message.
