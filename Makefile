@@ -15,10 +15,10 @@ build: build/app.wasm ## build the worker (build/worker.mjs + build/app.wasm)
 
 # workers-assets-gen provides wasm_exec.js; redrive's own entry module
 # (one Go instance per isolate, see platform/worker/worker.mjs) replaces its worker.mjs.
-build/worker.mjs: platform/worker/worker.mjs
+build/worker.mjs: platform/worker/worker.mjs platform/worker/queuebody.mjs
 	go run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o build
 	rm -f build/runtime.mjs
-	cp platform/worker/worker.mjs build/worker.mjs
+	cp platform/worker/worker.mjs platform/worker/queuebody.mjs build/
 
 build/app.wasm: build/worker.mjs $(GO_SOURCES)
 	GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o build/app.wasm .
@@ -43,8 +43,9 @@ vet: ## go vet, native and js/wasm
 fmt: ## gofmt -w
 	gofmt -w $$(git ls-files '*.go')
 
-test-native: ## unit tests against SQLite
+test-native: ## unit tests against SQLite, and the entry module's own under node
 	go test -count=1 ./...
+	node --test platform/worker/
 
 test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)
 	go test -count=1 -tags e2e -timeout 20m -v ./e2e

@@ -119,7 +119,8 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 // prepare builds the failure to store for one message: attempts and reason
 // from its attempt record when there is one, poison classification from its body.
 func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captured {
-	text, binary := m.Body()
+	text, ct := m.Body()
+	binary := ct == queue.Bytes
 	// Class and Reason stay empty: the store statement takes them (and the
 	// true attempt count) from the message's attempt record.
 	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, Binary: binary, Attempts: m.Attempts(), FailedAt: now}

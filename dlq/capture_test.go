@@ -177,7 +177,7 @@ func TestCapturePoisonIsStoredWithItsNeighbours(t *testing.T) {
 		"p-numid":  queuetest.New("p-numid", `{"beer_id":12}`),
 		"p-big":    queuetest.New("p-big", big),
 		"p-utf8":   queuetest.New("p-utf8", "\xff\xfe{"),
-		"p-bin":    {MsgID: "p-bin", Attempt: 1, Text: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 0xff}), IsBinary: true},
+		"p-bin":    {MsgID: "p-bin", Attempt: 1, Text: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 0xff}), Type: queue.Bytes},
 	}
 	good1, good2 := queuetest.New("g1", beer("g1")), queuetest.New("g2", beer("g2"))
 	batch := []*queuetest.Message{good1}
@@ -195,7 +195,7 @@ func TestCapturePoisonIsStoredWithItsNeighbours(t *testing.T) {
 	for id, m := range poison {
 		r := readRow(t, db, `message_id = ?`, id)
 		raw := r.Raw
-		if r.Encoding == "base64" && !m.IsBinary {
+		if r.Encoding == "base64" && m.Type != queue.Bytes {
 			b, _ := base64.StdEncoding.DecodeString(raw)
 			raw = string(b)
 		}
@@ -422,7 +422,10 @@ func FuzzCaptureBody(f *testing.F) {
 	n := 0
 	f.Fuzz(func(t *testing.T, body string, binary bool) {
 		n++
-		m := &queuetest.Message{MsgID: fmt.Sprint("fz", n), Attempt: 1, Text: body, IsBinary: binary}
+		m := &queuetest.Message{MsgID: fmt.Sprint("fz", n), Attempt: 1, Text: body}
+		if binary {
+			m.Type = queue.Bytes
+		}
 		consume(t, c, m)
 		if !m.Acked {
 			t.Fatalf("body %q not stored", body)

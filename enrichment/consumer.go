@@ -114,10 +114,10 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 	defer c.addCounters(ctx, t)
 	var ds []delivery
 	for _, m := range msgs {
-		body, binary := m.Body()
-		b, problem := parseMessage(body, binary)
+		body, ct := m.Body()
+		b, problem := parseMessage(body, ct)
 		if problem != "" {
-			c.poison(ctx, queueName, m, body, binary, problem, t)
+			c.poison(ctx, queueName, m, body, ct == queue.Bytes, problem, t)
 			continue
 		}
 		ds = append(ds, delivery{m: m, body: body, beer: b,
@@ -139,9 +139,12 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 }
 
 // parseMessage reads a message body; problem is non-empty for poison.
-func parseMessage(body string, binary bool) (Beer, string) {
-	if binary {
-		return Beer{}, "binary body; expected JSON text {beer_id, beer_name, brewer}"
+func parseMessage(body string, ct queue.ContentType) (Beer, string) {
+	switch ct {
+	case queue.Bytes:
+		return Beer{}, "binary body; expected JSON {beer_id, beer_name, brewer}"
+	case queue.V8:
+		return Beer{}, "body is a value JSON cannot represent; expected JSON {beer_id, beer_name, brewer}"
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(body), &raw); err != nil || raw == nil {

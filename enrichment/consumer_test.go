@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
+	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
@@ -288,7 +289,7 @@ func TestConsumerStoresPoisonMessages(t *testing.T) {
 		queuetest.New("p2", `{"beer_name":"No Id"}`),
 		queuetest.New("p3", `{"beer_id":42}`),
 		queuetest.New("p4", `null`),
-		{MsgID: "p5", Attempt: 1, Text: "AAEC", IsBinary: true},
+		{MsgID: "p5", Attempt: 1, Text: "AAEC", Type: queue.Bytes},
 	}
 	f.consume(t, bad...)
 	for _, m := range bad {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -10,8 +11,11 @@ import (
 type testSendRequest struct {
 	Queue    string `json:"queue"`
 	Messages []struct {
-		Body         string `json:"body"`
-		DelaySeconds int    `json:"delay_seconds"`
+		Body string `json:"body"`
+		// ContentType is text (the default), json (body is JSON text) or
+		// bytes (body is base64).
+		ContentType  queue.ContentType `json:"content_type"`
+		DelaySeconds int               `json:"delay_seconds"`
 	} `json:"messages"`
 }
 
@@ -27,7 +31,11 @@ func (a *API) testSend(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]queue.Outgoing, len(req.Messages))
 	for i, m := range req.Messages {
-		out[i] = queue.Outgoing{Body: m.Body, Delay: time.Duration(m.DelaySeconds) * time.Second}
+		ct := cmp.Or(m.ContentType, queue.Text)
+		if ct != queue.Text && ct != queue.JSON && ct != queue.Bytes {
+			return badRequest("INVALID_REQUEST", "content_type must be text, json or bytes")
+		}
+		out[i] = queue.Outgoing{Body: m.Body, ContentType: ct, Delay: time.Duration(m.DelaySeconds) * time.Second}
 	}
 	if err := a.TestSender.SendBatch(r.Context(), req.Queue, out); err != nil {
 		return err

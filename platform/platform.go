@@ -6,9 +6,11 @@
 package platform
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"syscall/js"
 	"time"
@@ -57,32 +59,21 @@ func (m message) Retry(d time.Duration) {
 
 var (
 	uint8Array = js.Global().Get("Uint8Array")
-	arrayBuf   = js.Global().Get("ArrayBuffer")
 	jsonObj    = js.Global().Get("JSON")
+	queueBody  = js.Global().Get("redriveQueueBody") // worker.mjs
 )
 
-func (m message) Body() (string, bool) {
-	b := m.m.Body
-	switch {
-	case b.Type() == js.TypeString:
-		return b.String(), false
-	case b.InstanceOf(arrayBuf):
-		b = uint8Array.New(b)
-		fallthrough
-	case b.InstanceOf(uint8Array):
-		buf := make([]byte, b.Get("byteLength").Int())
-		js.CopyBytesToGo(buf, b)
-		return base64.StdEncoding.EncodeToString(buf), true
-	case b.IsUndefined():
-		return "", false
-	default:
-		// JSON or structured-clone bodies: their JSON text.
-		s := jsonObj.Call("stringify", b)
-		if s.Type() != js.TypeString {
-			return "", false
-		}
-		return s.String(), false
+// Body asks worker.mjs which content type the delivered value has (see
+// queueBody there) and returns its text form.
+func (m message) Body() (string, queue.ContentType) {
+	r := queueBody.Invoke(m.m.Body)
+	ct, v := queue.ContentType(r.Index(0).String()), r.Index(1)
+	if ct == queue.Bytes {
+		buf := make([]byte, v.Get("byteLength").Int())
+		js.CopyBytesToGo(buf, v)
+		return base64.StdEncoding.EncodeToString(buf), ct
 	}
+	return v.String(), ct
 }
 
 // Messages adapts a delivered batch.
@@ -100,7 +91,9 @@ type Sender struct {
 	Bindings map[string]string
 }
 
-// SendBatch implements queue.Sender with one sendBatch call of text bodies.
+// SendBatch implements queue.Sender with one sendBatch call. Each body is
+// sent with its content type: JSON as the parsed value, Text as a string,
+// Bytes as a Uint8Array; V8 cannot be sent (an error, nothing sent).
 //
 // It builds the runtime's MessageSendRequest objects itself: syumai/workers
 // v0.33.0 nests contentType and delaySeconds under an "options" key that the
@@ -116,9 +109,13 @@ func (s Sender) SendBatch(ctx context.Context, queueName string, msgs []queue.Ou
 	}
 	reqs := js.Global().Get("Array").New(len(msgs))
 	for i, m := range msgs {
+		body, ct, err := jsBody(m)
+		if err != nil {
+			return fmt.Errorf("send %d messages to %s: message %d: %w", len(msgs), queueName, i, err)
+		}
 		r := jsObject.New()
-		r.Set("body", m.Body)
-		r.Set("contentType", "text")
+		r.Set("body", body)
+		r.Set("contentType", string(ct))
 		if secs := int(m.Delay / time.Second); secs > 0 {
 			r.Set("delaySeconds", secs)
 		}
@@ -128,4 +125,28 @@ func (s Sender) SendBatch(ctx context.Context, queueName string, msgs []queue.Ou
 		return fmt.Errorf("send %d messages to %s: %w", len(msgs), queueName, err)
 	}
 	return nil
+}
+
+// jsBody turns an outgoing body's text form into the value to send.
+func jsBody(m queue.Outgoing) (js.Value, queue.ContentType, error) {
+	switch ct := cmp.Or(m.ContentType, queue.JSON); ct {
+	case queue.JSON:
+		// JSON.parse would throw (a Go panic here) on invalid text.
+		if !json.Valid([]byte(m.Body)) {
+			return js.Value{}, ct, fmt.Errorf("body is not valid JSON")
+		}
+		return jsonObj.Call("parse", m.Body), ct, nil
+	case queue.Text:
+		return js.ValueOf(m.Body), ct, nil
+	case queue.Bytes:
+		b, err := base64.StdEncoding.DecodeString(m.Body)
+		if err != nil {
+			return js.Value{}, ct, fmt.Errorf("bytes body is not base64: %w", err)
+		}
+		v := uint8Array.New(len(b))
+		js.CopyBytesToJS(v, b)
+		return v, ct, nil
+	default:
+		return js.Value{}, ct, fmt.Errorf("content type %q cannot be sent", ct)
+	}
 }

@@ -16,6 +16,35 @@ const (
 	EnrichmentDLQ = "beer-enrichment-dlq"
 )
 
+// ContentType is how a message body travels on Cloudflare Queues (the
+// `contentType` of send/sendBatch). A consumer is not told the type a
+// message was sent with; the platform layer infers it from the delivered
+// value (see Message.Body).
+type ContentType string
+
+// The content types of Cloudflare Queues.
+const (
+	// JSON: a JSON value; the consumer receives the parsed value. The
+	// Cloudflare default for `send(obj)`, and Outgoing's zero value.
+	JSON ContentType = "json"
+	// Text: a string; the consumer receives the same string.
+	Text ContentType = "text"
+	// Bytes: binary; the consumer receives an ArrayBuffer.
+	Bytes ContentType = "bytes"
+	// V8: a structured-clone value that JSON cannot represent (a Date, a Map,
+	// a typed array, undefined, ...). redrive stores it but cannot send it.
+	V8 ContentType = "v8"
+)
+
+// Valid reports whether t is one of the four content types.
+func (t ContentType) Valid() bool {
+	switch t {
+	case JSON, Text, Bytes, V8:
+		return true
+	}
+	return false
+}
+
 // Message is one delivered queue message.
 type Message interface {
 	// ID is the queue's message id (kept when a message moves to a DLQ).
@@ -24,9 +53,11 @@ type Message interface {
 	Attempts() int
 	// Timestamp is when the message was first sent.
 	Timestamp() time.Time
-	// Body returns the body as text: text bodies as they are, JSON bodies
-	// serialised, binary bodies base64-encoded with binary set to true.
-	Body() (text string, binary bool)
+	// Body returns the body in its text form and the content type it was
+	// most likely sent with: Text bodies as they are, JSON bodies as their
+	// JSON text, Bytes (an ArrayBuffer) base64-encoded, and V8 values that
+	// JSON cannot carry as their lossy JSON (or String) text.
+	Body() (text string, ct ContentType)
 	// Ack marks the message done; it will not be delivered again.
 	Ack()
 	// Retry asks for redelivery after delay (0: the consumer's retry_delay).
@@ -35,8 +66,11 @@ type Message interface {
 
 // Outgoing is one message to send.
 type Outgoing struct {
-	// Body is sent as a text message (JSON text by convention).
+	// Body is the text form of the body, as Message.Body returns it: JSON
+	// text for JSON (sent as the parsed value), base64 for Bytes.
 	Body string
+	// ContentType is how the body is sent; the zero value means JSON.
+	ContentType ContentType
 	// Delay postpones delivery; whole seconds, at most 12 h.
 	Delay time.Duration
 }

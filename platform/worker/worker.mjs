@@ -10,6 +10,7 @@
 import "./wasm_exec.js";
 import { connect } from "cloudflare:sockets";
 import mod from "./app.wasm";
+import { queueBody } from "./queuebody.mjs";
 
 globalThis.tryCatch = (fn) => {
   try {
@@ -18,6 +19,9 @@ globalThis.tryCatch = (fn) => {
     return { error: e };
   }
 };
+
+// platform.message reads delivered bodies through this (see queuebody.mjs).
+globalThis.redriveQueueBody = queueBody;
 
 let running; // Promise of the context object of the live instance
 

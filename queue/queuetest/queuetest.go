@@ -12,11 +12,13 @@ import (
 
 // Message is a fake delivered message that records how it was settled.
 type Message struct {
-	MsgID      string
-	Attempt    int
-	SentAt     time.Time
-	Text       string
-	IsBinary   bool
+	MsgID   string
+	Attempt int
+	SentAt  time.Time
+	Text    string
+	// Type is the content type Body reports (queue.Text when empty: a
+	// string body, as the runtime delivers one sent as text).
+	Type       queue.ContentType
 	Acked      bool
 	Retried    bool
 	RetryDelay time.Duration
@@ -24,10 +26,15 @@ type Message struct {
 
 var _ queue.Message = (*Message)(nil)
 
-func (m *Message) ID() string            { return m.MsgID }
-func (m *Message) Attempts() int         { return m.Attempt }
-func (m *Message) Timestamp() time.Time  { return m.SentAt }
-func (m *Message) Body() (string, bool)  { return m.Text, m.IsBinary }
+func (m *Message) ID() string           { return m.MsgID }
+func (m *Message) Attempts() int        { return m.Attempt }
+func (m *Message) Timestamp() time.Time { return m.SentAt }
+func (m *Message) Body() (string, queue.ContentType) {
+	if m.Type == "" {
+		return m.Text, queue.Text
+	}
+	return m.Text, m.Type
+}
 func (m *Message) Ack()                  { m.Acked = true }
 func (m *Message) Retry(d time.Duration) { m.Retried, m.RetryDelay = true, d }
 func (m *Message) Settled() bool         { return m.Acked || m.Retried }
