@@ -28,6 +28,8 @@ func TestRetentionDeletesByAgeButNeverPendingOrReplaying(t *testing.T) {
 		row{msgID: "replayed-no-time-old", beerID: "3", status: "replayed", failedAt: now.Add(-31 * day)},
 		row{msgID: "pending-ancient", beerID: "4", status: "pending", failedAt: now.Add(-400 * day)},
 		row{msgID: "pending-with-old-ack", beerID: "4", status: "pending", failedAt: now.Add(-400 * day), ackAt: now.Add(-400 * day)},
+		// A replayed message that failed again: pending, with the old replay's time.
+		row{msgID: "pending-replay-failed-again", beerID: "4", status: "pending", failedAt: now.Add(-400 * day), replayedAt: now.Add(-400 * day)},
 		row{msgID: "replaying-ancient", beerID: "4", status: "replaying", failedAt: now.Add(-400 * day), replayingAt: now.Add(-400 * day)},
 	)
 	sum, err := r.Run(ctx, now)
@@ -45,7 +47,7 @@ func TestRetentionDeletesByAgeButNeverPendingOrReplaying(t *testing.T) {
 		left = append(left, s)
 	}
 	rows.Close()
-	want := []string{"ack-no-time-new", "ack-recent-action", "pending-ancient", "pending-with-old-ack", "replayed-new", "replaying-ancient"}
+	want := []string{"ack-no-time-new", "ack-recent-action", "pending-ancient", "pending-replay-failed-again", "pending-with-old-ack", "replayed-new", "replaying-ancient"}
 	if !reflect.DeepEqual(left, want) {
 		t.Fatalf("left %v, want %v", left, want)
 	}

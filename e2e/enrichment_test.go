@@ -171,24 +171,28 @@ func TestEnrichServerErrorIsRetriedThenCaptured(t *testing.T) {
 	}
 }
 
-// 429 with Retry-After: 7: the next attempt comes no earlier than 7 s later.
+// 429 with Retry-After: 7: the consumer asks the queue for a 7 s delay (the
+// beer's next_attempt_at is its failed attempt's time + 7000 ms, class
+// rate_limited), and the redelivery then enriches the beer.
 func TestEnrichHonoursRetryAfter(t *testing.T) {
 	token := uniq("ratelimited")
 	shared.Provider.On(token, Behavior{Status: http.StatusTooManyRequests, RetryAfter: "7"})
 	b := beerFor(token)
 	enrich(t, shared, b)
-	Eventually(t, 30*time.Second, "first call", func() bool { return len(shared.Provider.Calls(token)) == 1 })
+	var next, updated int64
+	var lastError string
+	Eventually(t, 30*time.Second, "429 recorded on the beer", func() bool {
+		return shared.DB(t).QueryRow(`SELECT next_attempt_at, updated_at, last_error FROM beers WHERE beer_id = ? AND next_attempt_at IS NOT NULL`, b.BeerID).
+			Scan(&next, &updated, &lastError) == nil
+	})
+	if next-updated != 7000 || !strings.HasPrefix(lastError, "rate_limited: status 429") {
+		t.Fatalf("retry decided for %d ms after the attempt (want 7000), last_error %q", next-updated, lastError)
+	}
 	shared.Provider.On(token, Behavior{Content: "5.5"})
 	s := waitStatus(t, shared, b.BeerID, enrichment.StatusEnriched, 60*time.Second)
-	calls := shared.Provider.Calls(token)
-	if len(calls) != 2 || s.Attempts != 2 {
+	if calls := shared.Provider.Calls(token); len(calls) != 2 || s.Attempts != 2 {
 		t.Fatalf("calls %d, beer %+v", len(calls), s)
 	}
-	gap := calls[1].At.Sub(calls[0].At)
-	if gap < 7*time.Second {
-		t.Fatalf("second attempt %v after the 429, want >= 7s", gap)
-	}
-	t.Logf("second attempt %v after the 429 with Retry-After: 7", gap.Round(time.Millisecond))
 }
 
 // 401 is permanent: one provider call, a DLQ row written by the consumer
@@ -262,22 +266,15 @@ func TestEnrichHangingProviderIsCutOff(t *testing.T) {
 	b := beerFor(token)
 	enrich(t, w, b)
 	Eventually(t, 60*time.Second, "a second attempt after the first timed out", func() bool { return len(w.Provider.Calls(token)) >= 2 })
-	first := w.Provider.Calls(token)[0]
-	if first.Ended.IsZero() {
+	if w.Provider.Calls(token)[0].Ended.IsZero() {
 		t.Fatal("the first hanging request is still open: the timeout did not abort it")
 	}
-	// The fake stamps At after reading the body and the worker starts its
-	// timer before sending, so only a loose sanity bound: not cut at once.
-	held := first.Ended.Sub(first.At)
-	if held < 500*time.Millisecond {
-		t.Fatalf("request ended after %v, long before the 1 s timeout", held)
-	}
-	t.Logf("hanging request aborted after %v (timeout 1 s)", held.Round(time.Millisecond))
 	var class, errText string
 	Eventually(t, 10*time.Second, "attempt recorded", func() bool {
 		return w.DB(t).QueryRow(`SELECT error_class, error FROM message_attempts LIMIT 1`).Scan(&class, &errText) == nil
 	})
-	if class != enrichment.ClassTransient || !strings.HasPrefix(errText, "timeout: ") {
+	// The recorded decision: aborted by the 1 s timeout (not at once, not later).
+	if class != enrichment.ClassTransient || !strings.HasPrefix(errText, "timeout: ") || !strings.Contains(errText, "within 1s") {
 		t.Fatalf("attempt record %s %q", class, errText)
 	}
 }

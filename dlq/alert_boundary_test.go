@@ -1,0 +1,72 @@
+package dlq
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+)
+
+// Each threshold is "more than": exactly at it does not fire, one past it does.
+func TestAlertThresholdsAtTheirExactBoundary(t *testing.T) {
+	now := time.UnixMilli(1_750_000_000_000)
+	check := func(t *testing.T, c Condition) bool {
+		t.Helper()
+		firing, detail, err := c.Check(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(detail)
+		return firing
+	}
+	t.Run("pending high", func(t *testing.T) {
+		db := sqlitetest.New(t)
+		c := PendingHigh{DB: db, Threshold: 3}
+		insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 1}, adminRow{beerID: "3", failedAt: 1},
+			adminRow{beerID: "x", failedAt: 1, status: StatusAcknowledged})
+		if check(t, c) {
+			t.Fatal("fires at exactly the threshold")
+		}
+		insert(t, db, adminRow{beerID: "4", failedAt: 1})
+		if !check(t, c) {
+			t.Fatal("does not fire one past the threshold")
+		}
+	})
+	t.Run("oldest pending", func(t *testing.T) {
+		db := sqlitetest.New(t)
+		c := OldestPending{DB: db, MaxAge: 24 * time.Hour}
+		insert(t, db, adminRow{beerID: "1", failedAt: now.Add(-24 * time.Hour).UnixMilli()})
+		if check(t, c) {
+			t.Fatal("fires at exactly the age")
+		}
+		insert(t, db, adminRow{beerID: "2", failedAt: now.Add(-24*time.Hour - time.Millisecond).UnixMilli()})
+		if !check(t, c) {
+			t.Fatal("does not fire one millisecond past the age")
+		}
+	})
+	t.Run("repeat failures", func(t *testing.T) {
+		db := sqlitetest.New(t)
+		c := RepeatFailures{DB: db, MaxReplays: 2}
+		insert(t, db, adminRow{beerID: "1", failedAt: 1, replayCount: 2}, adminRow{beerID: "x", failedAt: 1, replayCount: 9, status: StatusReplayed})
+		if check(t, c) {
+			t.Fatal("fires at exactly MaxReplays")
+		}
+		insert(t, db, adminRow{beerID: "2", failedAt: 1, replayCount: 3})
+		if !check(t, c) {
+			t.Fatal("does not fire one past MaxReplays")
+		}
+	})
+	t.Run("cap evicting", func(t *testing.T) {
+		db := sqlitetest.New(t)
+		c := CapEvicting{DB: db}
+		for _, evicted := range []int64{0, 1} {
+			if _, err := db.Exec(`INSERT INTO job_runs(job, last_run_at, last_duration_ms, last_ok, last_summary) VALUES (?, 1, 1, 1, json_object('deleted_cap', ?, 'cap_keys', json('[]')))
+				ON CONFLICT(job) DO UPDATE SET last_summary = excluded.last_summary`, RetentionJobName, evicted); err != nil {
+				t.Fatal(err)
+			}
+			if got := check(t, c); got != (evicted > 0) {
+				t.Fatalf("%d rows evicted: firing %v", evicted, got)
+			}
+		}
+	})
+}
