@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/platform"
 	"github.com/redrive/redrive/queue"
@@ -27,12 +28,6 @@ import (
 
 // version is set by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
-
-// Cron expressions; they must match wrangler.jsonc's triggers.crons.
-const (
-	cronFrequent = "*/5 * * * *"
-	cronDaily    = "17 3 * * *"
-)
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
@@ -93,7 +88,7 @@ func main() {
 		notifier = platform.Webhook{URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
 	}
 	crons := &handlers.CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]handlers.Job{
-		cronFrequent: {
+		jobs.Frequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits},
@@ -106,7 +101,7 @@ func main() {
 				enrichment.BreakerOpenCondition{DB: db},
 			}},
 		},
-		cronDaily: {
+		jobs.Daily: {
 			&dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 				AttemptMaxAge: cfg.AttemptRetention, Limits: dlq.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
 			// admin_audit is defined by the admin API (at: epoch ms).

@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/promtext"
+	"github.com/redrive/redrive/jobs"
 )
 
-// Cron expressions of wrangler.jsonc (and main.go).
+// Cron expressions of the worker (jobs.Crons; wrangler.jsonc lists the same).
 const (
-	cronFrequent = "*/5 * * * *"
-	cronDaily    = "17 3 * * *"
+	cronFrequent = jobs.Frequent
+	cronDaily    = jobs.Daily
 )
 
 const dayMS = int64(24 * time.Hour / time.Millisecond)
