@@ -104,8 +104,7 @@ func main() {
 		jobs.Daily: {
 			&dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 				AttemptMaxAge: cfg.AttemptRetention, Limits: dlq.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
-			// admin_audit is defined by the admin API (at: epoch ms).
-			&dlq.AuditRetention{DB: db, Table: "admin_audit", TimeColumn: "at", MaxAge: cfg.AuditRetention, Limits: limits},
+			&dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits},
 		},
 	}}
 

@@ -37,12 +37,15 @@ func TestOneGoInstanceServesManyCalls(t *testing.T) {
 }
 
 // With one Go instance per isolate (platform/worker/worker.mjs), concurrent
-// fetch, queue and cron calls must each get their own answer and effects.
+// fetch, queue and cron calls are served by that one instance (every health
+// answer names the same instance id) and must each get their own answer and
+// effects.
 func TestConcurrentCallsOnOneInstance(t *testing.T) {
 	const n = 40
 	token := fmt.Sprintf("concurrent-%d", time.Now().UnixNano())
 	var wg sync.WaitGroup
 	ids := make(chan string, 3*n)
+	instances := make(chan string, n)
 	errs := make(chan error, 3*n)
 	for i := 0; i < n; i++ {
 		wg.Add(3)
@@ -53,7 +56,17 @@ func TestConcurrentCallsOnOneInstance(t *testing.T) {
 				errs <- fmt.Errorf("health: %v %v", err, r)
 				return
 			}
+			var h struct {
+				Instance struct {
+					ID string `json:"id"`
+				} `json:"instance"`
+			}
+			if err := json.Unmarshal(r.Data, &h); err != nil || h.Instance.ID == "" {
+				errs <- fmt.Errorf("health without an instance id: %v %s", err, r.Raw)
+				return
+			}
 			ids <- r.ReqID
+			instances <- h.Instance.ID
 		}()
 		go func() {
 			defer wg.Done()
@@ -80,8 +93,16 @@ func TestConcurrentCallsOnOneInstance(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	close(ids)
+	close(instances)
 	for err := range errs {
 		t.Error(err)
+	}
+	served := map[string]int{}
+	for id := range instances {
+		served[id]++
+	}
+	if len(served) != 1 {
+		t.Errorf("concurrent health calls were served by %d Go instances %v, want one", len(served), served)
 	}
 	seen := map[string]bool{}
 	for id := range ids {

@@ -313,13 +313,42 @@ func TestCatchUpWaitsAfterDowntimeBeforeDeclaringMessagesLost(t *testing.T) {
 	}
 }
 
-// racySender records sends and yields on each, so concurrent runs interleave.
+// racySender records sends. The first send of each run waits (up to a
+// deadline) until a second run is sending too, so that two runs certainly
+// hold claims at the same time.
 type racySender struct {
-	mu   sync.Mutex
-	sent map[string]int
+	mu       sync.Mutex
+	sent     map[string]int
+	sending  int           // runs that reached their first send
+	overlap  chan struct{} // closed when two runs have
+	deadline time.Duration
 }
 
-func (s *racySender) SendBatch(_ context.Context, _ string, msgs []queue.Outgoing) error {
+func newRacySender() *racySender {
+	return &racySender{sent: map[string]int{}, overlap: make(chan struct{}), deadline: 30 * time.Second}
+}
+
+// run is one run's view of the sender.
+type racyRun struct {
+	s     *racySender
+	first bool
+}
+
+func (r *racyRun) SendBatch(ctx context.Context, q string, msgs []queue.Outgoing) error {
+	s := r.s
+	if !r.first {
+		r.first = true
+		s.mu.Lock()
+		if s.sending++; s.sending == 2 {
+			close(s.overlap)
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.overlap:
+		case <-time.After(s.deadline): // a deadline, not a measurement
+			return errors.New("no second run started sending while this one held its claim")
+		}
+	}
 	runtime.Gosched()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -333,6 +362,9 @@ func (s *racySender) SendBatch(_ context.Context, _ string, msgs []queue.Outgoin
 	return nil
 }
 
+// Concurrent runs (the native stand-in for two isolates running the cron at
+// once: wrangler dev runs two cron fires one after the other) each claim
+// and send, and no beer is sent twice.
 func TestCatchUpOverlappingRunsNeverSendABeerTwice(t *testing.T) {
 	db := sqlitetest.New(t)
 	db.SetMaxOpenConns(8)
@@ -342,7 +374,7 @@ func TestCatchUpOverlappingRunsNeverSendABeerTwice(t *testing.T) {
 		SELECT 'b' || i, 'Beer ' || i, 'pending', ?2 - i * 1000, 1, 1 FROM n`, beers, catchUpNow.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
-	sender := &racySender{sent: map[string]int{}}
+	sender := newRacySender()
 	var wg sync.WaitGroup
 	sums := make([]map[string]any, runs)
 	errs := make([]error, runs)
@@ -350,19 +382,27 @@ func TestCatchUpOverlappingRunsNeverSendABeerTwice(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := newCatchUp(db, sender)
+			c := newCatchUp(db, &racyRun{s: sender})
 			c.Limits = dlq.Limits{BatchSize: 7}
 			sums[i], errs[i] = c.Run(context.Background(), catchUpNow)
 		}()
 	}
 	wg.Wait()
 	var total int64
+	active := 0
 	for i := range sums {
 		if errs[i] != nil {
 			t.Fatalf("run %d: %v", i, errs[i])
 		}
-		total += sums[i]["enqueued"].(int64)
-		t.Logf("run %d enqueued %d", i, sums[i]["enqueued"])
+		n := sums[i]["enqueued"].(int64)
+		total += n
+		if n > 0 {
+			active++
+		}
+		t.Logf("run %d enqueued %d", i, n)
+	}
+	if active < 2 {
+		t.Fatalf("only %d run(s) enqueued beers: the runs did not overlap", active)
 	}
 	if len(sender.sent) != beers || total != beers {
 		t.Fatalf("%d distinct beers sent, runs report %d; want %d", len(sender.sent), total, beers)
