@@ -31,7 +31,7 @@ var version = "dev"
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
-	db, batch, err := platform.OpenD1("DB")
+	db, batch, err := platform.OpenD1("DB", nil)
 	if err != nil {
 		log.Error("startup: no D1 binding", "error", err.Error())
 	}

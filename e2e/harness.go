@@ -347,18 +347,31 @@ func (w *Worker) Int(t testing.TB, query string, args ...any) int64 {
 // tests use it to seed or age rows. The worker sees the change at once.
 func (w *Worker) Exec(t testing.TB, sqlText string) {
 	t.Helper()
-	out, err := w.wrangler(2*time.Minute, w.d1Args("execute", "beer-db", "--local", "--persist-to", w.persist, "--command", sqlText)...)
-	if err != nil {
-		t.Fatalf("d1 execute: %v\n%s", err, out)
-	}
+	w.execD1(t, 2*time.Minute, "--command", sqlText)
 }
 
 // ExecFile runs a SQL file through `wrangler d1 execute --file`.
 func (w *Worker) ExecFile(t testing.TB, path string) {
 	t.Helper()
-	out, err := w.wrangler(5*time.Minute, w.d1Args("execute", "beer-db", "--local", "--persist-to", w.persist, "--file", path)...)
+	w.execD1(t, 5*time.Minute, "--file", path)
+}
+
+// execD1 runs `wrangler d1 execute` against the worker's local D1. The
+// running worker holds the same SQLite file: a statement that finds it
+// locked (SQLITE_BUSY) did nothing and is run again, until timeout.
+func (w *Worker) execD1(t testing.TB, timeout time.Duration, args ...string) {
+	t.Helper()
+	var out []byte
+	err := Poll(timeout, func() (bool, error) {
+		var err error
+		out, err = w.wrangler(timeout, w.d1Args(append([]string{"execute", "beer-db", "--local", "--persist-to", w.persist}, args...)...)...)
+		if err != nil && bytes.Contains(out, []byte("SQLITE_BUSY")) {
+			return false, nil
+		}
+		return true, err
+	})
 	if err != nil {
-		t.Fatalf("d1 execute --file: %v\n%s", err, out)
+		t.Fatalf("d1 execute %s: %v\n%s", args[0], err, out)
 	}
 }
 

@@ -73,7 +73,8 @@ type JobRun struct {
 // terms of their own.
 func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 	rows, err := db.QueryContext(ctx, `
-		SELECT 'dlq', status, source_queue, COUNT(*), 0, 0, 0, 0 FROM dlq_messages GROUP BY status, source_queue
+		SELECT 'dlq' AS kind, status AS a, source_queue AS b, COUNT(*) AS n1, 0 AS n2, 0 AS n3, 0 AS n4, 0 AS n5
+			FROM dlq_messages GROUP BY status, source_queue
 		UNION ALL SELECT 'scalars', '', '', COALESCE(MIN(failed_at), 0),
 			(SELECT COALESCE(MAX(state <> 'closed'), 0) FROM enrichment_breaker),
 			(SELECT COUNT(*) FROM job_runs WHERE job = ?1),

@@ -14,7 +14,10 @@ import (
 
 // D1Batch is sqlbatch.Runner over a D1 binding's batch(): the statements
 // travel in one round trip and run as one SQL transaction (see OpenD1).
-type D1Batch struct{ db js.Value }
+type D1Batch struct {
+	db      js.Value
+	observe func(context.Context, D1Meta)
+}
 
 // Batch runs stmts with DB.batch([...]) and returns each D1Result's rows.
 func (b D1Batch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawMessage, error) {
@@ -40,6 +43,7 @@ func (b D1Batch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawM
 	}
 	out := make([]json.RawMessage, results.Length())
 	for i := range out {
+		observe(ctx, b.observe, results.Index(i))
 		rows := results.Index(i).Get("results")
 		if rows.IsUndefined() || rows.IsNull() {
 			out[i] = json.RawMessage("[]")

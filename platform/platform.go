@@ -8,7 +8,6 @@ package platform
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/syumai/workers/cloudflare"
-	"github.com/syumai/workers/cloudflare/d1"
 	"github.com/syumai/workers/cloudflare/queues"
 
 	"github.com/redrive/redrive/queue"
@@ -27,16 +25,6 @@ func Getenv(name string) string { return cloudflare.Getenv(name) }
 
 // HasBinding reports whether env has a binding (or var) of that name.
 func HasBinding(name string) bool { return !cloudflare.GetBinding(name).IsUndefined() }
-
-// OpenD1 opens the D1 binding as a *sql.DB, and as a batch runner for
-// statements that must travel together.
-func OpenD1(binding string) (*sql.DB, D1Batch, error) {
-	c, err := d1.OpenConnector(binding)
-	if err != nil {
-		return nil, D1Batch{}, fmt.Errorf("open D1 binding %s: %w", binding, err)
-	}
-	return sql.OpenDB(c), D1Batch{db: cloudflare.GetBinding(binding)}, nil
-}
 
 // message adapts *queues.Message to queue.Message.
 type message struct{ m *queues.Message }
