@@ -49,7 +49,7 @@ type d1Connector struct {
 }
 
 func (c *d1Connector) Connect(context.Context) (driver.Conn, error) { return (*d1Conn)(c), nil }
-func (c *d1Connector) Driver() driver.Driver                       { return d1Driver{} }
+func (c *d1Connector) Driver() driver.Driver                        { return d1Driver{} }
 
 type d1Driver struct{}
 
