@@ -83,10 +83,16 @@ func main() {
 			DailyLimit:       cfg.DailyEnrichmentLimit,
 		},
 	}
-	router := &handlers.QueueRouter{Log: log, Consumers: map[string]handlers.BatchConsumer{
-		queue.Enrichment:    enricher,
-		queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
-	}}
+	router := &handlers.QueueRouter{Log: log,
+		Consumers: map[string]handlers.BatchConsumer{
+			queue.Enrichment: enricher,
+			queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, RetryBase: cfg.D1RetryBase,
+				SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
+		},
+		// A queue with a consumer in wrangler.jsonc but none here: its
+		// messages become DLQ rows (class unroutable) instead of being dropped.
+		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
+	}
 	limits := dlq.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
 	var notifier dlq.Notifier
 	if cfg.AlertWebhookURL != "" {
