@@ -67,7 +67,10 @@ func main() {
 		}}
 	}
 
-	enricher := &enrichment.Consumer{DB: db, Log: log,
+	// Sender: messages that fail through no fault of their own (D1
+	// unavailable, auth, config, quota, breaker open) go back to the queue
+	// as fresh delayed copies instead of spending their attempts.
+	enricher := &enrichment.Consumer{DB: db, Log: log, Sender: sender,
 		Provider: enrichment.ChatProvider{
 			URL:     cfg.EnrichmentAPIURL,
 			Model:   cfg.EnrichmentModel,
@@ -81,6 +84,7 @@ func main() {
 			BreakerThreshold: cfg.BreakerThreshold,
 			BreakerCooldown:  cfg.BreakerCooldown,
 			DailyLimit:       cfg.DailyEnrichmentLimit,
+			D1RetryBase:      cfg.D1RetryBase,
 		},
 	}
 	router := &handlers.QueueRouter{Log: log,
@@ -110,6 +114,7 @@ func main() {
 				dlq.CapEvicting{DB: db},
 				dlq.JobFailing{DB: db},
 				enrichment.BreakerOpenCondition{DB: db},
+				enrichment.AuthFailingCondition{DB: db},
 			}},
 		},
 		cronDaily: {
