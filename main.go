@@ -62,7 +62,10 @@ func main() {
 		}}
 	}
 
-	enricher := &enrichment.Consumer{DB: db, Log: log,
+	// Sender: messages that fail through no fault of their own (D1
+	// unavailable, auth, config, quota, breaker open) go back to the queue
+	// as fresh delayed copies instead of spending their attempts.
+	enricher := &enrichment.Consumer{DB: db, Log: log, Sender: sender,
 		Provider: enrichment.ChatProvider{
 			URL:     cfg.EnrichmentAPIURL,
 			Model:   cfg.EnrichmentModel,
@@ -76,12 +79,19 @@ func main() {
 			BreakerThreshold: cfg.BreakerThreshold,
 			BreakerCooldown:  cfg.BreakerCooldown,
 			DailyLimit:       cfg.DailyEnrichmentLimit,
+			D1RetryBase:      cfg.D1RetryBase,
 		},
 	}
-	router := &handlers.QueueRouter{Log: log, Consumers: map[string]handlers.BatchConsumer{
-		queue.Enrichment:    enricher,
-		queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
-	}}
+	router := &handlers.QueueRouter{Log: log,
+		Consumers: map[string]handlers.BatchConsumer{
+			queue.Enrichment: enricher,
+			queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, RetryBase: cfg.D1RetryBase,
+				SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
+		},
+		// A queue with a consumer in wrangler.jsonc but none here: its
+		// messages become DLQ rows (class unroutable) instead of being dropped.
+		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
+	}
 	limits := dlq.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
 	var notifier dlq.Notifier
 	if cfg.AlertWebhookURL != "" {
@@ -99,6 +109,7 @@ func main() {
 				dlq.CapEvicting{DB: db},
 				dlq.JobFailing{DB: db},
 				enrichment.BreakerOpenCondition{DB: db},
+				enrichment.AuthFailingCondition{DB: db},
 			}},
 		},
 		jobs.Daily: {

@@ -110,7 +110,8 @@ CREATE TABLE IF NOT EXISTS enrichment_breaker (
     failures INTEGER NOT NULL DEFAULT 0,    -- consecutive transient failures
     open_until INTEGER,                     -- end of the cooldown while open
     probe_until INTEGER,                    -- lease of the half-open probe
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    cause TEXT                              -- why it opened: transient | auth (NULL while closed; migrations/0010)
 );
 
 -- enrichment_quota: provider calls reserved per UTC day (DAILY_ENRICHMENT_LIMIT).

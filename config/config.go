@@ -57,6 +57,15 @@ type Config struct {
 	// before declaring anything lost, so it must stay well above the 5-minute cron.
 	EnrichmentQueuedStuck time.Duration
 
+	// D1RetryBase (D1_RETRY_BASE_SECONDS, default 300, 1..3600) spaces the
+	// retries of work that failed because D1 is unavailable (down, refusing
+	// queries, a table missing): the DLQ consumer retries a message it could
+	// not store after min(12 h, base*2^(n-1)) on its n-th delivery, so with
+	// the shipped max_retries of 10 it survives a D1 outage of about 45 h
+	// (dlq.SurvivableOutage); the enrichment consumer hands such messages
+	// back to its queue (a fresh copy, no attempt spent) after the same delay.
+	D1RetryBase time.Duration
+
 	// ReplayStuckAfter (DLQ_REPLAY_STUCK_MINUTES, default 10) is how long a DLQ row may
 	// stay `replaying` before the rescue job returns it to `pending`.
 	ReplayStuckAfter time.Duration
@@ -155,6 +164,7 @@ func Load(getenv func(string) string) (Config, []error) {
 		BulkAcknowledgeMax:    int(l.int("DLQ_BULK_ACKNOWLEDGE_MAX", 5000, 1, 50000)),
 
 		EnrichmentQueuedStuck: l.minutes("ENRICHMENT_QUEUED_STUCK_MINUTES", 60, 15, 10080),
+		D1RetryBase:           l.seconds("D1_RETRY_BASE_SECONDS", 300, 1, 3600),
 	}
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {
 		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_BACKOFF_BASE_SECONDS (%s) exceeds ENRICHMENT_BACKOFF_MAX_SECONDS (%s); using the max as base",

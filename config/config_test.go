@@ -174,3 +174,22 @@ func TestRetentionBatchSize(t *testing.T) {
 		t.Fatalf("out of range %d %v", c.RetentionBatchSize, problems)
 	}
 }
+
+func TestD1RetryBase(t *testing.T) {
+	c, problems := Load(env(nil))
+	if c.D1RetryBase != 300*time.Second || len(problems) != 0 {
+		t.Fatalf("default %v %v", c.D1RetryBase, problems)
+	}
+	for raw, want := range map[string]time.Duration{"1": time.Second, "3600": time.Hour, "60": time.Minute} {
+		c, problems := Load(env(map[string]string{"D1_RETRY_BASE_SECONDS": raw}))
+		if c.D1RetryBase != want || len(problems) != 0 {
+			t.Errorf("%s: %v %v", raw, c.D1RetryBase, problems)
+		}
+	}
+	for _, raw := range []string{"0", "3601", "-5", "5m", "1.5"} {
+		c, problems := Load(env(map[string]string{"D1_RETRY_BASE_SECONDS": raw}))
+		if c.D1RetryBase != 300*time.Second || len(problems) != 1 || !strings.Contains(problems[0].Error(), "D1_RETRY_BASE_SECONDS") {
+			t.Errorf("%s: %v %v", raw, c.D1RetryBase, problems)
+		}
+	}
+}

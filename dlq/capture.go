@@ -47,9 +47,12 @@ const maxReason = 1000
 // repeat failures and duplicates apart; only a batch with duplicates pays
 // a second statement, to count them.
 //
-// When the store statement fails, one `SELECT 1` probe tells an unavailable
-// D1 (the error is returned: the runtime retries every unacked message)
-// from a failure tied to the batch's content: then each message is stored
+// When the store statement fails, one probe (the store statement over an
+// empty batch: it needs every table the store writes) tells an unavailable
+// D1 from a failure tied to the batch's content. D1 unavailable: every
+// message not stored yet is retried after RetryDelay(RetryBase, attempt),
+// which doubles per delivery up to 12 h, so the consumer's max_retries
+// cover a long outage (SurvivableOutage). Content: each message is stored
 // alone, so one bad message cannot hold back its neighbours. A message that
 // fails even alone is retried; from its UnstorableAfter-th DLQ delivery on
 // it is stored as a minimal poison row instead (body as base64, reason
@@ -64,6 +67,14 @@ type Capture struct {
 	// cannot be stored even alone is stored as a minimal poison row
 	// (DefaultUnstorableAfter when 0).
 	UnstorableAfter int
+	// RetryBase is D1_RETRY_BASE_SECONDS: a message that cannot be stored
+	// because D1 is unavailable is retried after min(12 h, RetryBase·2^(n-1))
+	// on its n-th delivery (DefaultRetryBase when 0).
+	RetryBase time.Duration
+	// Cause, when set, gives every message of a batch the same failure
+	// class and reason instead of those of its attempt record (Unroutable
+	// uses it for queues without a consumer).
+	Cause func(queueName string) (class, reason string)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -85,9 +96,9 @@ type captured struct {
 	retried bool
 }
 
-// ConsumeBatch stores the batch (see Capture) and acks each stored message.
-// It returns an error only when D1 is unavailable; the runtime then retries
-// every message not acked yet.
+// ConsumeBatch stores the batch (see Capture) and acks each stored message;
+// every other message is retried. It settles each message itself and
+// returns nil.
 func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []queue.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -102,6 +113,12 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 	for i, m := range msgs {
 		batch[i] = c.prepare(m, source, now)
 	}
+	if c.Cause != nil {
+		class, reason := c.Cause(queueName)
+		for _, cm := range batch {
+			cm.failure.Class, cm.failure.Reason = class, shorten(reason, maxReason)
+		}
+	}
 
 	var unavailable error
 	for _, chunk := range chunks(batch, maxBatchBytes) {
@@ -109,10 +126,10 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 			break
 		}
 	}
-	c.finish(ctx, queueName, source, batch, start)
 	if unavailable != nil {
-		return fmt.Errorf("capture: %w", unavailable)
+		c.retryUnavailable(ctx, batch, unavailable)
 	}
+	c.finish(ctx, queueName, source, batch, start)
 	return nil
 }
 
@@ -150,7 +167,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	}
 	if perr := c.probe(ctx); perr != nil {
 		c.Log.ErrorContext(ctx, "dlq: D1 unavailable; batch will be retried", "messages", len(chunk), "error", err.Error(), "probe_error", perr.Error())
-		return err
+		return fmt.Errorf("%w (probe: %v)", err, perr)
 	}
 	c.Log.WarnContext(ctx, "dlq: batch store failed while D1 answers; storing messages one by one", "messages", len(chunk), "error", err.Error())
 	for _, cm := range chunk {
@@ -191,6 +208,12 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		}
 		cause = fmt.Errorf("%v; minimal row: %w", cause, err)
 	}
+	if perr := c.probe(ctx); perr != nil {
+		// D1 went away during the one-by-one stores: back off as for an
+		// unavailable D1 instead of spending the retries at retry_delay.
+		c.retryUnavailable(ctx, []*captured{cm}, fmt.Errorf("%w (probe: %v)", cause, perr))
+		return
+	}
 	c.Log.WarnContext(ctx, "dlq: message could not be stored; retrying it", "message_id", m.ID(), "attempt", m.Attempts(), "error", cause.Error())
 	cm.retried = true
 	m.Retry(0)
@@ -203,12 +226,6 @@ func (c *Capture) settleStored(cm *captured, o Outcome) {
 	}
 	cm.outcome = o
 	cm.msg.Ack()
-}
-
-// probe tells an unavailable D1 from a statement that failed for its content.
-func (c *Capture) probe(ctx context.Context) error {
-	var one int64
-	return c.DB.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
 }
 
 // finish removes the attempt records of stored messages and adds the

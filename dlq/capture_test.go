@@ -264,32 +264,38 @@ func TestCaptureStatementsPerBatch(t *testing.T) {
 	}
 }
 
-// D1 unavailable before anything is stored: the error is returned (the
-// runtime retries the batch) and no message is acked.
-func TestCaptureD1UnavailableRetriesTheBatch(t *testing.T) {
+// D1 unavailable before anything is stored: no message is acked; each is
+// retried with the exponential delay of its own attempt (not the batch's
+// retry_delay), and the batch returns nil (every message is settled).
+func TestCaptureD1UnavailableRetriesEachMessageWithBackoff(t *testing.T) {
 	db := sqlitetest.New(t)
 	db.Close()
 	c := newCapture(db, &bytes.Buffer{})
-	m1, m2 := queuetest.New("m1", beer("1")), queuetest.New("m2", "poison")
-	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2)); err == nil {
-		t.Fatal("ConsumeBatch succeeded on a closed database")
+	c.RetryBase = 300 * time.Second
+	m1, m2, m3 := queuetest.New("m1", beer("1")), queuetest.New("m2", "poison"), queuetest.New("m3", beer("3"))
+	m2.Attempt, m3.Attempt = 3, 10
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2, m3)); err != nil {
+		t.Fatalf("ConsumeBatch: %v", err)
 	}
-	if m1.Settled() || m2.Settled() {
-		t.Fatal("messages settled although nothing was stored")
+	for m, want := range map[*queuetest.Message]time.Duration{m1: 300 * time.Second, m2: 1200 * time.Second, m3: 12 * time.Hour} {
+		if m.Acked || !m.Retried || m.RetryDelay != want {
+			t.Errorf("%s (attempt %d): acked %v retried %v delay %v, want %v", m.MsgID, m.Attempt, m.Acked, m.Retried, m.RetryDelay, want)
+		}
 	}
 }
 
-// D1 failing at the store: the store fails, the probe fails, the error is
-// returned and nothing is acked or stored one by one.
-func TestCaptureD1FailingDuringTheStoreRetriesTheBatch(t *testing.T) {
+// D1 failing at the store: the store fails, the probe fails; nothing is
+// acked or stored one by one, every message is retried with backoff.
+func TestCaptureD1FailingDuringTheStoreRetriesEachMessage(t *testing.T) {
 	plain, flaky, stmts := flakyDB(t, 0)
 	c := newCapture(flaky, &bytes.Buffer{})
 	m1, m2 := queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2"))
-	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2)); err == nil {
-		t.Fatal("ConsumeBatch succeeded while D1 failed")
+	m2.Attempt = 2
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2)); err != nil {
+		t.Fatalf("ConsumeBatch: %v", err)
 	}
-	if m1.Settled() || m2.Settled() {
-		t.Fatal("messages settled although the store failed")
+	if m1.Acked || m2.Acked || m1.RetryDelay != DefaultRetryBase || m2.RetryDelay != 2*DefaultRetryBase {
+		t.Fatalf("m1 %+v m2 %+v", m1, m2)
 	}
 	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
 		t.Fatalf("rows = %d", n)
@@ -297,6 +303,51 @@ func TestCaptureD1FailingDuringTheStoreRetriesTheBatch(t *testing.T) {
 	// store and probe: no one-by-one stores.
 	if n := stmts.Load(); n > 2 {
 		t.Fatalf("%d statements against an unavailable D1", n)
+	}
+}
+
+// A table the store needs is missing (renamed): D1 answers `SELECT 1`, but
+// the capture cannot write. The probe sees it, so the messages are retried
+// with backoff instead of being stored one by one (and, from their third
+// delivery, "unstorable"). Once the table is back they are stored once.
+func TestCaptureMissingTableIsD1Unavailable(t *testing.T) {
+	// (Renaming counters would not do: SQLite rewrites the triggers that use it.)
+	for table, sqls := range map[string][2]string{
+		"dlq_messages":     {`ALTER TABLE dlq_messages RENAME TO away`, `ALTER TABLE away RENAME TO dlq_messages`},
+		"message_attempts": {`ALTER TABLE message_attempts RENAME TO away`, `ALTER TABLE away RENAME TO message_attempts`},
+		"counters":         {`DROP TABLE counters`, `CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL DEFAULT 0)`},
+	} {
+		t.Run(table, func(t *testing.T) {
+			db := sqlitetest.New(t)
+			var logs bytes.Buffer
+			c := newCapture(db, &logs)
+			c.RetryBase = 7 * time.Second
+			mustExec(t, db, sqls[0])
+			var msgs []*queuetest.Message
+			for i := range 3 {
+				m := queuetest.New(fmt.Sprint("m", i), beer(fmt.Sprint(i)))
+				m.Attempt = 3 + i
+				msgs = append(msgs, m)
+			}
+			consume(t, c, msgs...)
+			for i, m := range msgs {
+				if want := 7 * time.Second << (2 + i); m.Acked || !m.Retried || m.RetryDelay != want {
+					t.Fatalf("%s: %+v, want retried after %v", m.MsgID, m, want)
+				}
+			}
+			if strings.Contains(logs.String(), "one by one") {
+				t.Fatalf("missing %s taken for a content problem: %s", table, logs.String())
+			}
+			mustExec(t, db, sqls[1])
+			for _, m := range msgs {
+				m.Retried, m.Attempt = false, m.Attempt+1
+			}
+			consume(t, c, msgs...)
+			consume(t, c, msgs...) // a redelivery changes nothing
+			if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE message_id IN ('m0', 'm1', 'm2') AND failure_class = 'unknown'`); n != 3 {
+				t.Fatalf("rows after the table came back = %d, want 3", n)
+			}
+		})
 	}
 }
 
@@ -339,13 +390,12 @@ func TestCaptureSplitsLargeBatches(t *testing.T) {
 		m.Acked = false
 	}
 	plain, flaky, _ := flakyDB(t, 1)
-	err := newCapture(flaky, &bytes.Buffer{}).ConsumeBatch(context.Background(), dlqName, queuetest.Batch(msgs...))
-	if err == nil {
-		t.Fatal("ConsumeBatch succeeded although D1 failed")
+	if err := newCapture(flaky, &bytes.Buffer{}).ConsumeBatch(context.Background(), dlqName, queuetest.Batch(msgs...)); err != nil {
+		t.Fatalf("ConsumeBatch: %v", err)
 	}
 	first := len(parts[0])
 	for i, m := range msgs {
-		if m.Acked != (i < first) || m.Retried {
+		if m.Acked != (i < first) || m.Retried != (i >= first) {
 			t.Fatalf("message %d: acked %v retried %v (first statement had %d)", i, m.Acked, m.Retried, first)
 		}
 	}

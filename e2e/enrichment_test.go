@@ -195,35 +195,9 @@ func TestEnrichHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-// 401 is permanent: one provider call, a DLQ row written by the consumer
-// itself with the reason, the message acked (never retried).
-func TestEnrichUnauthorizedGoesToDLQAtOnce(t *testing.T) {
-	token := uniq("unauth")
-	shared.Provider.On(token, Behavior{Status: http.StatusUnauthorized})
-	b := beerFor(token)
-	enrich(t, shared, b)
-	var messageID, class, reason string
-	var count int64
-	Eventually(t, 30*time.Second, "permanent failure stored", func() bool {
-		return shared.DB(t).QueryRow(`SELECT message_id, failure_class, failure_reason, failure_count FROM dlq_messages WHERE beer_id = ?`, b.BeerID).
-			Scan(&messageID, &class, &reason, &count) == nil
-	})
-	if class != "permanent" || !strings.HasPrefix(reason, "permanent: status 401: fake provider error 401") || count != 1 {
-		t.Fatalf("row: %s %q %d", class, reason, count)
-	}
-	Eventually(t, 10*time.Second, "ack logged", func() bool {
-		return strings.Contains(shared.Log(), `"msg":"enrichment: permanent failure stored in the DLQ; acked","service":"redrive","message_id":"`+messageID+`"`)
-	})
-	if n := len(shared.Provider.Calls(token)); n != 1 {
-		t.Fatalf("provider calls = %d, want exactly 1", n)
-	}
-	if n := shared.Int(t, `SELECT COUNT(*) FROM message_attempts WHERE message_id = ?`, messageID); n != 0 {
-		t.Fatalf("a permanent failure must not be retried (found an attempt record)")
-	}
-	if s := beerState(t, shared, b.BeerID); s.Status != enrichment.StatusFailed {
-		t.Fatalf("beer %+v", s)
-	}
-}
+// (401/403 from the provider are no longer permanent: see
+// TestEnrichAuthFailureOpensBreakerAndDefers in dropped_test.go, on a
+// worker of its own, since they open the breaker at once.)
 
 // Malformed messages are stored as poison and acked without a provider call.
 func TestEnrichPoisonMessagesAreStored(t *testing.T) {
@@ -280,9 +254,10 @@ func TestEnrichHangingProviderIsCutOff(t *testing.T) {
 }
 
 // The breaker opens after ENRICHMENT_BREAKER_THRESHOLD consecutive transient
-// failures: provider calls stop while the messages keep being retried
-// (recorded as breaker_open); after the cooldown one probe reaches a now
-// healthy provider and closes it, and the messages are enriched.
+// failures: provider calls stop while the messages are deferred (fresh
+// copies, recorded on the beer as breaker_open, no attempt spent); after the
+// cooldown one probe reaches a now healthy provider and closes it, and the
+// messages are enriched.
 func TestEnrichCircuitBreakerOpensAndCloses(t *testing.T) {
 	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_THRESHOLD": "2", "ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "6"})
 	ta, tb := uniq("brk-a"), uniq("brk-b")
@@ -299,8 +274,8 @@ func TestEnrichCircuitBreakerOpensAndCloses(t *testing.T) {
 	if opened != 2 {
 		t.Fatalf("provider calls when the breaker opened = %d, want the threshold 2", opened)
 	}
-	Eventually(t, 30*time.Second, "messages retried while open", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM message_attempts WHERE error_class = 'breaker_open'`) >= 1
+	Eventually(t, 30*time.Second, "messages deferred while open", func() bool {
+		return w.Int(t, `SELECT COUNT(*) FROM beers WHERE last_error LIKE 'breaker_open: circuit breaker open (transient)%'`) >= 1
 	})
 	if n := calls(); n != opened {
 		t.Fatalf("provider calls grew from %d to %d while the breaker was open", opened, n)
@@ -332,9 +307,9 @@ func TestEnrichCircuitBreakerOpensAndCloses(t *testing.T) {
 }
 
 // DAILY_ENRICHMENT_LIMIT=2: the third beer gets no provider call; its
-// message is retried for after the UTC day resets (not acked, not in the
-// DLQ) and the beer stays queued with the quota as its last error. A stale
-// message spends nothing.
+// message is deferred until the UTC day resets (a fresh delayed copy, no
+// attempt spent, not in the DLQ) and the beer stays queued with the quota as
+// its last error. A stale message spends nothing.
 func TestEnrichDailyQuotaStopsCallsWithoutLosingMessages(t *testing.T) {
 	w := startWorker(t, map[string]string{"DAILY_ENRICHMENT_LIMIT": "2"})
 	var beers []enrichment.Beer
@@ -347,7 +322,7 @@ func TestEnrichDailyQuotaStopsCallsWithoutLosingMessages(t *testing.T) {
 	enrich(t, w, beers...)
 
 	Eventually(t, 30*time.Second, "one message refused by the quota", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM message_attempts WHERE error_class = 'quota'`) == 1
+		return w.Int(t, `SELECT COALESCE(MAX(value), 0) FROM counters WHERE name = ?`, enrichment.CounterQuotaRefused) == 1
 	})
 	Eventually(t, 30*time.Second, "two beers enriched", func() bool {
 		return w.Int(t, `SELECT COUNT(*) FROM beers WHERE status = 'enriched'`) == 2
@@ -364,7 +339,7 @@ func TestEnrichDailyQuotaStopsCallsWithoutLosingMessages(t *testing.T) {
 			refused = s
 		}
 	}
-	if refused.Status != enrichment.StatusQueued || refused.LastError == nil || !strings.HasPrefix(*refused.LastError, "quota: daily limit of 2") {
+	if refused.Status != enrichment.StatusQueued || refused.Attempts != 0 || refused.LastError == nil || !strings.HasPrefix(*refused.LastError, "quota: daily limit of 2") {
 		t.Fatalf("refused beer %+v", refused)
 	}
 	// Its retry is due when the UTC day resets (Queues' 12 h cap applies).
@@ -378,8 +353,12 @@ func TestEnrichDailyQuotaStopsCallsWithoutLosingMessages(t *testing.T) {
 	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
 		t.Fatalf("a quota refusal must not dead-letter the message (%d rows)", n)
 	}
-	if !strings.Contains(w.Log(), `"class":"quota"`) || !strings.Contains(w.Log(), "attempt failed; retrying") {
-		t.Fatal("the refused message was not handed back to the queue for a retry")
+	Eventually(t, 10*time.Second, "the deferral logged", func() bool {
+		return strings.Contains(w.Log(), `"msg":"enrichment: deferred; a fresh copy waits on the queue (no attempt spent)"`) &&
+			strings.Contains(w.Log(), `"class":"quota"`)
+	})
+	if n := w.Int(t, `SELECT COUNT(*) FROM message_attempts`); n != 0 {
+		t.Fatalf("a deferral must not spend an attempt (%d attempt records)", n)
 	}
 
 	// A message for an enriched beer is acked as stale: no reservation, no refusal.

@@ -108,12 +108,21 @@ func TestFailingMessageReachesDLQConsumer(t *testing.T) {
 	}
 }
 
-// A message on a queue nobody consumes is acked (not retried into oblivion).
-func TestUnroutedQueueMessageIsAcked(t *testing.T) {
-	shared.Send(t, "e2e-unrouted", `{"hello":"unrouted"}`)
-	Eventually(t, 30*time.Second, "unrouted message acked", func() bool {
-		log := shared.Log()
-		return strings.Contains(log, "queue: acked unroutable message") && strings.Contains(log, "QUEUE e2e-unrouted 1/1")
+// A message on a queue nobody consumes (a consumer in wrangler.jsonc, none
+// in main.go) is stored as a DLQ row naming that queue, then acked.
+func TestUnroutedQueueMessageIsStored(t *testing.T) {
+	body := fmt.Sprintf(`{"hello":%q}`, unique("unrouted"))
+	shared.Send(t, "e2e-unrouted", body)
+	Eventually(t, 30*time.Second, "unrouted message stored", func() bool {
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE raw_message = ?`, body) == 1
+	})
+	r := shared.capturedRow(t, `raw_message = ?`, body)
+	if r.Source != "e2e-unrouted" || r.Class != "unroutable" || r.Reason.String != "unroutable: no consumer for queue e2e-unrouted" ||
+		r.Status != "pending" || r.BeerID != "__unparseable__" {
+		t.Fatalf("row %+v", r)
+	}
+	Eventually(t, 10*time.Second, "stored, then acked", func() bool {
+		return strings.Contains(shared.Log(), "QUEUE e2e-unrouted 1/1")
 	})
 }
 

@@ -65,6 +65,9 @@ type Worker struct {
 	dbOnce sync.Once
 	db     *sql.DB
 	dbErr  error
+	rwOnce sync.Once
+	rw     *sql.DB
+	rwErr  error
 }
 
 // StartWorker applies the migrations to a fresh local D1, starts wrangler dev
@@ -151,6 +154,9 @@ func StartWorker(opts Options) (*Worker, error) {
 func (w *Worker) Stop() {
 	if w.db != nil {
 		w.db.Close()
+	}
+	if w.rw != nil {
+		w.rw.Close()
 	}
 	if w.cmd != nil && w.cmd.Process != nil {
 		pgid := w.cmd.Process.Pid
@@ -317,20 +323,40 @@ func (w *Worker) FireCron(t testing.TB, cron string, at time.Time) {
 // workerd writes under --persist-to), for asserting on state directly.
 func (w *Worker) DB(t testing.TB) *sql.DB {
 	t.Helper()
-	w.dbOnce.Do(func() {
-		files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
-		for _, f := range files {
-			if filepath.Base(f) != "metadata.sqlite" {
-				w.db, w.dbErr = sql.Open("sqlite", "file:"+f+"?mode=ro&_pragma=busy_timeout(5000)")
-				return
-			}
-		}
-		w.dbErr = fmt.Errorf("no local D1 file under %s", w.persist)
-	})
+	w.dbOnce.Do(func() { w.db, w.dbErr = w.openD1File("mode=ro") })
 	if w.dbErr != nil {
 		t.Fatal(w.dbErr)
 	}
 	return w.db
+}
+
+// ExecDirect changes the worker's local D1 file directly (a SQLite
+// connection of its own, in milliseconds where Exec takes seconds); tests use
+// it to break D1 under the running worker (rename a table away and back).
+func (w *Worker) ExecDirect(t testing.TB, sqlText string) {
+	t.Helper()
+	w.rwOnce.Do(func() {
+		if w.rw, w.rwErr = w.openD1File("mode=rw"); w.rwErr == nil {
+			w.rw.SetMaxOpenConns(1)
+		}
+	})
+	if w.rwErr != nil {
+		t.Fatal(w.rwErr)
+	}
+	if _, err := w.rw.Exec(sqlText); err != nil {
+		t.Fatalf("%s: %v", sqlText, err)
+	}
+}
+
+// openD1File opens the local D1 SQLite file (under --persist-to) with the given URI options.
+func (w *Worker) openD1File(opts string) (*sql.DB, error) {
+	files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
+	for _, f := range files {
+		if filepath.Base(f) != "metadata.sqlite" {
+			return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+		}
+	}
+	return nil, fmt.Errorf("no local D1 file under %s", w.persist)
 }
 
 // Int runs a query returning one integer.

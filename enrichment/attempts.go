@@ -10,4 +10,11 @@ const (
 	ClassBreakerOpen = "breaker_open"
 	ClassQuota       = "quota"
 	ClassConfig      = "config"
+	// ClassAuth: the provider refused the API key (401/403). The message is
+	// deferred (consumer.go), so this class appears in beers.last_error and
+	// logs, not in message_attempts.
+	ClassAuth = "auth"
+	// ClassD1Unavailable: D1 could not be used (down, refusing queries, a
+	// table missing); the message is deferred like ClassAuth.
+	ClassD1Unavailable = "d1_unavailable"
 )

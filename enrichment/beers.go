@@ -355,3 +355,18 @@ func (s beerStore) failed(ctx context.Context, beerID, lastError string, next ti
 	}
 	return nil
 }
+
+// deferred records a deferred message (Consumer.deferMessage): the beer stays
+// queued with its next delivery due at next, as failed leaves it after a
+// failed attempt, but without counting an attempt (the message was not at
+// fault). The catch-up therefore sees a message on its way: not due, and
+// not lost until LostAfter past next. A beer already enriched or not_found
+// is left alone.
+func (s beerStore) deferred(ctx context.Context, beerID, lastError string, next, now time.Time) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = 'queued', last_error = ?2, next_attempt_at = ?3, updated_at = ?4
+		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found')`, beerID, lastError, next.UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("record deferral of beer %s: %w", beerID, err)
+	}
+	return nil
+}

@@ -18,11 +18,20 @@ const (
 // breakerName is the enrichment_breaker row of the provider.
 const breakerName = "provider"
 
+// Why the breaker opened (enrichment_breaker.cause).
+const (
+	// CauseTransient: Threshold consecutive transient failures.
+	CauseTransient = "transient"
+	// CauseAuth: the provider refused the API key (401/403); opens at once.
+	CauseAuth = "auth"
+)
+
 // Breaker is the provider's circuit breaker, kept in D1 (table
 // enrichment_breaker) because every queue call runs in a fresh Go instance.
-// After Threshold consecutive transient failures it opens for Cooldown;
-// then exactly one caller claims the half-open probe (one atomic UPDATE),
-// and the probe's result closes it or opens it again. Every change is one
+// After Threshold consecutive transient failures it opens for Cooldown, and
+// an auth failure (Trip) opens it at once; then exactly one caller claims
+// the half-open probe (one atomic UPDATE), and the probe's result closes it
+// or opens it again. It records why it opened (cause) until it closes. Every change is one
 // statement; transitions are returned so the caller can log and count them.
 type Breaker struct {
 	DB *sql.DB
@@ -47,6 +56,8 @@ type Admission struct {
 	// Clean: the breaker was closed with no failures counted, so a success
 	// has nothing to reset.
 	Clean bool
+	// Cause is why the breaker is open when not allowed (CauseTransient, CauseAuth).
+	Cause string
 }
 
 // Admit decides whether one call may go to the provider. A closed breaker
@@ -57,8 +68,9 @@ func (b Breaker) Admit(ctx context.Context, now time.Time) (Admission, error) {
 	var state string
 	var failures int64
 	var openUntil, probeUntil sql.NullInt64
-	err := b.DB.QueryRowContext(ctx, `SELECT state, failures, open_until, probe_until FROM enrichment_breaker WHERE name = ?`,
-		breakerName).Scan(&state, &failures, &openUntil, &probeUntil)
+	var cause sql.NullString
+	err := b.DB.QueryRowContext(ctx, `SELECT state, failures, open_until, probe_until, cause FROM enrichment_breaker WHERE name = ?`,
+		breakerName).Scan(&state, &failures, &openUntil, &probeUntil, &cause)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Admission{Allowed: true, Clean: true}, nil
 	}
@@ -70,10 +82,10 @@ func (b Breaker) Admit(ctx context.Context, now time.Time) (Admission, error) {
 	case state == BreakerClosed:
 		return Admission{Allowed: true, Clean: failures == 0}, nil
 	case state == BreakerOpen && openUntil.Int64 > nowMS:
-		return Admission{RetryAt: time.UnixMilli(openUntil.Int64)}, nil
+		return Admission{RetryAt: time.UnixMilli(openUntil.Int64), Cause: cause.String}, nil
 	case state == BreakerHalfOpen && probeUntil.Int64 > nowMS:
 		// A probe is in flight: come back when it has had time to decide.
-		return Admission{RetryAt: time.UnixMilli(min(probeUntil.Int64, now.Add(b.Cooldown).UnixMilli()))}, nil
+		return Admission{RetryAt: time.UnixMilli(min(probeUntil.Int64, now.Add(b.Cooldown).UnixMilli())), Cause: cause.String}, nil
 	}
 	var claimed int
 	err = b.DB.QueryRowContext(ctx, `UPDATE enrichment_breaker
@@ -82,7 +94,7 @@ func (b Breaker) Admit(ctx context.Context, now time.Time) (Admission, error) {
 		RETURNING 1`, now.Add(b.ProbeLease).UnixMilli(), nowMS, breakerName).Scan(&claimed)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Another caller claimed the probe first.
-		return Admission{RetryAt: now.Add(min(b.Cooldown, b.ProbeLease))}, nil
+		return Admission{RetryAt: now.Add(min(b.Cooldown, b.ProbeLease)), Cause: cause.String}, nil
 	}
 	if err != nil {
 		return Admission{}, fmt.Errorf("breaker probe claim: %w", err)
@@ -96,7 +108,7 @@ func (b Breaker) Admit(ctx context.Context, now time.Time) (Admission, error) {
 func (b Breaker) Succeeded(ctx context.Context, now time.Time) (closed bool, err error) {
 	var previous string
 	err = b.DB.QueryRowContext(ctx, `UPDATE enrichment_breaker
-		SET previous_state = state, state = 'closed', failures = 0, open_until = NULL, probe_until = NULL, updated_at = ?1
+		SET previous_state = state, state = 'closed', failures = 0, open_until = NULL, probe_until = NULL, cause = NULL, updated_at = ?1
 		WHERE name = ?2 AND (state <> 'closed' OR failures <> 0)
 		RETURNING previous_state`, now.UnixMilli(), breakerName).Scan(&previous)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -112,18 +124,23 @@ func (b Breaker) Succeeded(ctx context.Context, now time.Time) (closed bool, err
 // now) when the consecutive count reaches Threshold or when the failed call
 // was made half-open; a breaker already open keeps its cooldown (late
 // failures of calls admitted before it opened do not extend it). opened
-// reports that this call opened it.
+// reports that this call opened it. A breaker that was open or half-open
+// keeps its cause (a probe failing transiently says nothing about an auth
+// problem being fixed); one opened here gets CauseTransient.
 func (b Breaker) Failed(ctx context.Context, now time.Time) (opened bool, openUntil time.Time, err error) {
 	var previous, state string
 	var until sql.NullInt64
-	err = b.DB.QueryRowContext(ctx, `INSERT INTO enrichment_breaker(name, state, previous_state, failures, open_until, updated_at)
-		VALUES (?1, CASE WHEN ?2 <= 1 THEN 'open' ELSE 'closed' END, 'closed', 1, CASE WHEN ?2 <= 1 THEN ?3 END, ?4)
+	err = b.DB.QueryRowContext(ctx, `INSERT INTO enrichment_breaker(name, state, previous_state, failures, open_until, cause, updated_at)
+		VALUES (?1, CASE WHEN ?2 <= 1 THEN 'open' ELSE 'closed' END, 'closed', 1, CASE WHEN ?2 <= 1 THEN ?3 END,
+			CASE WHEN ?2 <= 1 THEN 'transient' END, ?4)
 		ON CONFLICT(name) DO UPDATE SET
 			previous_state = state,
 			failures = failures + 1,
 			state = CASE WHEN state IN ('open', 'half_open') OR failures + 1 >= ?2 THEN 'open' ELSE 'closed' END,
 			open_until = CASE WHEN state = 'open' THEN open_until
 				WHEN state = 'half_open' OR failures + 1 >= ?2 THEN ?3 END,
+			cause = CASE WHEN state IN ('open', 'half_open') THEN COALESCE(cause, 'transient')
+				WHEN failures + 1 >= ?2 THEN 'transient' END,
 			probe_until = NULL,
 			updated_at = ?4
 		RETURNING previous_state, state, open_until`,
@@ -135,4 +152,31 @@ func (b Breaker) Failed(ctx context.Context, now time.Time) (opened bool, openUn
 		return false, time.Time{}, nil
 	}
 	return previous != BreakerOpen, time.UnixMilli(until.Int64), nil
+}
+
+// Trip opens the breaker at once for cause (CauseAuth: the provider refused
+// the API key, so every call would fail the same way and spend quota for
+// nothing). A closed or half-open breaker opens for Cooldown from now; one
+// already open keeps its cooldown (a late failure of a call admitted before
+// it opened does not extend it) and takes the new cause. The consecutive
+// failure count is left alone (it counts transient failures). opened
+// reports that this call opened it; openUntil is when the cooldown ends.
+func (b Breaker) Trip(ctx context.Context, now time.Time, cause string) (opened bool, openUntil time.Time, err error) {
+	var previous string
+	var until int64
+	err = b.DB.QueryRowContext(ctx, `INSERT INTO enrichment_breaker(name, state, previous_state, failures, open_until, cause, updated_at)
+		VALUES (?1, 'open', 'closed', 0, ?2, ?3, ?4)
+		ON CONFLICT(name) DO UPDATE SET
+			previous_state = state,
+			state = 'open',
+			open_until = CASE WHEN state = 'open' THEN COALESCE(open_until, ?2) ELSE ?2 END,
+			cause = ?3,
+			probe_until = NULL,
+			updated_at = ?4
+		RETURNING previous_state, open_until`,
+		breakerName, now.Add(b.Cooldown).UnixMilli(), cause, now.UnixMilli()).Scan(&previous, &until)
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("breaker trip: %w", err)
+	}
+	return previous != BreakerOpen, time.UnixMilli(until), nil
 }

@@ -29,8 +29,9 @@ func (c BreakerOpenCondition) Check(ctx context.Context, now time.Time) (bool, s
 	var state string
 	var failures, updated int64
 	var openUntil, probeUntil sql.NullInt64
-	err := c.DB.QueryRowContext(ctx, `SELECT state, failures, open_until, probe_until, updated_at FROM enrichment_breaker WHERE name = ?`,
-		breakerName).Scan(&state, &failures, &openUntil, &probeUntil, &updated)
+	var cause sql.NullString
+	err := c.DB.QueryRowContext(ctx, `SELECT state, failures, open_until, probe_until, updated_at, cause FROM enrichment_breaker WHERE name = ?`,
+		breakerName).Scan(&state, &failures, &openUntil, &probeUntil, &updated, &cause)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, "provider circuit breaker closed (never opened)", nil
 	}
@@ -50,7 +51,10 @@ func (c BreakerOpenCondition) Check(ctx context.Context, now time.Time) (bool, s
 		if openUntil.Int64 <= now.UnixMilli() {
 			next = "cooldown ended at " + until + ", the next message probes the provider"
 		}
-		return true, fmt.Sprintf("provider circuit breaker %s since %s after %d consecutive transient failures; %s",
-			state, since, failures, next), nil
+		why := fmt.Sprintf("after %d consecutive transient failures", failures)
+		if cause.String == CauseAuth {
+			why = "because the provider refused the API key (see enrichment_auth_failing)"
+		}
+		return true, fmt.Sprintf("provider circuit breaker %s since %s %s; %s", state, since, why, next), nil
 	}
 }

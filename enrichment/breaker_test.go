@@ -2,6 +2,7 @@ package enrichment
 
 import (
 	"context"
+	"database/sql"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -159,5 +160,60 @@ func TestBreakerSuccessResetsConsecutiveCount(t *testing.T) {
 	}
 	if st, f := breakerState(t, b); st != BreakerClosed || f != 1 {
 		t.Fatalf("state %s failures %d", st, f)
+	}
+}
+
+// Trip opens the breaker at once with its cause; an open breaker keeps its
+// cooldown; a transient failure of the half-open probe keeps cause auth; a
+// success closes it and clears the cause.
+func TestBreakerTripOpensAtOnceWithItsCause(t *testing.T) {
+	ctx := context.Background()
+	b := Breaker{DB: sqlitetest.New(t), Threshold: 5, Cooldown: 30 * time.Second, ProbeLease: 20 * time.Second}
+	t0 := time.UnixMilli(1_900_000_000_000)
+	cause := func() string {
+		var c sql.NullString
+		b.DB.QueryRow(`SELECT cause FROM enrichment_breaker`).Scan(&c)
+		return c.String
+	}
+	opened, until, err := b.Trip(ctx, t0, CauseAuth)
+	if err != nil || !opened || !until.Equal(t0.Add(30*time.Second)) || cause() != CauseAuth {
+		t.Fatalf("trip: %v %v %v cause %q", opened, until, err, cause())
+	}
+	if st, failures := breakerState(t, b); st != BreakerOpen || failures != 0 {
+		t.Fatalf("state %s failures %d", st, failures)
+	}
+	if a := mustAdmit(t, b, t0.Add(time.Second)); a.Allowed || a.Cause != CauseAuth || !a.RetryAt.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("admission while open: %+v", a)
+	}
+	// A late auth failure neither reopens nor extends it.
+	if opened, until, _ := b.Trip(ctx, t0.Add(5*time.Second), CauseAuth); opened || !until.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("late trip: %v %v", opened, until)
+	}
+	// The probe fails transiently: open again, still because of auth.
+	if a := mustAdmit(t, b, t0.Add(31*time.Second)); !a.Probe {
+		t.Fatalf("no probe: %+v", a)
+	}
+	if opened, _, _ := b.Failed(ctx, t0.Add(32*time.Second)); !opened || cause() != CauseAuth {
+		t.Fatalf("failed probe: opened %v cause %q", opened, cause())
+	}
+	// A probe that is refused again re-trips it from half-open.
+	mustAdmit(t, b, t0.Add(70*time.Second))
+	if opened, until, _ := b.Trip(ctx, t0.Add(71*time.Second), CauseAuth); !opened || !until.Equal(t0.Add(101*time.Second)) {
+		t.Fatalf("refused probe: %v %v", opened, until)
+	}
+	mustAdmit(t, b, t0.Add(102*time.Second))
+	if closed, _ := b.Succeeded(ctx, t0.Add(103*time.Second)); !closed || cause() != "" {
+		t.Fatalf("closed %v cause %q", closed, cause())
+	}
+	// Opened by the threshold: cause transient.
+	for range 5 {
+		b.Failed(ctx, t0.Add(200*time.Second))
+	}
+	if st, _ := breakerState(t, b); st != BreakerOpen || cause() != CauseTransient {
+		t.Fatalf("threshold: %s %q", st, cause())
+	}
+	// Auth on top of a transient opening takes the cause, keeps the cooldown.
+	if opened, until, _ := b.Trip(ctx, t0.Add(201*time.Second), CauseAuth); opened || !until.Equal(t0.Add(230*time.Second)) || cause() != CauseAuth {
+		t.Fatalf("auth over transient: %v %v %q", opened, until, cause())
 	}
 }

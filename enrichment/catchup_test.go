@@ -548,3 +548,42 @@ func TestCatchUpLatenessReachesMetrics(t *testing.T) {
 		t.Fatalf("snapshot %+v %+v", snap.CatchUp, snap.Counters)
 	}
 }
+
+// A deferred beer (its fresh copy waits on the queue) looks like a queued
+// beer with a retry due: the catch-up sends nothing for it while the copy
+// is pending, and only declares it lost LostAfter past the copy's due time
+// without any sign of it, as after a failed attempt's Retry.
+func TestCatchUpLeavesDeferredBeersToTheirCopy(t *testing.T) {
+	f := newFixture(t)
+	f.c.Policy.DailyLimit = 1
+	f.now = catchUpNow
+	f.consume(t, msg("d0", "spent", "Spends the quota", 1))
+	m := msg("d1", "waits", "Waits for the reset", 1)
+	f.consume(t, m)
+	f.wantDeferred(t, m, MaxDelay) // the reset is 15 h away: Queues' 12 h cap
+	due := catchUpNow.Add(MaxDelay)
+
+	s := &queuetest.Sender{}
+	c := newCatchUp(f.db, s)
+	run := func(at time.Time) map[string]any {
+		t.Helper()
+		recordRun(t, f.db, at.Add(-5*time.Minute), map[string]any{"up_since": catchUpNow.Add(-2 * time.Hour).UnixMilli()}, nil)
+		sum, err := c.Run(context.Background(), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	for _, at := range []time.Time{catchUpNow.Add(time.Minute), due, due.Add(59 * time.Minute)} {
+		if sum := run(at); sum["enqueued"] != int64(0) || len(s.Messages(queue.Enrichment)) != 0 {
+			t.Fatalf("at %s the catch-up sent %v (copy still pending)", at, sum)
+		}
+	}
+	// No sign of the copy an hour (LostAfter) after it was due: lost, sent again.
+	if sum := run(due.Add(61 * time.Minute)); sum["lost"] != int64(1) || len(sentBeers(t, s)) != 1 || sentBeers(t, s)[0].BeerID != "waits" {
+		t.Fatalf("lost copy not re-sent: %v %v", sum, sentBeers(t, s))
+	}
+	if st := f.beer(t, "waits"); st.Attempts != 0 {
+		t.Fatalf("a deferral counted an attempt: %+v", st)
+	}
+}

@@ -32,7 +32,11 @@ const (
 	RateLimited Outcome = "rate_limited"
 	// Transient: 5xx, 408, timeout or network failure; retry with backoff.
 	Transient Outcome = "transient"
-	// Permanent: the request itself is wrong (400/401/403/404/422, other 4xx,
+	// Auth: 401 or 403, the provider refuses our API key. Not the message's
+	// fault: every call fails the same way until the key is fixed, so the
+	// breaker opens at once and the message waits (no DLQ row).
+	Auth Outcome = "auth"
+	// Permanent: the request itself is wrong (400/404/422, other 4xx,
 	// unexpected statuses, unparseable answers); retrying cannot help.
 	Permanent Outcome = "permanent"
 )
@@ -74,6 +78,8 @@ func Classify(resp Response, err error, now time.Time) Verdict {
 		return v
 	case status >= 500 && status < 600, status == http.StatusRequestTimeout:
 		return Verdict{Outcome: Transient, Reason: statusReason(resp)}
+	case status == http.StatusUnauthorized, status == http.StatusForbidden:
+		return Verdict{Outcome: Auth, Reason: statusReason(resp)}
 	case status >= 400 && status < 500:
 		return Verdict{Outcome: Permanent, Reason: statusReason(resp)}
 	default:

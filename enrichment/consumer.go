@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -33,6 +34,13 @@ const (
 	CounterBreakerProbes  = "enrichment_breaker_half_opened_total"
 	CounterBreakerClosed  = "enrichment_breaker_closed_total"
 	CounterBreakerBlocked = "enrichment_breaker_rejected_total"
+	// CounterDeferred counts messages handed back to the queue as a fresh
+	// copy (no attempt spent): auth, config, quota, breaker open, D1 unavailable.
+	CounterDeferred = "enrichment_deferred_total"
+	// CounterAuthFailures counts provider calls refused with 401/403.
+	CounterAuthFailures = "enrichment_auth_failures_total"
+	// CounterD1Unavailable counts messages deferred because D1 could not be used.
+	CounterD1Unavailable = "enrichment_d1_unavailable_total"
 )
 
 // Policy is the consumer's reliability policy (see config.Config for the vars).
@@ -49,20 +57,39 @@ type Policy struct {
 	BreakerCooldown time.Duration
 	// DailyLimit is the number of provider calls per UTC day.
 	DailyLimit int64
+	// D1RetryBase (D1_RETRY_BASE_SECONDS) spaces the deferrals of a message
+	// that failed because D1 is unavailable: min(12 h, base·2^(n-1)) on its
+	// n-th delivery (dlq.DefaultRetryBase when 0).
+	D1RetryBase time.Duration
 }
 
 // Consumer processes batches of the enrichment queue. For each message:
 // malformed → DLQ row (poison) and ack; beer already enriched or not_found →
-// ack without a call; no API key → retried (config error); breaker open →
-// retried after the cooldown; quota spent → retried after the UTC day resets;
-// otherwise one provider call, classified by Classify: an answer is stored
-// and acked, a 429 or transient failure is recorded and retried, a permanent
-// failure is stored in the DLQ and acked.
+// ack without a call; no API key → deferred (config error); breaker open →
+// deferred until the cooldown ends; quota spent → deferred until the UTC day
+// resets; otherwise one provider call, classified by Classify: an answer is
+// stored and acked, a 429 or transient failure is recorded and retried (an
+// attempt spent), a 401/403 opens the breaker and defers the message (auth),
+// a permanent failure is stored in the DLQ and acked. D1 unavailable →
+// deferred.
+//
+// Deferring is for failures that are not the message's fault: a fresh copy
+// of the message (same body and content type) is sent to the same queue
+// with the wait as its delay, and the original is acked only once that send
+// succeeded. The copy starts again at attempt 1, so however long the
+// provider, the key, the quota or D1 keep it waiting, it never reaches the
+// DLQ for it. The beer stays `queued` with its retry due (next_attempt_at,
+// as after a failed attempt) but no attempt counted, so the catch-up sees a
+// message on its way and does not send another. If the send fails the
+// message is retried instead (an attempt spent): never lost.
 type Consumer struct {
 	DB       *sql.DB
 	Log      *slog.Logger
 	Provider ChatProvider
 	Policy   Policy
+	// Sender sends the fresh copies of deferred messages (to the queue they
+	// came from: the ENRICHMENT_QUEUE binding). Nil: they are retried instead.
+	Sender queue.Sender
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Rand returns uniform values in [0, 1) for jitter; rand.Float64 when nil.
@@ -98,6 +125,7 @@ func (c *Consumer) Quota() Quota { return Quota{DB: c.DB, Limit: c.Policy.DailyL
 type delivery struct {
 	m    queue.Message
 	body string
+	ct   queue.ContentType
 	beer Beer
 	log  *slog.Logger
 }
@@ -105,23 +133,44 @@ type delivery struct {
 // tally counts what a batch did, for one counters statement.
 type tally map[string]int64
 
-// ConsumeBatch processes every message and settles each one itself (ack or
-// retry), then adds the batch's counters in one statement. It returns an
-// error only when the beers of the batch cannot be read at all; the runtime
-// then retries the messages it did not settle.
+// batchRun is one batch in progress.
+type batchRun struct {
+	queue  string
+	status map[string]string // beer_id -> status
+	t      tally
+	// deferred are the messages to hand back to the queue as fresh copies,
+	// sent together (one SendBatch per 100) when the batch ends.
+	deferred []deferral
+}
+
+// deferral is one message waiting for its fresh copy to be sent.
+type deferral struct {
+	d      delivery
+	class  string
+	reason string
+	delay  time.Duration
+	now    time.Time
+}
+
+// ConsumeBatch processes every message and settles each one itself (ack,
+// retry, or ack after its deferred copy was sent), then adds the batch's
+// counters in one statement. When the batch's beers cannot be read because
+// D1 is unavailable, every message is deferred (no attempt spent); when D1
+// answers but the statement failed, the error is returned and the runtime
+// retries the messages not settled.
 func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []queue.Message) error {
-	t := tally{}
-	defer c.addCounters(ctx, t)
+	b := &batchRun{queue: queueName, t: tally{}}
+	defer c.addCounters(ctx, b.t)
 	var ds []delivery
 	for _, m := range msgs {
 		body, ct := m.Body()
-		b, problem := parseMessage(body, ct)
+		beer, problem := parseMessage(body, ct)
 		if problem != "" {
-			c.poison(ctx, queueName, m, body, ct == queue.Bytes, problem, t)
+			c.poison(ctx, queueName, m, body, ct == queue.Bytes, problem, b.t)
 			continue
 		}
-		ds = append(ds, delivery{m: m, body: body, beer: b,
-			log: c.Log.With("message_id", m.ID(), "beer_id", b.BeerID, "attempt", m.Attempts())})
+		ds = append(ds, delivery{m: m, body: body, ct: ct, beer: beer,
+			log: c.Log.With("message_id", m.ID(), "beer_id", beer.BeerID, "attempt", m.Attempts())})
 	}
 	beers := make([]Beer, len(ds))
 	for i, d := range ds {
@@ -129,12 +178,24 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 	}
 	status, err := beerStore{c.DB}.track(ctx, beers, c.now())
 	if err != nil {
-		c.Log.ErrorContext(ctx, "enrichment: cannot read the batch's beers; retrying it", "queue", queueName, "messages", len(ds), "error", err.Error())
-		return fmt.Errorf("enrichment batch: %w", err)
+		if perr := c.probe(ctx); perr == nil {
+			c.Log.ErrorContext(ctx, "enrichment: cannot read the batch's beers; retrying it", "queue", queueName, "messages", len(ds), "error", err.Error())
+			return fmt.Errorf("enrichment batch: %w", err)
+		}
+		c.Log.ErrorContext(ctx, "enrichment: D1 unavailable; deferring the batch (no attempt spent)", "queue", queueName,
+			"messages", len(ds), "error", err.Error())
+		now := c.now()
+		for _, d := range ds {
+			c.deferD1(ctx, b, d, err, now)
+		}
+		c.sendDeferred(ctx, b)
+		return nil
 	}
+	b.status = status
 	for _, d := range ds {
-		c.process(ctx, queueName, d, status, t)
+		c.process(ctx, b, d)
 	}
+	c.sendDeferred(ctx, b)
 	return nil
 }
 
@@ -164,8 +225,9 @@ func parseMessage(body string, ct queue.ContentType) (Beer, string) {
 }
 
 // process runs the policy for one well-formed message.
-func (c *Consumer) process(ctx context.Context, queueName string, d delivery, status map[string]string, t tally) {
-	if st := status[d.beer.BeerID]; Done(st) {
+func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
+	t := b.t
+	if st := b.status[d.beer.BeerID]; Done(st) {
 		d.m.Ack()
 		t[CounterStale]++
 		d.log.InfoContext(ctx, "enrichment: beer already done; acked without a provider call", "status", st)
@@ -174,20 +236,26 @@ func (c *Consumer) process(ctx context.Context, queueName string, d delivery, st
 	now := c.now()
 	if !c.Provider.Configured() {
 		t[CounterConfigErrors]++
-		d.log.ErrorContext(ctx, "enrichment: ENRICHMENT_API_KEY is not set; message retried (set the secret with wrangler secret put)", "class", ClassConfig)
-		c.retry(ctx, queueName, d, ClassConfig, "ENRICHMENT_API_KEY is not set", c.backoff(d.m.Attempts()), now, t)
+		d.log.ErrorContext(ctx, "enrichment: ENRICHMENT_API_KEY is not set; message deferred (set the secret with wrangler secret put)", "class", ClassConfig)
+		// Nothing changes until an operator sets the secret: wait the
+		// backoff's cap rather than cycling the message every few seconds.
+		c.deferMessage(ctx, b, d, ClassConfig, "ENRICHMENT_API_KEY is not set", c.Policy.Backoff.Max, now, true)
 		return
 	}
 	breaker := c.Breaker()
 	adm, err := breaker.Admit(ctx, now)
 	if err != nil {
-		c.internal(ctx, queueName, d, err, now, t)
+		c.internal(ctx, b, d, err, now)
 		return
 	}
 	if !adm.Allowed {
 		t[CounterBreakerBlocked]++
-		c.retry(ctx, queueName, d, ClassBreakerOpen,
-			"circuit breaker open; provider not called until "+adm.RetryAt.UTC().Format(time.RFC3339), adm.RetryAt.Sub(now), now, t)
+		cause := ""
+		if adm.Cause != "" {
+			cause = " (" + adm.Cause + ")"
+		}
+		c.deferMessage(ctx, b, d, ClassBreakerOpen,
+			"circuit breaker open"+cause+"; provider not called until "+adm.RetryAt.UTC().Format(time.RFC3339), adm.RetryAt.Sub(now), now, true)
 		return
 	}
 	if adm.Probe {
@@ -199,15 +267,15 @@ func (c *Consumer) process(ctx context.Context, queueName string, d delivery, st
 	// expires: with the day's budget spent, nothing could call anyway.)
 	ok, used, err := c.Quota().Reserve(ctx, now)
 	if err != nil {
-		c.internal(ctx, queueName, d, err, now, t)
+		c.internal(ctx, b, d, err, now)
 		return
 	}
 	if !ok {
 		reset := ResetAt(now)
 		t[CounterQuotaRefused]++
-		c.retry(ctx, queueName, d, ClassQuota,
+		c.deferMessage(ctx, b, d, ClassQuota,
 			fmt.Sprintf("daily limit of %d provider calls reached; resets at %s", c.Policy.DailyLimit, reset.Format(time.RFC3339)),
-			reset.Sub(now), now, t)
+			reset.Sub(now), now, true)
 		return
 	}
 
@@ -218,38 +286,73 @@ func (c *Consumer) process(ctx context.Context, queueName string, d delivery, st
 	v.Reason = c.Provider.redact(v.Reason)
 	d.log.InfoContext(ctx, "enrichment: provider answered", "outcome", string(v.Outcome), "status", resp.Status,
 		"duration_ms", after.Sub(now).Milliseconds(), "quota_used", used, "reason", v.Reason)
-	c.recordBreaker(ctx, breaker, adm, v, after, d, t)
+	openUntil := c.recordBreaker(ctx, breaker, adm, v, after, d, t)
 
 	switch v.Outcome {
 	case Enriched, NotFound:
 		if err := (beerStore{c.DB}).answered(ctx, d.beer.BeerID, v, c.Provider.Source(), after); err != nil {
-			c.internal(ctx, queueName, d, err, after, t)
+			c.internal(ctx, b, d, err, after)
 			return
 		}
 		d.m.Ack()
 		if v.Outcome == Enriched {
 			t[CounterEnriched]++
-			status[d.beer.BeerID] = StatusEnriched
+			b.status[d.beer.BeerID] = StatusEnriched
 		} else {
 			t[CounterNotFound]++
-			status[d.beer.BeerID] = StatusNotFound
+			b.status[d.beer.BeerID] = StatusNotFound
 		}
 	case RateLimited:
 		delay := v.RetryAfter
 		if delay == 0 {
 			delay = c.backoff(d.m.Attempts())
 		}
-		c.retry(ctx, queueName, d, ClassRateLimited, v.Reason, delay, after, t)
+		c.retry(ctx, b, d, ClassRateLimited, v.Reason, delay, after)
 	case Transient:
-		c.retry(ctx, queueName, d, ClassTransient, v.Reason, c.backoff(d.m.Attempts()), after, t)
+		c.retry(ctx, b, d, ClassTransient, v.Reason, c.backoff(d.m.Attempts()), after)
+	case Auth:
+		c.authFailed(ctx, b, d, v.Reason, now, after, openUntil)
 	default:
-		c.permanent(ctx, queueName, d, v.Reason, after, t)
+		c.permanent(ctx, b, d, v.Reason, after)
 	}
 }
 
+// authFailed handles a 401/403: the provider refuses the API key, which is
+// no fault of the message. The call's quota is given back (it did no work),
+// the breaker is already open (recordBreaker tripped it, cause auth: the
+// other messages wait without calling), and the message is deferred until
+// the breaker's probe. No DLQ row; the enrichment_auth_failing alert fires.
+func (c *Consumer) authFailed(ctx context.Context, b *batchRun, d delivery, reason string, reservedAt, now, openUntil time.Time) {
+	b.t[CounterAuthFailures]++
+	if err := c.Quota().Release(ctx, reservedAt); err != nil {
+		d.log.ErrorContext(ctx, "enrichment: could not give back the quota of a refused call", "error", err.Error())
+	}
+	delay := c.Policy.BreakerCooldown
+	if !openUntil.IsZero() {
+		delay = openUntil.Sub(now)
+	}
+	d.log.ErrorContext(ctx, "enrichment: the provider refused the API key; breaker open, quota given back, message deferred (check ENRICHMENT_API_KEY)",
+		"class", ClassAuth, "reason", reason)
+	c.deferMessage(ctx, b, d, ClassAuth, reason, delay, now, true)
+}
+
 // recordBreaker feeds the call's outcome to the breaker: a transient failure
-// counts towards opening it; any answer resets the count and closes it.
-func (c *Consumer) recordBreaker(ctx context.Context, b Breaker, adm Admission, v Verdict, now time.Time, d delivery, t tally) {
+// counts towards opening it; an auth failure opens it at once (and the end
+// of its cooldown is returned); any other answer resets the count and closes it.
+func (c *Consumer) recordBreaker(ctx context.Context, b Breaker, adm Admission, v Verdict, now time.Time, d delivery, t tally) (openUntil time.Time) {
+	if v.Outcome == Auth {
+		opened, until, err := b.Trip(ctx, now, CauseAuth)
+		if err != nil {
+			d.log.ErrorContext(ctx, "enrichment: could not open the breaker after an auth failure", "error", err.Error())
+			return time.Time{}
+		}
+		if opened {
+			t[CounterBreakerOpened]++
+			d.log.WarnContext(ctx, "enrichment: circuit breaker opened", "open_until", until.UTC().Format(time.RFC3339),
+				"after_probe", adm.Probe, "cause", CauseAuth)
+		}
+		return until
+	}
 	if v.Outcome == Transient {
 		opened, until, err := b.Failed(ctx, now)
 		if err != nil {
@@ -259,32 +362,34 @@ func (c *Consumer) recordBreaker(ctx context.Context, b Breaker, adm Admission, 
 		if opened {
 			t[CounterBreakerOpened]++
 			d.log.WarnContext(ctx, "enrichment: circuit breaker opened", "open_until", until.UTC().Format(time.RFC3339),
-				"after_probe", adm.Probe, "threshold", b.Threshold)
+				"after_probe", adm.Probe, "threshold", b.Threshold, "cause", CauseTransient)
 		}
-		return
+		return time.Time{}
 	}
 	if adm.Clean && !adm.Probe {
-		return // closed with nothing counted: nothing to reset
+		return time.Time{} // closed with nothing counted: nothing to reset
 	}
 	closed, err := b.Succeeded(ctx, now)
 	if err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not record the success in the breaker", "error", err.Error())
-		return
+		return time.Time{}
 	}
 	if closed {
 		t[CounterBreakerClosed]++
 		d.log.InfoContext(ctx, "enrichment: circuit breaker closed", "after_probe", adm.Probe)
 	}
+	return time.Time{}
 }
 
 // retry records the failed attempt (message_attempts, then the beer), then
 // asks the queue to redeliver after delay. The record comes first so that a
 // message that moves to the DLQ after its last attempt carries the reason.
-func (c *Consumer) retry(ctx context.Context, queueName string, d delivery, class, reason string, delay time.Duration, now time.Time, t tally) {
+func (c *Consumer) retry(ctx context.Context, b *batchRun, d delivery, class, reason string, delay time.Duration, now time.Time) {
+	t := b.t
 	delay = queueDelay(delay)
 	attempt := d.m.Attempts()
 	last := attempt >= c.Policy.MaxAttempts
-	rec := dlq.Attempt{MessageID: d.m.ID(), Queue: queueName, Attempt: attempt, Class: class, Error: reason, At: now}
+	rec := dlq.Attempt{MessageID: d.m.ID(), Queue: b.queue, Attempt: attempt, Class: class, Error: reason, At: now}
 	if err := (dlq.Attempts{DB: c.DB}).Record(ctx, rec); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not record the attempt", "error", err.Error())
 	}
@@ -305,20 +410,100 @@ func (c *Consumer) retry(ctx context.Context, queueName string, d delivery, clas
 	d.log.WarnContext(ctx, "enrichment: attempt failed; retrying", "class", class, "reason", reason, "delay_s", int64(delay/time.Second))
 }
 
-// internal handles a D1 failure in the middle of a message: retried with backoff.
-func (c *Consumer) internal(ctx context.Context, queueName string, d delivery, err error, now time.Time, t tally) {
+// internal handles a D1 failure in the middle of a message. When the probe
+// finds D1 unavailable the message is deferred (no attempt spent);
+// otherwise the statement failed for this message and it is retried with
+// backoff like a transient failure.
+func (c *Consumer) internal(ctx context.Context, b *batchRun, d delivery, err error, now time.Time) {
+	if perr := c.probe(ctx); perr != nil {
+		d.log.ErrorContext(ctx, "enrichment: D1 unavailable; deferring the message (no attempt spent)", "error", err.Error(), "probe_error", perr.Error())
+		c.deferD1(ctx, b, d, err, now)
+		return
+	}
 	d.log.ErrorContext(ctx, "enrichment: internal error; retrying", "error", err.Error())
-	c.retry(ctx, queueName, d, ClassTransient, "internal: "+shorten(err.Error()), c.backoff(d.m.Attempts()), now, t)
+	c.retry(ctx, b, d, ClassTransient, "internal: "+shorten(err.Error()), c.backoff(d.m.Attempts()), now)
+}
+
+// probe tells an unavailable D1 (down, refusing queries, a table missing or
+// renamed) from a statement that failed for its content: one read that
+// needs every table the consumer writes on a message's behalf.
+func (c *Consumer) probe(ctx context.Context) error {
+	var n int64
+	return c.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM beers) + EXISTS (SELECT 1 FROM enrichment_breaker)
+		+ EXISTS (SELECT 1 FROM enrichment_quota) + EXISTS (SELECT 1 FROM message_attempts)`).Scan(&n)
+}
+
+// deferD1 defers a message because D1 is unavailable, for RetryDelay of its
+// attempt (a fresh copy is at attempt 1: D1RetryBase). The beer's
+// bookkeeping is skipped: it would fail too.
+func (c *Consumer) deferD1(ctx context.Context, b *batchRun, d delivery, err error, now time.Time) {
+	base := c.Policy.D1RetryBase
+	if base <= 0 {
+		base = dlq.DefaultRetryBase
+	}
+	b.t[CounterD1Unavailable]++
+	c.deferMessage(ctx, b, d, ClassD1Unavailable, "D1 unavailable: "+shorten(err.Error()), dlq.RetryDelay(base, d.m.Attempts()), now, false)
+}
+
+// deferMessage defers a message that failed through no fault of its own
+// (see Consumer): the beer is recorded as queued with its retry due at
+// now+delay (when book), and the message joins the batch's deferrals, whose
+// fresh copies sendDeferred sends before acking the originals.
+func (c *Consumer) deferMessage(ctx context.Context, b *batchRun, d delivery, class, reason string, delay time.Duration, now time.Time, book bool) {
+	delay = queueDelay(delay)
+	if book {
+		if err := (beerStore{c.DB}).deferred(ctx, d.beer.BeerID, class+": "+reason, now.Add(delay), now); err != nil {
+			d.log.ErrorContext(ctx, "enrichment: could not record the deferral on the beer", "error", err.Error())
+		}
+	}
+	b.deferred = append(b.deferred, deferral{d: d, class: class, reason: reason, delay: delay, now: now})
+}
+
+// sendDeferred sends the fresh copies of the batch's deferred messages to
+// the queue they came from (same body and content type, delayed; one
+// SendBatch per 100) and acks each original only after its copy was sent.
+// When a send fails, its messages are retried instead (Retry with the same
+// delay, spending an attempt): never lost.
+func (c *Consumer) sendDeferred(ctx context.Context, b *batchRun) {
+	if len(b.deferred) == 0 {
+		return
+	}
+	out := make([]queue.Outgoing, len(b.deferred))
+	for i, df := range b.deferred {
+		out[i] = queue.Outgoing{Body: df.d.body, ContentType: df.d.ct, Delay: df.delay}
+	}
+	start := 0
+	for _, group := range queue.Batches(out) {
+		dfs := b.deferred[start : start+len(group)]
+		start += len(group)
+		err := errors.New("no queue sender configured")
+		if c.Sender != nil {
+			err = c.Sender.SendBatch(ctx, b.queue, group)
+		}
+		for _, df := range dfs {
+			if err != nil {
+				df.d.log.ErrorContext(ctx, "enrichment: could not send the deferred copy; retrying the message instead (an attempt spent)",
+					"class", df.class, "error", err.Error())
+				c.retry(ctx, b, df.d, df.class, df.reason, df.delay, df.now)
+				continue
+			}
+			df.d.m.Ack()
+			b.t[CounterDeferred]++
+			df.d.log.WarnContext(ctx, "enrichment: deferred; a fresh copy waits on the queue (no attempt spent)",
+				"class", df.class, "reason", df.reason, "delay_s", int64(df.delay/time.Second))
+		}
+	}
 }
 
 // permanent stores the message in dlq_messages at once and acks it: retrying
 // cannot help. When the store fails the message is retried instead (never lost).
-func (c *Consumer) permanent(ctx context.Context, queueName string, d delivery, reason string, now time.Time, t tally) {
-	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: queueName, Body: d.body, Attempts: d.m.Attempts(),
+func (c *Consumer) permanent(ctx context.Context, b *batchRun, d delivery, reason string, now time.Time) {
+	t := b.t
+	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: b.queue, Body: d.body, Attempts: d.m.Attempts(),
 		Class: ClassPermanent, Reason: ClassPermanent + ": " + reason, FailedAt: now}
 	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not store the permanent failure; retrying instead", "error", err.Error())
-		c.retry(ctx, queueName, d, ClassPermanent, reason, c.backoff(d.m.Attempts()), now, t)
+		c.retry(ctx, b, d, ClassPermanent, reason, c.backoff(d.m.Attempts()), now)
 		return
 	}
 	if err := (beerStore{c.DB}).failed(ctx, d.beer.BeerID, f.Reason, time.Time{}, now); err != nil {

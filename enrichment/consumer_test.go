@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,16 +78,18 @@ type fixture struct {
 	c        *Consumer
 	db       *sql.DB
 	provider *fakeProvider
+	sender   *queuetest.Sender
 	now      time.Time
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{db: sqlitetest.New(t), provider: newFakeProvider(t), now: time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)}
-	f.c = &Consumer{DB: f.db, Log: discard,
+	f := &fixture{db: sqlitetest.New(t), provider: newFakeProvider(t), sender: &queuetest.Sender{},
+		now: time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)}
+	f.c = &Consumer{DB: f.db, Log: discard, Sender: f.sender,
 		Provider: ChatProvider{URL: f.provider.srv.URL + "/chat/completions", Model: "test-model", APIKey: testKey,
 			Timeout: 2 * time.Second, Doer: HTTPDoer{}},
 		Policy: Policy{Backoff: Backoff{Base: 10 * time.Second, Max: time.Minute}, MaxAttempts: 4,
-			BreakerThreshold: 100, BreakerCooldown: time.Minute, DailyLimit: 1000},
+			BreakerThreshold: 100, BreakerCooldown: time.Minute, DailyLimit: 1000, D1RetryBase: 30 * time.Second},
 		Now:  func() time.Time { return f.now },
 		Rand: func() float64 { return 0.5 },
 	}
@@ -109,6 +112,37 @@ func (f *fixture) consume(t *testing.T, msgs ...*queuetest.Message) {
 		if !m.Settled() || (m.Acked && m.Retried) {
 			t.Fatalf("message %s must be settled exactly once: acked=%v retried=%v", m.MsgID, m.Acked, m.Retried)
 		}
+	}
+}
+
+// deferredCopies returns the fresh copies sent back to the enrichment queue.
+func (f *fixture) deferredCopies() []queue.Outgoing {
+	return f.sender.Messages("beer-enrichment")
+}
+
+// wantDeferred checks that m was deferred: acked (not retried), one fresh
+// copy with its body and content type sent with delay, and no attempt
+// record (no attempt spent).
+func (f *fixture) wantDeferred(t *testing.T, m *queuetest.Message, delay time.Duration) {
+	t.Helper()
+	if !m.Acked || m.Retried {
+		t.Fatalf("%s: acked %v retried %v; want acked after its copy was sent", m.MsgID, m.Acked, m.Retried)
+	}
+	body, ct := m.Body()
+	var copies []queue.Outgoing
+	for _, o := range f.deferredCopies() {
+		if o.Body == body {
+			copies = append(copies, o)
+		}
+	}
+	if len(copies) == 0 {
+		t.Fatalf("%s: no copy sent", m.MsgID)
+	}
+	if last := copies[len(copies)-1]; last.ContentType != ct || last.Delay != delay {
+		t.Fatalf("%s: copy %+v, want content type %s and delay %v", m.MsgID, last, ct, delay)
+	}
+	if _, ok := f.attempt(t, m.MsgID); ok {
+		t.Fatalf("%s: a deferral must not record an attempt", m.MsgID)
 	}
 }
 
@@ -243,7 +277,7 @@ func TestConsumerHonoursRetryAfter(t *testing.T) {
 func TestConsumerPermanentFailureGoesToDLQAtOnce(t *testing.T) {
 	f := newFixture(t)
 	// The provider echoes the key: it must not reach the DLQ row.
-	f.provider.status(401, `{"error":{"message":"invalid key `+testKey+`"}}`)
+	f.provider.status(400, `{"error":{"message":"bad request for key `+testKey+`"}}`)
 	m := msg("m401", "b401", "Sour", 1)
 	f.consume(t, m)
 	if !m.Acked {
@@ -253,7 +287,7 @@ func TestConsumerPermanentFailureGoesToDLQAtOnce(t *testing.T) {
 	var count int
 	err := f.db.QueryRow(`SELECT failure_class, failure_reason, failure_count, source_queue FROM dlq_messages WHERE message_id = 'm401' AND beer_id = 'b401'`).
 		Scan(&class, &reason, &count, &source)
-	if err != nil || class != "permanent" || !strings.HasPrefix(reason, "permanent: status 401: invalid key") || count != 1 || source != "beer-enrichment" {
+	if err != nil || class != "permanent" || !strings.HasPrefix(reason, "permanent: status 400: bad request for key") || count != 1 || source != "beer-enrichment" {
 		t.Fatalf("dlq row: %v %s %q %d %s", err, class, reason, count, source)
 	}
 	if strings.Contains(reason, testKey) {
@@ -262,7 +296,7 @@ func TestConsumerPermanentFailureGoesToDLQAtOnce(t *testing.T) {
 	if _, ok := f.attempt(t, "m401"); ok {
 		t.Fatal("no retry, so no attempt record")
 	}
-	if s := f.beer(t, "b401"); s.Status != StatusFailed || s.LastError == nil || !strings.Contains(*s.LastError, "401") {
+	if s := f.beer(t, "b401"); s.Status != StatusFailed || s.LastError == nil || !strings.Contains(*s.LastError, "400") {
 		t.Fatalf("beer %+v", s)
 	}
 	if c := f.counters(t); c[CounterPermanent] != 1 || f.provider.calls() != 1 {
@@ -347,13 +381,13 @@ func TestConsumerMissingAPIKeyIsAConfigError(t *testing.T) {
 	var logs strings.Builder
 	f.c.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	f.c.Provider.APIKey = ""
-	m := msg("mkey", "bkey", "Kölsch", 1)
+	m := msg("mkey", "bkey", "Kölsch", 3)
 	f.consume(t, m)
-	a, _ := f.attempt(t, "mkey")
-	if !m.Retried || a.Class != ClassConfig || !strings.Contains(a.Error, "ENRICHMENT_API_KEY") {
-		t.Fatalf("retried=%v record %+v", m.Retried, a)
-	}
-	if s := f.beer(t, "bkey"); s.Status != StatusQueued || f.provider.calls() != 0 {
+	// Deferred for the backoff's cap (1 min here), whatever its attempt.
+	f.wantDeferred(t, m, time.Minute)
+	s := f.beer(t, "bkey")
+	if s.Status != StatusQueued || f.provider.calls() != 0 || s.Attempts != 0 || s.LastError == nil ||
+		*s.LastError != "config: ENRICHMENT_API_KEY is not set" || s.NextAttemptAt == nil || *s.NextAttemptAt != f.now.Add(time.Minute).UnixMilli() {
 		t.Fatalf("a config error is not not_found: %+v calls %d", s, f.provider.calls())
 	}
 	if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), `"class":"config"`) {
@@ -411,9 +445,13 @@ func TestConsumerCircuitBreaker(t *testing.T) {
 	f.now = f.now.Add(20 * time.Second)
 	blocked := msg("c3", "cb3", "Three", 1)
 	f.consume(t, blocked)
-	a, _ := f.attempt(t, "c3")
-	if f.provider.calls() != 2 || !blocked.Retried || blocked.RetryDelay != 40*time.Second || a.Class != ClassBreakerOpen {
-		t.Fatalf("open breaker: calls %d delay %v record %+v", f.provider.calls(), blocked.RetryDelay, a)
+	if f.provider.calls() != 2 {
+		t.Fatalf("open breaker: calls %d", f.provider.calls())
+	}
+	f.wantDeferred(t, blocked, 40*time.Second)
+	if s := f.beer(t, "cb3"); s.Status != StatusQueued || s.Attempts != 0 || s.LastError == nil ||
+		!strings.HasPrefix(*s.LastError, "breaker_open: circuit breaker open (transient); provider not called until ") {
+		t.Fatalf("blocked beer %+v", s)
 	}
 	// After the cooldown one probe goes through; a healthy answer closes it.
 	f.now = f.now.Add(40 * time.Second)
@@ -443,11 +481,9 @@ func TestConsumerQuotaStopsCallsAndKeepsMessages(t *testing.T) {
 	if !first.Acked || f.provider.calls() != 1 {
 		t.Fatalf("first: acked %v calls %d", first.Acked, f.provider.calls())
 	}
-	a, _ := f.attempt(t, "q2")
-	if !second.Retried || second.RetryDelay != 4*time.Hour || a.Class != ClassQuota || !strings.Contains(a.Error, "daily limit of 1") {
-		t.Fatalf("second: retried %v delay %v record %+v", second.Retried, second.RetryDelay, a)
-	}
-	if s := f.beer(t, "qb2"); s.Status != StatusQueued || s.NextAttemptAt == nil || *s.NextAttemptAt != ResetAt(f.now).UnixMilli() {
+	f.wantDeferred(t, second, 4*time.Hour)
+	if s := f.beer(t, "qb2"); s.Status != StatusQueued || s.NextAttemptAt == nil || *s.NextAttemptAt != ResetAt(f.now).UnixMilli() ||
+		s.Attempts != 0 || s.LastError == nil || !strings.HasPrefix(*s.LastError, "quota: daily limit of 1") {
 		t.Fatalf("beer %+v", s)
 	}
 	// Early in the UTC day the wait is capped at Queues' 12 h.
@@ -455,12 +491,10 @@ func TestConsumerQuotaStopsCallsAndKeepsMessages(t *testing.T) {
 	f.db.Exec(`UPDATE enrichment_quota SET used = 1`)
 	early := msg("q3", "qb3", "Third", 1)
 	f.consume(t, early)
-	if early.RetryDelay != MaxDelay {
-		t.Fatalf("delay %v, want 12h", early.RetryDelay)
-	}
-	// The next day the retried message goes through.
+	f.wantDeferred(t, early, MaxDelay)
+	// The next day the deferred copy (a new message, attempt 1) goes through.
 	f.now = time.Date(2030, 6, 2, 0, 0, 5, 0, time.UTC)
-	again := msg("q2", "qb2", "Second", 2)
+	again := msg("q2-copy", "qb2", "Second", 1)
 	f.consume(t, again)
 	if !again.Acked || f.beer(t, "qb2").Status != StatusEnriched {
 		t.Fatal("message refused by the quota was not processed after the reset")
@@ -470,13 +504,189 @@ func TestConsumerQuotaStopsCallsAndKeepsMessages(t *testing.T) {
 	}
 }
 
-// When the batch's beers cannot be read the batch fails as a whole and the
-// runtime retries every message: nothing is acked.
-func TestConsumerD1FailureLeavesMessagesUnsettled(t *testing.T) {
+// D1 unavailable when the batch's beers are read: no attempt is spent.
+// Every message is deferred: a fresh copy (same body and content type) is
+// sent with RetryDelay of its attempt, and only then is the original acked.
+func TestConsumerD1UnavailableDefersWithoutSpendingAttempts(t *testing.T) {
 	f := newFixture(t)
 	f.db.Close()
-	m := msg("md", "bd", "Dunkel", 1)
-	if err := f.c.ConsumeBatch(context.Background(), "beer-enrichment", queuetest.Batch(m)); err == nil || m.Acked {
-		t.Fatalf("err=%v acked=%v", err, m.Acked)
+	m1, m2 := msg("md1", "bd1", "Dunkel", 1), msg("md2", "bd2", "Doppelbock", 3)
+	m2.Type = queue.JSON
+	f.consume(t, m1, m2)
+	if f.provider.calls() != 0 {
+		t.Fatalf("provider called with D1 down: %d", f.provider.calls())
+	}
+	copies := f.deferredCopies()
+	if len(copies) != 2 || f.sender.Calls != 1 {
+		t.Fatalf("copies %+v in %d sends, want 2 in one", copies, f.sender.Calls)
+	}
+	for i, want := range []struct {
+		m     *queuetest.Message
+		ct    queue.ContentType
+		delay time.Duration
+	}{{m1, queue.Text, 30 * time.Second}, {m2, queue.JSON, 120 * time.Second}} {
+		if !want.m.Acked || want.m.Retried || copies[i].Body != want.m.Text || copies[i].ContentType != want.ct || copies[i].Delay != want.delay {
+			t.Errorf("%s: acked %v retried %v copy %+v; want %s after %v", want.m.MsgID, want.m.Acked, want.m.Retried, copies[i], want.ct, want.delay)
+		}
+	}
+}
+
+// A table missing (beers renamed away) is D1 unavailable too: deferred, not
+// retried. Once it is back the copy is processed like any message, and the
+// beer was never charged an attempt.
+func TestConsumerMissingBeersTableDefersThenRecovers(t *testing.T) {
+	f := newFixture(t)
+	enrich(t, f, "br1")
+	if _, err := f.db.Exec(`ALTER TABLE beers RENAME TO beers_away`); err != nil {
+		t.Fatal(err)
+	}
+	m := msg("mr1", "br1", "Renamed", 1)
+	f.consume(t, m)
+	f.wantDeferred(t, m, 30*time.Second)
+	if f.provider.calls() != 0 {
+		t.Fatal("provider called although the beer could not be tracked")
+	}
+	if _, err := f.db.Exec(`ALTER TABLE beers_away RENAME TO beers`); err != nil {
+		t.Fatal(err)
+	}
+	again := msg("mr1-copy", "br1", "Renamed", 1)
+	f.consume(t, again)
+	if s := f.beer(t, "br1"); !again.Acked || s.Status != StatusEnriched || s.Attempts != 1 {
+		t.Fatalf("after recovery: acked %v beer %+v", again.Acked, s)
+	}
+	if n, _ := queueDLQRows(f.db); n != 0 {
+		t.Fatalf("%d DLQ rows", n)
+	}
+}
+
+// D1 failing in the middle of a message (the breaker's table gone) defers
+// it as well; a statement failing while D1 answers is the old path.
+func TestConsumerD1FailingMidMessageDefers(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.db.Exec(`DROP TABLE enrichment_breaker`); err != nil {
+		t.Fatal(err)
+	}
+	m := msg("mb", "bb", "Breakerless", 2)
+	f.consume(t, m)
+	f.wantDeferred(t, m, 60*time.Second) // attempt 2: 30 s * 2
+	if s := f.beer(t, "bb"); s.Attempts != 0 || f.provider.calls() != 0 {
+		t.Fatalf("beer %+v calls %d", s, f.provider.calls())
+	}
+}
+
+// When the fresh copy cannot be sent, the message is retried instead (an
+// attempt spent, recorded): never acked without a copy, never lost.
+func TestConsumerDeferralFallsBackToRetryWhenTheSendFails(t *testing.T) {
+	f := newFixture(t)
+	f.sender.Err = errors.New("queue unavailable")
+	f.c.Policy.DailyLimit = 1
+	f.now = time.Date(2030, 6, 1, 20, 0, 0, 0, time.UTC)
+	first, second := msg("s1", "sb1", "First", 1), msg("s2", "sb2", "Second", 2)
+	f.consume(t, first, second)
+	if !first.Acked || second.Acked || !second.Retried || second.RetryDelay != 4*time.Hour {
+		t.Fatalf("first %+v second %+v", first, second)
+	}
+	if a, ok := f.attempt(t, "s2"); !ok || a.Class != ClassQuota || a.Attempt != 2 {
+		t.Fatalf("fallback retry must record its attempt: %+v %v", a, ok)
+	}
+	if s := f.beer(t, "sb2"); s.Attempts != 1 || s.Status != StatusQueued {
+		t.Fatalf("beer %+v", s)
+	}
+	// No sender at all: the same.
+	f.c.Sender = nil
+	third := msg("s3", "sb3", "Third", 1)
+	f.consume(t, third)
+	if third.Acked || !third.Retried {
+		t.Fatalf("without a sender: %+v", third)
+	}
+	// D1 unavailable and the send failing: retried with the D1 delay.
+	f.c.Sender = f.sender
+	f.db.Close()
+	fourth := msg("s4", "sb4", "Fourth", 2)
+	f.consume(t, fourth)
+	if fourth.Acked || !fourth.Retried || fourth.RetryDelay != 60*time.Second {
+		t.Fatalf("D1 down and send failing: %+v", fourth)
+	}
+}
+
+// 401 and 403 are the provider refusing the key, not the message's fault:
+// class auth, no DLQ row, the reserved quota given back, the breaker open
+// at once (cause auth) for its cooldown, and the message deferred until
+// then. The other messages of the batch are not called (breaker open).
+func TestConsumerAuthFailureOpensBreakerAndDefers(t *testing.T) {
+	for _, status := range []int{401, 403} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			f := newFixture(t)
+			var logs strings.Builder
+			f.c.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+			f.provider.status(status, `{"error":{"message":"invalid key `+testKey+`"}}`)
+			m1, m2 := msg("a1", "ab1", "One", 1), msg("a2", "ab2", "Two", 3)
+			m1.Type = queue.JSON
+			f.consume(t, m1, m2)
+			if f.provider.calls() != 1 {
+				t.Fatalf("provider calls %d, want 1 (the breaker opened)", f.provider.calls())
+			}
+			f.wantDeferred(t, m1, time.Minute)
+			f.wantDeferred(t, m2, time.Minute)
+			if n, _ := queueDLQRows(f.db); n != 0 {
+				t.Fatalf("%d DLQ rows for an auth failure", n)
+			}
+			var used int64
+			f.db.QueryRow(`SELECT used FROM enrichment_quota`).Scan(&used)
+			if used != 0 {
+				t.Fatalf("quota used %d, want the refused call given back", used)
+			}
+			var state, cause string
+			var openUntil int64
+			f.db.QueryRow(`SELECT state, cause, open_until FROM enrichment_breaker`).Scan(&state, &cause, &openUntil)
+			if state != BreakerOpen || cause != CauseAuth || openUntil != f.now.Add(time.Minute).UnixMilli() {
+				t.Fatalf("breaker %s %s %d", state, cause, openUntil)
+			}
+			s := f.beer(t, "ab1")
+			if s.Status != StatusQueued || s.Attempts != 0 || s.LastError == nil || !strings.HasPrefix(*s.LastError, fmt.Sprintf("auth: status %d: invalid key", status)) ||
+				strings.Contains(*s.LastError, testKey) {
+				t.Fatalf("beer %+v", s)
+			}
+			if s := f.beer(t, "ab2"); s.LastError == nil || !strings.HasPrefix(*s.LastError, "breaker_open: circuit breaker open (auth)") {
+				t.Fatalf("second beer %+v", s)
+			}
+			c := f.counters(t)
+			if c[CounterAuthFailures] != 1 || c[CounterBreakerOpened] != 1 || c[CounterDeferred] != 2 || c[CounterPermanent] != 0 || c[CounterRetried] != 0 {
+				t.Fatalf("counters %v", c)
+			}
+			if strings.Contains(logs.String(), testKey) || !strings.Contains(logs.String(), `"class":"auth"`) {
+				t.Fatalf("logs: %s", logs.String())
+			}
+
+			// After the cooldown the probe succeeds: closed, cause cleared, enriched.
+			f.now = f.now.Add(time.Minute)
+			f.provider.set(func(w http.ResponseWriter, _ *http.Request) { w.Write(answer("5.5")) })
+			c1, c2 := msg("a1-copy", "ab1", "One", 1), msg("a2-copy", "ab2", "Two", 1)
+			f.consume(t, c1, c2)
+			if !c1.Acked || !c2.Acked || f.beer(t, "ab1").Status != StatusEnriched || f.beer(t, "ab2").Status != StatusEnriched {
+				t.Fatal("not enriched after the key was fixed")
+			}
+			var nullCause sql.NullString
+			f.db.QueryRow(`SELECT state, cause FROM enrichment_breaker`).Scan(&state, &nullCause)
+			if state != BreakerClosed || nullCause.Valid {
+				t.Fatalf("breaker after the probe: %s %v", state, nullCause)
+			}
+		})
+	}
+}
+
+func queueDLQRows(db *sql.DB) (int64, error) {
+	var n int64
+	err := db.QueryRow(`SELECT COUNT(*) FROM dlq_messages`).Scan(&n)
+	return n, err
+}
+
+// enrich registers beer ids as queued (as POST /admin/enrich leaves them).
+func enrich(t *testing.T, f *fixture, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := f.db.Exec(`INSERT INTO beers(beer_id, name, status, queued_at, created_at, updated_at) VALUES (?, ?, 'queued', 1, 1, 1)`, id, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

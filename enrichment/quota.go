@@ -43,3 +43,15 @@ func (q Quota) Reserve(ctx context.Context, now time.Time) (ok bool, used int64,
 	}
 	return true, used, nil
 }
+
+// Release gives back one call reserved at reservedAt (the same UTC day's
+// budget) that should not count: the provider refused the API key, so the
+// call did no work. It never takes the count below zero.
+func (q Quota) Release(ctx context.Context, reservedAt time.Time) error {
+	_, err := q.DB.ExecContext(ctx, `UPDATE enrichment_quota SET used = used - 1, updated_at = ?2 WHERE day = ?1 AND used > 0`,
+		day(reservedAt), reservedAt.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("quota release: %w", err)
+	}
+	return nil
+}

@@ -73,3 +73,34 @@ func TestResetAt(t *testing.T) {
 		}
 	}
 }
+
+// A refused call (auth) gives its reservation back to the day it was taken
+// from, never below zero; the budget can then be spent again.
+func TestQuotaReleaseGivesBackOneCall(t *testing.T) {
+	ctx := context.Background()
+	q := Quota{DB: sqlitetest.New(t), Limit: 1}
+	late := time.Date(2030, 1, 1, 23, 59, 59, 0, time.UTC)
+	if ok, _, _ := q.Reserve(ctx, late); !ok {
+		t.Fatal("first reservation refused")
+	}
+	if ok, _, _ := q.Reserve(ctx, late); ok {
+		t.Fatal("limit not enforced")
+	}
+	if err := q.Release(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if ok, used, _ := q.Reserve(ctx, late); !ok || used != 1 {
+		t.Fatalf("after release: ok=%v used=%d", ok, used)
+	}
+	// Released twice: never negative; another day's row is untouched.
+	q.Release(ctx, late)
+	q.Release(ctx, late)
+	var used int64
+	q.DB.QueryRow(`SELECT used FROM enrichment_quota WHERE day = '2030-01-01'`).Scan(&used)
+	if used != 0 {
+		t.Fatalf("used = %d", used)
+	}
+	if err := q.Release(ctx, late.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,11 +16,15 @@ type BatchConsumer interface {
 }
 
 // QueueRouter sends each batch to the consumer registered for its queue.
-// Batches from any other queue are acked with a warning: redrive cannot
-// process them, and retrying would only move them to a DLQ for nothing.
+// A batch from any other queue (a consumer added to wrangler.jsonc but not
+// wired in main.go) goes to Unroutable, which stores its messages as DLQ
+// rows (dlq.Unroutable) and acks only what it stored; without Unroutable the
+// messages are retried, never acked.
 type QueueRouter struct {
 	Consumers map[string]BatchConsumer
-	Log       *slog.Logger
+	// Unroutable consumes batches of queues without a consumer (nil: retried).
+	Unroutable BatchConsumer
+	Log        *slog.Logger
 }
 
 // Consume routes one batch. A panicking consumer is recovered and reported
@@ -29,12 +33,16 @@ type QueueRouter struct {
 func (q *QueueRouter) Consume(ctx context.Context, queueName string, msgs []queue.Message) (err error) {
 	c, ok := q.Consumers[queueName]
 	if !ok {
-		q.Log.WarnContext(ctx, "queue: no consumer for queue; acking", "queue", queueName, "messages", len(msgs))
-		for _, m := range msgs {
-			q.Log.WarnContext(ctx, "queue: acked unroutable message", "queue", queueName, "message_id", m.ID())
-			m.Ack()
+		if q.Unroutable == nil {
+			q.Log.ErrorContext(ctx, "queue: no consumer for queue and nowhere to store its messages; retrying them",
+				"queue", queueName, "messages", len(msgs))
+			for _, m := range msgs {
+				m.Retry(0)
+			}
+			return nil
 		}
-		return nil
+		q.Log.WarnContext(ctx, "queue: no consumer for queue; storing its messages as DLQ rows", "queue", queueName, "messages", len(msgs))
+		c = q.Unroutable
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -58,8 +58,10 @@ func (Fetch) Do(ctx context.Context, req enrichment.Request) (enrichment.Respons
 		header[strings.ToLower(args[1].String())] = args[0].String()
 		return nil
 	})
-	resp.Get("headers").Call("forEach", each)
-	each.Release()
+	func() {
+		defer each.Release() // forEach calls it synchronously; released even if it throws
+		resp.Get("headers").Call("forEach", each)
+	}()
 	text, err := await(ctx, resp.Call("text"))
 	if err != nil {
 		return enrichment.Response{}, fetchError(err, timeout)
@@ -85,18 +87,35 @@ func fetchError(err error, timeout time.Duration) error {
 	return fmt.Errorf("fetch failed: %w", err)
 }
 
-// await blocks until the promise settles (the JS event loop runs meanwhile).
+// await blocks until the promise settles (the JS event loop runs meanwhile)
+// or ctx ends.
+//
+// The two callbacks are released by whichever of them the promise calls
+// (exactly one of them, exactly once), on every path: when the promise
+// settles before ctx ends, and also when it settles after await returned
+// for ctx (the buffered channel takes the unread result). Releasing them
+// at ctx's end instead would leave the promise calling a released function
+// (an error on the console). Every promise awaited here settles: fetch and
+// its body carry an AbortSignal.timeout, and D1 and Queues calls resolve or
+// reject.
 func await(ctx context.Context, p js.Value) (js.Value, error) {
 	type result struct {
 		v   js.Value
 		err error
 	}
 	ch := make(chan result, 1)
-	onOK := js.FuncOf(func(_ js.Value, args []js.Value) any {
+	var onOK, onErr js.Func
+	release := func() {
+		onOK.Release()
+		onErr.Release()
+	}
+	onOK = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		defer release()
 		ch <- result{v: args[0]}
 		return nil
 	})
-	onErr := js.FuncOf(func(_ js.Value, args []js.Value) any {
+	onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		defer release()
 		reason := args[0]
 		e := &jsError{name: "Error", message: "promise rejected"}
 		if reason.Type() == js.TypeObject {
@@ -115,12 +134,10 @@ func await(ctx context.Context, p js.Value) (js.Value, error) {
 	p.Call("then", onOK, onErr)
 	select {
 	case r := <-ch:
-		onOK.Release()
-		onErr.Release()
 		return r.v, r.err
 	case <-ctx.Done():
-		// The callbacks stay alive: the promise still settles (the abort
-		// signal ends it) and must find them.
+		// The callbacks stay registered until the promise settles (the
+		// abort signal ends it) and the one it calls releases both.
 		return js.Value{}, ctx.Err()
 	}
 }

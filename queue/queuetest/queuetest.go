@@ -76,3 +76,10 @@ func (s *Sender) SendBatch(_ context.Context, queueName string, msgs []queue.Out
 	s.Sent[queueName] = append(s.Sent[queueName], msgs...)
 	return nil
 }
+
+// Messages returns a copy of the messages sent to queueName so far.
+func (s *Sender) Messages(queueName string) []queue.Outgoing {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]queue.Outgoing(nil), s.Sent[queueName]...)
+}

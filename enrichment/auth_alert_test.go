@@ -1,0 +1,77 @@
+package enrichment
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// enrichment_auth_failing follows the consumer: it fires once the provider
+// refused the key (breaker open, cause auth), keeps firing while a probe is
+// refused again or fails transiently, resolves once a probe succeeds; a
+// breaker opened by transient failures alone does not fire it.
+func TestAuthFailingConditionFiresAndResolves(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	cond := AuthFailingCondition{DB: f.db}
+	n := &notes{}
+	alerts := &dlq.Alerts{DB: f.db, Log: discard, Notifier: n, Reminder: time.Hour,
+		Conditions: []dlq.Condition{cond, BreakerOpenCondition{DB: f.db}}}
+	check := func(want bool, detail string) {
+		t.Helper()
+		on, d, err := cond.Check(ctx, f.now)
+		if err != nil || on != want || !strings.Contains(d, detail) {
+			t.Fatalf("firing %v %q %v; want %v containing %q", on, d, err, want, detail)
+		}
+		if _, err := alerts.Run(ctx, f.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(false, "never opened")
+
+	f.provider.status(http.StatusUnauthorized, `{"error":"bad key"}`)
+	f.consume(t, msg("k1", "kb1", "Key", 1))
+	check(true, "the provider refuses ENRICHMENT_API_KEY (401/403; breaker open")
+	if !strings.Contains(n.text[0], "FIRING enrichment_auth_failing") || !strings.Contains(strings.Join(n.text, "\n"),
+		"FIRING enrichment_breaker_open: provider circuit breaker open since 2030-06-01T10:00:00Z because the provider refused the API key") {
+		t.Fatalf("notifications %q", n.text)
+	}
+
+	// The probe after the cooldown fails transiently: still firing (auth not proven fixed).
+	f.now = f.now.Add(time.Minute)
+	f.provider.status(http.StatusBadGateway, `{}`)
+	f.consume(t, msg("k1-copy", "kb1", "Key", 1))
+	check(true, "breaker open")
+
+	// The probe after that succeeds: resolved, and the beer enriched.
+	f.now = f.now.Add(time.Minute)
+	f.provider.set(func(w http.ResponseWriter, _ *http.Request) { w.Write(answer("4.4")) })
+	f.consume(t, msg("k1-copy2", "kb1", "Key", 1))
+	check(false, "accepts the API key")
+	if s := f.beer(t, "kb1"); s.Status != StatusEnriched {
+		t.Fatalf("beer %+v", s)
+	}
+	var auth []string
+	for _, x := range n.text {
+		if strings.Contains(x, "FIRING enrichment_auth_failing:") || strings.Contains(x, "RESOLVED enrichment_auth_failing ") {
+			auth = append(auth, x)
+		}
+	}
+	if len(auth) != 2 || !strings.HasPrefix(auth[1], "[redrive] RESOLVED enrichment_auth_failing") {
+		t.Fatalf("auth notifications %q", auth)
+	}
+
+	// Transient failures alone open the breaker without this alert.
+	f.c.Policy.BreakerThreshold = 1
+	f.now = f.now.Add(time.Minute)
+	f.provider.status(http.StatusServiceUnavailable, `{}`)
+	f.consume(t, msg("t1", "tb1", "Flaky", 1))
+	if st, _ := breakerState(t, f.c.Breaker()); st != BreakerOpen {
+		t.Fatalf("breaker %s", st)
+	}
+	check(false, "accepts the API key")
+}
