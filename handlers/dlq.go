@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -175,16 +176,16 @@ func jsonIDs(raw json.RawMessage) ([]int64, error) {
 	}
 	var items []json.RawMessage
 	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
-		return nil, badRequest("INVALID_REQUEST", "ids must be an array of integer row ids")
+		return nil, badRequest("INVALID_REQUEST", "ids must be an array of integers")
 	}
 	ids := make([]int64, len(items))
 	for i, it := range items {
-		n, ok, err := jsonInt(it, "INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer row id", i))
+		n, ok, err := jsonInt(it, "INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer", i))
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer row id", i))
+			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer", i))
 		}
 		ids[i] = n
 	}
@@ -192,19 +193,19 @@ func jsonIDs(raw json.RawMessage) ([]int64, error) {
 }
 
 // jsonFilter parses the filter field strictly (nil when absent or null).
+// Its keys were checked for duplicates with the whole body.
 func jsonFilter(raw json.RawMessage) (*dlq.Filter, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	if raw[0] != '{' {
-		return nil, badRequest("INVALID_FILTER", "filter must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var f dlq.Filter
-	if err := dec.Decode(&f); err != nil {
-		return nil, badRequest("INVALID_FILTER", "invalid filter: "+err.Error())
+	if err := decodeStrictAt(raw, &f, "filter"); err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			return nil, badRequest("INVALID_FILTER", apiErr.Message)
+		}
+		return nil, err
 	}
 	return &f, nil
 }
