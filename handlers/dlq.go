@@ -363,16 +363,16 @@ func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditSta
 		}
 	}
 	result, outcome, counts, runErr := run(ctx)
-	errText := ""
+	var auditErr *dlq.AuditError
 	if runErr != nil {
-		outcome, errText = dlq.OutcomeError, runErr.Error()
+		outcome, auditErr = dlq.OutcomeError, auditError(runErr, start.RequestID)
 	}
 	var err error
 	switch {
 	case mode == auditAround:
-		err = audit.Finish(ctx, id, outcome, counts, errText)
+		err = audit.Finish(ctx, id, outcome, counts, auditErr)
 	case mode == auditAfter || runErr != nil:
-		err = audit.Record(ctx, start, outcome, counts, errText)
+		err = audit.Record(ctx, start, outcome, counts, auditErr)
 	}
 	if err != nil {
 		a.Log.ErrorContext(ctx, "audit: could not record the action", "request_id", start.RequestID, "audit_id", id, "error", err.Error())
@@ -382,6 +382,22 @@ func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditSta
 	}
 	respond(w, r, http.StatusOK, result)
 	return nil
+}
+
+// auditError is what the audit entry of an action that failed with err
+// says: the code and message of the response's envelope (see fail). An
+// internal error's own text (D1's, say) goes to the log line fail writes
+// with the request id, never to the audit log.
+func auditError(err error, requestID string) *dlq.AuditError {
+	var apiErr *APIError
+	var inputErr *dlq.InputError
+	switch {
+	case errors.As(err, &apiErr):
+		return &dlq.AuditError{Code: apiErr.Code, Message: apiErr.Message}
+	case errors.As(err, &inputErr):
+		return &dlq.AuditError{Code: inputErr.Code, Message: inputErr.Message}
+	}
+	return &dlq.AuditError{Code: "INTERNAL_ERROR", Message: "internal error; see the worker log for request " + requestID}
 }
 
 // auditParams are the query parameters GET /admin/audit accepts.
