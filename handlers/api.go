@@ -116,7 +116,7 @@ func (a *API) Handler() http.Handler {
 			fail(w, r, a.Log, err)
 			return
 		}
-		notFound := &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no route for " + r.Method + " " + r.URL.EscapedPath()}
+		notFound := &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no route for " + clip(r.Method) + " " + quote(r.URL.EscapedPath())}
 		if p := r.URL.EscapedPath(); p != path.Clean(p) {
 			// The mux would redirect to the clean path (//admin/dlq,
 			// /admin/./dlq, /admin/dlq/): no route is ever reached that way.
@@ -135,7 +135,7 @@ func (a *API) Handler() http.Handler {
 		if rec.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", rec.header.Get("Allow"))
 			fail(w, r, a.Log, &APIError{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED",
-				Message: r.Method + " is not allowed on " + r.URL.EscapedPath()})
+				Message: clip(r.Method) + " is not allowed on " + quote(r.URL.EscapedPath())})
 			return
 		}
 		fail(w, r, a.Log, notFound)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/sqlbatch"
@@ -42,19 +43,23 @@ var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true,
 	"source_queue": true, "failed_after": true, "failed_before": true, "q": true}
 
 // query returns the single value of each known parameter. Unknown or
-// repeated parameters are rejected; an empty value counts as absent.
+// repeated parameters, invalid percent-escapes and text that is not UTF-8
+// are rejected; an empty value counts as absent.
 func query(u *url.URL, known map[string]bool) (map[string]string, error) {
 	vals, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, badRequest("INVALID_REQUEST", "malformed query string")
+		return nil, badRequest("INVALID_REQUEST", "malformed query string (an invalid percent-escape, or ';')")
 	}
 	out := map[string]string{}
 	for k, vs := range vals {
 		if !known[k] {
-			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("unknown query parameter %q", k))
+			return nil, badRequest("INVALID_REQUEST", "unknown query parameter "+quote(k))
 		}
 		if len(vs) > 1 {
-			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("query parameter %q given more than once", k))
+			return nil, badRequest("INVALID_REQUEST", "query parameter "+quote(k)+" given more than once")
+		}
+		if !utf8.ValidString(vs[0]) {
+			return nil, badRequest("INVALID_REQUEST", "query parameter "+quote(k)+" is not valid UTF-8")
 		}
 		if vs[0] != "" {
 			out[k] = vs[0]
