@@ -78,7 +78,7 @@ type walker struct{ dec *json.Decoder }
 // still without duplicate keys. top requires an object (the body itself).
 func (w walker) value(t reflect.Type, path string, depth int, top bool) error {
 	if depth > maxJSONDepth {
-		return badRequest("INVALID_REQUEST", fmt.Sprintf("%s is nested more than %d levels deep", name(path), maxJSONDepth))
+		return badRequest("INVALID_REQUEST", fmt.Sprintf("body is nested more than %d levels deep", maxJSONDepth))
 	}
 	tok, err := w.dec.Token()
 	if err != nil {
