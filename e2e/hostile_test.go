@@ -510,3 +510,48 @@ func TestHostileRequests(t *testing.T) {
 		t.Fatalf("the corpus registered %d beers", n)
 	}
 }
+
+// An action that D1 refuses is a 500 whose audit entry holds the response's
+// code and a pointer to the log, never D1's text; the worker's log line has
+// the details with the request id.
+func TestAdminAuditErrorIsACodeNotD1Text(t *testing.T) {
+	prefix := newPrefix("auditerr")
+	trigger := "refuse_" + prefix
+	shared.Exec(t, seedSQL(prefix, 1, 1, time.Now().UnixMilli(), "beer-enrichment")+`;
+		CREATE TRIGGER `+trigger+` BEFORE UPDATE OF status ON dlq_messages WHEN OLD.beer_id = '`+prefix+`-b-0'
+		BEGIN SELECT RAISE(ABORT, 'refused by the test trigger `+prefix+`'); END`)
+	t.Cleanup(func() { shared.Exec(t, `DROP TRIGGER IF EXISTS `+trigger) })
+	id := ownIDs(t, shared, prefix)[0]
+
+	r := shared.Admin(t, http.MethodPost, "/admin/dlq/replay", fmt.Sprintf(`{"ids":[%d]}`, id))
+	if r.Status != 500 || r.Error == nil || r.Error.Code != "INTERNAL_ERROR" || strings.Contains(string(r.Raw), "refused") {
+		t.Fatalf("replay D1 refuses: %d %s", r.Status, r.Raw)
+	}
+	a := shared.Admin(t, http.MethodGet, "/admin/audit?action=replay&limit=20", nil)
+	type entry struct {
+		RequestID string          `json:"request_id"`
+		Outcome   string          `json:"outcome"`
+		Error     json.RawMessage `json:"error"`
+	}
+	var page struct {
+		Entries []entry `json:"entries"`
+	}
+	a.Decode(t, &page)
+	i := slices.IndexFunc(page.Entries, func(e entry) bool { return e.RequestID == r.ReqID })
+	if i < 0 {
+		t.Fatalf("no audit entry for request %s: %s", r.ReqID, a.Raw)
+	}
+	e := page.Entries[i]
+	want := `{"code":"INTERNAL_ERROR","message":"internal error; see the worker log for request ` + r.ReqID + `"}`
+	if e.Outcome != "error" || string(e.Error) != want {
+		t.Fatalf("audit entry: outcome %s error %s, want %s", e.Outcome, e.Error, want)
+	}
+	Eventually(t, 10*time.Second, "the worker log has the error with the request id", func() bool {
+		for _, line := range strings.Split(shared.Log(), "\n") {
+			if strings.Contains(line, r.ReqID) && strings.Contains(line, "refused by the test trigger "+prefix) {
+				return true
+			}
+		}
+		return false
+	})
+}
