@@ -116,11 +116,10 @@ func (a *API) Handler() http.Handler {
 			fail(w, r, a.Log, err)
 			return
 		}
-		notFound := &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no route for " + clip(r.Method) + " " + quote(r.URL.EscapedPath())}
 		if p := r.URL.EscapedPath(); p != path.Clean(p) {
 			// The mux would redirect to the clean path (//admin/dlq,
 			// /admin/./dlq, /admin/dlq/): no route is ever reached that way.
-			fail(w, r, a.Log, notFound)
+			fail(w, r, a.Log, notFound(r))
 			return
 		}
 		h, pattern := mux.Handler(r)
@@ -138,8 +137,12 @@ func (a *API) Handler() http.Handler {
 				Message: clip(r.Method) + " is not allowed on " + quote(r.URL.EscapedPath())})
 			return
 		}
-		fail(w, r, a.Log, notFound)
+		fail(w, r, a.Log, notFound(r))
 	}))
+}
+
+func notFound(r *http.Request) *APIError {
+	return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no route for " + clip(r.Method) + " " + quote(r.URL.EscapedPath())}
 }
 
 // checkTarget rejects a request whose target (path and query as sent) is

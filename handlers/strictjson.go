@@ -100,7 +100,9 @@ func (w walker) value(t reflect.Type, path string, depth int, top bool) error {
 		}
 		return nil
 	}
-	mismatch := badRequest("INVALID_REQUEST", fmt.Sprintf("%s must be %s", name(path), describe(t)))
+	mismatch := func() error {
+		return badRequest("INVALID_REQUEST", fmt.Sprintf("%s must be %s", name(path), describe(t)))
+	}
 	switch tok := tok.(type) {
 	case json.Delim:
 		switch {
@@ -109,14 +111,14 @@ func (w walker) value(t reflect.Type, path string, depth int, top bool) error {
 		case tok == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
 			return w.array(t.Elem(), path, depth)
 		}
-		return mismatch
+		return mismatch()
 	case bool:
 		if t.Kind() != reflect.Bool {
-			return mismatch
+			return mismatch()
 		}
 	case string:
 		if t.Kind() != reflect.String && !(t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8) {
-			return mismatch
+			return mismatch()
 		}
 	case json.Number:
 		return number(tok, t, path, mismatch)
@@ -178,7 +180,7 @@ func (w walker) array(elem reflect.Type, path string, depth int) error {
 
 // number checks a JSON number against a numeric t, with encoding/json's
 // rules: integers without fraction or exponent, within the type's range.
-func number(n json.Number, t reflect.Type, path string, mismatch error) error {
+func number(n json.Number, t reflect.Type, path string, mismatch func() error) error {
 	s := n.String()
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -194,17 +196,17 @@ func number(n json.Number, t reflect.Type, path string, mismatch error) error {
 			return badRequest("INVALID_REQUEST", fmt.Sprintf("%s is out of range", name(path)))
 		}
 	default:
-		return mismatch
+		return mismatch()
 	}
 	return nil
 }
 
 // rangeError words a failed integer parse: out of range, or not an integer.
-func rangeError(err error, path string, mismatch error, bounds string) error {
+func rangeError(err error, path string, mismatch func() error, bounds string) error {
 	if errors.Is(err, strconv.ErrRange) {
 		return badRequest("INVALID_REQUEST", fmt.Sprintf("%s must be an integer in %s", name(path), bounds))
 	}
-	return mismatch
+	return mismatch()
 }
 
 // syntaxError words a tokenizer error (nil stays nil).
