@@ -135,7 +135,7 @@ CREATE TABLE IF NOT EXISTS admin_audit (
     note TEXT,                              -- acknowledge note
     counts TEXT,                            -- JSON object: the response's counts
     outcome TEXT NOT NULL,                  -- started | ok | partial | failed | error
-    error TEXT,
+    error TEXT,                             -- JSON object {code, message} when outcome is error
     finished_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS idx_admin_audit_action ON admin_audit(action, id);

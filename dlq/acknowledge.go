@@ -91,7 +91,7 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 		// The audit row counts the rows the update is about to move. Counts
 		// are computed in SQL, never bound: D1 binds JS numbers as REAL, and
 		// json_object would write 100 as 100.0.
-		record := finishedAuditStmt(audit, now.UnixMilli(), OutcomeOK, "",
+		record := finishedAuditStmt(audit, now.UnixMilli(), OutcomeOK, nil,
 			`json_object('requested_count', json_array_length(?), 'acknowledged_count', (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`))`,
 			append([]any{idsJSON(sel.IDs)}, args...)...)
 		out, err := a.Batch.Batch(ctx, record, sqlbatch.Stmt{SQL: set + cond + ` RETURNING id`, Args: append(params, args...)})
@@ -113,7 +113,7 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 	// A bulk page: n counts the matching rows up to one more than the page
 	// (?), which gives both the page's count and has_more.
 	page := int64(max(a.BulkMax, 1))
-	record := finishedAuditStmt(audit, now.UnixMilli(), OutcomeOK, "",
+	record := finishedAuditStmt(audit, now.UnixMilli(), OutcomeOK, nil,
 		`(SELECT json_object('requested_count', 0, 'acknowledged_count', n - more, 'has_more', json(IIF(more, 'true', 'false')))
 			FROM (SELECT n, n > ? AS more FROM (SELECT COUNT(*) AS n FROM (SELECT 1 FROM dlq_messages WHERE `+cond+` LIMIT ? + 1))))`,
 		append([]any{page}, append(args, page)...)...)

@@ -103,29 +103,57 @@ func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
 	return id, nil
 }
 
+// AuditError is what an audit entry records about an action that ended in
+// an error: the error code the response carried and a short message for
+// operators. It never holds the error's own text (D1's or Go's): that goes
+// to the worker's log line with the same request id.
+type AuditError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// column is e as the error column stores it: JSON text, or NULL.
+func (e *AuditError) column() any {
+	if e == nil {
+		return nil
+	}
+	js, _ := json.Marshal(e)
+	return string(js)
+}
+
+// auditErrorOf reads the error column of the entry made by request
+// requestID. A value that is not an AuditError (entries written before
+// errors had codes held the error's text) is not shown.
+func auditErrorOf(col sql.NullString, requestID string) *AuditError {
+	if !col.Valid {
+		return nil
+	}
+	var e AuditError
+	if err := json.Unmarshal([]byte(col.String), &e); err != nil || e.Code == "" {
+		return &AuditError{Code: "INTERNAL_ERROR", Message: "see the worker log for request " + requestID}
+	}
+	return &e
+}
+
 // finishedAuditStmt returns the statement that writes s's finished audit row at
-// once: its outcome, errText, and as counts the JSON object that countsSQL
+// once: its outcome, error (nil for none), and as counts the JSON object that countsSQL
 // (an SQL expression taking countsArgs) evaluates to; the statement returns
 // the counts. Sent in the same batch as an action, before it, the row and
 // the action commit together and the counts see the rows about to change.
-func finishedAuditStmt(s AuditStart, at int64, outcome, errText, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
-	var et any
-	if errText != "" {
-		et = errText
-	}
-	args := append(s.values(at), outcome, et, at)
+func finishedAuditStmt(s AuditStart, at int64, outcome string, e *AuditError, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
+	args := append(s.values(at), outcome, e.column(), at)
 	return sqlbatch.Stmt{SQL: `INSERT INTO admin_audit(` + auditColumns + `, outcome, error, finished_at, counts)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + countsSQL + `) RETURNING counts`, Args: append(args, countsArgs...)}
 }
 
 // Record writes s's finished audit row in one statement: for dry runs,
 // which change nothing, and for actions that failed without changing anything.
-func (a Audit) Record(ctx context.Context, s AuditStart, outcome string, counts any, errText string) error {
+func (a Audit) Record(ctx context.Context, s AuditStart, outcome string, counts any, e *AuditError) error {
 	cs, err := countsJSON(counts)
 	if err != nil {
 		return err
 	}
-	st := finishedAuditStmt(s, a.now().UnixMilli(), outcome, errText, "?", cs)
+	st := finishedAuditStmt(s, a.now().UnixMilli(), outcome, e, "?", cs)
 	if _, err := a.DB.ExecContext(ctx, st.SQL, st.Args...); err != nil {
 		return fmt.Errorf("audit record: %w", err)
 	}
@@ -143,18 +171,15 @@ func countsJSON(counts any) (any, error) {
 	return string(js), nil
 }
 
-// Finish records the outcome and the counts (any JSON-encodable value) of action id.
-func (a Audit) Finish(ctx context.Context, id int64, outcome string, counts any, errText string) error {
+// Finish records the outcome, the counts (any JSON-encodable value) and the
+// error (nil for none) of action id.
+func (a Audit) Finish(ctx context.Context, id int64, outcome string, counts any, e *AuditError) error {
 	cs, err := countsJSON(counts)
 	if err != nil {
 		return err
 	}
-	var et any
-	if errText != "" {
-		et = errText
-	}
 	_, err = a.DB.ExecContext(ctx, `UPDATE admin_audit SET outcome = ?, counts = ?, error = ?, finished_at = ? WHERE id = ?`,
-		outcome, cs, et, a.now().UnixMilli(), id)
+		outcome, cs, e.column(), a.now().UnixMilli(), id)
 	if err != nil {
 		return fmt.Errorf("audit finish: %w", err)
 	}
@@ -187,10 +212,11 @@ type AuditEntry struct {
 	Filter json.RawMessage `json:"filter"`
 	Note   *string         `json:"note"`
 	// Counts is the JSON object of the response's counts, or null while started.
-	Counts     json.RawMessage `json:"counts"`
-	Outcome    string          `json:"outcome"`
-	Error      *string         `json:"error"`
-	FinishedAt *int64          `json:"finished_at"`
+	Counts  json.RawMessage `json:"counts"`
+	Outcome string          `json:"outcome"`
+	// Error is set when the outcome is error.
+	Error      *AuditError `json:"error"`
+	FinishedAt *int64      `json:"finished_at"`
 }
 
 // AuditParams are GET /admin/audit's inputs.
@@ -250,7 +276,7 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 			return AuditPage{}, fmt.Errorf("audit scan: %w", err)
 		}
 		e.IDs, e.Filter, e.Counts = rawJSON(ids), rawJSON(filter), rawJSON(counts)
-		e.Note, e.Error, e.FinishedAt = str(note), str(errText), num(finished)
+		e.Note, e.Error, e.FinishedAt = str(note), auditErrorOf(errText, e.RequestID), num(finished)
 		out.Entries = append(out.Entries, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -2,6 +2,8 @@ package dlq
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
@@ -23,7 +25,7 @@ func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
 		}
 		ids = append(ids, id)
 		if i != 6 { // the last one stays "started"
-			if err := a.Finish(ctx, id, OutcomeOK, map[string]int{"claimed_count": i}, ""); err != nil {
+			if err := a.Finish(ctx, id, OutcomeOK, map[string]int{"claimed_count": i}, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -68,4 +70,53 @@ func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
 	wantInput(t, err, "INVALID_FILTER")
 	_, err = a.Page(ctx, AuditParams{Limit: 1000})
 	wantInput(t, err, "INVALID_LIMIT")
+}
+
+// An entry's error is a code and a message, never the error's own text;
+// entries written before errors had codes (their text) show neither.
+func TestAuditErrorIsACodeAndAMessage(t *testing.T) {
+	db := sqlitetest.New(t)
+	a := Audit{DB: db, Cursors: NewCursors("s"), Now: clock}
+	start := AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "req-1", KeyFingerprint: "fp"}, IDs: []int64{1}}
+	id, err := a.Begin(ctx, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &AuditError{Code: "INTERNAL_ERROR", Message: "internal error; see the worker log for request req-1"}
+	if err := a.Finish(ctx, id, OutcomeError, nil, want); err != nil {
+		t.Fatal(err)
+	}
+	start.RequestID = "req-2"
+	if err := a.Record(ctx, start, OutcomeError, nil, &AuditError{Code: "INVALID_CURSOR", Message: "bad cursor"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record(ctx, start, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := a.Begin(ctx, AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "req-old"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Exec(`UPDATE admin_audit SET outcome = 'error', error = 'dlq list: D1_ERROR: LIKE or GLOB pattern too complex' WHERE id = ?`, legacy)
+
+	p, err := a.Page(ctx, AuditParams{})
+	if err != nil || len(p.Entries) != 4 {
+		t.Fatalf("%+v %v", p, err)
+	}
+	js, _ := json.Marshal(p.Entries)
+	if strings.Contains(string(js), "D1_ERROR") || strings.Contains(string(js), "LIKE") {
+		t.Fatalf("an entry shows an error's text: %s", js)
+	}
+	got := []*AuditError{p.Entries[3].Error, p.Entries[2].Error, p.Entries[1].Error, p.Entries[0].Error}
+	wants := []*AuditError{want, {Code: "INVALID_CURSOR", Message: "bad cursor"}, nil,
+		{Code: "INTERNAL_ERROR", Message: "see the worker log for request req-old"}}
+	for i := range wants {
+		if !reflect.DeepEqual(got[i], wants[i]) {
+			t.Errorf("entry %d: error %+v, want %+v", i, got[i], wants[i])
+		}
+	}
+	if !strings.Contains(string(js), `"error":{"code":"INTERNAL_ERROR","message":"internal error; see the worker log for request req-1"}`) ||
+		!strings.Contains(string(js), `"error":null`) {
+		t.Fatalf("JSON shape: %s", js)
+	}
 }

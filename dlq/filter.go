@@ -64,7 +64,7 @@ type Filter struct {
 	// FailedBefore keeps rows with failed_at < FailedBefore (epoch ms, exclusive).
 	FailedBefore *int64 `json:"failed_before,omitempty"`
 	// Q keeps rows whose beer_name, brewer or failure_reason contains it
-	// (case-insensitive for ASCII letters).
+	// (case-insensitive for ASCII letters; %, _ and \ are literal).
 	Q string `json:"q,omitempty"`
 }
 
@@ -140,18 +140,17 @@ func (f Filter) where() (string, []any) {
 		conds, args = append(conds, "failed_at < ?"), append(args, *f.FailedBefore)
 	}
 	if f.Q != "" {
-		like := "%" + escapeLike(f.Q) + "%"
-		conds = append(conds, `(beer_name LIKE ? ESCAPE '\' OR brewer LIKE ? ESCAPE '\' OR failure_reason LIKE ? ESCAPE '\')`)
-		args = append(args, like, like, like)
+		// A substring test, not LIKE: D1 refuses LIKE patterns over 50
+		// bytes, and instr needs no escaping of %, _ or \. lower() folds
+		// ASCII letters only, as LIKE does.
+		conds = append(conds, `(instr(lower(beer_name), lower(?)) > 0 OR instr(lower(brewer), lower(?)) > 0
+			OR instr(lower(failure_reason), lower(?)) > 0)`)
+		args = append(args, f.Q, f.Q, f.Q)
 	}
 	if len(conds) == 0 {
 		return "1 = 1", nil
 	}
 	return strings.Join(conds, " AND "), args
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // replayableSQL is true for rows whose raw body is a JSON object as text:

@@ -2,11 +2,14 @@ package dlq
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue/queuetest"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // decoded returns a page's messages.
@@ -274,4 +277,77 @@ func TestBeerIDFilterUsesItsIndex(t *testing.T) {
 			t.Errorf("status %q: plan %q", status, detail)
 		}
 	}
+}
+
+// q of any length up to MaxFilterText searches the list, dry runs, bulk
+// replay and bulk acknowledge (the test database has D1's 50-byte LIKE
+// limit). %, _ and \ are literal, and multi-byte UTF-8 is kept whole.
+func TestLongQSearchesEveryAction(t *testing.T) {
+	db := sqlitetest.New(t)
+	long := strings.Repeat(`Ünïcode 100%_off \ `, 20)[:MaxFilterText-2] + "é" // exactly MaxFilterText bytes
+	if len(long) != MaxFilterText {
+		t.Fatalf("q is %d bytes", len(long))
+	}
+	ids := insert(t, db,
+		adminRow{beerID: "reason", beerName: "A", reason: "permanent: " + asciiUpper(long[:60]) + long[60:] + " (end)", failedAt: 3000},
+		adminRow{beerID: "name", beerName: "x" + long, failedAt: 2000},
+		adminRow{beerID: "other", beerName: "Ünïcode 100 off", brewer: strings.Repeat("_", 60), reason: strings.Repeat("%", 60), failedAt: 1000},
+	)
+	for _, c := range []struct {
+		q    string
+		want []int64
+	}{
+		{long, []int64{ids[0], ids[1]}},
+		{long[:49], []int64{ids[0], ids[1]}},
+		{long[:51], []int64{ids[0], ids[1]}},
+		{"y" + long[:198], nil},
+		{strings.Repeat("_", 51), []int64{ids[2]}},
+		{strings.Repeat("%", 51), []int64{ids[2]}},
+		{`\ Ü`, []int64{ids[0], ids[1]}},
+		{"ÜNÏCODE", nil}, // only ASCII letters fold: Ü and Ï stay as they are
+	} {
+		f := Filter{Q: c.q}
+		p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{Filter: f})
+		if err != nil {
+			t.Fatalf("list q=%.20q… (%d bytes): %v", c.q, len(c.q), err)
+		}
+		var got []int64
+		for _, m := range decoded(t, p) {
+			got = append(got, m.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("list q=%.20q… (%d bytes): got %v, want %v", c.q, len(c.q), got, c.want)
+		}
+		rp, err := newReplay(db, &queuetest.Sender{}).DryRun(ctx, ReplayRequest{Selection: Selection{Filter: &f}})
+		if err != nil || rp.MatchedCount != int64(len(c.want)) {
+			t.Errorf("replay dry run q=%.20q…: %d matched, %v", c.q, rp.MatchedCount, err)
+		}
+		ap, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Now: clock}.DryRun(ctx,
+			AcknowledgeRequest{Selection: Selection{Filter: &f}})
+		if err != nil || ap.MatchedCount != int64(len(c.want)) {
+			t.Errorf("acknowledge dry run q=%.20q…: %d matched, %v", c.q, ap.MatchedCount, err)
+		}
+	}
+	f := Filter{Q: long}
+	res, err := newReplay(db, &queuetest.Sender{}).Run(ctx, ReplayRequest{Selection: Selection{IDs: nil, Filter: &f}})
+	if err != nil || res.ReplayedCount != 2 {
+		t.Fatalf("bulk replay with a %d-byte q: %+v %v", len(long), res, err)
+	}
+	db.Exec(`UPDATE dlq_messages SET status = 'pending'`)
+	ack, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Now: clock}.Run(ctx,
+		AcknowledgeRequest{Selection: Selection{Filter: &f}, Note: "long q"})
+	if err != nil || ack.AcknowledgedCount != 2 {
+		t.Fatalf("bulk acknowledge with a %d-byte q: %+v %v", len(long), ack, err)
+	}
+}
+
+// asciiUpper upper-cases ASCII letters only (strings.ToUpper would change ï too).
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"path"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -109,6 +112,16 @@ func (a *API) Handler() http.Handler {
 				fail(w, r, a.Log, fmt.Errorf("panic: %v", p))
 			}
 		}()
+		if err := checkTarget(r); err != nil {
+			fail(w, r, a.Log, err)
+			return
+		}
+		if p := r.URL.EscapedPath(); p != path.Clean(p) {
+			// The mux would redirect to the clean path (//admin/dlq,
+			// /admin/./dlq, /admin/dlq/): no route is ever reached that way.
+			fail(w, r, a.Log, notFound(r))
+			return
+		}
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			mux.ServeHTTP(w, r) // (not h: only the mux sets path values like {id})
@@ -118,16 +131,36 @@ func (a *API) Handler() http.Handler {
 		// with the envelope instead of its plain-text body.
 		rec := &statusRecorder{header: http.Header{}}
 		h.ServeHTTP(rec, r)
-		if allow := rec.header.Get("Allow"); allow != "" {
-			w.Header().Set("Allow", allow)
-		}
-		code := "NOT_FOUND"
-		msg := "no route for " + r.Method + " " + r.URL.Path
 		if rec.status == http.StatusMethodNotAllowed {
-			code = "METHOD_NOT_ALLOWED"
+			w.Header().Set("Allow", rec.header.Get("Allow"))
+			fail(w, r, a.Log, &APIError{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED",
+				Message: clip(r.Method) + " is not allowed on " + quote(r.URL.EscapedPath())})
+			return
 		}
-		fail(w, r, a.Log, &APIError{Status: rec.status, Code: code, Message: msg})
+		fail(w, r, a.Log, notFound(r))
 	}))
+}
+
+func notFound(r *http.Request) *APIError {
+	return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no route for " + clip(r.Method) + " " + quote(r.URL.EscapedPath())}
+}
+
+// checkTarget rejects a request whose target (path and query as sent) is
+// not a URL, such as an invalid percent-escape in the path. net/http's
+// server refuses those itself; the worker's bridge (platform) hands them
+// on with the raw target in RequestURI and an empty URL path.
+func checkTarget(r *http.Request) error {
+	if r.RequestURI == "" {
+		return nil
+	}
+	if _, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		return nil
+	}
+	p, _, _ := strings.Cut(r.RequestURI, "?")
+	if _, err := url.PathUnescape(p); err != nil {
+		return badRequest("INVALID_REQUEST", "the path has an invalid percent-escape (% must be followed by two hex digits)")
+	}
+	return badRequest("INVALID_REQUEST", "the request target is not a valid URL path")
 }
 
 // statusRecorder keeps the status and headers of the mux's own 404/405

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/sqlbatch"
@@ -41,19 +43,23 @@ var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true,
 	"source_queue": true, "failed_after": true, "failed_before": true, "q": true}
 
 // query returns the single value of each known parameter. Unknown or
-// repeated parameters are rejected; an empty value counts as absent.
+// repeated parameters, invalid percent-escapes and text that is not UTF-8
+// are rejected; an empty value counts as absent.
 func query(u *url.URL, known map[string]bool) (map[string]string, error) {
 	vals, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, badRequest("INVALID_REQUEST", "malformed query string")
+		return nil, badRequest("INVALID_REQUEST", "malformed query string (an invalid percent-escape, or ';')")
 	}
 	out := map[string]string{}
 	for k, vs := range vals {
 		if !known[k] {
-			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("unknown query parameter %q", k))
+			return nil, badRequest("INVALID_REQUEST", "unknown query parameter "+quote(k))
 		}
 		if len(vs) > 1 {
-			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("query parameter %q given more than once", k))
+			return nil, badRequest("INVALID_REQUEST", "query parameter "+quote(k)+" given more than once")
+		}
+		if !utf8.ValidString(vs[0]) {
+			return nil, badRequest("INVALID_REQUEST", "query parameter "+quote(k)+" is not valid UTF-8")
 		}
 		if vs[0] != "" {
 			out[k] = vs[0]
@@ -175,16 +181,16 @@ func jsonIDs(raw json.RawMessage) ([]int64, error) {
 	}
 	var items []json.RawMessage
 	if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
-		return nil, badRequest("INVALID_REQUEST", "ids must be an array of integer row ids")
+		return nil, badRequest("INVALID_REQUEST", "ids must be an array of integers")
 	}
 	ids := make([]int64, len(items))
 	for i, it := range items {
-		n, ok, err := jsonInt(it, "INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer row id", i))
+		n, ok, err := jsonInt(it, "INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer", i))
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer row id", i))
+			return nil, badRequest("INVALID_REQUEST", fmt.Sprintf("ids[%d] must be an integer", i))
 		}
 		ids[i] = n
 	}
@@ -192,19 +198,19 @@ func jsonIDs(raw json.RawMessage) ([]int64, error) {
 }
 
 // jsonFilter parses the filter field strictly (nil when absent or null).
+// Its keys were checked for duplicates with the whole body.
 func jsonFilter(raw json.RawMessage) (*dlq.Filter, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	if raw[0] != '{' {
-		return nil, badRequest("INVALID_FILTER", "filter must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var f dlq.Filter
-	if err := dec.Decode(&f); err != nil {
-		return nil, badRequest("INVALID_FILTER", "invalid filter: "+err.Error())
+	if err := decodeStrictAt(raw, &f, "filter"); err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			return nil, badRequest("INVALID_FILTER", apiErr.Message)
+		}
+		return nil, err
 	}
 	return &f, nil
 }
@@ -362,16 +368,16 @@ func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditSta
 		}
 	}
 	result, outcome, counts, runErr := run(ctx)
-	errText := ""
+	var auditErr *dlq.AuditError
 	if runErr != nil {
-		outcome, errText = dlq.OutcomeError, runErr.Error()
+		outcome, auditErr = dlq.OutcomeError, auditError(runErr, start.RequestID)
 	}
 	var err error
 	switch {
 	case mode == auditAround:
-		err = audit.Finish(ctx, id, outcome, counts, errText)
+		err = audit.Finish(ctx, id, outcome, counts, auditErr)
 	case mode == auditAfter || runErr != nil:
-		err = audit.Record(ctx, start, outcome, counts, errText)
+		err = audit.Record(ctx, start, outcome, counts, auditErr)
 	}
 	if err != nil {
 		a.Log.ErrorContext(ctx, "audit: could not record the action", "request_id", start.RequestID, "audit_id", id, "error", err.Error())
@@ -381,6 +387,22 @@ func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditSta
 	}
 	respond(w, r, http.StatusOK, result)
 	return nil
+}
+
+// auditError is what the audit entry of an action that failed with err
+// says: the code and message of the response's envelope (see fail). An
+// internal error's own text (D1's, say) goes to the log line fail writes
+// with the request id, never to the audit log.
+func auditError(err error, requestID string) *dlq.AuditError {
+	var apiErr *APIError
+	var inputErr *dlq.InputError
+	switch {
+	case errors.As(err, &apiErr):
+		return &dlq.AuditError{Code: apiErr.Code, Message: apiErr.Message}
+	case errors.As(err, &inputErr):
+		return &dlq.AuditError{Code: inputErr.Code, Message: inputErr.Message}
+	}
+	return &dlq.AuditError{Code: "INTERNAL_ERROR", Message: "internal error; see the worker log for request " + requestID}
 }
 
 // auditParams are the query parameters GET /admin/audit accepts.

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/enrichment"
@@ -52,7 +53,7 @@ func (a *API) beer(w http.ResponseWriter, r *http.Request) error {
 	}
 	s, err := a.Beers.Lookup(r.Context(), id)
 	if errors.Is(err, enrichment.ErrBeerNotFound) {
-		return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no beer with id " + id}
+		return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no beer with id " + strconv.Quote(id)}
 	}
 	if err != nil {
 		return err

@@ -108,3 +108,48 @@ func TestOpenAPIIsServed(t *testing.T) {
 		t.Fatalf("without credentials: %d", rec.Code)
 	}
 }
+
+// The audit entry's error object and the filters' length limit are
+// documented as the code has them.
+func TestOpenAPIAuditErrorAndFilterLimits(t *testing.T) {
+	var doc struct {
+		Comps struct {
+			Schemas struct {
+				AuditEntry struct {
+					Properties struct {
+						Error struct {
+							OneOf []struct {
+								Properties map[string]json.RawMessage `json:"properties"`
+							} `json:"oneOf"`
+						} `json:"error"`
+					} `json:"properties"`
+				} `json:"AuditEntry"`
+				Filter struct {
+					Properties map[string]struct {
+						MaxLength int `json:"maxLength"`
+					} `json:"properties"`
+				} `json:"Filter"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	oneOf := doc.Comps.Schemas.AuditEntry.Properties.Error.OneOf
+	if len(oneOf) != 2 {
+		t.Fatalf("AuditEntry.error: %d alternatives, want an object or null", len(oneOf))
+	}
+	var documented []string
+	for name := range oneOf[0].Properties {
+		documented = append(documented, name)
+	}
+	slices.Sort(documented)
+	if want := jsonNames(reflect.TypeOf(dlq.AuditError{})); !slices.Equal(documented, want) {
+		t.Errorf("AuditEntry.error: documented %v, code has %v", documented, want)
+	}
+	for _, name := range []string{"q", "beer_id", "source_queue"} {
+		if got := doc.Comps.Schemas.Filter.Properties[name].MaxLength; got != dlq.MaxFilterText {
+			t.Errorf("Filter.%s maxLength %d, want %d", name, got, dlq.MaxFilterText)
+		}
+	}
+}

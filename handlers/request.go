@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -11,9 +10,11 @@ import (
 // MaxBodyBytes is the largest request body the API reads.
 const MaxBodyBytes = 1 << 20
 
-// decodeJSON reads one JSON object from the request body into v. Every
-// failure is a 4xx *APIError: too large (413), empty, not JSON, not an
-// object (`null`, arrays, scalars), unknown fields or trailing data (400).
+// decodeJSON reads one JSON object from the request body into v, strictly
+// (decodeStrict: exact keys, no duplicates, JSON types as v's fields). Every
+// failure is a 4xx *APIError: too large (413), empty, not UTF-8, not JSON,
+// not an object (`null`, arrays, scalars), unknown or duplicate fields,
+// wrong types or trailing data (400).
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
@@ -23,20 +24,8 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return badRequest("INVALID_REQUEST", "could not read request body")
 	}
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest("INVALID_REQUEST", "request body is empty; expected a JSON object")
 	}
-	if body[0] != '{' {
-		return badRequest("INVALID_REQUEST", "request body must be a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("INVALID_REQUEST", "invalid JSON body: "+err.Error())
-	}
-	if dec.More() {
-		return badRequest("INVALID_REQUEST", "request body has data after the JSON object")
-	}
-	return nil
+	return decodeStrict(body, v)
 }

@@ -4,7 +4,6 @@ package platform
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,7 +50,7 @@ func Serve(h http.Handler, maxBody int) {
 
 // serve runs one request through h and returns the response object.
 func serve(h http.Handler, method, url, headersJSON string, body []byte) (js.Value, error) {
-	req, err := http.NewRequestWithContext(context.Background(), method, url, bytes.NewReader(body))
+	req, err := newRequest(method, url, body)
 	if err != nil {
 		return js.Value{}, fmt.Errorf("serveHTTP: %w", err)
 	}

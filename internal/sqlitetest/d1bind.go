@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
+	"fmt"
 
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // driverName is SQLite that binds arguments as D1 does. In the worker a Go
@@ -24,12 +27,71 @@ func (d1Driver) Open(name string) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d1Conn{c}, nil
+	holder, err := withD1Limits(c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return d1Conn{Conn: c, holder: holder}, nil
 }
 
+// D1Limits are the limits D1 sets that native SQLite does not (checked in
+// workerd): a statement that passes natively but exceeds one of these fails
+// in the worker, so every test connection has them too.
+var D1Limits = map[int]int{
+	sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 50,  // "LIKE or GLOB pattern too complex"
+	sqlite3.SQLITE_LIMIT_COMPOUND_SELECT:     5,   // "too many terms in compound SELECT"
+	sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER:     100, // "too many SQL variables"
+}
+
+// withD1Limits sets D1Limits on c. modernc.org/sqlite sets limits only
+// through sqlite.Limit on a *sql.Conn whose driver connection is its own, so
+// c is put in a pool of its own (holder) for the call. holder then owns c:
+// closing holder closes c.
+func withD1Limits(c driver.Conn) (*sql.DB, error) {
+	holder := sql.OpenDB(&oneConn{c: c})
+	holder.SetMaxIdleConns(1)
+	conn, err := holder.Conn(context.Background())
+	if err != nil {
+		holder.Close()
+		return nil, err
+	}
+	defer conn.Close() // back to holder's idle pool, not closed
+	for id, v := range D1Limits {
+		if _, err := sqlite.Limit(conn, id, v); err != nil {
+			holder.Close()
+			return nil, fmt.Errorf("sqlite limit %d: %w", id, err)
+		}
+	}
+	return holder, nil
+}
+
+// oneConn is a connector that hands out one existing connection, once.
+type oneConn struct {
+	c    driver.Conn
+	used bool
+}
+
+func (o *oneConn) Connect(context.Context) (driver.Conn, error) {
+	if o.used {
+		return nil, errors.New("sqlitetest: connection already handed out")
+	}
+	o.used = true
+	return o.c, nil
+}
+
+func (o *oneConn) Driver() driver.Driver { return d1Driver{} }
+
 // d1Conn is a modernc.org/sqlite connection whose integer arguments are
-// bound as REAL. It forwards the context-aware interfaces the driver has.
-type d1Conn struct{ driver.Conn }
+// bound as REAL and that has D1's limits. It forwards the context-aware
+// interfaces the driver has.
+type d1Conn struct {
+	driver.Conn
+	holder *sql.DB // owns Conn (see withD1Limits)
+}
+
+// Close closes the connection through the pool that owns it.
+func (c d1Conn) Close() error { return c.holder.Close() }
 
 func (c d1Conn) CheckNamedValue(nv *driver.NamedValue) error {
 	v, err := driver.DefaultParameterConverter.ConvertValue(nv.Value)
