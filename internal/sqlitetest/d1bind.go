@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -105,8 +106,35 @@ func (c d1Conn) CheckNamedValue(nv *driver.NamedValue) error {
 	return nil
 }
 
+// QueryContext runs query and refuses a result whose columns the worker's
+// D1 driver could not read back (platform/d1.go: rows arrive as JavaScript
+// objects keyed by column name): two columns of the same name, or an
+// integer-like name beside other columns.
 func (c d1Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	rows, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkColumns(rows.Columns()); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("%w in %q", err, query)
+	}
+	return rows, nil
+}
+
+// checkColumns is D1-as-objects' rule for result column names.
+func checkColumns(cols []string) error {
+	seen := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		if seen[c] {
+			return fmt.Errorf("sqlitetest: two result columns named %q (D1 returns rows as objects: name them apart)", c)
+		}
+		seen[c] = true
+		if _, err := strconv.Atoi(c); err == nil && len(cols) > 1 {
+			return fmt.Errorf("sqlitetest: result column named %q beside others (JavaScript orders integer keys first: alias it)", c)
+		}
+	}
+	return nil
 }
 
 func (c d1Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {

@@ -52,3 +52,22 @@ func TestConnectionsHaveD1Limits(t *testing.T) {
 		}
 	}
 }
+
+// Results the worker's D1 driver could not read back are refused natively.
+func TestResultColumnsMustSurviveD1Objects(t *testing.T) {
+	db := Open(t)
+	for _, q := range []string{`SELECT 1, 2`, `SELECT 'a' AS x, 'b' AS x`, `SELECT 0 AS n, 'x' AS "0"`} {
+		if rows, err := db.Query(q); err == nil {
+			rows.Close()
+			t.Errorf("%s: accepted", q)
+		}
+	}
+	for _, q := range []string{`SELECT 1`, `SELECT 1 AS a, 2 AS b`, `SELECT COUNT(*) FROM sqlite_master`} {
+		rows, err := db.Query(q)
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+			continue
+		}
+		rows.Close()
+	}
+}
