@@ -98,6 +98,7 @@ func (c *Consumer) Quota() Quota { return Quota{DB: c.DB, Limit: c.Policy.DailyL
 type delivery struct {
 	m    queue.Message
 	body string
+	ct   queue.ContentType // how body was sent; stored with a DLQ row for replay
 	beer Beer
 	log  *slog.Logger
 }
@@ -117,10 +118,10 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 		body, ct := m.Body()
 		b, problem := parseMessage(body, ct)
 		if problem != "" {
-			c.poison(ctx, queueName, m, body, ct == queue.Bytes, problem, t)
+			c.poison(ctx, queueName, m, body, ct, problem, t)
 			continue
 		}
-		ds = append(ds, delivery{m: m, body: body, beer: b,
+		ds = append(ds, delivery{m: m, body: body, ct: ct, beer: b,
 			log: c.Log.With("message_id", m.ID(), "beer_id", b.BeerID, "attempt", m.Attempts())})
 	}
 	beers := make([]Beer, len(ds))
@@ -314,7 +315,7 @@ func (c *Consumer) internal(ctx context.Context, queueName string, d delivery, e
 // permanent stores the message in dlq_messages at once and acks it: retrying
 // cannot help. When the store fails the message is retried instead (never lost).
 func (c *Consumer) permanent(ctx context.Context, queueName string, d delivery, reason string, now time.Time, t tally) {
-	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: queueName, Body: d.body, Attempts: d.m.Attempts(),
+	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: queueName, Body: d.body, ContentType: d.ct, Attempts: d.m.Attempts(),
 		Class: ClassPermanent, Reason: ClassPermanent + ": " + reason, FailedAt: now}
 	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not store the permanent failure; retrying instead", "error", err.Error())
@@ -330,9 +331,9 @@ func (c *Consumer) permanent(ctx context.Context, queueName string, d delivery, 
 }
 
 // poison stores a malformed message in dlq_messages and acks it.
-func (c *Consumer) poison(ctx context.Context, queueName string, m queue.Message, body string, binary bool, problem string, t tally) {
+func (c *Consumer) poison(ctx context.Context, queueName string, m queue.Message, body string, ct queue.ContentType, problem string, t tally) {
 	log := c.Log.With("message_id", m.ID(), "attempt", m.Attempts())
-	f := dlq.Failure{MessageID: m.ID(), SourceQueue: queueName, Body: body, Binary: binary, Attempts: m.Attempts(),
+	f := dlq.Failure{MessageID: m.ID(), SourceQueue: queueName, Body: body, ContentType: ct, Attempts: m.Attempts(),
 		Class: "poison", Reason: "poison: " + problem, FailedAt: c.now()}
 	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
 		log.ErrorContext(ctx, "enrichment: could not store a poison message; retrying it", "error", err.Error())
