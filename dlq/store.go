@@ -116,8 +116,10 @@ func (s Store) Put(ctx context.Context, fs []Failure) error {
 //     (SQLite checks the id conflict first, so id must stay NULL for it);
 //
 // preferring the row whose last_message_id is this message, then a row being
-// (or just) replayed, then the newest. Two rows with identical bodies from the
-// same queue are told apart only by that order: the one being replayed wins.
+// (or just) replayed, then the newest. (Two subqueries under COALESCE: D1's
+// SQLite rejects a reference to the outer row in a subquery's ORDER BY.) Two
+// rows with identical bodies from the same queue are told apart only by that
+// order: the one being replayed wins.
 //
 // With a row found, ON CONFLICT(id) updates it: back to pending, replay_count
 // kept, failed_at/failure_* and last_message_id set — unless last_message_id
@@ -133,13 +135,17 @@ func (s Store) Put(ctx context.Context, fs []Failure) error {
 const putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
 		failure_reason, failure_class, source_queue, raw_message, raw_encoding, content_type, body_hash,
 		last_message_id, first_failed_at, updated_at)
-	SELECT (SELECT d.id FROM dlq_messages d
-			WHERE d.source_queue = j.value ->> '$.source' AND d.body_hash = j.value ->> '$.hash'
-				AND ` + lineageIndexCond + `
-				AND (d.status <> 'acknowledged' OR d.last_message_id = j.value ->> '$.message_id')
-				AND NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.value ->> '$.message_id')
-			ORDER BY d.last_message_id = j.value ->> '$.message_id' DESC, d.status IN ('replaying', 'replayed') DESC, d.id DESC
-			LIMIT 1),
+	SELECT COALESCE(
+			(SELECT d.id FROM dlq_messages d
+				WHERE d.source_queue = j.value ->> '$.source' AND d.body_hash = j.value ->> '$.hash' AND ` + lineageIndexCond + `
+					AND d.last_message_id = j.value ->> '$.message_id'
+					AND NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.value ->> '$.message_id')
+				LIMIT 1),
+			(SELECT d.id FROM dlq_messages d
+				WHERE d.source_queue = j.value ->> '$.source' AND d.body_hash = j.value ->> '$.hash' AND ` + lineageIndexCond + `
+					AND d.status <> 'acknowledged'
+					AND NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.value ->> '$.message_id')
+				ORDER BY d.status IN ('replaying', 'replayed') DESC, d.id DESC LIMIT 1)),
 		j.value ->> '$.message_id', j.value ->> '$.beer_id', j.value ->> '$.beer_name', j.value ->> '$.brewer',
 		j.value ->> '$.failed_at',
 		max(COALESCE(a.attempt, 0), j.value ->> '$.attempts'),
