@@ -28,6 +28,14 @@ import (
 // version is set by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
+// Queues of the e2e environment's JavaScript worker (e2e/jsconsumer; bound
+// only in wrangler.jsonc's env.e2e).
+const (
+	e2eJSQueue        = "e2e-js"
+	e2eJSDLQ          = "e2e-js-dlq"
+	e2eJSProduceQueue = "e2e-js-produce"
+)
+
 // Cron expressions; they must match wrangler.jsonc's triggers.crons.
 const (
 	cronFrequent = "*/5 * * * *"
@@ -64,7 +72,18 @@ func main() {
 			queue.Enrichment:    "ENRICHMENT_QUEUE",
 			queue.EnrichmentDLQ: "E2E_DLQ_QUEUE",
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
+			e2eJSQueue:          "E2E_JS_QUEUE",
+			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
 		}}
+	}
+	capture := &dlq.Capture{DB: db, Log: log, SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}}
+	consumers := map[string]handlers.BatchConsumer{queue.EnrichmentDLQ: capture}
+	if cfg.E2ERoutes && platform.HasBinding("E2E_JS_QUEUE") {
+		// The JavaScript worker of the e2e tests (e2e/jsconsumer): its DLQ is
+		// captured here and its rows are replayed to its queue.
+		sender.Bindings[e2eJSQueue] = "E2E_JS_QUEUE"
+		capture.SourceQueue[e2eJSDLQ] = e2eJSQueue
+		consumers[e2eJSDLQ] = capture
 	}
 
 	enricher := &enrichment.Consumer{DB: db, Log: log,
@@ -83,10 +102,8 @@ func main() {
 			DailyLimit:       cfg.DailyEnrichmentLimit,
 		},
 	}
-	router := &handlers.QueueRouter{Log: log, Consumers: map[string]handlers.BatchConsumer{
-		queue.Enrichment:    enricher,
-		queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
-	}}
+	consumers[queue.Enrichment] = enricher
+	router := &handlers.QueueRouter{Log: log, Consumers: consumers}
 	limits := dlq.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
 	var notifier dlq.Notifier
 	if cfg.AlertWebhookURL != "" {
