@@ -29,6 +29,14 @@ import (
 // version is set by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
+// Queues of the e2e environment's JavaScript worker (e2e/jsconsumer; bound
+// only in wrangler.jsonc's env.e2e).
+const (
+	e2eJSQueue        = "e2e-js"
+	e2eJSDLQ          = "e2e-js-dlq"
+	e2eJSProduceQueue = "e2e-js-produce"
+)
+
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
 	db, batch, err := platform.OpenD1("DB", nil)
@@ -59,7 +67,19 @@ func main() {
 			queue.Enrichment:    "ENRICHMENT_QUEUE",
 			queue.EnrichmentDLQ: "E2E_DLQ_QUEUE",
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
+			e2eJSQueue:          "E2E_JS_QUEUE",
+			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
 		}}
+	}
+	capture := &dlq.Capture{DB: db, Log: log, RetryBase: cfg.D1RetryBase,
+		SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}}
+	consumers := map[string]handlers.BatchConsumer{queue.EnrichmentDLQ: capture}
+	if cfg.E2ERoutes && platform.HasBinding("E2E_JS_QUEUE") {
+		// The JavaScript worker of the e2e tests (e2e/jsconsumer): its DLQ is
+		// captured here and its rows are replayed to its queue.
+		sender.Bindings[e2eJSQueue] = "E2E_JS_QUEUE"
+		capture.SourceQueue[e2eJSDLQ] = e2eJSQueue
+		consumers[e2eJSDLQ] = capture
 	}
 
 	// Sender: messages that fail through no fault of their own (D1
@@ -82,12 +102,8 @@ func main() {
 			D1RetryBase:      cfg.D1RetryBase,
 		},
 	}
-	router := &handlers.QueueRouter{Log: log,
-		Consumers: map[string]handlers.BatchConsumer{
-			queue.Enrichment: enricher,
-			queue.EnrichmentDLQ: &dlq.Capture{DB: db, Log: log, RetryBase: cfg.D1RetryBase,
-				SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}},
-		},
+	consumers[queue.Enrichment] = enricher
+	router := &handlers.QueueRouter{Log: log, Consumers: consumers,
 		// A queue with a consumer in wrangler.jsonc but none here: its
 		// messages become DLQ rows (class unroutable) instead of being dropped.
 		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),

@@ -26,7 +26,10 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     raw_encoding TEXT NOT NULL DEFAULT 'text', -- text | base64
     replaying_at INTEGER,                   -- when a replay claimed the row (rescue uses it)
     acknowledged_note TEXT,
-    updated_at INTEGER NOT NULL DEFAULT 0
+    updated_at INTEGER NOT NULL DEFAULT 0,
+    -- migrations/0010 (NULL in rows captured before it; see there)
+    content_type TEXT,                      -- json | text | bytes | v8: how the message was sent
+    body_hash TEXT                          -- replay lineage key: hex(SHA-256(content_type || "\n" || text form)[:16])
 );
 
 -- (migrations/0008 dropped four indexes no query needed; see there.)
@@ -151,6 +154,10 @@ CREATE INDEX IF NOT EXISTS idx_dlq_pending_reason ON dlq_messages(status, failur
 CREATE INDEX IF NOT EXISTS idx_dlq_pending_replay_count ON dlq_messages(status, replay_count) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS idx_dlq_status_replayed_at ON dlq_messages(status, replayed_at);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_acknowledged_at ON dlq_messages(status, acknowledged_at);
+-- Replay lineage (dlq/store.go): rows a replay claimed, by body. Rows enter it
+-- when claimed, so capture pays no index write for body_hash.
+CREATE INDEX IF NOT EXISTS idx_dlq_replay_lineage ON dlq_messages(source_queue, body_hash)
+    WHERE status = 'replaying' OR replay_count > 0;
 
 -- capture bookkeeping inside the store statement (see migrations/0007): count
 -- captured and poison rows, remove the attempt record each stored message used.

@@ -12,6 +12,9 @@ type adminRow struct {
 	beerID, beerName, brewer, source, status, reason, raw string
 	failedAt, replayCount                                 int64
 	encoding                                              string
+	// contentType is stored as given; empty leaves it NULL (a row captured
+	// before content types were recorded).
+	contentType string
 }
 
 // insert adds rows and returns their ids in order.
@@ -31,7 +34,10 @@ func insert(t *testing.T, db *sql.DB, rows ...adminRow) []int64 {
 		if r.raw == "" {
 			r.raw = fmt.Sprintf(`{"beer_id":%q,"beer_name":%q,"brewer":%q}`, r.beerID, r.beerName, r.brewer)
 		}
-		var name, brewer, reason any
+		var name, brewer, reason, ct any
+		if r.contentType != "" {
+			ct = r.contentType
+		}
 		if r.beerName != "" {
 			name = r.beerName
 		}
@@ -42,9 +48,9 @@ func insert(t *testing.T, db *sql.DB, rows ...adminRow) []int64 {
 			reason = r.reason
 		}
 		err := db.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason,
-				source_queue, status, replay_count, raw_message, raw_encoding, first_failed_at, updated_at)
-			VALUES (lower(hex(randomblob(8))), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			r.beerID, name, brewer, r.failedAt, reason, r.source, r.status, r.replayCount, r.raw, r.encoding, r.failedAt, r.failedAt).Scan(&ids[i])
+				source_queue, status, replay_count, raw_message, raw_encoding, content_type, first_failed_at, updated_at)
+			VALUES (lower(hex(randomblob(8))), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			r.beerID, name, brewer, r.failedAt, reason, r.source, r.status, r.replayCount, r.raw, r.encoding, ct, r.failedAt, r.failedAt).Scan(&ids[i])
 		if err != nil {
 			t.Fatalf("insert: %v", err)
 		}

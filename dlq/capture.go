@@ -5,7 +5,6 @@ package dlq
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"time"
@@ -137,11 +136,10 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 // from its attempt record when there is one, poison classification from its body.
 func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captured {
 	text, ct := m.Body()
-	binary := ct == queue.Bytes
 	// Class and Reason stay empty: the store statement takes them (and the
 	// true attempt count) from the message's attempt record.
-	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, Binary: binary, Attempts: m.Attempts(), FailedAt: now}
-	b := parseBody(text, binary)
+	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, ContentType: ct, Attempts: m.Attempts(), FailedAt: now}
+	b := parseBody(text, ct == queue.Bytes)
 	f.parsed = &b
 	cm := &captured{msg: m, failure: f}
 	if b.Problem != "" {
@@ -192,11 +190,11 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 	}
 	m := cm.msg
 	if m.Attempts() >= after {
+		// Body (as base64), content type and body hash are kept: the row can
+		// be replayed like any other. Nothing is read from the body.
 		f := cm.failure
-		if !f.Binary {
-			f.Body, f.Binary = base64.StdEncoding.EncodeToString([]byte(f.Body)), true
-		}
-		f.parsed = nil // the body changed: the store parses it again
+		f.asBase64 = true
+		f.parsed = &body{Problem: "unstorable"}
 		f.Class = "poison"
 		f.Reason = shorten("unstorable: "+cause.Error(), maxReason)
 		outcomes, err := Store{DB: c.DB}.Save(ctx, []Failure{f})

@@ -153,12 +153,20 @@ func (f Filter) where() (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// replayableSQL is true for rows whose raw body is a JSON object as text:
-// only those can carry the lineage field and be replayed. Other rows
-// (poison: not JSON, a JSON scalar or array, binary bodies) are skipped by
-// replay; an operator acknowledges them instead. json_type is only reached
-// for valid JSON (it raises an error on malformed text).
-const replayableSQL = `(raw_encoding = 'text' AND CASE WHEN json_valid(raw_message) THEN json_type(raw_message) = 'object' ELSE 0 END)`
+// contentTypeSQL is a row's content type (json | text | bytes | v8): the
+// content_type column, or for rows captured before it existed (NULL),
+// derived from the stored body: base64 → bytes, valid JSON → json, else text.
+const contentTypeSQL = `COALESCE(content_type, CASE WHEN raw_encoding = 'base64' THEN 'bytes'
+	WHEN json_valid(raw_message) THEN 'json' ELSE 'text' END)`
+
+// replayableSQL is true for rows replay can send exactly as they were
+// produced: text and bytes bodies, and JSON bodies whose text is valid JSON
+// (a base64-stored JSON body, a minimal row of capture, is checked after the
+// claim). v8 bodies (stored as a lossy text) and rows without a body are
+// skipped by replay; an operator acknowledges them instead.
+const replayableSQL = `(raw_message IS NOT NULL AND CASE ` + contentTypeSQL + `
+	WHEN 'text' THEN 1 WHEN 'bytes' THEN 1
+	WHEN 'json' THEN raw_encoding = 'base64' OR json_valid(raw_message) ELSE 0 END)`
 
 // ValidateIDs checks a list of row ids: 1..max entries, each a positive
 // integer that JSON carries exactly, no duplicates.

@@ -35,6 +35,10 @@ type Message struct {
 	AcknowledgedNote *string `json:"acknowledged_note"`
 	// UpdatedAt is the last change of the row.
 	UpdatedAt int64 `json:"updated_at"`
+	// ContentType is how the message was sent: json | text | bytes | v8
+	// (derived from the body for rows captured before it was recorded).
+	// Replay sends the body back with it.
+	ContentType string `json:"content_type"`
 
 	// RawMessage (a JSON string, or null) is present only when asked for
 	// (include_raw=true), with RawEncoding (text | base64).
@@ -50,7 +54,7 @@ func messageFields(raw bool) string {
 		'source_queue', source_queue, 'status', status, 'replay_count', COALESCE(replay_count, 0),
 		'replayed_at', replayed_at, 'acknowledged_at', acknowledged_at, 'failure_class', failure_class,
 		'first_failed_at', first_failed_at, 'replaying_at', replaying_at, 'acknowledged_note', acknowledged_note,
-		'updated_at', updated_at`
+		'updated_at', updated_at, 'content_type', ` + contentTypeSQL
 	if raw {
 		fields += `, 'raw_message', raw_message, 'raw_encoding', raw_encoding`
 	}

@@ -351,3 +351,34 @@ func asciiUpper(s string) string {
 	}
 	return string(b)
 }
+
+// Every row shows its content type: as stored, or derived from the body for
+// rows captured before it was recorded.
+func TestListShowsContentType(t *testing.T) {
+	db := sqlitetest.New(t)
+	insert(t, db,
+		adminRow{beerID: "stored-text", failedAt: 6, raw: `{"beer_id":"x"}`, contentType: "text"},
+		adminRow{beerID: "stored-v8", failedAt: 5, raw: `{}`, contentType: "v8"},
+		adminRow{beerID: "legacy-json", failedAt: 4, raw: `[1]`},
+		adminRow{beerID: "legacy-text", failedAt: 3, raw: `hello`},
+		adminRow{beerID: "legacy-bytes", failedAt: 2, raw: `AAEC`, encoding: "base64"},
+		adminRow{beerID: "legacy-null", failedAt: 1},
+	)
+	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'legacy-null'`)
+	p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := p.Messages.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.BeerID+"="+m.ContentType)
+	}
+	want := "[stored-text=text stored-v8=v8 legacy-json=json legacy-text=text legacy-bytes=bytes legacy-null=text]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("content types %v, want %s", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -23,14 +24,20 @@ const CounterReplayed = "dlq_replayed_total"
 // A replay claims its rows with one conditional UPDATE ... RETURNING
 // (pending -> replaying), so two overlapping replays can never claim, and
 // therefore never send, the same row. It sends each claimed row's stored body
-// with LineageField set to the row id (a repeat failure then updates that same
-// row), then settles every claimed row in one statement: sent rows become
-// replayed (replay_count+1, replayed_at), rows whose send failed go back to
-// pending. If the worker dies between the send and the settle, the rows stay
+// exactly as it was captured, with the content type it was sent with (a JSON
+// object stays an object, text a string, bytes bytes; nothing is added), then
+// settles every claimed row in one statement: sent rows become replayed
+// (replay_count+1, replayed_at), rows whose send failed go back to pending.
+// If the worker dies between the send and the settle, the rows stay
 // replaying until Rescue returns them to pending.
 //
-// Only rows whose raw body is a JSON object can be replayed (the lineage
-// field must be added to it); other pending rows (poison) are never claimed
+// Lineage needs nothing in the body: claiming a row puts it in the lineage
+// index (source_queue, body_hash), and a repeat failure of the replayed
+// message, which has the same body, updates that row (see putSQL). Rows
+// captured before body_hash existed get it, in one statement, before the send.
+//
+// v8 bodies (kept only as a lossy text) and JSON bodies whose text is not
+// valid JSON cannot be sent as they were produced: they are never claimed
 // and are reported as skipped with reason not_replayable.
 type Replay struct {
 	DB     *sql.DB
@@ -91,7 +98,7 @@ type ReplayResult struct {
 type Skipped struct {
 	ID int64 `json:"id"`
 	// Reason is not_found, not_pending (Status says what it is) or
-	// not_replayable (its body is not a JSON object).
+	// not_replayable (a v8 body, or a json body that is not valid JSON).
 	Reason string `json:"reason"`
 	Status string `json:"status,omitempty"`
 }
@@ -109,8 +116,14 @@ type claimed struct {
 	id       int64
 	source   string
 	raw      string
+	encoding string
+	ct       queue.ContentType
+	noHash   bool // body_hash is NULL (captured before migrations/0010)
 	failedAt int64
 }
+
+// claimReturning is what the claim returns of each row.
+const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + contentTypeSQL + `, body_hash IS NULL, failed_at`
 
 // Run replays the selection. Bad input is an *InputError and changes nothing.
 func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error) {
@@ -126,10 +139,10 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	var query string
 	if sel.Filter == nil {
 		query = `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?
-			WHERE ` + cond + ` RETURNING id, source_queue, raw_message, failed_at`
+			WHERE ` + cond + claimReturning
 	} else {
 		query = `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?
-			WHERE ` + newestFirst(cond) + ` RETURNING id, source_queue, raw_message, failed_at`
+			WHERE ` + newestFirst(cond) + claimReturning
 		args = append(args, int64(limit))
 	}
 	rows, err := r.DB.QueryContext(ctx, query, append([]any{claimAt, claimAt}, args...)...)
@@ -140,7 +153,7 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	for rows.Next() {
 		var c claimed
 		var raw sql.NullString
-		if err := rows.Scan(&c.id, &c.source, &raw, &c.failedAt); err != nil {
+		if err := rows.Scan(&c.id, &c.source, &raw, &c.encoding, &c.ct, &c.noHash, &c.failedAt); err != nil {
 			rows.Close()
 			return ReplayResult{}, fmt.Errorf("replay claim scan: %w", err)
 		}
@@ -227,55 +240,58 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 	return sel, pos, limit, nil
 }
 
-// Limits of one SendBatch call (Cloudflare Queues: 100 messages, 256 KB).
-const (
-	sendBatchMessages = 100
-	sendBatchBytes    = 250_000
-)
-
 // sendAndSettle sends the claimed rows to their source queues and settles them in one statement.
 func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delaySeconds int64, res *ReplayResult) error {
-	byQueue := map[string][]claimed{}
+	delay := time.Duration(delaySeconds) * time.Second
+	var failed []int64
+	byQueue := map[string]*outbox{}
 	var queues []string
+	var hashes []rowHash
 	for _, c := range cs {
 		if _, ok := byQueue[c.source]; !ok {
 			queues = append(queues, c.source)
+			byQueue[c.source] = &outbox{}
 		}
-		byQueue[c.source] = append(byQueue[c.source], c)
+		text, err := c.body()
+		if err != nil {
+			r.Log.ErrorContext(ctx, "replay: body cannot be sent as it was produced; row goes back to pending", "id", c.id, "error", err.Error())
+			failed = append(failed, c.id)
+			continue
+		}
+		if c.noHash {
+			hashes = append(hashes, rowHash{ID: c.id, Hash: BodyHash(c.ct, text)})
+		}
+		ob := byQueue[c.source]
+		ob.msgs = append(ob.msgs, queue.Outgoing{Body: text, ContentType: c.ct, Delay: delay})
+		ob.ids = append(ob.ids, c.id)
 	}
 	slices.Sort(queues)
 	res.QueuedTo = strings.Join(queues, ",")
-	delay := time.Duration(delaySeconds) * time.Second
-	var sent, failed []int64
+	// Rows captured before body_hash existed get it before their message is
+	// sent, so that a repeat failure finds them. Without it nothing is sent.
+	hashErr := r.setHashes(ctx, hashes)
+	var sent []int64
 	for _, q := range queues {
-		var batch []queue.Outgoing
-		var ids []int64
-		size := 0
-		flush := func() {
-			if len(batch) == 0 {
-				return
-			}
+		ob := byQueue[q]
+		if hashErr != nil {
+			failed = append(failed, ob.ids...)
+			continue
+		}
+		at := 0
+		for _, batch := range queue.Batches(ob.msgs) {
+			ids := ob.ids[at : at+len(batch)]
+			at += len(batch)
 			if err := r.Sender.SendBatch(ctx, q, batch); err != nil {
 				r.Log.ErrorContext(ctx, "replay: send failed; rows go back to pending", "queue", q, "ids", ids, "error", err.Error())
 				failed = append(failed, ids...)
 			} else {
 				sent = append(sent, ids...)
 			}
-			batch, ids, size = nil, nil, 0
 		}
-		for _, c := range byQueue[q] {
-			body, err := withLineage(c.raw, c.id)
-			if err != nil {
-				r.Log.ErrorContext(ctx, "replay: body not replayable; row goes back to pending", "id", c.id, "error", err.Error())
-				failed = append(failed, c.id)
-				continue
-			}
-			if len(batch) == sendBatchMessages || (len(batch) > 0 && size+len(body) > sendBatchBytes) {
-				flush()
-			}
-			batch, ids, size = append(batch, queue.Outgoing{Body: body, Delay: delay}), append(ids, c.id), size+len(body)
-		}
-		flush()
+	}
+	if hashErr != nil {
+		r.Log.ErrorContext(ctx, "replay: could not set the body hash of rows captured before it existed; nothing sent, rows go back to pending",
+			"rows", len(hashes), "error", hashErr.Error())
 	}
 	all := make([]int64, len(cs))
 	for i, c := range cs {
@@ -309,7 +325,69 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	return nil
 }
 
-// withLineage returns the stored JSON object with LineageField set to id.
+// outbox is what one replay sends to one queue: messages and their row ids, in order.
+type outbox struct {
+	msgs []queue.Outgoing
+	ids  []int64
+}
+
+// body returns the text form of the claimed row's body, to be sent with
+// c.ct: the stored text, decoded when a text or JSON body was stored as
+// base64; for bytes the stored base64 itself (the sender decodes it).
+func (c claimed) body() (string, error) {
+	switch c.ct {
+	case queue.Text, queue.JSON:
+		text := c.raw
+		if c.encoding == "base64" {
+			b, err := base64.StdEncoding.DecodeString(c.raw)
+			if err != nil {
+				return "", fmt.Errorf("stored body is not base64: %w", err)
+			}
+			text = string(b)
+		}
+		if c.ct == queue.JSON && !json.Valid([]byte(text)) {
+			return "", fmt.Errorf("json body is not valid JSON")
+		}
+		return text, nil
+	case queue.Bytes:
+		if _, err := base64.StdEncoding.DecodeString(c.raw); err != nil {
+			return "", fmt.Errorf("bytes body is not base64: %w", err)
+		}
+		return c.raw, nil
+	default:
+		return "", fmt.Errorf("content type %q cannot be sent", c.ct)
+	}
+}
+
+// rowHash is a body hash to set on a claimed row.
+type rowHash struct {
+	ID   int64  `json:"id"`
+	Hash string `json:"h"`
+}
+
+// setHashSQL sets body_hash on claimed rows that lack it, in one statement.
+const setHashSQL = `UPDATE dlq_messages SET body_hash = j.value ->> '$.h'
+	FROM json_each(?) AS j WHERE dlq_messages.id = j.value ->> '$.id' AND dlq_messages.body_hash IS NULL`
+
+// setHashes sets the body hash of rows captured before body_hash existed
+// (nothing to do, and no statement, when every claimed row has one). The
+// hash is of the stored text: a json row stored in another spelling than
+// JSON.stringify's (whitespace, escapes), which new captures never are,
+// comes back from the queue respelled and is then captured as a new row.
+func (r Replay) setHashes(ctx context.Context, hs []rowHash) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	js, err := json.Marshal(hs)
+	if err != nil {
+		return err
+	}
+	if _, err := r.DB.ExecContext(ctx, setHashSQL, string(js)); err != nil {
+		return fmt.Errorf("replay body hash: %w", err)
+	}
+	return nil
+}
+
 // settleSQL ends a replay in one statement: sent rows (?1) become replayed
 // (replay_count grows), the others claimed (?3) go back to pending. Only rows
 // still held by this claim (?4) change; see idsJSON for +status.
@@ -319,19 +397,6 @@ const settleSQL = `UPDATE dlq_messages SET
 		replayed_at = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN ?2 ELSE replayed_at END,
 		replaying_at = NULL, updated_at = ?2
 	WHERE id IN (SELECT value FROM json_each(?3)) AND +status = 'replaying' AND replaying_at = ?4`
-
-func withLineage(raw string, id int64) (string, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(raw), &obj); err != nil || obj == nil {
-		return "", fmt.Errorf("raw message is not a JSON object")
-	}
-	obj[LineageField] = json.RawMessage(fmt.Sprint(id))
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return "", fmt.Errorf("encode replay body: %w", err)
-	}
-	return string(b), nil
-}
 
 // skipped explains the named ids that were not claimed (one read).
 func (r Replay) skipped(ctx context.Context, ids []int64, cs []claimed) ([]Skipped, error) {

@@ -1,9 +1,10 @@
 package dlq
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,25 +23,22 @@ func newReplay(db *sql.DB, s queue.Sender) Replay {
 	return Replay{DB: db, Sender: s, Log: discard, Cursors: NewCursors("s"), BulkMax: 500, Now: clock}
 }
 
-// lineage returns the _redrive_dlq_id of every message sent to q.
-func sentLineage(t *testing.T, s *queuetest.Sender, q string) []int64 {
+// sentRows returns the row id of every message sent to q, found by its body
+// (the tests' rows have distinct bodies, sent unchanged).
+func sentRows(t *testing.T, db *sql.DB, s *queuetest.Sender, q string) []int64 {
 	t.Helper()
 	var out []int64
 	for _, m := range s.Sent[q] {
-		var body map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(m.Body), &body); err != nil {
-			t.Fatalf("sent body is not a JSON object: %q", m.Body)
-		}
 		var id int64
-		if err := json.Unmarshal(body[LineageField], &id); err != nil {
-			t.Fatalf("sent body without lineage: %q", m.Body)
+		if err := db.QueryRow(`SELECT id FROM dlq_messages WHERE raw_message = ?`, m.Body).Scan(&id); err != nil {
+			t.Fatalf("sent body %q is no row's body: %v", shorten(m.Body, 80), err)
 		}
 		out = append(out, id)
 	}
 	return out
 }
 
-func TestReplaySendsClaimedRowsWithLineageAndMarksThemReplayed(t *testing.T) {
+func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
 		adminRow{beerID: "1", beerName: "A", failedAt: 100, raw: `{"beer_id":"1","beer_name":"A","extra":{"k":[1,2.50]}}`},
@@ -59,12 +57,12 @@ func TestReplaySendsClaimedRowsWithLineageAndMarksThemReplayed(t *testing.T) {
 	if len(sent) != 3 || s.Calls != 1 {
 		t.Fatalf("sent %d messages in %d calls", len(sent), s.Calls)
 	}
-	got := sentLineage(t, s, "beer-enrichment")
+	got := sentRows(t, db, s, "beer-enrichment")
 	if got[0] != ids[2] || got[1] != ids[1] || got[2] != ids[0] {
-		t.Fatalf("lineage %v, want newest failure first %v", got, ids)
+		t.Fatalf("sent rows %v, want newest failure first %v", got, ids)
 	}
-	if !strings.Contains(sent[2].Body, `"extra":{"k":[1,2.50]}`) || sent[0].Delay != 60*time.Second {
-		t.Fatalf("body must keep the stored fields verbatim and the delay: %+v", sent[2])
+	if sent[2].Body != `{"beer_id":"1","beer_name":"A","extra":{"k":[1,2.50]}}` || sent[2].ContentType != queue.JSON || sent[0].Delay != 60*time.Second {
+		t.Fatalf("body must be the stored one, as JSON, with the delay: %+v", sent[2])
 	}
 	for i, id := range ids {
 		var status string
@@ -99,28 +97,45 @@ func TestReplaySkipsRowsItCannotClaim(t *testing.T) {
 		adminRow{beerID: "ok", failedAt: 1},
 		adminRow{beerID: "acked", failedAt: 1, status: StatusAcknowledged},
 		adminRow{beerID: "replaying", failedAt: 1, status: StatusReplaying},
+		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{"beer_id":"7","v8":true}`, contentType: "v8"},
+		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{broken`, contentType: "json"},
+	)
+	mustExec(t, db, `UPDATE dlq_messages SET raw_message = NULL WHERE id = ?`, ids[0])
+	// Poison that is still a body as it was produced: replayed like any other.
+	poison := insert(t, db,
 		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `not json at all`},
 		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `[1,2,3]`},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `"a string"`},
+		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `"a string"`, contentType: "json"},
 		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `eyJhIjoxfQ==`, encoding: "base64"},
+		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{broken`, contentType: "text"},
 	)
 	s := &queuetest.Sender{}
-	req := append(append([]int64{}, ids...), 999_999)
+	req := append(append(append([]int64{}, ids...), poison...), 999_999)
 	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: req}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ClaimedCount != 1 || res.ReplayedCount != 1 || len(s.Sent["beer-enrichment"]) != 1 || res.SkippedCount != 7 {
+	if res.ClaimedCount != 5 || res.ReplayedCount != 5 || len(s.Sent["beer-enrichment"]) != 5 || res.SkippedCount != 6 {
 		t.Fatalf("result %+v", res)
 	}
-	want := []string{"not_pending", "not_pending", "not_replayable", "not_replayable", "not_replayable", "not_replayable", "not_found"}
+	want := []string{"not_replayable", "not_pending", "not_pending", "not_replayable", "not_replayable", "not_found"}
+	skippedIDs := append(append([]int64{}, ids...), 999_999)
 	for i, sk := range res.Skipped {
-		if sk.ID != req[i+1] || sk.Reason != want[i] {
-			t.Errorf("skipped[%d] = %+v, want id %d %s", i, sk, req[i+1], want[i])
+		if sk.ID != skippedIDs[i] || sk.Reason != want[i] {
+			t.Errorf("skipped[%d] = %+v, want id %d %s", i, sk, skippedIDs[i], want[i])
 		}
 	}
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND beer_id = ?`, UnparseableBeerID); n != 4 {
-		t.Fatalf("poison rows must stay pending, %d are", n)
+	sent := map[string]queue.ContentType{}
+	for _, m := range s.Sent["beer-enrichment"] {
+		sent[m.Body] = m.ContentType
+	}
+	wantSent := map[string]queue.ContentType{`not json at all`: queue.Text, `[1,2,3]`: queue.JSON, `"a string"`: queue.JSON,
+		`eyJhIjoxfQ==`: queue.Bytes, `{broken`: queue.Text}
+	if fmt.Sprint(sent) != fmt.Sprint(wantSent) {
+		t.Fatalf("sent %v, want %v", sent, wantSent)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND beer_id = ?`, UnparseableBeerID); n != 2 {
+		t.Fatalf("the v8 and invalid-JSON rows must stay pending, %d rows are", n)
 	}
 }
 
@@ -206,7 +221,7 @@ func TestConcurrentReplaysSendEveryRowOnce(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	sent := sentLineage(t, &s.Sender, "beer-enrichment")
+	sent := sentRows(t, db, &s.Sender, "beer-enrichment")
 	seen := map[int64]int{}
 	for _, id := range sent {
 		seen[id]++
@@ -285,7 +300,7 @@ func TestBulkReplayPagesThroughEveryMatchOnce(t *testing.T) {
 	// Not matching: other queue, other status; matching but poison: skipped.
 	insert(t, db, adminRow{beerID: "x", beerName: "other queue", failedAt: 1_700_000_000_000, source: "other"},
 		adminRow{beerID: "y", beerName: "acked", failedAt: 1_700_000_000_000, status: StatusAcknowledged},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1_699_999_999_900, raw: "poison"})
+		adminRow{beerID: UnparseableBeerID, failedAt: 1_699_999_999_900, raw: "poison", contentType: "v8"})
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
 	r.BulkMax = 300
@@ -312,7 +327,7 @@ func TestBulkReplayPagesThroughEveryMatchOnce(t *testing.T) {
 	if total != 1000 || calls != 4 {
 		t.Fatalf("claimed %d in %d calls", total, calls)
 	}
-	sent := sentLineage(t, s, "beer-enrichment")
+	sent := sentRows(t, db, s, "beer-enrichment")
 	seen := map[int64]bool{}
 	for _, id := range sent {
 		if seen[id] {
@@ -329,7 +344,7 @@ func TestBulkReplayPagesThroughEveryMatchOnce(t *testing.T) {
 		t.Fatalf("sent %d in %d calls to %d queues", len(sent), s.Calls, len(s.Sent))
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`); n != 2 {
-		t.Fatalf("pending left: %d, want the other-queue row and the poison row", n)
+		t.Fatalf("pending left: %d, want the other-queue row and the v8 row", n)
 	}
 }
 
@@ -379,7 +394,7 @@ func TestReplayBatchesRespectQueueLimits(t *testing.T) {
 		t.Fatalf("5 bodies of 100 KB need 3 batches under 256 KB, got %v", rec.sizes)
 	}
 	for _, n := range rec.sizes {
-		if n > sendBatchBytes {
+		if n > queue.MaxBatchBytes {
 			t.Fatalf("batch of %d bytes", n)
 		}
 	}
@@ -413,7 +428,7 @@ func snapshot(t *testing.T, db *sql.DB) string {
 func TestReplayDryRunChangesNothing(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "dry", 30, 1, 1_700_000_000_000) // reasons: 'reason 0/1/2', 10 each
-	poison := insert(t, db, adminRow{beerID: UnparseableBeerID, failedAt: 1_800_000_000_000, raw: "{broken", reason: "reason 0"})
+	poison := insert(t, db, adminRow{beerID: UnparseableBeerID, failedAt: 1_800_000_000_000, raw: "{broken", reason: "reason 0", contentType: "json"})
 	before := snapshot(t, db)
 	s := &queuetest.Sender{}
 	p, err := newReplay(db, s).DryRun(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
@@ -473,5 +488,206 @@ func TestReplayRejectsBadInput(t *testing.T) {
 	}
 	if _, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}, DelaySeconds: 43200}); err != nil {
 		t.Fatalf("delay of 12 h is allowed: %v", err)
+	}
+}
+
+// Replay sends each body exactly as it was captured, byte for byte, with the
+// content type it was sent with: no key sorted, no duplicate key collapsed,
+// no <>& escaped, nothing added; a body near the queue's message limit
+// stays near it. Text, bytes and non-object JSON (poison) go back too.
+func TestReplaySendsBodiesExactlyWithTheirContentType(t *testing.T) {
+	db := sqlitetest.New(t)
+	c := newCapture(db, &bytes.Buffer{})
+	big := `{"z":1,"beer_id":"big","pad":"` + strings.Repeat("<&>", 42_320) + `"}`
+	msgs := []*queuetest.Message{
+		{MsgID: "dup", Text: `{"b":1,"beer_id":"1","a":2,"b":3}`, Type: queue.Text},
+		{MsgID: "html", Text: `{"beer_id":"2","beer_name":"<Ale> & \u2028 \"Co\""}`, Type: queue.Text},
+		{MsgID: "order", Text: `{"z":{"y":1,"x":[3,2,1]},"beer_id":"3","a":2.50}`, Type: queue.JSON},
+		{MsgID: "big", Text: big, Type: queue.JSON},
+		{MsgID: "array", Text: `[1,"two",{"b":1,"a":2}]`, Type: queue.JSON},
+		{MsgID: "number", Text: `12345678901234567890`, Type: queue.JSON},
+		{MsgID: "plain", Text: "plain text\n with \x00 a NUL", Type: queue.Text},
+		{MsgID: "empty", Text: "", Type: queue.Text},
+		{MsgID: "bin", Text: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 0xff, 0xfe}), Type: queue.Bytes},
+		{MsgID: "lineage", Text: `{"beer_id":"4","_redrive_dlq_id":1}`, Type: queue.JSON},
+	}
+	for _, m := range msgs {
+		m.Attempt = 1
+	}
+	consume(t, c, msgs...)
+	if len(big) < 126_900 || len(big) > 127_000 { // the queue's limit is 128,000 bytes
+		t.Fatalf("big body is %d bytes", len(big))
+	}
+	s := &queuetest.Sender{}
+	rec := &recordingSender{inner: s}
+	res, err := newReplay(db, rec).Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
+	if err != nil || res.ReplayedCount != len(msgs) || res.FailedCount != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	got := map[string]queue.Outgoing{}
+	for _, o := range s.Sent["beer-enrichment"] {
+		got[o.Body] = o
+	}
+	for _, m := range msgs {
+		o, ok := got[m.Text]
+		if !ok {
+			t.Errorf("%s: body not sent byte for byte (%d bytes)", m.MsgID, len(m.Text))
+			continue
+		}
+		if o.ContentType != m.Type {
+			t.Errorf("%s: sent as %s, captured as %s", m.MsgID, o.ContentType, m.Type)
+		}
+		if strings.Contains(o.Body, "_redrive_dlq_id") && m.MsgID != "lineage" {
+			t.Errorf("%s: lineage added to the body", m.MsgID)
+		}
+	}
+	for _, n := range rec.sizes {
+		if n > queue.MaxBatchBytes {
+			t.Fatalf("a send of %d bytes", n)
+		}
+	}
+}
+
+// A text or JSON body stored as base64 (invalid UTF-8, or capture's minimal
+// row of an unstorable message) is decoded and sent as it was produced.
+func TestReplayDecodesBase64TextAndJSON(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db,
+		adminRow{beerID: "t", failedAt: 2, raw: base64.StdEncoding.EncodeToString([]byte("\xff text")), encoding: "base64", contentType: "text"},
+		adminRow{beerID: "j", failedAt: 1, raw: base64.StdEncoding.EncodeToString([]byte(`{"beer_id":"j"}`)), encoding: "base64", contentType: "json"},
+		adminRow{beerID: "bad", failedAt: 0, raw: base64.StdEncoding.EncodeToString([]byte(`{nope`)), encoding: "base64", contentType: "json"},
+	)
+	s := &queuetest.Sender{}
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := s.Sent["beer-enrichment"]
+	if res.ReplayedCount != 2 || res.FailedCount != 1 || res.FailedIDs[0] != ids[2] || len(sent) != 2 ||
+		sent[0].Body != "\xff text" || sent[0].ContentType != queue.Text ||
+		sent[1].Body != `{"beer_id":"j"}` || sent[1].ContentType != queue.JSON {
+		t.Fatalf("%+v %+v", res, sent)
+	}
+}
+
+// The whole loop: a captured message is replayed, fails again (a new
+// message id, the same body), is replayed again and fails again: always the
+// same row, replay_count 1 then 2, back to pending each time.
+func TestReplayedMessageFailingAgainKeepsItsRow(t *testing.T) {
+	for _, ct := range []queue.ContentType{queue.JSON, queue.Text, queue.Bytes} {
+		t.Run(string(ct), func(t *testing.T) {
+			db := sqlitetest.New(t)
+			c := newCapture(db, &bytes.Buffer{})
+			body := `{"beer_id":"1","b":1,"a":2}`
+			if ct == queue.Bytes {
+				body = base64.StdEncoding.EncodeToString([]byte{9, 8, 7})
+			}
+			consume(t, c, &queuetest.Message{MsgID: "m0", Attempt: 4, Text: body, Type: ct})
+			id := readRow(t, db, `message_id = 'm0'`).ID
+			s := &queuetest.Sender{}
+			for round := 1; round <= 2; round++ {
+				res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: []int64{id}}})
+				if err != nil || res.ReplayedCount != 1 {
+					t.Fatalf("round %d: %+v %v", round, res, err)
+				}
+				out := s.Sent["beer-enrichment"][round-1]
+				// What the queue delivers back after the consumer fails it again.
+				again := &queuetest.Message{MsgID: fmt.Sprint("m", round), Attempt: 4, Text: out.Body, Type: out.ContentType}
+				consume(t, c, again)
+				r := readRow(t, db, `id = ?`, id)
+				if r.Status != StatusPending || r.ReplayCount != int64(round) || r.LastMessageID != again.MsgID || r.MessageID != "m0" {
+					t.Fatalf("round %d: %+v", round, shortRow(r))
+				}
+				// Its redelivery changes nothing.
+				consume(t, c, &queuetest.Message{MsgID: again.MsgID, Attempt: 5, Text: out.Body, Type: out.ContentType})
+				if r2 := readRow(t, db, `id = ?`, id); r2 != r {
+					t.Fatalf("round %d: redelivery changed the row: %+v", round, shortRow(r2))
+				}
+			}
+			if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
+				t.Fatalf("rows = %d, want 1", n)
+			}
+			poison := int64(0)
+			if ct == queue.Bytes {
+				poison = 1 // no beer_id in a binary body: stored as poison, once
+			}
+			wantCounters(t, db, 3, 2, poison)
+		})
+	}
+}
+
+// Rows captured before body_hash existed (NULL) get it when a replay claims
+// them, in one statement and only then, so that their repeat failure finds
+// them; rows that have it cost no statement more.
+func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
+	plain, db, stmts := flakyDB(t, 1_000_000)
+	legacy := insert(t, plain,
+		adminRow{beerID: "1", failedAt: 1}, // content type derived: json
+		adminRow{beerID: "2", failedAt: 2, raw: "plain text"},
+		adminRow{beerID: "3", failedAt: 3, raw: "AAEC", encoding: "base64"},
+	)
+	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = NULL`)
+	s := &queuetest.Sender{}
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: legacy}})
+	if err != nil || res.ReplayedCount != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := stmts.Load(); n != 3 {
+		t.Fatalf("%d statements, want claim, body hash, settle", n)
+	}
+	want := map[int64]string{legacy[0]: BodyHash(queue.JSON, `{"beer_id":"1","beer_name":"","brewer":""}`),
+		legacy[1]: BodyHash(queue.Text, "plain text"), legacy[2]: BodyHash(queue.Bytes, "AAEC")}
+	for id, h := range want {
+		var got sql.NullString
+		plain.QueryRow(`SELECT body_hash FROM dlq_messages WHERE id = ?`, id).Scan(&got)
+		if got.String != h {
+			t.Errorf("row %d: body_hash %q, want %q", id, got.String, h)
+		}
+	}
+	// The repeat failures find their rows.
+	c := newCapture(plain, &bytes.Buffer{})
+	for i, o := range s.Sent["beer-enrichment"] {
+		consume(t, c, &queuetest.Message{MsgID: fmt.Sprint("again", i), Attempt: 4, Text: o.Body, Type: o.ContentType})
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND replay_count = 1 AND last_message_id LIKE 'again%'`); n != 3 {
+		t.Fatalf("%d legacy rows updated by their repeat failure, want 3", n)
+	}
+	if n := count(t, plain, `SELECT COUNT(*) FROM dlq_messages`); n != 3 {
+		t.Fatalf("rows = %d, want 3", n)
+	}
+
+	// Rows with a hash: claim and settle only.
+	more := insert(t, plain, adminRow{beerID: "4", failedAt: 4})
+	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = 'x' WHERE id = ?`, more[0])
+	stmts.Store(0)
+	if res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: more}}); err != nil || res.ReplayedCount != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := stmts.Load(); n != 2 {
+		t.Fatalf("%d statements, want claim and settle", n)
+	}
+}
+
+// A failed body-hash statement sends nothing: the rows go back to pending.
+func TestReplayWithoutItsBodyHashSendsNothing(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 2})
+	mustExec(t, db, `UPDATE dlq_messages SET body_hash = NULL`)
+	mustExec(t, db, `CREATE TRIGGER no_hash BEFORE UPDATE OF body_hash ON dlq_messages BEGIN SELECT RAISE(ABORT, 'no'); END`)
+	s := &queuetest.Sender{}
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	if err != nil || res.ClaimedCount != 2 || res.FailedCount != 2 || s.Calls != 0 {
+		t.Fatalf("%+v %v, %d sends", res, err, s.Calls)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND replay_count = 0`); n != 2 {
+		t.Fatalf("rows must be back to pending: %d are", n)
+	}
+}
+
+// The statement that sets missing body hashes looks its rows up by id.
+func TestReplayBodyHashStatementUsesPrimaryKey(t *testing.T) {
+	plan := sqlitetest.Plan(t, sqlitetest.New(t), setHashSQL, `[{"id":1,"h":"x"}]`)
+	if !strings.Contains(strings.Join(plan, "\n"), "dlq_messages USING INTEGER PRIMARY KEY") {
+		t.Fatalf("plan:\n%s", strings.Join(plan, "\n"))
 	}
 }

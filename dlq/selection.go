@@ -71,7 +71,8 @@ type Preview struct {
 	// MatchedCount is the number of rows the action would move.
 	MatchedCount int64 `json:"matched_count"`
 	// NotReplayableCount (replay only) counts pending rows of the selection
-	// whose body is not a JSON object: replay skips them (acknowledge them instead).
+	// whose body cannot be sent as it was produced (a v8 body, a json body
+	// that is not valid JSON): replay skips them (acknowledge them instead).
 	NotReplayableCount int64 `json:"not_replayable_count"`
 	// Sample is up to previewSample matching rows, newest failure first.
 	Sample []Message `json:"sample"`

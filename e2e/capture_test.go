@@ -183,37 +183,36 @@ func TestCapturePoisonBodiesAndTheirNeighbours(t *testing.T) {
 	}
 }
 
-// A replayed message (its body carries "_redrive_dlq_id": its row's id)
-// that fails again on the main queue updates its original row: back to
-// pending, replay_count kept, new failure recorded. Replaying it a second
-// time still gives one row.
+// A replayed message (the admin replay sends the row's body unchanged) that
+// fails again on the main queue updates its original row: back to pending,
+// replay_count kept, new failure recorded. Replaying it a second time still
+// gives one row.
 func TestCaptureReplayedMessageFailingAgainUpdatesItsRow(t *testing.T) {
 	token := unique("cap-lineage")
 	shared.Provider.On(token, Behavior{Status: http.StatusInternalServerError})
-	shared.Send(t, "beer-enrichment", beerBody(t, token, token, nil))
+	body := beerBody(t, token, token, nil)
+	shared.Send(t, "beer-enrichment", body)
 	Eventually(t, 60*time.Second, "first failure captured", func() bool {
 		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, token) == 1
 	})
 	first := shared.capturedRow(t, `beer_id = ?`, token)
 
-	for replay := int64(1); replay <= 2; replay++ {
-		// What the admin replay does: mark the row replayed (replay_count+1)
-		// and send the body back with the row's id.
-		shared.Exec(t, fmt.Sprintf(`UPDATE dlq_messages SET status = 'replayed', replay_count = %d, replayed_at = %d WHERE id = %d`,
-			replay, time.Now().UnixMilli(), first.ID))
+	for round := int64(1); round <= 2; round++ {
 		before := shared.capturedRow(t, `id = ?`, first.ID)
-		shared.Send(t, "beer-enrichment", beerBody(t, token, token, map[string]any{"_redrive_dlq_id": first.ID}))
-		Eventually(t, 60*time.Second, "repeat failure captured", func() bool {
+		if res := replay(t, shared, idsBody([]int64{first.ID})); res.ReplayedCount != 1 {
+			t.Fatalf("replay %d: %+v", round, res)
+		}
+		Eventually(t, 90*time.Second, "repeat failure captured", func() bool {
 			r := shared.capturedRow(t, `id = ?`, first.ID)
 			return r.LastMessageID != before.LastMessageID && r.Status == "pending"
 		})
 		r := shared.capturedRow(t, `id = ?`, first.ID)
-		if r.ReplayCount != replay || r.MessageID != first.MessageID || r.FailureCount != 4 || r.FailedAt <= before.FailedAt ||
-			!strings.Contains(r.Reason.String, "500") || r.Raw != first.Raw {
-			t.Fatalf("replay %d: row = %+v", replay, r)
+		if r.ReplayCount != round || r.MessageID != first.MessageID || r.FailureCount != 4 || r.FailedAt <= before.FailedAt ||
+			!strings.Contains(r.Reason.String, "500") || r.Raw != body {
+			t.Fatalf("replay %d: row = %+v", round, r)
 		}
 		if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, token); n != 1 {
-			t.Fatalf("replay %d: rows = %d, want 1", replay, n)
+			t.Fatalf("replay %d: rows = %d, want 1", round, n)
 		}
 	}
 	if n := len(shared.Provider.Calls(token)); n != 12 {

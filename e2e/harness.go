@@ -47,6 +47,12 @@ type Options struct {
 	Config string
 	// ReadyPath is polled with admin credentials until it answers 200 (/health when empty).
 	ReadyPath string
+	// ExtraConfigs are more workers run in the same `wrangler dev` (-c once
+	// per config, after the primary's): they share its local queues and, with
+	// the same database_id, its local D1. Only the primary (Config) serves
+	// HTTP and gets the migrations and --var values; --env applies to every
+	// config, so each needs that environment (e2e/jsconsumer/wrangler.jsonc).
+	ExtraConfigs []string
 }
 
 // Worker is one running `wrangler dev --env e2e` with its own local state.
@@ -58,6 +64,7 @@ type Worker struct {
 
 	root, persist string
 	configArgs    []string // selects the wrangler config and environment
+	extraArgs     []string // -c of each extra config (wrangler dev only)
 	cmd           *exec.Cmd
 	logPath       string
 	ownProvider   bool
@@ -86,6 +93,17 @@ func StartWorker(opts Options) (*Worker, error) {
 	if opts.Config != "" {
 		w.configArgs = []string{"--config", opts.Config}
 	}
+	if len(opts.ExtraConfigs) > 0 {
+		// Several configs: the primary must be named too, first.
+		primary := opts.Config
+		if primary == "" {
+			primary = "wrangler.jsonc"
+			w.configArgs = append([]string{"--config", primary}, w.configArgs...)
+		}
+		for _, c := range opts.ExtraConfigs {
+			w.extraArgs = append(w.extraArgs, "--config", c)
+		}
+	}
 	readyPath := opts.ReadyPath
 	if readyPath == "" {
 		readyPath = "/health"
@@ -113,7 +131,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		"--show-interactive-dev-session=false",
 		"--var", "API_KEY:" + TestAPIKey, "--var", "ADMIN_SECRET:" + TestAdminSecret,
 		"--var", "ENRICHMENT_API_URL:" + w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key"}
-	args = append(args, w.configArgs...)
+	args = append(append(args, w.configArgs...), w.extraArgs...)
 	for k, v := range opts.Vars {
 		args = append(args, "--var", k+":"+v)
 	}
@@ -424,6 +442,22 @@ func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() boo
 	t.Helper()
 	if err := Poll(timeout, func() (bool, error) { return cond(), nil }); err != nil {
 		t.Fatalf("%s: %v", msg, err)
+	}
+}
+
+// Consistently fails the test as soon as cond stops holding during d: a
+// settle window, to show that nothing more happens (no extra delivery).
+func Consistently(t testing.TB, d time.Duration, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if !cond() {
+			t.Fatalf("%s: stopped holding", msg)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

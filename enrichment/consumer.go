@@ -125,7 +125,7 @@ func (c *Consumer) Quota() Quota { return Quota{DB: c.DB, Limit: c.Policy.DailyL
 type delivery struct {
 	m    queue.Message
 	body string
-	ct   queue.ContentType
+	ct   queue.ContentType // how body was sent; stored with a DLQ row for replay
 	beer Beer
 	log  *slog.Logger
 }
@@ -166,7 +166,7 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 		body, ct := m.Body()
 		beer, problem := parseMessage(body, ct)
 		if problem != "" {
-			c.poison(ctx, queueName, m, body, ct == queue.Bytes, problem, b.t)
+			c.poison(ctx, queueName, m, body, ct, problem, b.t)
 			continue
 		}
 		ds = append(ds, delivery{m: m, body: body, ct: ct, beer: beer,
@@ -499,7 +499,7 @@ func (c *Consumer) sendDeferred(ctx context.Context, b *batchRun) {
 // cannot help. When the store fails the message is retried instead (never lost).
 func (c *Consumer) permanent(ctx context.Context, b *batchRun, d delivery, reason string, now time.Time) {
 	t := b.t
-	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: b.queue, Body: d.body, Attempts: d.m.Attempts(),
+	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: b.queue, Body: d.body, ContentType: d.ct, Attempts: d.m.Attempts(),
 		Class: ClassPermanent, Reason: ClassPermanent + ": " + reason, FailedAt: now}
 	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not store the permanent failure; retrying instead", "error", err.Error())
@@ -515,9 +515,9 @@ func (c *Consumer) permanent(ctx context.Context, b *batchRun, d delivery, reaso
 }
 
 // poison stores a malformed message in dlq_messages and acks it.
-func (c *Consumer) poison(ctx context.Context, queueName string, m queue.Message, body string, binary bool, problem string, t tally) {
+func (c *Consumer) poison(ctx context.Context, queueName string, m queue.Message, body string, ct queue.ContentType, problem string, t tally) {
 	log := c.Log.With("message_id", m.ID(), "attempt", m.Attempts())
-	f := dlq.Failure{MessageID: m.ID(), SourceQueue: queueName, Body: body, Binary: binary, Attempts: m.Attempts(),
+	f := dlq.Failure{MessageID: m.ID(), SourceQueue: queueName, Body: body, ContentType: ct, Attempts: m.Attempts(),
 		Class: "poison", Reason: "poison: " + problem, FailedAt: c.now()}
 	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
 		log.ErrorContext(ctx, "enrichment: could not store a poison message; retrying it", "error", err.Error())

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
@@ -279,16 +280,20 @@ func TestConsumerPermanentFailureGoesToDLQAtOnce(t *testing.T) {
 	// The provider echoes the key: it must not reach the DLQ row.
 	f.provider.status(400, `{"error":{"message":"bad request for key `+testKey+`"}}`)
 	m := msg("m401", "b401", "Sour", 1)
+	m.Type = queue.JSON // as a TypeScript producer's send(obj)
 	f.consume(t, m)
 	if !m.Acked {
 		t.Fatal("a permanent failure must be acked (no wasted retries)")
 	}
-	var class, reason, source string
+	var class, reason, source, ct, hash string
 	var count int
-	err := f.db.QueryRow(`SELECT failure_class, failure_reason, failure_count, source_queue FROM dlq_messages WHERE message_id = 'm401' AND beer_id = 'b401'`).
-		Scan(&class, &reason, &count, &source)
+	err := f.db.QueryRow(`SELECT failure_class, failure_reason, failure_count, source_queue, content_type, body_hash FROM dlq_messages
+		WHERE message_id = 'm401' AND beer_id = 'b401'`).Scan(&class, &reason, &count, &source, &ct, &hash)
 	if err != nil || class != "permanent" || !strings.HasPrefix(reason, "permanent: status 400: bad request for key") || count != 1 || source != "beer-enrichment" {
 		t.Fatalf("dlq row: %v %s %q %d %s", err, class, reason, count, source)
+	}
+	if ct != "json" || hash != dlq.BodyHash(queue.JSON, m.Text) {
+		t.Fatalf("content type %q body hash %q: replay could not send it as it was produced", ct, hash)
 	}
 	if strings.Contains(reason, testKey) {
 		t.Fatalf("secret leaked into the DLQ reason: %q", reason)
@@ -324,19 +329,23 @@ func TestConsumerStoresPoisonMessages(t *testing.T) {
 		queuetest.New("p3", `{"beer_id":42}`),
 		queuetest.New("p4", `null`),
 		{MsgID: "p5", Attempt: 1, Text: "AAEC", Type: queue.Bytes},
+		{MsgID: "p6", Attempt: 1, Text: `[1,{"beer_id":"x"}]`, Type: queue.JSON},
+		{MsgID: "p7", Attempt: 1, Text: `{"beer_id":"d"}`, Type: queue.V8},
 	}
 	f.consume(t, bad...)
 	for _, m := range bad {
-		var class, reason, raw, enc string
-		err := f.db.QueryRow(`SELECT failure_class, failure_reason, raw_message, raw_encoding FROM dlq_messages WHERE message_id = ?`, m.MsgID).Scan(&class, &reason, &raw, &enc)
-		if err != nil || !m.Acked || class != "poison" || !strings.HasPrefix(reason, "poison: ") || raw != m.Text {
-			t.Errorf("%s: acked=%v row %v %s %q %q", m.MsgID, m.Acked, err, class, reason, raw)
+		var class, reason, raw, enc, ct string
+		err := f.db.QueryRow(`SELECT failure_class, failure_reason, raw_message, raw_encoding, content_type FROM dlq_messages WHERE message_id = ?`, m.MsgID).
+			Scan(&class, &reason, &raw, &enc, &ct)
+		_, want := m.Body()
+		if err != nil || !m.Acked || class != "poison" || !strings.HasPrefix(reason, "poison: ") || raw != m.Text || ct != string(want) {
+			t.Errorf("%s: acked=%v row %v %s %q %q %s", m.MsgID, m.Acked, err, class, reason, raw, ct)
 		}
 	}
 	if f.provider.calls() != 0 {
 		t.Fatalf("poison must not reach the provider: %d calls", f.provider.calls())
 	}
-	if c := f.counters(t); c[CounterPoison] != 5 {
+	if c := f.counters(t); c[CounterPoison] != 7 {
 		t.Fatalf("counters %v", c)
 	}
 }
