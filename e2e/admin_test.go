@@ -531,11 +531,8 @@ func TestAdminReplayArrivesOnMainQueueAndKeepsLineage(t *testing.T) {
 func TestAdminConcurrentReplaysSendEachRowOnce(t *testing.T) {
 	prefix := newPrefix("conc")
 	const rounds = 10
-	shared.Exec(t, seedSQL(prefix, rounds*3, 1, time.Now().UnixMilli(), "beer-enrichment"))
+	shared.Exec(t, seedSQL(prefix, rounds*3, 1, time.Now().UnixMilli(), jsQueue))
 	ids := ownIDs(t, shared, prefix)
-	for i := range ids {
-		shared.Provider.On(token(prefix, i), Behavior{Content: "4.2"})
-	}
 	total := 0
 	for round := 0; round < rounds; round++ {
 		a, b, c := ids[3*round], ids[3*round+1], ids[3*round+2]
@@ -568,7 +565,7 @@ func TestAdminConcurrentReplaysSendEachRowOnce(t *testing.T) {
 	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != int64(len(ids)) {
 		t.Fatalf("%d rows replayed exactly once, want %d", n, len(ids))
 	}
-	expectOneProviderCallEach(t, prefix, len(ids), 90*time.Second)
+	expectDeliveredOnceEach(t, shared, prefix, len(ids), 90*time.Second)
 }
 
 func TestAdminReplayOfNonPendingRowsIsANoop(t *testing.T) {
@@ -703,11 +700,8 @@ func TestAdminDryRunsChangeNothing(t *testing.T) {
 
 func TestAdminBulkReplayOf1000RowsSendsEachOnce(t *testing.T) {
 	prefix := newPrefix("bulk")
-	shared.Exec(t, seedSQL(prefix, 1000, 3, time.Now().UnixMilli()-60_000, "beer-enrichment"))
+	shared.Exec(t, seedSQL(prefix, 1000, 3, time.Now().UnixMilli()-60_000, jsQueue))
 	ids := ownIDs(t, shared, prefix)
-	for i := range ids {
-		shared.Provider.On(token(prefix, i), Behavior{Content: "5.1"})
-	}
 	body := map[string]any{"filter": map[string]any{"q": prefix}, "limit": 300}
 	claimed, calls := 0, 0
 	replayed := map[int64]bool{}
@@ -738,7 +732,7 @@ func TestAdminBulkReplayOf1000RowsSendsEachOnce(t *testing.T) {
 	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 1000 {
 		t.Fatalf("%d rows replayed once, want 1000", n)
 	}
-	expectOneProviderCallEach(t, prefix, len(ids), 5*time.Minute)
+	expectDeliveredOnceEach(t, shared, prefix, len(ids), 5*time.Minute)
 }
 
 func TestAdminAuditRecordsEachAction(t *testing.T) {
@@ -817,19 +811,24 @@ func TestAdminAuditRecordsEachAction(t *testing.T) {
 // expectOneProviderCallEach waits until each of the n beers of prefix
 // reached the enrichment consumer (a provider call), then checks that none
 // was sent twice.
-func expectOneProviderCallEach(t *testing.T, prefix string, n int, timeout time.Duration) {
+// expectDeliveredOnceEach waits until the JavaScript consumer has received
+// each of the prefix's n replayed bodies (rows seeded on jsQueue), then holds
+// a settle window in which none arrives a second time: it counts what
+// reached the queue, so a duplicate send cannot hide behind a consumer that
+// skips work already done.
+func expectDeliveredOnceEach(t *testing.T, w *Worker, prefix string, n int, timeout time.Duration) {
 	t.Helper()
-	Eventually(t, timeout, "every replayed beer reached the enrichment consumer", func() bool {
-		for i := range n {
-			if len(shared.Provider.Calls(token(prefix, i))) == 0 {
-				return false
-			}
+	counts := func() (bodies, deliveries int64) {
+		// The JS worker creates its table on its first delivery.
+		if w.Int(t, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'e2e_js_deliveries'`) == 0 {
+			return 0, 0
 		}
-		return true
-	})
-	for i := range n {
-		if got := len(shared.Provider.Calls(token(prefix, i))); got != 1 {
-			t.Errorf("beer %d: %d provider calls, want exactly 1", i, got)
+		if err := w.DB(t).QueryRow(`SELECT COUNT(DISTINCT body_json_or_text), COUNT(*) FROM e2e_js_deliveries
+			WHERE queue = ? AND instr(body_json_or_text, ?) > 0`, jsQueue, `"`+prefix+`-b-`).Scan(&bodies, &deliveries); err != nil {
+			t.Fatal(err)
 		}
+		return bodies, deliveries
 	}
+	Eventually(t, timeout, "every replayed body delivered", func() bool { b, _ := counts(); return b == int64(n) })
+	Consistently(t, 5*time.Second, "each body delivered once", func() bool { b, d := counts(); return b == int64(n) && d == int64(n) })
 }

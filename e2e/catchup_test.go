@@ -81,8 +81,8 @@ func scrape(t *testing.T, w *Worker) *promtext.Exposition {
 // attempts stays failed. Then the breaker alert and gauge follow an open
 // breaker. A worker of its own: its counters are this test's alone.
 //
-// wrangler dev runs the two fires one after the other (the split is always
-// [300 0], even with CRON_BATCH_SIZE 1), so runs that truly overlap — two
+// Whether the two fires interleave in wrangler dev is up to its scheduling
+// (seen: [300 0] and [140 160]), so runs that certainly overlap — two
 // isolates in production — are proven natively by
 // enrichment.TestCatchUpOverlappingRunsNeverSendABeerTwice.
 func TestCatchUpAfterADayOfDowntimeWithTwoCronFires(t *testing.T) {

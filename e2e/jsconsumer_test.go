@@ -15,6 +15,13 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
+// The JavaScript worker run beside redrive (see e2e/jsconsumer/wrangler.jsonc)
+// and the queue it consumes and records every delivery of.
+const (
+	jsConsumerConfig = "e2e/jsconsumer/wrangler.jsonc"
+	jsQueue          = "e2e-js"
+)
+
 // jsMessage is one message the JavaScript producer (e2e/jsconsumer) sends to e2e-js.
 type jsMessage struct {
 	name string
@@ -100,7 +107,7 @@ func (w *Worker) jsRow(t *testing.T, m jsMessage) (jsRow, bool) {
 // same order, nothing added), once per replay; a replayed message that fails
 // again updates its row (replay_count 1, then 2), never a new one.
 func TestReplayToAJavaScriptConsumerSendsExactlyWhatFailed(t *testing.T) {
-	w, err := StartWorker(Options{ExtraConfigs: []string{"e2e/jsconsumer/wrangler.jsonc"}})
+	w, err := StartWorker(Options{ExtraConfigs: []string{jsConsumerConfig}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "make build:", err)
 		return 1
 	}
-	shared, err = StartWorker(Options{})
+	// The JavaScript consumer runs beside it: the replay tests count what
+	// reaches its queue (every delivery is recorded), not provider calls.
+	shared, err = StartWorker(Options{ExtraConfigs: []string{jsConsumerConfig}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

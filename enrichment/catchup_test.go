@@ -362,9 +362,9 @@ func (r *racyRun) SendBatch(ctx context.Context, q string, msgs []queue.Outgoing
 	return nil
 }
 
-// Concurrent runs (the native stand-in for two isolates running the cron at
-// once: wrangler dev runs two cron fires one after the other) each claim
-// and send, and no beer is sent twice.
+// Concurrent runs (two isolates running the cron at once; in wrangler dev two
+// fires interleave or not as its scheduling has it) each claim and send,
+// and no beer is sent twice.
 func TestCatchUpOverlappingRunsNeverSendABeerTwice(t *testing.T) {
 	db := sqlitetest.New(t)
 	db.SetMaxOpenConns(8)
