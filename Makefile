@@ -33,7 +33,14 @@ node_modules/.package-lock.json: package.json package-lock.json
 migrate-local: node_modules ## apply migrations to the local D1 (.wrangler/state)
 	$(WRANGLER) d1 migrations apply beer-db --local --persist-to $(PERSIST)
 
-dev: node_modules .dev.vars build migrate-local ## run the worker locally (local D1 + queues) on :8787
+# The local stand-in for the enrichment provider (cmd/devprovider), which
+# .dev.vars.example points ENRICHMENT_API_URL at; stopped with wrangler dev.
+DEV_PROVIDER_ADDR ?= 127.0.0.1:8788
+build/devprovider: cmd/devprovider/main.go internal/fakeprovider/fakeprovider.go
+	go build -o $@ ./cmd/devprovider
+
+dev: node_modules .dev.vars build migrate-local build/devprovider ## run the worker locally (local D1 + queues + stand-in provider) on :8787
+	@build/devprovider -addr $(DEV_PROVIDER_ADDR) & pid=$$!; trap 'kill $$pid 2>/dev/null' EXIT; \
 	$(WRANGLER) dev --local --persist-to $(PERSIST) --test-scheduled --port 8787
 
 vet: ## go vet, native and js/wasm

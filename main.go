@@ -62,19 +62,27 @@ func main() {
 		BulkReplayMax:      cfg.BulkReplayMax,
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}
-	if cfg.E2ERoutes && platform.HasBinding("E2E_DLQ_QUEUE") {
-		api.TestSender = platform.Sender{Bindings: map[string]string{
+	if cfg.DevRoutes {
+		// Every queue of these this configuration binds a producer for: the
+		// top level binds the main queue, the e2e environment all of them.
+		dev := platform.Sender{Bindings: map[string]string{}}
+		for q, binding := range map[string]string{
 			queue.Enrichment:    "ENRICHMENT_QUEUE",
-			queue.EnrichmentDLQ: "E2E_DLQ_QUEUE",
+			queue.EnrichmentDLQ: "DEV_DLQ_QUEUE",
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
 			e2eJSQueue:          "E2E_JS_QUEUE",
 			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
-		}}
+		} {
+			if platform.HasBinding(binding) {
+				dev.Bindings[q] = binding
+			}
+		}
+		api.DevSender = dev
 	}
 	capture := &dlq.Capture{DB: db, Log: log, RetryBase: cfg.D1RetryBase,
 		SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}}
 	consumers := map[string]handlers.BatchConsumer{queue.EnrichmentDLQ: capture}
-	if cfg.E2ERoutes && platform.HasBinding("E2E_JS_QUEUE") {
+	if platform.HasBinding("E2E_JS_QUEUE") {
 		// The JavaScript worker of the e2e tests (e2e/jsconsumer): its DLQ is
 		// captured here and its rows are replayed to its queue.
 		sender.Bindings[e2eJSQueue] = "E2E_JS_QUEUE"

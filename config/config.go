@@ -123,9 +123,11 @@ type Config struct {
 	// most rows one bulk acknowledge request moves (one UPDATE statement).
 	BulkAcknowledgeMax int
 
-	// E2ERoutes (E2E_ROUTES=1) enables the test send route; only the e2e
-	// wrangler environment sets it (and binds the producers it needs).
-	E2ERoutes bool
+	// DevRoutes (DEV_ROUTES=1) enables POST /__dev/send, which puts any
+	// message on a queue this worker has a producer binding for. Local runs
+	// set it in .dev.vars and the e2e environment in its vars; production
+	// never sets it.
+	DevRoutes bool
 }
 
 // Load reads the config through getenv. Invalid values are replaced by their
@@ -139,7 +141,7 @@ func Load(getenv func(string) string) (Config, []error) {
 		EnrichmentModel:  l.str("ENRICHMENT_MODEL", "sonar"),
 		EnrichmentAPIKey: getenv("ENRICHMENT_API_KEY"),
 		ReplayStuckAfter: l.minutes("DLQ_REPLAY_STUCK_MINUTES", 10, 1, 24*60),
-		E2ERoutes:        getenv("E2E_ROUTES") == "1",
+		DevRoutes:        getenv("DEV_ROUTES") == "1",
 
 		CronBatchSize:         int(l.int("CRON_BATCH_SIZE", 1000, 1, 10000)),
 		RetentionBatchSize:    int(l.int("DLQ_RETENTION_BATCH_SIZE", 10000, 100, 50000)),

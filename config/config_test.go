@@ -16,7 +16,7 @@ func TestDefaults(t *testing.T) {
 	if c.EnrichmentAPIURL != "https://api.perplexity.ai/chat/completions" || c.EnrichmentModel != "sonar" {
 		t.Errorf("provider defaults: %+v", c)
 	}
-	if c.ReplayStuckAfter != 10*time.Minute || c.E2ERoutes {
+	if c.ReplayStuckAfter != 10*time.Minute || c.DevRoutes {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -29,8 +29,8 @@ func TestInvalidValuesFallBackAndAreReported(t *testing.T) {
 	if len(problems) != 1 || !strings.Contains(problems[0].Error(), "DLQ_REPLAY_STUCK_MINUTES") {
 		t.Errorf("problems = %v", problems)
 	}
-	c, problems = Load(env(map[string]string{"DLQ_REPLAY_STUCK_MINUTES": "30", "E2E_ROUTES": "1"}))
-	if c.ReplayStuckAfter != 30*time.Minute || !c.E2ERoutes || len(problems) != 0 {
+	c, problems = Load(env(map[string]string{"DLQ_REPLAY_STUCK_MINUTES": "30", "DEV_ROUTES": "1"}))
+	if c.ReplayStuckAfter != 30*time.Minute || !c.DevRoutes || len(problems) != 0 {
 		t.Errorf("got %+v %v", c, problems)
 	}
 }

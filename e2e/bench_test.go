@@ -326,7 +326,7 @@ func pollFast(timeout time.Duration, cond func() bool) error {
 }
 
 // captureRun feeds w's DLQ n messages in sendBatch calls of 100 (four
-// senders at once) through the /__e2e/send route both workers have, waits
+// senders at once) through the /__dev/send route both workers have, waits
 // until all are stored, checks that each is stored exactly once and returns
 // stored messages per second, from the first stored message to the last.
 func captureRun(t *testing.T, w *Worker, prefix string, n int) float64 {
@@ -344,7 +344,7 @@ func captureRun(t *testing.T, w *Worker, prefix string, n int) float64 {
 	for range 4 {
 		go func() {
 			for msgs := range chunks {
-				r, err := w.Do(http.MethodPost, "/__e2e/send", map[string]any{"queue": "beer-enrichment-dlq", "messages": msgs}, AdminHeaders())
+				r, err := w.Do(http.MethodPost, "/__dev/send", map[string]any{"queue": "beer-enrichment-dlq", "messages": msgs}, AdminHeaders())
 				if err == nil && r.Status != http.StatusOK {
 					err = fmt.Errorf("send: %d %s", r.Status, r.Raw)
 				}

@@ -311,7 +311,7 @@ func (w *Worker) SendDelayed(t testing.TB, queueName string, delaySeconds int, b
 		for i, b := range bodies[:n] {
 			msgs[i] = map[string]any{"body": b, "delay_seconds": delaySeconds}
 		}
-		r := w.Admin(t, http.MethodPost, "/__e2e/send", map[string]any{"queue": queueName, "messages": msgs})
+		r := w.Admin(t, http.MethodPost, "/__dev/send", map[string]any{"queue": queueName, "messages": msgs})
 		if r.Status != http.StatusOK {
 			t.Fatalf("send to %s: %d %s", queueName, r.Status, r.Raw)
 		}

@@ -256,7 +256,7 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 		{"GET", "/health", ""}, {"GET", "/admin/dlq", ""}, {"GET", "/admin/dlq/stats", ""},
 		{"POST", "/admin/dlq/replay", `{"ids":[0]}`}, {"POST", "/admin/dlq/acknowledge", `{"ids":[0]}`},
 		{"GET", "/admin/audit", ""}, {"POST", "/admin/enrich", `{"beers":[]}`}, {"GET", "/admin/beers/" + prefix + "-none", ""},
-		{"GET", "/admin/metrics", ""}, {"GET", "/admin/openapi.json", ""}, {"POST", "/__e2e/send", `{"queue":"","messages":[]}`},
+		{"GET", "/admin/metrics", ""}, {"GET", "/admin/openapi.json", ""}, {"POST", "/__dev/send", `{"queue":"","messages":[]}`},
 	}
 	bodyOf := func(rt route) []byte {
 		if rt.method == "POST" {
@@ -380,7 +380,7 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 
 	// Bodies: wrong for any route, then each field of each route's body in
 	// other cases, twice, and with values of the wrong type (nested too).
-	for _, rt := range []string{"/admin/dlq/replay", "/admin/dlq/acknowledge", "/admin/enrich", "/__e2e/send"} {
+	for _, rt := range []string{"/admin/dlq/replay", "/admin/dlq/acknowledge", "/admin/enrich", "/__dev/send"} {
 		for _, b := range genericBodies() {
 			add(hostile{method: "POST", target: rt, body: []byte(b)})
 		}
@@ -399,7 +399,7 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 		{"/admin/dlq/acknowledge", []field{{"ids", "array", ids}, {"dry_run", "bool", `true`}, {"note", "string", `"n"`}}},
 		{"/admin/dlq/acknowledge", []field{{"filter", "object", `{"q":"` + prefix + `"}`}, {"dry_run", "bool", `true`}}},
 		{"/admin/enrich", []field{{"beers", "array", `[{"beer_id":"` + prefix + `-e","beer_name":"n"}]`}}},
-		{"/__e2e/send", []field{{"queue", "string", `"beer-enrichment-dlq"`}, {"messages", "array", `[{"body":1}]`}}},
+		{"/__dev/send", []field{{"queue", "string", `"beer-enrichment-dlq"`}, {"messages", "array", `[{"body":1}]`}}},
 	} {
 		for _, b := range mutations(c.fields, func(obj string) string { return obj }) {
 			add(hostile{method: "POST", target: c.route, body: []byte(b)})
@@ -416,7 +416,7 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 	}
 	for _, b := range mutations([]field{{"body", "string", `"x"`}, {"delay_seconds", "int", `0`}},
 		func(obj string) string { return `{"queue":"","messages":[` + obj + `]}` }) {
-		add(hostile{method: "POST", target: "/__e2e/send", body: []byte(b)})
+		add(hostile{method: "POST", target: "/__dev/send", body: []byte(b)})
 	}
 	return cs
 }

@@ -80,7 +80,7 @@ func TestConcurrentCallsOnOneInstance(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			body, _ := json.Marshal(map[string]string{"beer_id": fmt.Sprintf("%s-%d", token, i)})
-			r, err := shared.Do(http.MethodPost, "/__e2e/send", map[string]any{"queue": "beer-enrichment-dlq",
+			r, err := shared.Do(http.MethodPost, "/__dev/send", map[string]any{"queue": "beer-enrichment-dlq",
 				"messages": []map[string]string{{"body": string(body)}}}, AdminHeaders())
 			if err != nil || r.Status != http.StatusOK {
 				errs <- fmt.Errorf("send: %v %v", err, r)

@@ -39,7 +39,7 @@ type jsMessage struct {
 }
 
 // jsProduce has the JavaScript worker send msgs to e2e-js: one command per
-// message on e2e-js-produce, itself sent as text through /__e2e/send.
+// message on e2e-js-produce, itself sent as text through /__dev/send.
 func (w *Worker) jsProduce(t *testing.T, msgs []jsMessage) {
 	t.Helper()
 	var cmds []string

@@ -20,7 +20,7 @@ import (
 )
 
 // API is the HTTP side of redrive: health, the admin API and (only when
-// enabled by the e2e wrangler environment) the test send route.
+// enabled by DEV_ROUTES, locally and in the e2e tests) the send route.
 type API struct {
 	// DB is the D1 database (SQLite in native tests).
 	DB *sql.DB
@@ -41,10 +41,10 @@ type API struct {
 	BulkReplayMax int
 	// BulkAcknowledgeMax caps the rows one bulk acknowledge call moves (DLQ_BULK_ACKNOWLEDGE_MAX).
 	BulkAcknowledgeMax int
-	// TestSender, when non-nil, enables POST /__e2e/send (admin auth). It is
-	// set only when the worker runs in the e2e wrangler environment, whose
-	// extra producer bindings do not exist in the production config.
-	TestSender queue.Sender
+	// DevSender, when non-nil, enables POST /__dev/send (admin auth): raw,
+	// poison or any messages onto a bound queue. Set only with DEV_ROUTES
+	// (local runs and the e2e tests), never in production.
+	DevSender queue.Sender
 	// Instance describes the Go instance serving calls (reported by /health).
 	Instance *Instance
 	// Beers registers beers for enrichment and reads their state.
@@ -210,8 +210,8 @@ func (a *API) routeTable() []route {
 		{"GET /admin/audit", a.admin(a.auditList)},
 		{"GET /admin/openapi.json", a.admin(a.openAPI)},
 	}
-	if a.TestSender != nil {
-		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)})
+	if a.DevSender != nil {
+		rs = append(rs, route{"POST /__dev/send", a.admin(a.devSend)})
 	}
 	return rs
 }

@@ -34,7 +34,7 @@ func FuzzDecodeStrict(f *testing.F) {
 		func() any { return new(replayBody) },
 		func() any { return new(acknowledgeBody) },
 		func() any { return new(enrichRequest) },
-		func() any { return new(testSendRequest) },
+		func() any { return new(devSendRequest) },
 		func() any { return new(dlq.Filter) },
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -105,7 +105,7 @@ func fuzzAPI(tb testing.TB) *API {
 	db := sqlitetest.New(tb)
 	s := &queuetest.Sender{}
 	return &API{DB: db, Log: discard, Auth: Auth{APIKey: "k", AdminSecret: "s"}, Version: "fuzz", Sender: s,
-		TestSender: s, BulkReplayMax: 10, BulkAcknowledgeMax: 10, Beers: &enrichment.Registry{DB: db, Sender: s}}
+		DevSender: s, BulkReplayMax: 10, BulkAcknowledgeMax: 10, Beers: &enrichment.Registry{DB: db, Sender: s}}
 }
 
 // checkResponse fails unless rec is an answer the API may give to any

@@ -22,7 +22,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func newAPI(t *testing.T) *API {
 	return &API{DB: sqlitetest.New(t), Log: discard, Auth: Auth{APIKey: "k", AdminSecret: "s"}, Version: "test",
-		TestSender: &queuetest.Sender{}}
+		DevSender: &queuetest.Sender{}}
 }
 
 func do(h http.Handler, method, path, body string, hdr map[string]string) (*httptest.ResponseRecorder, envelope) {
@@ -66,13 +66,13 @@ func TestAdminAuth(t *testing.T) {
 		{"both right", map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"}, 200, ""},
 	}
 	for _, c := range cases {
-		rec, env := do(h, "POST", "/__e2e/send", body, c.hdr)
+		rec, env := do(h, "POST", "/__dev/send", body, c.hdr)
 		if rec.Code != c.code || (c.err != "" && (env.Error == nil || env.Error.Code != c.err)) {
 			t.Errorf("%s: got %d %s", c.name, rec.Code, rec.Body)
 		}
 	}
-	unset := &API{DB: sqlitetest.New(t), Log: discard, TestSender: &queuetest.Sender{}}
-	rec, _ := do(unset.Handler(), "POST", "/__e2e/send", body, map[string]string{"X-API-Key": "", "X-Admin-Secret": ""})
+	unset := &API{DB: sqlitetest.New(t), Log: discard, DevSender: &queuetest.Sender{}}
+	rec, _ := do(unset.Handler(), "POST", "/__dev/send", body, map[string]string{"X-API-Key": "", "X-Admin-Secret": ""})
 	if rec.Code != 503 {
 		t.Errorf("unset credentials must fail closed, got %d", rec.Code)
 	}
@@ -102,21 +102,21 @@ func TestDecodeJSONRejectsBadBodies(t *testing.T) {
 		"trailing": `{"queue":"q","messages":[{"body":"x"}]} {}`,
 		"types":    `{"queue":1}`,
 	} {
-		rec, env := do(h, "POST", "/__e2e/send", body, auth)
+		rec, env := do(h, "POST", "/__dev/send", body, auth)
 		if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_REQUEST" {
 			t.Errorf("%s: got %d %s", name, rec.Code, rec.Body)
 		}
 	}
 	big := `{"queue":"` + strings.Repeat("a", MaxBodyBytes) + `"}`
-	if rec, env := do(h, "POST", "/__e2e/send", big, auth); rec.Code != 413 || env.Error.Code != "PAYLOAD_TOO_LARGE" {
+	if rec, env := do(h, "POST", "/__dev/send", big, auth); rec.Code != 413 || env.Error.Code != "PAYLOAD_TOO_LARGE" {
 		t.Errorf("big body: %d", rec.Code)
 	}
 }
 
 func TestInternalErrorIsEnvelope500(t *testing.T) {
 	api := newAPI(t)
-	api.TestSender = &queuetest.Sender{Err: errors.New("queue down")}
-	rec, env := do(api.Handler(), "POST", "/__e2e/send", `{"queue":"q","messages":[{"body":"x"}]}`, map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"})
+	api.DevSender = &queuetest.Sender{Err: errors.New("queue down")}
+	rec, env := do(api.Handler(), "POST", "/__dev/send", `{"queue":"q","messages":[{"body":"x"}]}`, map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"})
 	if rec.Code != 500 || env.Error == nil || env.Error.Code != "INTERNAL_ERROR" || strings.Contains(rec.Body.String(), "queue down") {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
 	}

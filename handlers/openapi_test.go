@@ -37,7 +37,7 @@ func loadOpenAPI(t *testing.T) openAPIDoc {
 // the document with its method, and the document lists nothing else.
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	doc := loadOpenAPI(t)
-	api := &API{} // no TestSender: the production route table
+	api := &API{} // no DevSender: the production route table
 	var routes []string
 	for _, pattern := range api.Routes() {
 		method, path, _ := strings.Cut(pattern, " ")

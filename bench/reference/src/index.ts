@@ -54,7 +54,7 @@ async function handleScheduled(event: ScheduledController, env: Env, ctx: Execut
   }
 }
 
-// ---- FILL (bench only): POST /__e2e/send ----
+// ---- FILL (bench only): POST /__dev/send ----
 // Same request as redrive's e2e route: {"queue": "beer-enrichment-dlq",
 // "messages": [{"body": "<JSON text>", "delay_seconds": 0}, ...]} (1..100).
 // Bodies are parsed and sent as objects, as the original producers send them.
@@ -104,7 +104,7 @@ export interface Env {
 
   // ... other existing bindings ...
 
-  // FILL (bench only, not in the seed): producer for the DLQ, used by POST /__e2e/send.
+  // FILL (bench only, not in the seed): producer for the DLQ, used by POST /__dev/send.
   BENCH_DLQ_QUEUE?: Queue<EnrichmentMessage>;
 }
 
@@ -826,8 +826,8 @@ async function routeRequest(
   corsHeaders: Record<string, string> | null,
   rateLimitHeaders: Record<string, string>
 ): Promise<Response> {
-  // Bench only: mirror of redrive's POST /__e2e/send, behind the same admin check.
-  if (url.pathname === '/__e2e/send' && request.method === 'POST' && env.BENCH_DLQ_QUEUE) {
+  // Bench only: mirror of redrive's POST /__dev/send, behind the same admin check.
+  if (url.pathname === '/__dev/send' && request.method === 'POST' && env.BENCH_DLQ_QUEUE) {
     const adminAuth = await authorizeAdmin(request, env);
     if (!adminAuth.authorized) {
       return errorResponse(adminAuth.error || 'Unauthorized', 'AUTH_FAILED', {

@@ -8,7 +8,7 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
-type testSendRequest struct {
+type devSendRequest struct {
 	Queue    string `json:"queue"`
 	Messages []struct {
 		Body string `json:"body"`
@@ -19,10 +19,10 @@ type testSendRequest struct {
 	} `json:"messages"`
 }
 
-// testSend puts messages on any queue the e2e environment binds. It exists
-// only when API.TestSender is set (see there).
-func (a *API) testSend(w http.ResponseWriter, r *http.Request) error {
-	var req testSendRequest
+// devSend puts messages on any queue DevSender has a producer binding for.
+// It exists only when API.DevSender is set (see there).
+func (a *API) devSend(w http.ResponseWriter, r *http.Request) error {
+	var req devSendRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (a *API) testSend(w http.ResponseWriter, r *http.Request) error {
 		}
 		out[i] = queue.Outgoing{Body: m.Body, ContentType: ct, Delay: time.Duration(m.DelaySeconds) * time.Second}
 	}
-	if err := a.TestSender.SendBatch(r.Context(), req.Queue, out); err != nil {
+	if err := a.DevSender.SendBatch(r.Context(), req.Queue, out); err != nil {
 		return err
 	}
 	respond(w, r, http.StatusOK, map[string]int{"sent": len(out)})
