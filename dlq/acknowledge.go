@@ -39,14 +39,15 @@ type AcknowledgeRequest struct {
 	By Requester
 }
 
-// AcknowledgeResult is the seed's acknowledge response (§9) plus additions.
+// AcknowledgeResult is the acknowledge response (handlers/openapi.json).
 type AcknowledgeResult struct {
 	// AcknowledgedCount is the number of rows moved to acknowledged.
 	AcknowledgedCount int64 `json:"acknowledged_count"`
 	// RequestedCount is the number of ids named (0 for a filter).
 	RequestedCount int `json:"requested_count"`
-	// AcknowledgedIDs lists the rows moved (ids form only).
-	AcknowledgedIDs []int64 `json:"acknowledged_ids,omitempty"`
+	// AcknowledgedIDs lists the rows moved: always in the ids form ([] when
+	// none moved, as replayed_ids), absent in the bulk form.
+	AcknowledgedIDs []int64 `json:"acknowledged_ids,omitzero"`
 	// HasMore (bulk only) is true when matching pending rows remain: call again.
 	HasMore *bool `json:"has_more,omitempty"`
 }

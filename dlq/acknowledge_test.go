@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"database/sql"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -154,5 +155,27 @@ func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
 	}
 	if snapshot(t, db) != before || count(t, db, `SELECT COUNT(*) FROM admin_audit`) != 0 {
 		t.Fatal("a failed acknowledge left a change or an audit row")
+	}
+}
+
+// The ids form always lists acknowledged_ids, [] when nothing moved (as
+// replay lists replayed_ids); the bulk form has none.
+func TestAcknowledgedIDsAlwaysInTheIDsForm(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, status: StatusAcknowledged})
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Now: clock}
+	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), `"acknowledged_ids":[]`) {
+		t.Fatalf("ids form: %s", b)
+	}
+	res, err = a.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: &Filter{BeerID: "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); strings.Contains(string(b), `acknowledged_ids`) {
+		t.Fatalf("bulk form: %s", b)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Status values of a dlq_messages row (seed 002 §1), and "all" for the list.
+// Status values of a dlq_messages row (schema.sql), and "all" for the list.
 const (
 	StatusPending      = "pending"
 	StatusReplaying    = "replaying"

@@ -8,8 +8,9 @@ import (
 	"strconv"
 )
 
-// Message is one dlq_messages row as the admin API shows it: the seed's
-// fields (§9) with their names, then redrive's additions.
+// Message is one dlq_messages row as the admin API shows it (DLQMessage in
+// handlers/openapi.json): the original worker's fields with their names,
+// then redrive's additions.
 type Message struct {
 	ID             int64   `json:"id"`
 	MessageID      string  `json:"message_id"`
@@ -152,7 +153,7 @@ type ListParams struct {
 	IncludeRaw bool
 }
 
-// Page is the seed's list response (§9).
+// Page is the list response (ListPage in handlers/openapi.json).
 type Page struct {
 	// Messages are the page's rows, newest failure first.
 	Messages Messages `json:"messages"`

@@ -69,7 +69,7 @@ type ReplayRequest struct {
 	Limit int
 }
 
-// ReplayResult is the seed's replay response (§9) plus redrive's additions.
+// ReplayResult is the replay response (handlers/openapi.json).
 type ReplayResult struct {
 	// RequestedCount is the number of ids named, or for a bulk call the
 	// number of rows its page selected.

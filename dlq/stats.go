@@ -18,8 +18,8 @@ type Stats struct {
 	Now func() time.Time
 }
 
-// StatsReport is the seed's stats shape (§9) plus by_source_queue and
-// top_failure_reasons.
+// StatsReport is the stats response (handlers/openapi.json): the original
+// worker's shape plus by_source_queue and top_failure_reasons.
 type StatsReport struct {
 	ByStatus ByStatus `json:"by_status"`
 	// OldestPendingAgeHours is the age of the oldest pending failure, one decimal; 0 when none.

@@ -15,7 +15,7 @@ import (
 	"github.com/redrive/redrive/sqlbatch"
 )
 
-// The DLQ admin routes (seed 002 §9 plus bulk, dry run and audit). Inputs
+// The DLQ admin routes (handlers/openapi.json describes each). Inputs
 // are parsed here; the dlq services validate their meaning. Every rejected
 // input is a 400 envelope and changes nothing.
 
