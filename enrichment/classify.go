@@ -1,6 +1,8 @@
 package enrichment
 
 import (
+	"github.com/redrive/redrive/outbound"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,9 +60,9 @@ type Verdict struct {
 // transport error when none arrived) into a Verdict. It is the single place
 // that decides what a provider answer means; now is used for HTTP-date
 // Retry-After values.
-func Classify(resp Response, err error, now time.Time) Verdict {
+func Classify(resp outbound.Response, err error, now time.Time) Verdict {
 	if err != nil {
-		if errors.Is(err, ErrTimeout) {
+		if errors.Is(err, outbound.ErrTimeout) {
 			return Verdict{Outcome: Transient, Reason: "timeout: " + shorten(err.Error())}
 		}
 		return Verdict{Outcome: Transient, Reason: "network: " + shorten(err.Error())}
@@ -120,7 +122,7 @@ func parseABV(s string) (float64, bool) {
 }
 
 // statusReason is "status N: <provider's error text>".
-func statusReason(resp Response) string {
+func statusReason(resp outbound.Response) string {
 	text := providerError(resp.Body)
 	if text == "" {
 		return fmt.Sprintf("status %d", resp.Status)

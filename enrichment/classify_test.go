@@ -1,6 +1,8 @@
 package enrichment
 
 import (
+	"github.com/redrive/redrive/outbound"
+
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,47 +20,47 @@ func TestClassify(t *testing.T) {
 	errBody := []byte(`{"error":{"message":"upstream exploded","type":"server_error"}}`)
 	cases := []struct {
 		name       string
-		resp       Response
+		resp       outbound.Response
 		err        error
 		outcome    Outcome
 		abv        float64
 		retryAfter time.Duration
 		reason     string // substring
 	}{
-		{"200 number", Response{Status: 200, Body: answer("5.2")}, nil, Enriched, 5.2, 0, "answer 5.2"},
-		{"200 number with percent and spaces", Response{Status: 200, Body: answer(" 12.5% \n")}, nil, Enriched, 12.5, 0, "12.5"},
-		{"200 number with full stop", Response{Status: 200, Body: answer("4.")}, nil, Enriched, 4, 0, "answer 4"},
-		{"200 zero", Response{Status: 200, Body: answer("0")}, nil, Enriched, 0, 0, "answer 0"},
-		{"200 upper bound", Response{Status: 200, Body: answer("70")}, nil, Enriched, 70, 0, "answer 70"},
-		{"201 counts as 2xx", Response{Status: 201, Body: answer("6")}, nil, Enriched, 6, 0, "answer 6"},
-		{"200 unknown", Response{Status: 200, Body: answer("unknown")}, nil, NotFound, 0, 0, "not a number: unknown"},
-		{"200 prose", Response{Status: 200, Body: answer("It is about 5%")}, nil, NotFound, 0, 0, "not a number"},
-		{"200 above range", Response{Status: 200, Body: answer("70.1")}, nil, NotFound, 0, 0, "outside 0..70"},
-		{"200 negative", Response{Status: 200, Body: answer("-1")}, nil, NotFound, 0, 0, "outside 0..70"},
-		{"200 NaN", Response{Status: 200, Body: answer("NaN")}, nil, NotFound, 0, 0, "not a number"},
-		{"200 not JSON", Response{Status: 200, Body: []byte("<html>oops</html>")}, nil, Permanent, 0, 0, "unparseable response"},
-		{"200 no choices", Response{Status: 200, Body: []byte(`{"choices":[]}`)}, nil, Permanent, 0, 0, "unparseable response"},
-		{"200 null content", Response{Status: 200, Body: []byte(`{"choices":[{"message":{"content":null}}]}`)}, nil, Permanent, 0, 0, "unparseable response"},
-		{"200 empty body", Response{Status: 200}, nil, Permanent, 0, 0, "unparseable response"},
-		{"429 seconds", Response{Status: 429, Header: map[string]string{"retry-after": "7"}, Body: errBody}, nil, RateLimited, 0, 7 * time.Second, "status 429: upstream exploded (retry after 7s)"},
-		{"429 HTTP date", Response{Status: 429, Header: map[string]string{"retry-after": now.Add(90 * time.Second).Format(http.TimeFormat)}}, nil, RateLimited, 0, 90 * time.Second, "retry after 1m30s"},
-		{"429 zero is one second", Response{Status: 429, Header: map[string]string{"retry-after": "0"}}, nil, RateLimited, 0, time.Second, "status 429"},
-		{"429 capped at 12h", Response{Status: 429, Header: map[string]string{"retry-after": "999999"}}, nil, RateLimited, 0, MaxDelay, "retry after 12h0m0s"},
-		{"429 without header", Response{Status: 429}, nil, RateLimited, 0, 0, "status 429"},
-		{"429 garbage header", Response{Status: 429, Header: map[string]string{"retry-after": "soon"}}, nil, RateLimited, 0, 0, "status 429"},
-		{"500", Response{Status: 500, Body: errBody}, nil, Transient, 0, 0, "status 500: upstream exploded"},
-		{"502 html", Response{Status: 502, Body: []byte("<html>\n bad   gateway\n</html>")}, nil, Transient, 0, 0, "status 502: <html> bad gateway </html>"},
-		{"503", Response{Status: 503}, nil, Transient, 0, 0, "status 503"},
-		{"408", Response{Status: 408}, nil, Transient, 0, 0, "status 408"},
-		{"timeout", Response{}, fmt.Errorf("%w: no complete answer within 1s", ErrTimeout), Transient, 0, 0, "timeout: timed out: no complete answer within 1s"},
-		{"network", Response{}, errors.New("fetch failed: TypeError: Network connection lost."), Transient, 0, 0, "network: fetch failed"},
-		{"400", Response{Status: 400, Body: []byte(`{"error":"bad model"}`)}, nil, Permanent, 0, 0, "status 400: bad model"},
-		{"401", Response{Status: 401, Body: []byte(`{"message":"invalid api key"}`)}, nil, Auth, 0, 0, "status 401: invalid api key"},
-		{"403", Response{Status: 403}, nil, Auth, 0, 0, "status 403"},
-		{"404", Response{Status: 404}, nil, Permanent, 0, 0, "status 404"},
-		{"422", Response{Status: 422}, nil, Permanent, 0, 0, "status 422"},
-		{"other 4xx", Response{Status: 418}, nil, Permanent, 0, 0, "status 418"},
-		{"unexpected 3xx", Response{Status: 302}, nil, Permanent, 0, 0, "unexpected status 302"},
+		{"200 number", outbound.Response{Status: 200, Body: answer("5.2")}, nil, Enriched, 5.2, 0, "answer 5.2"},
+		{"200 number with percent and spaces", outbound.Response{Status: 200, Body: answer(" 12.5% \n")}, nil, Enriched, 12.5, 0, "12.5"},
+		{"200 number with full stop", outbound.Response{Status: 200, Body: answer("4.")}, nil, Enriched, 4, 0, "answer 4"},
+		{"200 zero", outbound.Response{Status: 200, Body: answer("0")}, nil, Enriched, 0, 0, "answer 0"},
+		{"200 upper bound", outbound.Response{Status: 200, Body: answer("70")}, nil, Enriched, 70, 0, "answer 70"},
+		{"201 counts as 2xx", outbound.Response{Status: 201, Body: answer("6")}, nil, Enriched, 6, 0, "answer 6"},
+		{"200 unknown", outbound.Response{Status: 200, Body: answer("unknown")}, nil, NotFound, 0, 0, "not a number: unknown"},
+		{"200 prose", outbound.Response{Status: 200, Body: answer("It is about 5%")}, nil, NotFound, 0, 0, "not a number"},
+		{"200 above range", outbound.Response{Status: 200, Body: answer("70.1")}, nil, NotFound, 0, 0, "outside 0..70"},
+		{"200 negative", outbound.Response{Status: 200, Body: answer("-1")}, nil, NotFound, 0, 0, "outside 0..70"},
+		{"200 NaN", outbound.Response{Status: 200, Body: answer("NaN")}, nil, NotFound, 0, 0, "not a number"},
+		{"200 not JSON", outbound.Response{Status: 200, Body: []byte("<html>oops</html>")}, nil, Permanent, 0, 0, "unparseable response"},
+		{"200 no choices", outbound.Response{Status: 200, Body: []byte(`{"choices":[]}`)}, nil, Permanent, 0, 0, "unparseable response"},
+		{"200 null content", outbound.Response{Status: 200, Body: []byte(`{"choices":[{"message":{"content":null}}]}`)}, nil, Permanent, 0, 0, "unparseable response"},
+		{"200 empty body", outbound.Response{Status: 200}, nil, Permanent, 0, 0, "unparseable response"},
+		{"429 seconds", outbound.Response{Status: 429, Header: map[string]string{"retry-after": "7"}, Body: errBody}, nil, RateLimited, 0, 7 * time.Second, "status 429: upstream exploded (retry after 7s)"},
+		{"429 HTTP date", outbound.Response{Status: 429, Header: map[string]string{"retry-after": now.Add(90 * time.Second).Format(http.TimeFormat)}}, nil, RateLimited, 0, 90 * time.Second, "retry after 1m30s"},
+		{"429 zero is one second", outbound.Response{Status: 429, Header: map[string]string{"retry-after": "0"}}, nil, RateLimited, 0, time.Second, "status 429"},
+		{"429 capped at 12h", outbound.Response{Status: 429, Header: map[string]string{"retry-after": "999999"}}, nil, RateLimited, 0, MaxDelay, "retry after 12h0m0s"},
+		{"429 without header", outbound.Response{Status: 429}, nil, RateLimited, 0, 0, "status 429"},
+		{"429 garbage header", outbound.Response{Status: 429, Header: map[string]string{"retry-after": "soon"}}, nil, RateLimited, 0, 0, "status 429"},
+		{"500", outbound.Response{Status: 500, Body: errBody}, nil, Transient, 0, 0, "status 500: upstream exploded"},
+		{"502 html", outbound.Response{Status: 502, Body: []byte("<html>\n bad   gateway\n</html>")}, nil, Transient, 0, 0, "status 502: <html> bad gateway </html>"},
+		{"503", outbound.Response{Status: 503}, nil, Transient, 0, 0, "status 503"},
+		{"408", outbound.Response{Status: 408}, nil, Transient, 0, 0, "status 408"},
+		{"timeout", outbound.Response{}, fmt.Errorf("%w: no complete answer within 1s", outbound.ErrTimeout), Transient, 0, 0, "timeout: timed out: no complete answer within 1s"},
+		{"network", outbound.Response{}, errors.New("fetch failed: TypeError: Network connection lost."), Transient, 0, 0, "network: fetch failed"},
+		{"400", outbound.Response{Status: 400, Body: []byte(`{"error":"bad model"}`)}, nil, Permanent, 0, 0, "status 400: bad model"},
+		{"401", outbound.Response{Status: 401, Body: []byte(`{"message":"invalid api key"}`)}, nil, Auth, 0, 0, "status 401: invalid api key"},
+		{"403", outbound.Response{Status: 403}, nil, Auth, 0, 0, "status 403"},
+		{"404", outbound.Response{Status: 404}, nil, Permanent, 0, 0, "status 404"},
+		{"422", outbound.Response{Status: 422}, nil, Permanent, 0, 0, "status 422"},
+		{"other 4xx", outbound.Response{Status: 418}, nil, Permanent, 0, 0, "status 418"},
+		{"unexpected 3xx", outbound.Response{Status: 302}, nil, Permanent, 0, 0, "unexpected status 302"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,7 +76,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestClassifyShortensLongErrors(t *testing.T) {
-	v := Classify(Response{Status: 500, Body: []byte(strings.Repeat("x", 5000))}, nil, time.Now())
+	v := Classify(outbound.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000))}, nil, time.Now())
 	if n := len([]rune(v.Reason)); n > 220 {
 		t.Fatalf("reason has %d characters", n)
 	}

@@ -1,6 +1,8 @@
 package enrichment
 
 import (
+	"github.com/redrive/redrive/outbound"
+
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -88,7 +90,7 @@ func newFixture(t *testing.T) *fixture {
 		now: time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)}
 	f.c = &Consumer{DB: f.db, Log: discard, Sender: f.sender,
 		Provider: ChatProvider{URL: f.provider.srv.URL + "/chat/completions", Model: "test-model", APIKey: testKey,
-			Timeout: 2 * time.Second, Doer: HTTPDoer{}},
+			Timeout: 2 * time.Second, Doer: outbound.HTTPDoer{}},
 		Policy: Policy{Backoff: Backoff{Base: 10 * time.Second, Max: time.Minute}, MaxAttempts: 4,
 			BreakerThreshold: 100, BreakerCooldown: time.Minute, DailyLimit: 1000, D1RetryBase: 30 * time.Second},
 		Now:  func() time.Time { return f.now },

@@ -1,46 +1,14 @@
 package enrichment
 
 import (
+	"github.com/redrive/redrive/outbound"
+
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 )
-
-// Request is one outbound HTTP request.
-type Request struct {
-	Method string
-	URL    string
-	// Header holds one value per name.
-	Header map[string]string
-	Body   []byte
-	// Timeout, when positive, aborts the request (body included) after this long.
-	Timeout time.Duration
-}
-
-// Response is a received HTTP response.
-type Response struct {
-	Status int
-	// Header holds each header's value under its lower-case name.
-	Header map[string]string
-	Body   []byte
-}
-
-// ErrTimeout is wrapped by a Doer's error when the request was aborted by its timeout.
-var ErrTimeout = errors.New("timed out")
-
-// Doer sends one HTTP request. It returns an error only when no response
-// arrived (network failure, or ErrTimeout when the timeout aborted it); any
-// status is a Response. In the Worker it is platform.Fetch (the runtime's
-// fetch with AbortSignal.timeout); natively it is HTTPDoer (net/http).
-type Doer interface {
-	Do(ctx context.Context, req Request) (Response, error)
-}
-
-// MaxResponseBytes is the most of a provider response that is kept.
-const MaxResponseBytes = 1 << 20
 
 // ChatProvider asks an OpenAI-compatible chat-completions API for a beer's ABV.
 type ChatProvider struct {
@@ -53,7 +21,7 @@ type ChatProvider struct {
 	// Timeout aborts a call in flight.
 	Timeout time.Duration
 	// Doer sends the request.
-	Doer Doer
+	Doer outbound.Doer
 }
 
 // Configured reports whether calls can be made at all; a provider without an
@@ -70,7 +38,7 @@ const systemPrompt = "You look up the alcohol by volume (ABV) of beers. " +
 
 // Ask sends one chat-completions request for b and returns the provider's
 // response (or the transport error) for Classify.
-func (p ChatProvider) Ask(ctx context.Context, b Beer) (Response, error) {
+func (p ChatProvider) Ask(ctx context.Context, b Beer) (outbound.Response, error) {
 	user := fmt.Sprintf("What is the ABV of the beer %q", b.BeerName)
 	if b.Brewer != "" {
 		user += fmt.Sprintf(" brewed by %q", b.Brewer)
@@ -84,9 +52,9 @@ func (p ChatProvider) Ask(ctx context.Context, b Beer) (Response, error) {
 		Temperature: 0,
 	})
 	if err != nil {
-		return Response{}, fmt.Errorf("encode provider request: %w", err)
+		return outbound.Response{}, fmt.Errorf("encode provider request: %w", err)
 	}
-	return p.Doer.Do(ctx, Request{
+	return p.Doer.Do(ctx, outbound.Request{
 		Method: "POST",
 		URL:    p.URL,
 		Header: map[string]string{

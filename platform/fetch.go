@@ -10,10 +10,10 @@ import (
 	"syscall/js"
 	"time"
 
-	"github.com/redrive/redrive/enrichment"
+	"github.com/redrive/redrive/outbound"
 )
 
-// Fetch is the Worker's enrichment.Doer: the runtime's global fetch called
+// Fetch is the Worker's outbound.Doer: the runtime's global fetch called
 // through syscall/js with AbortSignal.timeout, so a timeout really aborts the
 // request in flight (syumai's fetch client ignores contexts). It avoids the
 // net/http client, whose TLS code would double the script size.
@@ -28,8 +28,8 @@ var (
 	jsAbortSignal = js.Global().Get("AbortSignal")
 )
 
-// Do implements enrichment.Doer.
-func (Fetch) Do(ctx context.Context, req enrichment.Request) (enrichment.Response, error) {
+// Do implements outbound.Doer.
+func (Fetch) Do(ctx context.Context, req outbound.Request) (outbound.Response, error) {
 	timeout := req.Timeout
 	if dl, ok := ctx.Deadline(); ok && (timeout <= 0 || time.Until(dl) < timeout) {
 		timeout = max(time.Until(dl), time.Millisecond)
@@ -50,7 +50,7 @@ func (Fetch) Do(ctx context.Context, req enrichment.Request) (enrichment.Respons
 
 	resp, err := await(ctx, jsFetch.Invoke(req.URL, init))
 	if err != nil {
-		return enrichment.Response{}, fetchError(err, timeout)
+		return outbound.Response{}, fetchError(err, timeout)
 	}
 	header := map[string]string{}
 	each := js.FuncOf(func(_ js.Value, args []js.Value) any {
@@ -64,13 +64,13 @@ func (Fetch) Do(ctx context.Context, req enrichment.Request) (enrichment.Respons
 	}()
 	text, err := await(ctx, resp.Call("text"))
 	if err != nil {
-		return enrichment.Response{}, fetchError(err, timeout)
+		return outbound.Response{}, fetchError(err, timeout)
 	}
 	body := text.String()
-	if len(body) > enrichment.MaxResponseBytes {
-		body = body[:enrichment.MaxResponseBytes]
+	if len(body) > outbound.MaxResponseBytes {
+		body = body[:outbound.MaxResponseBytes]
 	}
-	return enrichment.Response{Status: resp.Get("status").Int(), Header: header, Body: []byte(body)}, nil
+	return outbound.Response{Status: resp.Get("status").Int(), Header: header, Body: []byte(body)}, nil
 }
 
 // jsError is a rejected promise's reason.
@@ -78,11 +78,11 @@ type jsError struct{ name, message string }
 
 func (e *jsError) Error() string { return e.name + ": " + e.message }
 
-// fetchError maps an aborted fetch to enrichment.ErrTimeout.
+// fetchError maps an aborted fetch to outbound.ErrTimeout.
 func fetchError(err error, timeout time.Duration) error {
 	var je *jsError
 	if errors.As(err, &je) && (je.name == "TimeoutError" || je.name == "AbortError") {
-		return fmt.Errorf("%w: no complete answer within %s", enrichment.ErrTimeout, timeout)
+		return fmt.Errorf("%w: no complete answer within %s", outbound.ErrTimeout, timeout)
 	}
 	return fmt.Errorf("fetch failed: %w", err)
 }

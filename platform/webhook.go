@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/enrichment"
+	"github.com/redrive/redrive/outbound"
 )
 
 // Webhook posts alert messages (dlq.WebhookPayload: Slack-compatible JSON)
@@ -23,7 +23,7 @@ type Webhook struct {
 
 // Notify posts text and fails unless the response status is 2xx.
 func (w Webhook) Notify(ctx context.Context, text string) error {
-	resp, err := Fetch{}.Do(ctx, enrichment.Request{
+	resp, err := Fetch{}.Do(ctx, outbound.Request{
 		Method:  http.MethodPost,
 		URL:     w.URL,
 		Header:  map[string]string{"content-type": "application/json"},

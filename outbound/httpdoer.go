@@ -1,6 +1,6 @@
 //go:build !(js && wasm)
 
-package enrichment
+package outbound
 
 import (
 	"bytes"

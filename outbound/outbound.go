@@ -1,0 +1,44 @@
+// Package outbound is redrive's one way to make an HTTP request to another
+// service (the enrichment provider, the alert webhook): a small request and
+// response, a Doer that sends them, and ErrTimeout for a request its timeout
+// aborted. In the Worker the Doer is platform.Fetch (the runtime's fetch with
+// AbortSignal.timeout); natively it is HTTPDoer (net/http).
+package outbound
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// MaxResponseBytes is the most of a response body a Doer keeps.
+const MaxResponseBytes = 1 << 20
+
+// Request is one outbound HTTP request.
+type Request struct {
+	Method string
+	URL    string
+	// Header holds one value per name.
+	Header map[string]string
+	Body   []byte
+	// Timeout, when positive, aborts the request (body included) after this long.
+	Timeout time.Duration
+}
+
+// Response is a received HTTP response.
+type Response struct {
+	Status int
+	// Header holds each header's value under its lower-case name.
+	Header map[string]string
+	Body   []byte
+}
+
+// ErrTimeout is wrapped by a Doer's error when the request was aborted by its timeout.
+var ErrTimeout = errors.New("timed out")
+
+// Doer sends one HTTP request. It returns an error only when no response
+// arrived (network failure, or ErrTimeout when the timeout aborted it); any
+// status is a Response. In the Worker it is platform.Fetch; natively HTTPDoer.
+type Doer interface {
+	Do(ctx context.Context, req Request) (Response, error)
+}
