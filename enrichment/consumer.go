@@ -224,14 +224,36 @@ func parseMessage(body string, ct queue.ContentType) (Beer, string) {
 	return b, ""
 }
 
-// process runs the policy for one well-formed message.
+// process runs the policy for one well-formed message in three steps:
+// admit (is a call due and allowed?), call (one provider call, classified),
+// settle (ack, retry, defer or store, as the answer says).
 func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
+	adm, ok := c.admit(ctx, b, d)
+	if !ok {
+		return
+	}
+	v, after := c.call(ctx, b, d, adm)
+	c.settle(ctx, b, d, adm, v, after)
+}
+
+// admission is what admit decided for a message that may call the provider.
+type admission struct {
+	Admission
+	breaker Breaker
+	now     time.Time
+}
+
+// admit settles the message itself (false) when no call is due or allowed:
+// the beer is already done (ack), or there is no API key, the breaker is
+// open or the day's quota is spent (deferred), or D1 failed. Otherwise the
+// breaker admitted the call and a quota unit is reserved for it.
+func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admission, bool) {
 	t := b.t
 	if st := b.status[d.beer.BeerID]; Done(st) {
 		d.m.Ack()
 		t[CounterStale]++
 		d.log.InfoContext(ctx, "enrichment: beer already done; acked without a provider call", "status", st)
-		return
+		return admission{}, false
 	}
 	now := c.now()
 	if !c.Provider.Configured() {
@@ -240,13 +262,13 @@ func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
 		// Nothing changes until an operator sets the secret: wait the
 		// backoff's cap rather than cycling the message every few seconds.
 		c.deferMessage(ctx, b, d, ClassConfig, "ENRICHMENT_API_KEY is not set", c.Policy.Backoff.Max, now, true)
-		return
+		return admission{}, false
 	}
 	breaker := c.Breaker()
 	adm, err := breaker.Admit(ctx, now)
 	if err != nil {
 		c.internal(ctx, b, d, err, now)
-		return
+		return admission{}, false
 	}
 	if !adm.Allowed {
 		t[CounterBreakerBlocked]++
@@ -256,7 +278,7 @@ func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
 		}
 		c.deferMessage(ctx, b, d, ClassBreakerOpen,
 			"circuit breaker open"+cause+"; provider not called until "+adm.RetryAt.UTC().Format(time.RFC3339), adm.RetryAt.Sub(now), now, true)
-		return
+		return admission{}, false
 	}
 	if adm.Probe {
 		t[CounterBreakerProbes]++
@@ -268,7 +290,7 @@ func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
 	ok, used, err := c.Quota().Reserve(ctx, now)
 	if err != nil {
 		c.internal(ctx, b, d, err, now)
-		return
+		return admission{}, false
 	}
 	if !ok {
 		reset := ResetAt(now)
@@ -276,18 +298,31 @@ func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
 		c.deferMessage(ctx, b, d, ClassQuota,
 			fmt.Sprintf("daily limit of %d provider calls reached; resets at %s", c.Policy.DailyLimit, reset.Format(time.RFC3339)),
 			reset.Sub(now), now, true)
-		return
+		return admission{}, false
 	}
+	d.log = d.log.With("quota_used", used)
+	return admission{Admission: adm, breaker: breaker, now: now}, true
+}
 
-	t[CounterProviderCalls]++
+// call makes the one provider call and classifies its answer (secrets
+// redacted); it returns the verdict and the time the answer came.
+func (c *Consumer) call(ctx context.Context, b *batchRun, d delivery, adm admission) (Verdict, time.Time) {
+	b.t[CounterProviderCalls]++
 	resp, callErr := c.Provider.Ask(ctx, d.beer)
 	after := c.now()
 	v := Classify(resp, callErr, after)
 	v.Reason = c.Provider.redact(v.Reason)
 	d.log.InfoContext(ctx, "enrichment: provider answered", "outcome", string(v.Outcome), "status", resp.Status,
-		"duration_ms", after.Sub(now).Milliseconds(), "quota_used", used, "reason", v.Reason)
-	openUntil := c.recordBreaker(ctx, breaker, adm, v, after, d, t)
+		"duration_ms", after.Sub(adm.now).Milliseconds(), "reason", v.Reason)
+	return v, after
+}
 
+// settle records the answer in the breaker and acts on it: an answer is
+// stored and acked; 429 and transient failures retry (spending an
+// attempt); auth failures defer; anything else is a permanent DLQ row.
+func (c *Consumer) settle(ctx context.Context, b *batchRun, d delivery, adm admission, v Verdict, after time.Time) {
+	t := b.t
+	openUntil := c.recordBreaker(ctx, adm.breaker, adm.Admission, v, after, d, t)
 	switch v.Outcome {
 	case Enriched, NotFound:
 		if err := (beerStore{c.DB}).answered(ctx, d.beer.BeerID, v, c.Provider.Source(), after); err != nil {
@@ -311,7 +346,7 @@ func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
 	case Transient:
 		c.retry(ctx, b, d, ClassTransient, v.Reason, c.backoff(d.m.Attempts()), after)
 	case Auth:
-		c.authFailed(ctx, b, d, v.Reason, now, after, openUntil)
+		c.authFailed(ctx, b, d, v.Reason, adm.now, after, openUntil)
 	default:
 		c.permanent(ctx, b, d, v.Reason, after)
 	}
