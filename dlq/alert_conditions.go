@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"strings"
 	"time"
 )
@@ -143,7 +144,7 @@ func (c JobFailing) Check(ctx context.Context, _ time.Time) (bool, string, error
 		if err := rows.Scan(&job, &at, &msg); err != nil {
 			return false, "", fmt.Errorf("failing jobs: %w", err)
 		}
-		failing = append(failing, fmt.Sprintf("%s failed at %s: %s", job, stamp(at), clip(msg, 200)))
+		failing = append(failing, fmt.Sprintf("%s failed at %s: %s", job, stamp(at), text.Clip(msg, 200)))
 	}
 	if err := rows.Err(); err != nil {
 		return false, "", fmt.Errorf("failing jobs: %w", err)
@@ -152,13 +153,4 @@ func (c JobFailing) Check(ctx context.Context, _ time.Time) (bool, string, error
 		return false, "every job's last run succeeded", nil
 	}
 	return true, strings.Join(failing, "; "), nil
-}
-
-// clip shortens s to at most n runes.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"time"
 )
 
@@ -42,7 +43,7 @@ func (a Attempts) Record(ctx context.Context, at Attempt) error {
 		ON CONFLICT(message_id) DO UPDATE SET queue = excluded.queue, attempt = excluded.attempt,
 			error_class = excluded.error_class, error = excluded.error, recorded_at = excluded.recorded_at
 			WHERE excluded.attempt >= message_attempts.attempt`,
-		at.MessageID, at.Queue, int64(at.Attempt), at.Class, shorten(at.Error, maxAttemptError), at.At.UnixMilli())
+		at.MessageID, at.Queue, int64(at.Attempt), at.Class, text.Clip(at.Error, maxAttemptError), at.At.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("record attempt of %s: %w", at.MessageID, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"log/slog"
 	"time"
 
@@ -115,7 +116,7 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 	if c.Cause != nil {
 		class, reason := c.Cause(queueName)
 		for _, cm := range batch {
-			cm.failure.Class, cm.failure.Reason = class, shorten(reason, maxReason)
+			cm.failure.Class, cm.failure.Reason = class, text.Clip(reason, maxReason)
 		}
 	}
 
@@ -196,7 +197,7 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		f.asBase64 = true
 		f.parsed = &body{Problem: "unstorable"}
 		f.Class = "poison"
-		f.Reason = shorten("unstorable: "+cause.Error(), maxReason)
+		f.Reason = text.Clip("unstorable: "+cause.Error(), maxReason)
 		outcomes, err := Store{DB: c.DB}.Save(ctx, []Failure{f})
 		if err == nil {
 			cm.poison, cm.failure = true, f

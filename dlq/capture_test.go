@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -228,7 +229,7 @@ func TestCapturePoisonIsStoredWithItsNeighbours(t *testing.T) {
 }
 
 func shortRow(r dlqRow) dlqRow {
-	r.Raw = shorten(r.Raw, 40)
+	r.Raw = text.Clip(r.Raw, 40)
 	return r
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +32,7 @@ func sentRows(t *testing.T, db *sql.DB, s *queuetest.Sender, q string) []int64 {
 	for _, m := range s.Sent[q] {
 		var id int64
 		if err := db.QueryRow(`SELECT id FROM dlq_messages WHERE raw_message = ?`, m.Body).Scan(&id); err != nil {
-			t.Fatalf("sent body %q is no row's body: %v", shorten(m.Body, 80), err)
+			t.Fatalf("sent body %q is no row's body: %v", text.Clip(m.Body, 80), err)
 		}
 		out = append(out, id)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"time"
 	"unicode/utf8"
 
@@ -286,11 +287,11 @@ type body struct {
 
 // parseBody reads beer_id, beer_name and brewer from a message body. It never fails: a body without a usable beer_id gets a
 // Problem, and whatever could be read is still returned.
-func parseBody(text string, binary bool) body {
+func parseBody(src string, binary bool) body {
 	if binary {
-		return body{Problem: fmt.Sprintf("binary body (%d base64 characters)", len(text))}
+		return body{Problem: fmt.Sprintf("binary body (%d base64 characters)", len(src))}
 	}
-	trimmed := bytes.TrimSpace([]byte(text))
+	trimmed := bytes.TrimSpace([]byte(src))
 	if len(trimmed) == 0 {
 		return body{Problem: "empty body"}
 	}
@@ -302,7 +303,7 @@ func parseBody(text string, binary bool) body {
 				return body{Problem: "body is JSON but not an object"}
 			}
 		}
-		return body{Problem: "body is not JSON: " + shorten(err.Error(), 120)}
+		return body{Problem: "body is not JSON: " + text.Clip(err.Error(), 120)}
 	}
 	if obj == nil {
 		return body{Problem: "body is JSON but not an object"}
@@ -333,16 +334,4 @@ func textField(raw json.RawMessage) *string {
 		s = string(raw)
 	}
 	return &s
-}
-
-// shorten cuts s to at most n bytes without splitting a UTF-8 sequence.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"strings"
 	"testing"
 	"time"
@@ -384,7 +385,7 @@ func TestSaveStoresBodiesExactly(t *testing.T) {
 	save(t, s, fs...)
 	for id, b := range bodies {
 		if r := readRow(t, db, `message_id = ?`, id); r.Raw != b || r.Encoding != "text" {
-			t.Errorf("%s: raw %q (%d bytes), want %d bytes", id, shorten(r.Raw, 60), len(r.Raw), len(b))
+			t.Errorf("%s: raw %q (%d bytes), want %d bytes", id, text.Clip(r.Raw, 60), len(r.Raw), len(b))
 		}
 	}
 	if r := readRow(t, db, `message_id = 'unicode'`); r.BeerID != "ü-1" || r.BeerName.String != "Bière «spéciale» 🍺" || r.Brewer.String != `O'Hara "&" <Sons>` {

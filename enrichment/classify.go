@@ -1,6 +1,7 @@
 package enrichment
 
 import (
+	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/outbound"
 
 	"encoding/json"
@@ -157,11 +158,7 @@ func providerError(body []byte) string {
 
 // shorten makes text one line of at most 200 characters.
 func shorten(s string) string {
-	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return s
+	return text.Clip(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " "), 200)
 }
 
 // ParseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -134,7 +135,7 @@ func (a *API) Handler() http.Handler {
 		if rec.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", rec.header.Get("Allow"))
 			fail(w, r, a.Log, &APIError{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED",
-				Message: clip(r.Method) + " is not allowed on " + quote(r.URL.EscapedPath())})
+				Message: text.Clip(r.Method, maxEcho) + " is not allowed on " + quote(r.URL.EscapedPath())})
 			return
 		}
 		fail(w, r, a.Log, notFound(r))
@@ -142,7 +143,7 @@ func (a *API) Handler() http.Handler {
 }
 
 func notFound(r *http.Request) *APIError {
-	return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no route for " + clip(r.Method) + " " + quote(r.URL.EscapedPath())}
+	return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no route for " + text.Clip(r.Method, maxEcho) + " " + quote(r.URL.EscapedPath())}
 }
 
 // checkTarget rejects a request whose target (path and query as sent) is

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"io"
 	"math"
 	"reflect"
@@ -328,12 +329,15 @@ func noun(t reflect.Type) string {
 	return ""
 }
 
+// maxEcho bounds the request text a message quotes (field paths, methods).
+const maxEcho = 64
+
 // name is how a message refers to the value at path.
 func name(path string) string {
 	if path == "" {
 		return "body"
 	}
-	return clip(path)
+	return text.Clip(path, maxEcho)
 }
 
 // join is the path of member key of the object at path.
@@ -345,17 +349,4 @@ func join(path, key string) string {
 }
 
 // quote quotes a field path for a message, cut to a readable length.
-func quote(path string) string { return strconv.Quote(clip(path)) }
-
-// clip cuts s (which may come from the request) to at most 64 bytes.
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func quote(path string) string { return strconv.Quote(text.Clip(path, maxEcho)) }
