@@ -269,14 +269,13 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 	out := AuditPage{Entries: []AuditEntry{}, Limit: p.Limit}
 	for rows.Next() {
 		var e AuditEntry
-		var ids, filter, note, counts, errText sql.NullString
-		var finished sql.NullInt64
-		if err := rows.Scan(&e.ID, &e.At, &e.Action, &e.RequestID, &e.KeyFingerprint, &e.DryRun, &ids, &filter, &note,
-			&counts, &e.Outcome, &errText, &finished); err != nil {
+		var ids, filter, counts, errText sql.NullString
+		if err := rows.Scan(&e.ID, &e.At, &e.Action, &e.RequestID, &e.KeyFingerprint, &e.DryRun, &ids, &filter, &e.Note,
+			&counts, &e.Outcome, &errText, &e.FinishedAt); err != nil {
 			return AuditPage{}, fmt.Errorf("audit scan: %w", err)
 		}
 		e.IDs, e.Filter, e.Counts = rawJSON(ids), rawJSON(filter), rawJSON(counts)
-		e.Note, e.Error, e.FinishedAt = str(note), auditErrorOf(errText, e.RequestID), num(finished)
+		e.Error = auditErrorOf(errText, e.RequestID)
 		out.Entries = append(out.Entries, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -122,19 +122,6 @@ func (p Page) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func str(v sql.NullString) *string {
-	if !v.Valid {
-		return nil
-	}
-	return &v.String
-}
-
-func num(v sql.NullInt64) *int64 {
-	if !v.Valid {
-		return nil
-	}
-	return &v.Int64
-}
 
 // List pages through dlq_messages for GET /admin/dlq.
 type List struct {

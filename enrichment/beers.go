@@ -240,44 +240,18 @@ const (
 // Lookup returns one beer's state, or ErrBeerNotFound.
 func (r Registry) Lookup(ctx context.Context, beerID string) (BeerState, error) {
 	var s BeerState
-	var abv, confidence sql.NullFloat64
-	var source, lastError sql.NullString
-	var next, queued, enriched sql.NullInt64
+	// database/sql scans NULL into a nil pointer field, a value into a new one.
 	err := r.DB.QueryRowContext(ctx, `SELECT beer_id, name, brewer, status, abv, confidence, source, attempts,
 			next_attempt_at, last_error, queued_at, enriched_at, created_at, updated_at
-		FROM beers WHERE beer_id = ?`, beerID).Scan(&s.BeerID, &s.BeerName, &s.Brewer, &s.Status, &abv, &confidence, &source,
-		&s.Attempts, &next, &lastError, &queued, &enriched, &s.CreatedAt, &s.UpdatedAt)
+		FROM beers WHERE beer_id = ?`, beerID).Scan(&s.BeerID, &s.BeerName, &s.Brewer, &s.Status, &s.ABV, &s.Confidence, &s.Source,
+		&s.Attempts, &s.NextAttemptAt, &s.LastError, &s.QueuedAt, &s.EnrichedAt, &s.CreatedAt, &s.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, ErrBeerNotFound
 	}
 	if err != nil {
 		return s, fmt.Errorf("lookup beer: %w", err)
 	}
-	s.ABV, s.Confidence = nullFloat(abv), nullFloat(confidence)
-	s.Source, s.LastError = nullString(source), nullString(lastError)
-	s.NextAttemptAt, s.QueuedAt, s.EnrichedAt = nullInt(next), nullInt(queued), nullInt(enriched)
 	return s, nil
-}
-
-func nullFloat(v sql.NullFloat64) *float64 {
-	if !v.Valid {
-		return nil
-	}
-	return &v.Float64
-}
-
-func nullString(v sql.NullString) *string {
-	if !v.Valid {
-		return nil
-	}
-	return &v.String
-}
-
-func nullInt(v sql.NullInt64) *int64 {
-	if !v.Valid {
-		return nil
-	}
-	return &v.Int64
 }
 
 // beerStore is the consumer's side of the beers table.
