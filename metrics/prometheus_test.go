@@ -128,3 +128,37 @@ func TestBreakerGaugeFollowsTheBreakerState(t *testing.T) {
 		}
 	}
 }
+
+// LastMore and LastSummary read one job_runs row; a job that never ran, or
+// whose last summary is null (a panicked run), has nothing left to do.
+func TestLastRunReaders(t *testing.T) {
+	db := sqlitetest.New(t)
+	ctx := context.Background()
+	runs := JobRuns{DB: db}
+	var v struct{ More bool }
+	if more, err := runs.LastMore(ctx, "j"); more || err != nil {
+		t.Fatalf("never ran: %v %v", more, err)
+	}
+	if ok, err := runs.LastSummary(ctx, "j", &v); ok || err != nil {
+		t.Fatalf("never ran: %v %v", ok, err)
+	}
+	for _, c := range []struct {
+		summary map[string]any
+		more    bool
+	}{{map[string]any{"more": true}, true}, {map[string]any{"more": false}, false}, {map[string]any{"x": 1}, false}, {nil, false}} {
+		runs.RecordRun(ctx, "j", time.Now(), time.Second, nil, c.summary)
+		more, err := runs.LastMore(ctx, "j")
+		if err != nil || more != c.more {
+			t.Errorf("%v: LastMore %v %v", c.summary, more, err)
+		}
+		v.More = false
+		ok, err := runs.LastSummary(ctx, "j", &v)
+		if err != nil || ok != (c.summary != nil) || v.More != c.more {
+			t.Errorf("%v: LastSummary %v %+v %v", c.summary, ok, v, err)
+		}
+	}
+	plan := strings.Join(sqlitetest.Plan(t, db, lastMoreSQL, "j"), "\n")
+	if !strings.Contains(plan, "USING INDEX sqlite_autoindex_job_runs_1 (job=?)") {
+		t.Errorf("LastMore does not look the job up by its key:\n%s", plan)
+	}
+}
