@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 )
@@ -119,6 +121,82 @@ func TestDueCheckFailureSkipsTheJobLoudly(t *testing.T) {
 		if !strings.Contains(logs.String(), `"level":"ERROR","msg":"cron: could not tell whether the job is due; skipped"`) {
 			t.Fatalf("log %s", logs.String())
 		}
+	}
+}
+
+// The retention job registered on both crons, as main does: a daily run
+// that runs out of budget is continued by the frequent cron until the
+// backlog is gone (pending and replaying rows untouched), then the frequent
+// cron skips it and its last summary, which dlq_cap_evicting reads, stays.
+func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
+	db := sqlitetest.New(t)
+	runs := metrics.JobRuns{DB: db}
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	clock := now
+	limits := dlq.Limits{BatchSize: 100, Budget: 3 * time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
+	retention := &dlq.Retention{DB: db, Log: slog.New(slog.DiscardHandler), MaxAge: 30 * 24 * time.Hour, MaxRowsPerKey: 1000,
+		AttemptMaxAge: 7 * 24 * time.Hour, Limits: limits}
+	audit := &dlq.AuditRetention{DB: db, MaxAge: 90 * 24 * time.Hour, Limits: limits}
+	c := &CronRouter{Log: slog.New(slog.DiscardHandler), Recorder: runs, Jobs: map[string][]Job{
+		"17 3 * * *":  {retention, audit},
+		"*/5 * * * *": {WhileMore{Job: retention, Runs: runs}, WhileMore{Job: audit, Runs: runs}},
+	}}
+	old := now.Add(-60 * 24 * time.Hour).UnixMilli()
+	if _, err := db.Exec(fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1010)
+		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, replaying_at, updated_at)
+		SELECT 'm' || i, 'm' || i, 'b' || (i %% 7), CASE WHEN i > 1005 THEN 'pending' WHEN i > 1000 THEN 'replaying' WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
+			%[1]d, %[1]d, %[1]d, %[1]d, 7 FROM n`, old)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 450)
+		INSERT INTO admin_audit(at, action, request_id, key_fingerprint, outcome) SELECT %d, 'replay', 'r' || i, 'k', 'ok' FROM n`,
+		now.Add(-100*24*time.Hour).UnixMilli())); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Run(context.Background(), "17 3 * * *", now); err != nil {
+		t.Fatal(err)
+	}
+	first := lastRun(t, runs, dlq.RetentionJobName)
+	if !strings.Contains(first.summary, `"more":true`) || !strings.Contains(lastRun(t, runs, dlq.AuditRetentionJobName).summary, `"more":true`) {
+		t.Fatalf("the daily runs did not run out of budget: %s", first.summary)
+	}
+	at, frequentRuns := now, 0
+	for {
+		at = at.Add(5 * time.Minute)
+		if err := c.Run(context.Background(), "*/5 * * * *", at); err != nil {
+			t.Fatal(err)
+		}
+		frequentRuns++
+		r, a := lastRun(t, runs, dlq.RetentionJobName), lastRun(t, runs, dlq.AuditRetentionJobName)
+		if !strings.Contains(r.summary, `"more":true`) && !strings.Contains(a.summary, `"more":true`) {
+			break
+		}
+		if frequentRuns > 20 {
+			t.Fatalf("still behind after %d frequent runs: %s %s", frequentRuns, r.summary, a.summary)
+		}
+	}
+	if frequentRuns < 2 {
+		t.Fatalf("caught up in %d frequent runs; the test wants several", frequentRuns)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE updated_at = 7`); n != 10 {
+		t.Fatalf("%d rows left, want the 5 pending and 5 replaying rows untouched", n)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status IN ('pending', 'replaying')`); n != 10 {
+		t.Fatalf("pending and replaying rows: %d", n)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM admin_audit`); n != 0 {
+		t.Fatalf("%d audit records left", n)
+	}
+	done := lastRun(t, runs, dlq.RetentionJobName)
+	for range 3 {
+		at = at.Add(5 * time.Minute)
+		if err := c.Run(context.Background(), "*/5 * * * *", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lastRun(t, runs, dlq.RetentionJobName); got != done {
+		t.Fatalf("a skipped run changed the record: %+v, was %+v", got, done)
 	}
 }
 
