@@ -107,6 +107,7 @@ func main() {
 				dlq.CapEvicting{DB: db},
 				dlq.JobFailing{DB: db},
 				enrichment.BreakerOpenCondition{DB: db},
+				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
 			}},
 		},
 		jobs.Daily: {retention, auditRetention},

@@ -89,6 +89,7 @@ func TestRetentionStatementPlans(t *testing.T) {
 			"SEARCH d USING INDEX idx_dlq_beer_id (beer_id=?)",
 			"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>? AND acknowledged_at<?)",
 			"idx_dlq_status_replayed_at (status=? AND replayed_at>? AND replayed_at<?)"}},
+		check{"retention behind", retentionBehindSQL, []any{"a", "b"}, []string{"job_runs USING INDEX sqlite_autoindex_job_runs_1 (job=?)"}},
 	)
 	for _, c := range checks {
 		plan := strings.Join(sqlitetest.Plan(t, db, c.query, c.args...), "\n")

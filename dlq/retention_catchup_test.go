@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -312,5 +313,47 @@ func TestExpiryBatchesCutTiesById(t *testing.T) {
 		if n > 0 && count(t, r.DB, `SELECT COUNT(*) FROM dlq_messages WHERE id < ?`, minBefore+n) != 0 {
 			t.Fatal("a batch did not delete the oldest rows")
 		}
+	}
+}
+
+// retention_behind fires once the retention job has had expired rows left
+// for longer than the configured time (runs continuing it included), names
+// the job and what is left, and resolves when a run finishes.
+func TestRetentionBehindFiresAndResolves(t *testing.T) {
+	r := newRetention(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	clock := &fakeClock{t: now, step: time.Second}
+	r.Limits = Limits{BatchSize: 2, Budget: time.Second, Clock: clock.Now} // one batch per run
+	var rows []row
+	for i := 0; i < 30; i++ {
+		rows = append(rows, row{msgID: fmt.Sprint("old", i), beerID: fmt.Sprint(i), status: "replayed", failedAt: now.Add(-90 * day), replayedAt: now.Add(-60 * day)})
+	}
+	seed(t, r.DB, rows...)
+	rec := &recorder{}
+	alerts := &Alerts{DB: r.DB, Log: discard, Notifier: rec, Reminder: 24 * time.Hour,
+		Conditions: []Condition{RetentionBehind{DB: r.DB, After: 10 * time.Minute}}}
+	var fired, resolved time.Time
+	for at := now; ; at = at.Add(5 * time.Minute) {
+		sum := runRecorded(t, r, r.DB, at)
+		mustRun(t, alerts, at)
+		for _, text := range rec.take() {
+			switch {
+			case strings.HasPrefix(text, "[redrive] FIRING retention_behind: dlq_retention has had expired rows left since 2030-06-01T03:17:00Z (15m0s; threshold 10m0s): 22 left"):
+				fired = at
+			case strings.HasPrefix(text, "[redrive] RESOLVED retention_behind"):
+				resolved = at
+			default:
+				t.Fatalf("unexpected alert at %s: %q", at, text)
+			}
+		}
+		if sum["more"] == false {
+			break
+		}
+		if at.Sub(now) > 2*time.Hour {
+			t.Fatalf("still more at %s", at)
+		}
+	}
+	if fired != now.Add(15*time.Minute) || resolved != now.Add(70*time.Minute) {
+		t.Fatalf("fired at %s, resolved at %s", fired, resolved)
 	}
 }
