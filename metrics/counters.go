@@ -111,8 +111,10 @@ func (j JobRuns) LastSummary(ctx context.Context, job string, v any) (bool, erro
 }
 
 // lastMoreSQL reads whether a job's last run ended with work left: one
-// primary-key lookup in job_runs (one row read in D1).
-const lastMoreSQL = `SELECT COALESCE(last_summary ->> '$.more', 0) = 1 FROM job_runs WHERE job = ?`
+// primary-key lookup in job_runs (one row read in D1). A summary that is
+// not JSON (RecordRun never writes one) says nothing.
+const lastMoreSQL = `SELECT CASE WHEN json_valid(last_summary) THEN COALESCE(last_summary ->> '$.more', 0) = 1 ELSE 0 END
+	FROM job_runs WHERE job = ?`
 
 // LastMore reports whether job's last recorded run ended with work left
 // ("more": true in its summary); false when it never ran.

@@ -94,7 +94,9 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 		UNION ALL SELECT 'counter', name, '', value, 0, 0, 0, 0, 0, 0 FROM counters
 		UNION ALL SELECT 'alert', name, '', firing, 0, 0, 0, 0, 0, 0 FROM alert_state
 		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures,
-			COALESCE(last_summary ->> '$.more', 0) = 1, COALESCE(CAST(last_summary ->> '$.expired_left' AS INTEGER), -1) FROM job_runs`, CatchUpJob)
+			CASE WHEN json_valid(last_summary) THEN COALESCE(last_summary ->> '$.more', 0) = 1 ELSE 0 END,
+			CASE WHEN json_valid(last_summary) THEN COALESCE(CAST(last_summary ->> '$.expired_left' AS INTEGER), -1) ELSE -1 END
+			FROM job_runs`, CatchUpJob)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
 	}

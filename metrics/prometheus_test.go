@@ -164,6 +164,15 @@ func TestRetentionBacklogGauges(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
 	}
+	if _, err := db.Exec(`INSERT INTO job_runs(job, last_run_at, last_duration_ms, last_ok, last_summary) VALUES ('odd', 1, 1, 1, 'not json')`); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := ReadSnapshot(ctx, db); err != nil || len(snap.Jobs) != 4 {
+		t.Fatalf("a summary that is not JSON breaks the page: %v %+v", err, snap.Jobs)
+	}
+	if more, err := runs.LastMore(ctx, "odd"); more || err != nil {
+		t.Fatalf("LastMore of a summary that is not JSON: %v %v", more, err)
+	}
 	if _, ok := page.Samples[promtext.Key("redrive_retention_expired_left", "job", "dlq_rescue")]; ok {
 		t.Error("a job without expired_left has the gauge")
 	}
