@@ -121,11 +121,19 @@ func main() {
 	if cfg.AlertWebhookURL != "" {
 		notifier = platform.Webhook{URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
 	}
-	crons := &handlers.CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]handlers.Job{
+	runs := metrics.JobRuns{DB: db}
+	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
+		AttemptMaxAge: cfg.AttemptRetention, Limits: dlq.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
+	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
+	crons := &handlers.CronRouter{Log: log, Recorder: runs, Jobs: map[string][]handlers.Job{
 		jobs.Frequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits},
+			// The daily retention jobs, continued here only while their last
+			// run left expired rows behind (one job_runs read when not).
+			handlers.WhileMore{Job: retention, Runs: runs},
+			handlers.WhileMore{Job: auditRetention, Runs: runs},
 			&dlq.Alerts{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []dlq.Condition{
 				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
 				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},
@@ -134,13 +142,10 @@ func main() {
 				dlq.JobFailing{DB: db},
 				enrichment.BreakerOpenCondition{DB: db},
 				enrichment.AuthFailingCondition{DB: db},
+				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
 			}},
 		},
-		jobs.Daily: {
-			&dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
-				AttemptMaxAge: cfg.AttemptRetention, Limits: dlq.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
-			&dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits},
-		},
+		jobs.Daily: {retention, auditRetention},
 	}}
 
 	platform.Serve(api.Handler(), handlers.MaxBodyBytes)

@@ -114,6 +114,12 @@ type Config struct {
 	// AlertReminder (ALERT_REMINDER_MINUTES, default 360, 5..10080) is how often a
 	// still-firing alert is sent again.
 	AlertReminder time.Duration
+	// RetentionBehindAlert (RETENTION_BEHIND_ALERT_MINUTES, default 60, 5..10080):
+	// alert (retention_behind) while a retention job has had expired rows left
+	// for longer than this, its continuation on the frequent cron included.
+	// With the shipped settings a backlog of a million expired rows is gone
+	// in a few runs; an hour leaves room for ten times that.
+	RetentionBehindAlert time.Duration
 
 	// BulkReplayMax (DLQ_BULK_REPLAY_MAX, default 500, 1..5000) is the most rows one
 	// bulk replay request claims and sends; the caller continues with the
@@ -155,6 +161,7 @@ func Load(getenv func(string) string) (Config, []error) {
 		AlertPendingThreshold: l.int("ALERT_PENDING_THRESHOLD", 100, 1, 1_000_000_000),
 		AlertOldestPending:    time.Duration(l.int("ALERT_OLDEST_HOURS", 24, 1, 8760)) * time.Hour,
 		AlertReminder:         l.minutes("ALERT_REMINDER_MINUTES", 360, 5, 10080),
+		RetentionBehindAlert:  l.minutes("RETENTION_BEHIND_ALERT_MINUTES", 60, 5, 10080),
 		EnrichmentTimeout:     l.ms("ENRICHMENT_TIMEOUT_MS", 15000, 100, 120000),
 		EnrichmentBackoffBase: l.seconds("ENRICHMENT_BACKOFF_BASE_SECONDS", 30, 1, maxDelaySeconds),
 		EnrichmentBackoffMax:  l.seconds("ENRICHMENT_BACKOFF_MAX_SECONDS", 3600, 1, maxDelaySeconds),

@@ -193,3 +193,22 @@ func TestD1RetryBase(t *testing.T) {
 		}
 	}
 }
+
+func TestRetentionBehindAlertBounds(t *testing.T) {
+	c, problems := Load(env(nil))
+	if c.RetentionBehindAlert != time.Hour || len(problems) != 0 {
+		t.Errorf("default %v %v", c.RetentionBehindAlert, problems)
+	}
+	for v, want := range map[string]time.Duration{"5": 5 * time.Minute, "10080": 7 * 24 * time.Hour} {
+		c, problems = Load(env(map[string]string{"RETENTION_BEHIND_ALERT_MINUTES": v}))
+		if c.RetentionBehindAlert != want || len(problems) != 0 {
+			t.Errorf("%s: %v %v", v, c.RetentionBehindAlert, problems)
+		}
+	}
+	for _, v := range []string{"4", "10081", "0", "-5", "1h"} {
+		c, problems = Load(env(map[string]string{"RETENTION_BEHIND_ALERT_MINUTES": v}))
+		if c.RetentionBehindAlert != time.Hour || len(problems) != 1 || !strings.Contains(problems[0].Error(), "RETENTION_BEHIND_ALERT_MINUTES") {
+			t.Errorf("%s: want the default and one problem, got %v %v", v, c.RetentionBehindAlert, problems)
+		}
+	}
+}

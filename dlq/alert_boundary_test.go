@@ -56,6 +56,27 @@ func TestAlertThresholdsAtTheirExactBoundary(t *testing.T) {
 			t.Fatal("does not fire one past MaxReplays")
 		}
 	})
+	t.Run("retention behind", func(t *testing.T) {
+		db := sqlitetest.New(t)
+		c := RetentionBehind{DB: db, After: time.Hour}
+		record := func(job string, since int64) {
+			t.Helper()
+			if _, err := db.Exec(`INSERT INTO job_runs(job, last_run_at, last_duration_ms, last_ok, last_summary)
+				VALUES (?, ?, 1, 1, json_object('more', json('true'), 'behind_since', ?, 'expired_left', 100000))
+				ON CONFLICT(job) DO UPDATE SET last_summary = excluded.last_summary`, job, now.UnixMilli(), since); err != nil {
+				t.Fatal(err)
+			}
+		}
+		record(RetentionJobName, now.Add(-time.Hour).UnixMilli())
+		record(AuditRetentionJobName, now.Add(-time.Minute).UnixMilli())
+		if check(t, c) {
+			t.Fatal("fires at exactly the configured time")
+		}
+		record(AuditRetentionJobName, now.Add(-time.Hour-time.Millisecond).UnixMilli())
+		if !check(t, c) {
+			t.Fatal("does not fire one millisecond past the configured time")
+		}
+	})
 	t.Run("cap evicting", func(t *testing.T) {
 		db := sqlitetest.New(t)
 		c := CapEvicting{DB: db}

@@ -92,9 +92,12 @@ func (c RepeatFailures) Check(ctx context.Context, _ time.Time) (bool, string, e
 	return true, fmt.Sprintf("%d pending DLQ rows replayed more than %d times: %s", total, c.MaxReplays, strings.Join(ids, ", ")), nil
 }
 
-// CapEvicting fires while the last retention run evicted rows over the
+// CapEvicting fires while the last retention cycle evicted rows over the
 // per-key cap (DLQ_MAX_ROWS_PER_KEY): some beer keeps failing and its oldest
-// history is being lost. It resolves after a retention run that evicts none.
+// history is being lost. A cycle is the daily run and the runs of the
+// frequent cron that continue it while it has rows left (their evictions
+// add up in cycle_deleted_cap), so a catch-up run that evicts nothing does
+// not hide what the daily run did. It resolves after a cycle that evicts none.
 type CapEvicting struct {
 	DB *sql.DB
 }
@@ -107,8 +110,8 @@ func (c CapEvicting) Check(ctx context.Context, _ time.Time) (bool, string, erro
 	var at sql.NullInt64
 	var evicted sql.NullInt64
 	var keys sql.NullString
-	err := c.DB.QueryRowContext(ctx, `SELECT last_run_at, last_summary ->> '$.deleted_cap', last_summary ->> '$.cap_keys'
-		FROM job_runs WHERE job = ?`, RetentionJobName).Scan(&at, &evicted, &keys)
+	err := c.DB.QueryRowContext(ctx, `SELECT last_run_at, COALESCE(last_summary ->> '$.cycle_deleted_cap', last_summary ->> '$.deleted_cap'),
+		last_summary ->> '$.cap_keys' FROM job_runs WHERE job = ?`, RetentionJobName).Scan(&at, &evicted, &keys)
 	if err == sql.ErrNoRows {
 		return false, "retention has not run yet", nil
 	}
@@ -116,10 +119,81 @@ func (c CapEvicting) Check(ctx context.Context, _ time.Time) (bool, string, erro
 		return false, "", fmt.Errorf("cap evicting: %w", err)
 	}
 	if evicted.Int64 <= 0 {
-		return false, fmt.Sprintf("the retention run at %s evicted no rows over the per-key cap", stamp(at.Int64)), nil
+		return false, fmt.Sprintf("the retention cycle up to the run at %s evicted no rows over the per-key cap", stamp(at.Int64)), nil
 	}
-	return true, fmt.Sprintf("the retention run at %s evicted %d rows over the per-key cap; beer ids %s",
+	return true, fmt.Sprintf("the retention cycle up to the run at %s evicted %d rows over the per-key cap; beer ids %s",
 		stamp(at.Int64), evicted.Int64, keys.String), nil
+}
+
+// RetentionBehindName is the retention_behind alert's name.
+const RetentionBehindName = "retention_behind"
+
+// RetentionBehind fires while a retention job (dlq_retention,
+// audit_retention) has been behind for longer than After
+// (RETENTION_BEHIND_ALERT_MINUTES): every run since behind_since (the
+// scheduled time of the first run that ended with expired rows left) ended
+// with rows left, although the frequent cron continues the job every few
+// minutes. Expired rows are then piling up faster than retention deletes
+// them. Exactly After is not yet behind. It resolves once a run finishes.
+// One job_runs row read per job.
+type RetentionBehind struct {
+	DB    *sql.DB
+	After time.Duration
+}
+
+// Name implements Condition.
+func (RetentionBehind) Name() string { return RetentionBehindName }
+
+// retentionBehindSQL reads the retention jobs' backlog state by primary key.
+const retentionBehindSQL = `SELECT job, last_run_at, CAST(last_summary ->> '$.behind_since' AS INTEGER),
+	CAST(last_summary ->> '$.expired_left' AS INTEGER) FROM job_runs WHERE job IN (?1, ?2) ORDER BY job`
+
+// Check implements Condition; the detail names each job that is behind,
+// since when, and how many expired rows its last run left (counted up to
+// ExpiredLeftCountMax).
+func (c RetentionBehind) Check(ctx context.Context, now time.Time) (bool, string, error) {
+	rows, err := c.DB.QueryContext(ctx, retentionBehindSQL, RetentionJobName, AuditRetentionJobName)
+	if err != nil {
+		return false, "", fmt.Errorf("retention behind: %w", err)
+	}
+	defer rows.Close()
+	var behind, catching []string
+	for rows.Next() {
+		var job string
+		var at int64
+		var since, left sql.NullInt64
+		if err := rows.Scan(&job, &at, &since, &left); err != nil {
+			return false, "", fmt.Errorf("retention behind: %w", err)
+		}
+		if !since.Valid {
+			continue
+		}
+		d := now.Sub(time.UnixMilli(since.Int64))
+		leftText := "an unknown number of"
+		if left.Valid {
+			leftText = fmt.Sprint(left.Int64)
+			if left.Int64 >= ExpiredLeftCountMax {
+				leftText = fmt.Sprintf("at least %d", left.Int64)
+			}
+		}
+		line := fmt.Sprintf("%s has had expired rows left since %s (%s; threshold %s): %s left after its run at %s",
+			job, stamp(since.Int64), d.Round(time.Second), c.After, leftText, stamp(at))
+		if d > c.After {
+			behind = append(behind, line)
+		} else {
+			catching = append(catching, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, "", fmt.Errorf("retention behind: %w", err)
+	}
+	if len(behind) > 0 {
+		return true, strings.Join(behind, "; "), nil
+	}
+	if len(catching) > 0 {
+		return false, "catching up: " + strings.Join(catching, "; "), nil
+	}
+	return false, "every retention job's last run finished", nil
 }
 
 // JobFailing fires while the last run of any scheduled job failed.

@@ -13,8 +13,12 @@ import (
 // CounterAuditExpired counts audit records AuditRetention deleted.
 const CounterAuditExpired = "audit_expired_total"
 
+// AuditRetentionJobName is the name AuditRetention records its runs under.
+const AuditRetentionJobName = "audit_retention"
+
 // AuditRetention deletes admin_audit records (see Audit) older than MaxAge,
-// in bounded batches.
+// in bounded batches. Like Retention, a run that ends with records left
+// says more, and the frequent cron continues it (handlers.WhileMore).
 type AuditRetention struct {
 	DB *sql.DB
 	// MaxAge is AUDIT_RETENTION_DAYS.
@@ -24,23 +28,43 @@ type AuditRetention struct {
 }
 
 // Name implements handlers.Job.
-func (a *AuditRetention) Name() string { return "audit_retention" }
+func (a *AuditRetention) Name() string { return AuditRetentionJobName }
 
-// auditRetentionSQL deletes up to ?2 records older than ?1 (epoch ms),
-// found through idx_admin_audit_at.
-const auditRetentionSQL = `DELETE FROM admin_audit WHERE id IN (SELECT id FROM admin_audit WHERE at < ?1 LIMIT ?2)`
+// expireAudit is the audit records older than the cutoff, found through
+// idx_admin_audit_at (see expiry).
+var expireAudit = newExpiry("audit records", "admin_audit", "", "at", "id")
 
-// Run deletes records older than now-MaxAge and counts them.
+// Run deletes records older than now-MaxAge and counts them. Summary:
+// expired (this run), more, expired_left (records still past the retention,
+// counted up to ExpiredLeftCountMax when the budget ran out, else 0) and
+// behind_since (see Retention.Run).
 func (a *AuditRetention) Run(ctx context.Context, now time.Time) (map[string]any, error) {
 	if a.MaxAge <= 0 {
 		return nil, errors.New("audit retention: MaxAge must be positive")
 	}
-	cutoff := now.Add(-a.MaxAge).UnixMilli()
-	n, more, err := a.Limits.start().drain(ctx, func(ctx context.Context, limit int) (int64, error) {
-		return exec(ctx, a.DB, "audit retention", auditRetentionSQL, cutoff, limit)
-	})
-	if cerr := (metrics.Counters{DB: a.DB}).Add(ctx, map[string]int64{CounterAuditExpired: n}); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("audit retention: %w", cerr))
+	var errs []error
+	prev, err := lastBacklog(ctx, a.DB, a.Name())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("audit retention: %w", err))
 	}
-	return map[string]any{"expired": n, "more": more}, err
+	cutoff := now.Add(-a.MaxAge).UnixMilli()
+	n, more, err := a.Limits.start().drain(ctx, expireAudit.step(a.DB, cutoff))
+	var left any
+	if err != nil {
+		errs = append(errs, fmt.Errorf("audit retention: %w", err))
+		more = true // unknown: let the next run look again soon
+	} else if more {
+		c, err := countUpTo(ctx, a.DB, "expired audit records", expireAudit.selectSQL, cutoff, ExpiredLeftCountMax)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("audit retention: %w", err))
+		} else {
+			left, more = c, c > 0
+		}
+	} else {
+		left = int64(0)
+	}
+	if cerr := (metrics.Counters{DB: a.DB}).Add(ctx, map[string]int64{CounterAuditExpired: n}); cerr != nil {
+		errs = append(errs, fmt.Errorf("audit retention: %w", cerr))
+	}
+	return map[string]any{"expired": n, "more": more, "expired_left": left, "behind_since": prev.behindSince(now, more)}, errors.Join(errs...)
 }

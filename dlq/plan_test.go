@@ -41,22 +41,73 @@ func TestKeyListStatementsUsePrimaryKey(t *testing.T) {
 	}
 }
 
-// Retention by age reads the index of each status and action time; the
-// rows without an action time are found there too (acknowledged_at IS
-// NULL), not by visiting every row of the status through idx_dlq_status_failed.
-func TestRetentionByAgeUsesActionTimeIndexes(t *testing.T) {
+// Every retention statement reads in proportion to what it deletes (or
+// what changed since the previous run), never the whole backlog:
+//   - expiry batches (age rule, attempts, audit): the limit-th oldest
+//     expired entry from a covering index, then deletes through ranges of
+//     the same index (rows before it; rows at its time up to its rowid);
+//   - rows without an action time are found in the same indexes (IS NULL),
+//     not by visiting every row of the status through idx_dlq_status_failed;
+//   - the cap rule finds the rows that became terminal in a time range
+//     through the status indexes (a merge for the chunk's end), counts the
+//     rows of their beers (up to the cap + 1) and ranks only the beers over
+//     it, both through idx_dlq_beer_id: never a scan of dlq_messages;
+//   - the bounded count of expired rows left and the backlog reads of
+//     job_runs go through indexes too.
+func TestRetentionStatementPlans(t *testing.T) {
 	db := sqlitetest.New(t)
-	plan := strings.Join(sqlitetest.Plan(t, db, deleteByAgeSQL, 1, 10), "\n")
-	for _, want := range []string{
-		"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at<?)", "idx_dlq_status_acknowledged_at (status=? AND acknowledged_at=?)",
-		"idx_dlq_status_replayed_at (status=? AND replayed_at<?)", "idx_dlq_status_replayed_at (status=? AND replayed_at=?)",
-	} {
-		if !strings.Contains(plan, want) {
-			t.Errorf("retention by age does not use %s:\n%s", want, plan)
-		}
+	type check struct {
+		name, query string
+		args        []any
+		want        []string
 	}
-	if strings.Contains(plan, "idx_dlq_status_failed") {
-		t.Errorf("retention by age visits a whole status:\n%s", plan)
+	var checks []check
+	for _, e := range []struct {
+		expiry
+		index, eq, key string
+	}{
+		{expireAcknowledged, "idx_dlq_status_acknowledged_at", "status=? AND ", "acknowledged_at"},
+		{expireReplayed, "idx_dlq_status_replayed_at", "status=? AND ", "replayed_at"},
+		{expireAttempts, "idx_attempts_recorded_at", "", "recorded_at"},
+		{expireAudit, "idx_admin_audit_at", "", "at"},
+	} {
+		checks = append(checks,
+			check{e.what + " boundary", e.boundarySQL, []any{1, 9}, []string{"USING COVERING INDEX " + e.index + " (" + e.eq + e.key + "<?)"}},
+			check{e.what + " before", e.beforeSQL, []any{1}, []string{"USING INDEX " + e.index + " (" + e.eq + e.key + "<?)"}},
+			check{e.what + " ties", e.tiesSQL, []any{1, 2}, []string{"USING INDEX " + e.index + " (" + e.eq + e.key + "=? AND rowid<?)"}},
+		)
+	}
+	checks = append(checks,
+		check{"untimed rows by age", deleteByAgeUntimedSQL, []any{1, 10}, []string{
+			"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at=?)", "idx_dlq_status_replayed_at (status=? AND replayed_at=?)"}},
+		check{"expired rows left", `SELECT COUNT(*) FROM (` + expiredRowsSelect + ` LIMIT ?2)`, []any{1, 10}, []string{
+			"COVERING INDEX idx_dlq_status_acknowledged_at (status=? AND acknowledged_at<?)", "COVERING INDEX idx_dlq_status_replayed_at (status=? AND replayed_at<?)",
+			"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at=?)", "idx_dlq_status_replayed_at (status=? AND replayed_at=?)"}},
+		check{"cap chunk", capChunkSQL, []any{1, 10}, []string{"MERGE (UNION ALL)",
+			"COVERING INDEX idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>?)", "COVERING INDEX idx_dlq_status_replayed_at (status=? AND replayed_at>?)"}},
+		check{"cap delete", capDeleteSQL, []any{1, 2, 3, 4}, []string{"SEARCH dlq_messages USING INDEX idx_dlq_beer_id (beer_id=?)",
+			"SEARCH d USING INDEX idx_dlq_beer_id (beer_id=?)",
+			"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>? AND acknowledged_at<?)",
+			"idx_dlq_status_replayed_at (status=? AND replayed_at>? AND replayed_at<?)"}},
+		check{"retention behind", retentionBehindSQL, []any{"a", "b"}, []string{"job_runs USING INDEX sqlite_autoindex_job_runs_1 (job=?)"}},
+	)
+	for _, c := range checks {
+		plan := strings.Join(sqlitetest.Plan(t, db, c.query, c.args...), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("%s does not use %s:\n%s", c.name, w, plan)
+			}
+		}
+		for _, bad := range []string{"idx_dlq_status_failed", "SCAN dlq_messages", "SCAN message_attempts", "SCAN admin_audit", "SCAN job_runs"} {
+			if strings.Contains(plan, bad) {
+				t.Errorf("%s reads more than it needs (%s):\n%s", c.name, bad, plan)
+			}
+		}
+		if strings.HasPrefix(c.name, "cap chunk") || strings.HasSuffix(c.name, "boundary") {
+			if strings.Contains(plan, "TEMP B-TREE") {
+				t.Errorf("%s sorts instead of reading in index order:\n%s", c.name, plan)
+			}
+		}
 	}
 }
 

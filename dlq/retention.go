@@ -32,14 +32,19 @@ const (
 //     stays for the whole retention; rows without the action time (written
 //     before it was recorded) fall back to failed_at;
 //   - cap: per beer_id, only the MaxRowsPerKey newest (failed_at, then id)
-//     `acknowledged`/`replayed` rows are kept; older ones are evicted;
+//     `acknowledged`/`replayed` rows are kept; older ones are evicted. A
+//     beer can only go over the cap when one of its rows becomes terminal,
+//     so each run looks only at the beers whose rows became terminal since
+//     the previous run (see trimOverCap), not at every terminal row;
 //   - attempts: message_attempts records older than AttemptMaxAge (the DLQ
 //     consumer removes the ones it uses; what is left belongs to messages
 //     that succeeded later).
 //
 // `pending` and `replaying` rows are never deleted: they need an operator
 // (or the rescue job). Every statement is idempotent, so overlapping or
-// repeated runs are harmless.
+// repeated runs are harmless. What a run reads grows with what it deletes
+// and with what changed since the previous run, never with the backlog
+// (see expiry and trimOverCap; the plans are pinned by plan_test.go).
 type Retention struct {
 	DB  *sql.DB
 	Log *slog.Logger
@@ -64,44 +69,81 @@ func (r *Retention) validate() error {
 }
 
 // Run applies the three rules at now. Counts go to the counters table; the
-// summary lists them, up to ten beer ids the cap evicted from, and whether
-// the budget ran out with rows left (more).
+// summary lists them and whether the budget ran out with rows left (more),
+// and carries what the next run needs (see backlog): when more, the frequent
+// cron runs the job again (handlers.WhileMore) until a run finishes.
+//
+// Summary: deleted_age, deleted_cap, attempts_expired (this run); more;
+// expired_left (DLQ rows still past DLQ_RETENTION_DAYS, counted up to
+// ExpiredLeftCountMax when the age rule ran out of budget, else 0);
+// behind_since (scheduled time of the first run of an unfinished stretch,
+// null once a run finishes); cycle_deleted_cap and cap_keys (evictions of
+// the cycle and up to ten of their beer ids: a run that continues an
+// unfinished one adds to them); cap_scanned_to and cap_max_rows (where the
+// cap rule continues).
 func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	b := r.Limits.start()
-	sum := map[string]any{}
 	var errs []error
+	prev, err := lastBacklog(ctx, r.DB, r.Name())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("retention: %w", err))
+	}
+	b := r.Limits.start()
 
 	cutoff := now.Add(-r.MaxAge).UnixMilli()
-	age, moreAge, err := b.drain(ctx, func(ctx context.Context, limit int) (int64, error) {
-		return r.deleteByAge(ctx, cutoff, limit)
-	})
+	age, moreAge, err := b.drain(ctx, steps(
+		expireAcknowledged.step(r.DB, cutoff),
+		expireReplayed.step(r.DB, cutoff),
+		func(ctx context.Context, limit int) (int64, error) {
+			return exec(ctx, r.DB, "delete by age", deleteByAgeUntimedSQL, cutoff, limit)
+		}))
+	var expiredLeft any
 	if err != nil {
 		errs = append(errs, err)
+		moreAge = true // unknown: let the next run look again soon
+	} else if moreAge {
+		n, err := countUpTo(ctx, r.DB, "expired DLQ rows", expiredRowsSelect, cutoff, ExpiredLeftCountMax)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("retention: %w", err))
+		} else {
+			expiredLeft, moreAge = n, n > 0
+		}
+	} else {
+		expiredLeft = int64(0)
 	}
 
 	keys := map[string]bool{}
-	capped, moreCap, err := b.drain(ctx, func(ctx context.Context, limit int) (int64, error) {
-		return r.deleteOverCap(ctx, limit, keys)
-	})
+	from := r.capScanFrom(prev, now, cutoff)
+	capped, scannedTo, moreCap, err := r.trimOverCap(ctx, b, from, now.UnixMilli(), keys)
 	if err != nil {
 		errs = append(errs, err)
+		moreCap = true
 	}
 
 	attemptCutoff := now.Add(-r.AttemptMaxAge).UnixMilli()
-	attempts, moreAttempts, err := b.drain(ctx, func(ctx context.Context, limit int) (int64, error) {
-		return exec(ctx, r.DB, "expire attempts", `DELETE FROM message_attempts WHERE message_id IN (
-			SELECT message_id FROM message_attempts WHERE recorded_at < ? LIMIT ?)`, attemptCutoff, limit)
-	})
+	attempts, moreAttempts, err := b.drain(ctx, expireAttempts.step(r.DB, attemptCutoff))
 	if err != nil {
 		errs = append(errs, err)
+		moreAttempts = true
 	}
 
+	more := moreAge || moreCap || moreAttempts
+	cycleCap := capped
+	if prev.More { // this run continues an unfinished cycle
+		cycleCap += prev.CycleDeletedCap
+		for _, k := range prev.CapKeys {
+			keys[k] = true
+		}
+	}
 	capKeys := sortedKeys(keys, 10)
-	sum["deleted_age"], sum["deleted_cap"], sum["attempts_expired"] = age, capped, attempts
-	sum["cap_keys"], sum["more"] = capKeys, moreAge || moreCap || moreAttempts
+	sum := map[string]any{
+		"deleted_age": age, "deleted_cap": capped, "attempts_expired": attempts,
+		"more": more, "expired_left": expiredLeft, "behind_since": prev.behindSince(now, more),
+		"cycle_deleted_cap": cycleCap, "cap_keys": capKeys,
+		"cap_scanned_to": scannedTo, "cap_max_rows": r.MaxRowsPerKey,
+	}
 	if err := (metrics.Counters{DB: r.DB}).Add(ctx, map[string]int64{
 		CounterRetentionAge: age, CounterRetentionCap: capped, CounterAttemptsExpired: attempts,
 	}); err != nil {
@@ -110,43 +152,137 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	if capped > 0 {
 		r.Log.WarnContext(ctx, "dlq: per-key cap evicted rows", "rows", capped, "max_rows_per_key", r.MaxRowsPerKey, "beer_ids", capKeys)
 	}
-	if sum["more"] == true {
-		r.Log.WarnContext(ctx, "dlq: retention budget spent with rows left; the next run continues", "budget_ms", r.Limits.Budget.Milliseconds())
+	if more {
+		r.Log.WarnContext(ctx, "dlq: retention budget spent with rows left; the frequent cron continues", "budget_ms", r.Limits.Budget.Milliseconds(),
+			"expired_left", expiredLeft, "behind_since", sum["behind_since"])
 	}
 	return sum, errors.Join(errs...)
 }
 
-// deleteByAgeSQL deletes up to ?2 terminal rows that expired before ?1.
-// Each branch of the UNION reads the index of its status and action time
-// (idx_dlq_status_acknowledged_at, idx_dlq_status_replayed_at). Rows without
-// an action time (none are written any more) age from failed_at, and
-// +failed_at keeps idx_dlq_status_failed, which would visit every row of the
-// status, out of the plan.
-const deleteByAgeSQL = `DELETE FROM dlq_messages WHERE id IN (
-	SELECT id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at < ?1
-	UNION ALL SELECT id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NULL AND +failed_at < ?1
-	UNION ALL SELECT id FROM dlq_messages WHERE status = 'replayed' AND replayed_at < ?1
+// The age rule's records: terminal rows by their action time, through
+// idx_dlq_status_acknowledged_at and idx_dlq_status_replayed_at (see expiry).
+var (
+	expireAcknowledged = newExpiry("acknowledged DLQ rows", "dlq_messages", "status = 'acknowledged'", "acknowledged_at", "id")
+	expireReplayed     = newExpiry("replayed DLQ rows", "dlq_messages", "status = 'replayed'", "replayed_at", "id")
+	expireAttempts     = newExpiry("attempt records", "message_attempts", "", "recorded_at", "rowid")
+)
+
+// deleteByAgeUntimedSQL deletes up to ?2 terminal rows without an action
+// time (none are written any more) whose failure is older than ?1. They are
+// found in the same indexes (acknowledged_at IS NULL); +failed_at keeps
+// idx_dlq_status_failed, which would visit every row of the status, out of
+// the plan.
+const deleteByAgeUntimedSQL = `DELETE FROM dlq_messages WHERE id IN (
+	SELECT id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NULL AND +failed_at < ?1
 	UNION ALL SELECT id FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NULL AND +failed_at < ?1
 	LIMIT ?2)`
 
-// deleteByAge deletes up to limit expired terminal rows.
-func (r *Retention) deleteByAge(ctx context.Context, cutoff int64, limit int) (int64, error) {
-	return exec(ctx, r.DB, "delete by age", deleteByAgeSQL, cutoff, limit)
+// expiredRowsSelect is one row per DLQ row the age rule would delete at ?1,
+// for the bounded count of what is left.
+var expiredRowsSelect = expireAcknowledged.selectSQL + ` UNION ALL ` + expireReplayed.selectSQL + `
+	UNION ALL SELECT 1 FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NULL AND +failed_at < ?1
+	UNION ALL SELECT 1 FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NULL AND +failed_at < ?1`
+
+// capRescan is how far before the previous run's position the cap rule
+// looks again: an acknowledge or a replay computes its action time before
+// its statement commits, so a row can become visible a little after a run
+// scanned past its time. Beers seen twice are ranked twice, harmlessly.
+const capRescan = 5 * time.Minute
+
+// capScanFrom is the action time after which the cap rule looks for rows
+// that became terminal: where the previous run stopped (less capRescan; a
+// position after now, left by a run scheduled later, counts as now), but
+// never before the age cutoff (older rows are the age rule's), and from the
+// cutoff when there is no previous position or DLQ_MAX_ROWS_PER_KEY changed
+// since (every beer is then checked again).
+func (r *Retention) capScanFrom(prev backlog, now time.Time, cutoff int64) int64 {
+	from := cutoff - 1
+	if prev.CapScannedTo != nil && prev.CapMaxRows == r.MaxRowsPerKey {
+		from = max(from, min(*prev.CapScannedTo, now.UnixMilli())-capRescan.Milliseconds())
+	}
+	return from
 }
 
-// deleteOverCap deletes up to limit terminal rows ranked beyond MaxRowsPerKey
-// within their beer_id, and adds the beer ids it evicted from to keys. Only
-// keys over the cap are ranked.
-func (r *Retention) deleteOverCap(ctx context.Context, limit int, keys map[string]bool) (int64, error) {
-	rows, err := r.DB.QueryContext(ctx, `DELETE FROM dlq_messages WHERE id IN (
-		SELECT id FROM (
-			SELECT id, ROW_NUMBER() OVER (PARTITION BY beer_id ORDER BY failed_at DESC, id DESC) AS rn
-			FROM dlq_messages
-			WHERE status IN ('acknowledged', 'replayed') AND beer_id IN (
-				SELECT beer_id FROM dlq_messages WHERE status IN ('acknowledged', 'replayed')
-				GROUP BY beer_id HAVING COUNT(*) > ?)
-		) WHERE rn > ? LIMIT ?)
-		RETURNING beer_id`, r.MaxRowsPerKey, r.MaxRowsPerKey, limit)
+// capChunkSQL finds the end of the next chunk of rows that became terminal
+// after ?1: the action time of the ?2-th of them, in action-time order
+// (a merge of the two covering indexes, reading ?2 entries), and how many
+// there are up to it. Rows sharing that time all belong to the chunk, so
+// a chunk can outgrow ?2 by the rows of one millisecond (one bulk action at
+// most); every chunk ends later than it starts, so the scan always advances.
+const capChunkSQL = `SELECT MAX(t), COUNT(*) FROM (
+	SELECT acknowledged_at AS t FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?1
+	UNION ALL SELECT replayed_at FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?1
+	ORDER BY 1 LIMIT ?2)`
+
+// capDeleteSQL deletes up to ?4 terminal rows ranked beyond ?3 within
+// their beer_id (newest failed_at, then id, first), among the beers that
+// have a row that became terminal in (?1, ?2]. Those beers are found
+// through the status indexes, their rows through idx_dlq_beer_id; a
+// bounded count (up to ?3 + 1 rows each) keeps the beers under the cap out
+// of the ranking. What it reads grows with the chunk and the rows of its
+// beers (about one read per row in workerd when none is over the cap, a
+// quarter of what ranking them all read), never with the table.
+const capDeleteSQL = `DELETE FROM dlq_messages WHERE id IN (
+	SELECT id FROM (
+		SELECT id, ROW_NUMBER() OVER (PARTITION BY beer_id ORDER BY failed_at DESC, id DESC) AS rn
+		FROM dlq_messages
+		WHERE beer_id IN (
+			SELECT beer_id FROM (
+				SELECT beer_id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?1 AND acknowledged_at <= ?2
+				UNION SELECT beer_id FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?1 AND replayed_at <= ?2) AS changed
+			WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages AS d
+				WHERE d.beer_id = changed.beer_id AND +d.status IN ('acknowledged', 'replayed') LIMIT ?3 + 1)) > ?3)
+		AND +status IN ('acknowledged', 'replayed')
+	) WHERE rn > ?3 LIMIT ?4)
+	RETURNING beer_id`
+
+// trimOverCap applies the cap rule to the beers whose rows became terminal
+// after from, chunk by chunk in action-time order, each chunk's evictions in
+// batches of the batch size, under the run's budget (the first chunk always
+// runs). It returns the rows deleted, the action time up to which every
+// beer was checked (now, when the scan reached the last terminal row; at
+// most now), and whether it stopped with rows left to look at. Beers whose
+// only terminal rows lack an action time (none are written any more) are
+// not looked at; they age out.
+func (r *Retention) trimOverCap(ctx context.Context, b *budget, from, now int64, keys map[string]bool) (deleted, scannedTo int64, more bool, err error) {
+	size := b.l.batchSize()
+	for first := true; ; first = false {
+		if !first && b.spent() {
+			return deleted, min(from, now), true, nil
+		}
+		var end sql.NullInt64
+		var n int64
+		if err := r.DB.QueryRowContext(ctx, capChunkSQL, from, size).Scan(&end, &n); err != nil {
+			return deleted, min(from, now), false, fmt.Errorf("retention: cap chunk: %w", err)
+		}
+		if n == 0 || !end.Valid {
+			return deleted, now, false, nil
+		}
+		for {
+			d, err := r.deleteOverCap(ctx, from, end.Int64, size, keys)
+			deleted += d
+			if err != nil {
+				return deleted, min(from, now), false, err
+			}
+			if d < int64(size) {
+				break
+			}
+			if b.spent() { // this chunk is looked at again by the next run
+				return deleted, min(from, now), true, nil
+			}
+		}
+		from = end.Int64
+		if n < int64(size) {
+			return deleted, now, false, nil
+		}
+	}
+}
+
+// deleteOverCap deletes up to limit terminal rows ranked beyond
+// MaxRowsPerKey within the beers of the chunk (from, to], and adds the beer
+// ids it evicted from to keys.
+func (r *Retention) deleteOverCap(ctx context.Context, from, to int64, limit int, keys map[string]bool) (int64, error) {
+	rows, err := r.DB.QueryContext(ctx, capDeleteSQL, from, to, r.MaxRowsPerKey, limit)
 	if err != nil {
 		return 0, fmt.Errorf("retention: delete over cap: %w", err)
 	}

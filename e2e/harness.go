@@ -53,6 +53,10 @@ type Options struct {
 	// HTTP and gets the migrations and --var values; --env applies to every
 	// config, so each needs that environment (e2e/jsconsumer/wrangler.jsonc).
 	ExtraConfigs []string
+	// Main is an entry module to run instead of the config's main (wrangler
+	// dev's script argument), relative to the project root: the bench's
+	// metered entry modules (bench/d1meta).
+	Main string
 }
 
 // Worker is one running `wrangler dev --env e2e` with its own local state.
@@ -75,6 +79,8 @@ type Worker struct {
 	rwOnce sync.Once
 	rw     *sql.DB
 	rwErr  error
+
+	stopOnce sync.Once
 }
 
 // StartWorker applies the migrations to a fresh local D1, starts wrangler dev
@@ -126,11 +132,15 @@ func StartWorker(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"dev", "--local", "--persist-to", persist, "--ip", "127.0.0.1",
+	args := []string{"dev"}
+	if opts.Main != "" {
+		args = append(args, opts.Main)
+	}
+	args = append(args, "--local", "--persist-to", persist, "--ip", "127.0.0.1",
 		"--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector), "--test-scheduled",
 		"--show-interactive-dev-session=false",
-		"--var", "API_KEY:" + TestAPIKey, "--var", "ADMIN_SECRET:" + TestAdminSecret,
-		"--var", "ENRICHMENT_API_URL:" + w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key"}
+		"--var", "API_KEY:"+TestAPIKey, "--var", "ADMIN_SECRET:"+TestAdminSecret,
+		"--var", "ENRICHMENT_API_URL:"+w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key")
 	args = append(append(args, w.configArgs...), w.extraArgs...)
 	for k, v := range opts.Vars {
 		args = append(args, "--var", k+":"+v)
@@ -168,8 +178,11 @@ func StartWorker(opts Options) (*Worker, error) {
 }
 
 // Stop ends wrangler and workerd (the whole process group, by PID), closes
-// the fake provider it owns and removes the local state.
-func (w *Worker) Stop() {
+// the fake provider it owns and removes the local state. Only the first
+// call does anything.
+func (w *Worker) Stop() { w.stopOnce.Do(w.stop) }
+
+func (w *Worker) stop() {
 	if w.db != nil {
 		w.db.Close()
 	}

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -402,15 +403,21 @@ func expectedSeries(t *testing.T, w *Worker) (map[string]float64, int64) {
 		r.Scan(&name, &v)
 		want[promtext.Key("redrive_alert_firing", "alert", name)] = v
 	})
-	add(`SELECT job, last_run_at, last_duration_ms, last_ok, runs, failures FROM job_runs`, func(r interface{ Scan(...any) error }) {
+	add(`SELECT job, last_run_at, last_duration_ms, last_ok, runs, failures, COALESCE(last_summary ->> '$.more', 0) = 1,
+		last_summary ->> '$.expired_left' FROM job_runs`, func(r interface{ Scan(...any) error }) {
 		var job string
-		var at, dur, ok, runs, failures float64
-		r.Scan(&job, &at, &dur, &ok, &runs, &failures)
+		var at, dur, ok, runs, failures, more float64
+		var left sql.NullFloat64
+		r.Scan(&job, &at, &dur, &ok, &runs, &failures, &more, &left)
 		want[promtext.Key("redrive_job_last_run_timestamp_seconds", "job", job)] = at / 1000
 		want[promtext.Key("redrive_job_last_duration_seconds", "job", job)] = dur / 1000
 		want[promtext.Key("redrive_job_last_success", "job", job)] = ok
 		want[promtext.Key("redrive_job_runs_total", "job", job)] = runs
 		want[promtext.Key("redrive_job_failures_total", "job", job)] = failures
+		want[promtext.Key("redrive_job_last_more", "job", job)] = more
+		if left.Valid {
+			want[promtext.Key("redrive_retention_expired_left", "job", job)] = left.Float64
+		}
 	})
 	want["redrive_enrichment_breaker_open"] = float64(w.Int(t, `SELECT COALESCE(MAX(state <> 'closed'), 0) FROM enrichment_breaker`))
 	add(`SELECT COALESCE(last_summary ->> '$.lateness_max_ms', 0), COALESCE(last_summary ->> '$.lateness_median_ms', 0)

@@ -17,6 +17,39 @@ type Job interface {
 	Run(ctx context.Context, now time.Time) (summary map[string]any, err error)
 }
 
+// DueJob is a Job that is not always due on its cron: the router asks Due
+// before running it and, when it is not due, skips it without a trace (no
+// run, no log line above DEBUG, no job_runs record: the last record, which
+// alerts and metrics read, stays the job's last real run). A Due that fails
+// is logged at ERROR and the job is skipped this time (its next tick asks
+// again); the error is returned with the others.
+type DueJob interface {
+	Job
+	Due(ctx context.Context, now time.Time) (bool, error)
+}
+
+// LastRuns tells whether a job's last recorded run ended with work left
+// (metrics.JobRuns.LastMore: one job_runs row read).
+type LastRuns interface {
+	LastMore(ctx context.Context, job string) (bool, error)
+}
+
+// WhileMore registers Job on a second, more frequent cron, where it is due
+// only while the job's last recorded run (on either cron) ended with work
+// left ("more": true in its summary). A daily job with a backlog larger
+// than one run's budget is then continued every few minutes, each run
+// bounded as usual, until a run finishes; the daily run stays the normal
+// case and the frequent ticks cost one primary-key read each.
+type WhileMore struct {
+	Job
+	Runs LastRuns
+}
+
+// Due implements DueJob.
+func (w WhileMore) Due(ctx context.Context, _ time.Time) (bool, error) {
+	return w.Runs.LastMore(ctx, w.Name())
+}
+
 // RunRecorder stores each job's last run (see dlq.JobRuns).
 type RunRecorder interface {
 	RecordRun(ctx context.Context, job string, startedAt time.Time, duration time.Duration, runErr error, summary map[string]any) error
@@ -39,8 +72,9 @@ func (c *CronRouter) clock() time.Time {
 }
 
 // Run runs every job registered for cron at scheduled time now, one after
-// the other, each recorded and logged as one summary line. One failing (or
-// panicking) job does not stop the others.
+// the other, each recorded and logged as one summary line; a DueJob that is
+// not due is skipped and leaves no record. One failing (or panicking) job
+// does not stop the others.
 //
 // A failure is reported, never hidden: an ERROR log line with the job's
 // error, a job_runs record with last_ok = 0 and failures + 1 (exported by
@@ -57,6 +91,19 @@ func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error 
 	}
 	var errs []error
 	for _, j := range jobs {
+		if d, ok := j.(DueJob); ok {
+			due, err := c.due(ctx, d, now)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("job %s: due: %w", j.Name(), err))
+				c.Log.ErrorContext(ctx, "cron: could not tell whether the job is due; skipped", "job", j.Name(), "cron", cron,
+					"scheduled_at", now.UnixMilli(), "error", err.Error())
+				continue
+			}
+			if !due {
+				c.Log.DebugContext(ctx, "cron: job not due", "job", j.Name(), "cron", cron, "scheduled_at", now.UnixMilli())
+				continue
+			}
+		}
 		start := c.clock()
 		summary, err := c.runOne(ctx, j, now)
 		dur := c.clock().Sub(start)
@@ -75,6 +122,15 @@ func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (c *CronRouter) due(ctx context.Context, d DueJob, now time.Time) (due bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return d.Due(ctx, now)
 }
 
 func (c *CronRouter) runOne(ctx context.Context, j Job, now time.Time) (summary map[string]any, err error) {

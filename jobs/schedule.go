@@ -6,7 +6,8 @@ package jobs
 // cron router ignores an expression it does not know, so drift would
 // silently disable jobs).
 const (
-	// Frequent runs the rescue, the catch-up and the alerts.
+	// Frequent runs the rescue, the catch-up and the alerts, and continues
+	// the retention jobs while their last run left work (handlers.WhileMore).
 	Frequent = "*/5 * * * *"
 	// Daily runs the retention jobs (03:17 UTC, off the busy hour).
 	Daily = "17 3 * * *"

@@ -6,7 +6,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -87,4 +89,43 @@ func (j JobRuns) RecordRun(ctx context.Context, job string, startedAt time.Time,
 		return fmt.Errorf("record job run: %w", err)
 	}
 	return nil
+}
+
+// LastSummary decodes job's last recorded summary into v and reports
+// whether there was one. One primary-key lookup (one row read in D1). A
+// summary that is not a JSON object (a panicked run records null) leaves v
+// as it was and counts as none.
+func (j JobRuns) LastSummary(ctx context.Context, job string, v any) (bool, error) {
+	var sum sql.NullString
+	err := j.DB.QueryRowContext(ctx, `SELECT last_summary FROM job_runs WHERE job = ?`, job).Scan(&sum)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("last run of %s: %w", job, err)
+	}
+	if !sum.Valid || !strings.HasPrefix(strings.TrimSpace(sum.String), "{") || json.Unmarshal([]byte(sum.String), v) != nil {
+		return false, nil
+	}
+	return true, nil
+}
+
+// lastMoreSQL reads whether a job's last run ended with work left: one
+// primary-key lookup in job_runs (one row read in D1). A summary that is
+// not JSON (RecordRun never writes one) says nothing.
+const lastMoreSQL = `SELECT CASE WHEN json_valid(last_summary) THEN COALESCE(last_summary ->> '$.more', 0) = 1 ELSE 0 END
+	FROM job_runs WHERE job = ?`
+
+// LastMore reports whether job's last recorded run ended with work left
+// ("more": true in its summary); false when it never ran.
+func (j JobRuns) LastMore(ctx context.Context, job string) (bool, error) {
+	var more bool
+	err := j.DB.QueryRowContext(ctx, lastMoreSQL, job).Scan(&more)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("last run of %s: %w", job, err)
+	}
+	return more, nil
 }

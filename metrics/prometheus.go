@@ -14,6 +14,11 @@ import (
 	"time"
 )
 
+// ExpiredLeftCountMax is where retention jobs stop counting the expired
+// rows they leave behind (expired_left in their summary, the
+// redrive_retention_expired_left gauge; see dlq.ExpiredLeftCountMax).
+const ExpiredLeftCountMax = 100_000
+
 // ContentType is the Prometheus text exposition format's media type.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -64,6 +69,12 @@ type JobRun struct {
 	LastRunAt, LastDuration int64 // epoch ms, ms
 	LastOK                  bool
 	Runs, Failures          int64
+	// LastMore is the last run's "more": it left work for the next run.
+	LastMore bool
+	// ExpiredLeft is a retention job's last "expired_left": expired rows
+	// still there after its last run, counted up to a cap (see
+	// dlq.ExpiredLeftCountMax); -1 for jobs that do not report it.
+	ExpiredLeft int64
 }
 
 // ReadSnapshot reads the snapshot with one statement (a UNION ALL of small
@@ -73,17 +84,21 @@ type JobRun struct {
 // terms of their own.
 func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 	rows, err := db.QueryContext(ctx, `
-		SELECT 'dlq' AS kind, status AS a, source_queue AS b, COUNT(*) AS n1, 0 AS n2, 0 AS n3, 0 AS n4, 0 AS n5
+		SELECT 'dlq' AS kind, status AS a, source_queue AS b, COUNT(*) AS n1, 0 AS n2, 0 AS n3, 0 AS n4, 0 AS n5,
+			0 AS n6, 0 AS n7
 			FROM dlq_messages GROUP BY status, source_queue
 		UNION ALL SELECT 'scalars', '', '', COALESCE(MIN(failed_at), 0),
 			(SELECT COALESCE(MAX(state <> 'closed'), 0) FROM enrichment_breaker),
 			(SELECT COUNT(*) FROM job_runs WHERE job = ?1),
 			COALESCE((SELECT CAST(last_summary ->> '$.lateness_max_ms' AS INTEGER) FROM job_runs WHERE job = ?1), 0),
-			COALESCE((SELECT CAST(last_summary ->> '$.lateness_median_ms' AS INTEGER) FROM job_runs WHERE job = ?1), 0)
+			COALESCE((SELECT CAST(last_summary ->> '$.lateness_median_ms' AS INTEGER) FROM job_runs WHERE job = ?1), 0), 0, 0
 			FROM dlq_messages WHERE status = 'pending'
-		UNION ALL SELECT 'counter', name, '', value, 0, 0, 0, 0 FROM counters
-		UNION ALL SELECT 'alert', name, '', firing, 0, 0, 0, 0 FROM alert_state
-		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures FROM job_runs`, CatchUpJob)
+		UNION ALL SELECT 'counter', name, '', value, 0, 0, 0, 0, 0, 0 FROM counters
+		UNION ALL SELECT 'alert', name, '', firing, 0, 0, 0, 0, 0, 0 FROM alert_state
+		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures,
+			CASE WHEN json_valid(last_summary) THEN COALESCE(last_summary ->> '$.more', 0) = 1 ELSE 0 END,
+			CASE WHEN json_valid(last_summary) THEN COALESCE(CAST(last_summary ->> '$.expired_left' AS INTEGER), -1) ELSE -1 END
+			FROM job_runs`, CatchUpJob)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
 	}
@@ -91,8 +106,8 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 	s := Snapshot{Counters: map[string]int64{}}
 	for rows.Next() {
 		var kind, a, b string
-		var n1, n2, n3, n4, n5 int64
-		if err := rows.Scan(&kind, &a, &b, &n1, &n2, &n3, &n4, &n5); err != nil {
+		var n1, n2, n3, n4, n5, n6, n7 int64
+		if err := rows.Scan(&kind, &a, &b, &n1, &n2, &n3, &n4, &n5, &n6, &n7); err != nil {
 			return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
 		}
 		switch kind {
@@ -109,7 +124,8 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 		case "alert":
 			s.Alerts = append(s.Alerts, AlertState{Name: a, Firing: n1 != 0})
 		case "job":
-			s.Jobs = append(s.Jobs, JobRun{Job: a, LastRunAt: n1, LastDuration: n2, LastOK: n3 != 0, Runs: n4, Failures: n5})
+			s.Jobs = append(s.Jobs, JobRun{Job: a, LastRunAt: n1, LastDuration: n2, LastOK: n3 != 0, Runs: n4, Failures: n5,
+				LastMore: n6 != 0, ExpiredLeft: n7})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -225,6 +241,7 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 			{"redrive_job_last_run_timestamp_seconds", "gauge", "Scheduled time of the job's last run (Unix seconds).", func(j JobRun) float64 { return float64(j.LastRunAt) / 1000 }},
 			{"redrive_job_last_duration_seconds", "gauge", "Wall time of the job's last run.", func(j JobRun) float64 { return float64(j.LastDuration) / 1000 }},
 			{"redrive_job_last_success", "gauge", "1 when the job's last run succeeded, 0 when it failed.", func(j JobRun) float64 { return b2f(j.LastOK) }},
+			{"redrive_job_last_more", "gauge", "1 when the job's last run ran out of budget with work left (its next run continues; retention jobs are then continued by the 5-minute cron), 0 when it finished.", func(j JobRun) float64 { return b2f(j.LastMore) }},
 			{"redrive_job_runs_total", "counter", "Runs of the job.", func(j JobRun) float64 { return float64(j.Runs) }},
 			{"redrive_job_failures_total", "counter", "Failed runs of the job.", func(j JobRun) float64 { return float64(j.Failures) }},
 		} {
@@ -232,6 +249,19 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 			for _, j := range s.Jobs {
 				sample(f.name, f.v(j), "job", j.Job)
 			}
+		}
+		first := true
+		for _, j := range s.Jobs {
+			if j.ExpiredLeft < 0 {
+				continue
+			}
+			if first {
+				family("redrive_retention_expired_left", "gauge", "Rows past their retention that the retention job's last run left behind "+
+					"(DLQ rows for dlq_retention, audit records for audit_retention): counted up to "+strconv.Itoa(ExpiredLeftCountMax)+
+					" when the run ran out of budget (that value means at least as many), 0 when it finished.")
+				first = false
+			}
+			sample("redrive_retention_expired_left", float64(j.ExpiredLeft), "job", j.Job)
 		}
 	}
 	return w.Flush()

@@ -73,6 +73,7 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 		promtext.Key("redrive_job_last_success", "job", "dlq_retention"):                                  0,
 		promtext.Key("redrive_job_runs_total", "job", "dlq_retention"):                                    2,
 		promtext.Key("redrive_job_failures_total", "job", "dlq_retention"):                                1,
+		promtext.Key("redrive_job_last_more", "job", "dlq_retention"):                                     0,
 		"redrive_enrichment_breaker_open":                                                                 1,
 		"redrive_catchup_last_lateness_max_seconds":                                                       86400,
 		"redrive_catchup_last_lateness_median_seconds":                                                    1.5,
@@ -83,7 +84,7 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
 		}
 	}
-	if len(page.Samples) != 8+1+3+2+5*3+1+2 {
+	if len(page.Samples) != 8+1+3+2+6*3+1+2 {
 		t.Errorf("%d series:\n%s", len(page.Samples), buf.String())
 	}
 	if page.Types["redrive_dlq_rescued_total"] != "counter" || page.Types["redrive_dlq_messages"] != "gauge" ||
@@ -126,5 +127,90 @@ func TestBreakerGaugeFollowsTheBreakerState(t *testing.T) {
 		if snap.BreakerOpen != c.want {
 			t.Errorf("state %s: BreakerOpen = %v", c.state, snap.BreakerOpen)
 		}
+	}
+}
+
+// A retention job's last summary gives its expired_left gauge (jobs that do
+// not report one have none) and every job's "more" its last_more gauge.
+func TestRetentionBacklogGauges(t *testing.T) {
+	db := sqlitetest.New(t)
+	ctx := context.Background()
+	now := time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
+	runs := JobRuns{DB: db}
+	runs.RecordRun(ctx, "dlq_retention", now, time.Second, nil, map[string]any{"more": true, "expired_left": int64(ExpiredLeftCountMax), "behind_since": now.UnixMilli()})
+	runs.RecordRun(ctx, "audit_retention", now, time.Second, nil, map[string]any{"more": false, "expired_left": int64(0), "behind_since": nil})
+	runs.RecordRun(ctx, "dlq_rescue", now, time.Second, nil, map[string]any{"rescued": 1, "more": false})
+	snap, err := ReadSnapshot(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WritePrometheus(&buf, snap, now); err != nil {
+		t.Fatal(err)
+	}
+	page, err := promtext.Parse(buf.String())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	want := map[string]float64{
+		promtext.Key("redrive_retention_expired_left", "job", "dlq_retention"):   ExpiredLeftCountMax,
+		promtext.Key("redrive_retention_expired_left", "job", "audit_retention"): 0,
+		promtext.Key("redrive_job_last_more", "job", "dlq_retention"):            1,
+		promtext.Key("redrive_job_last_more", "job", "audit_retention"):          0,
+		promtext.Key("redrive_job_last_more", "job", "dlq_rescue"):               0,
+	}
+	for k, v := range want {
+		if got, ok := page.Samples[k]; !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO job_runs(job, last_run_at, last_duration_ms, last_ok, last_summary) VALUES ('odd', 1, 1, 1, 'not json')`); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := ReadSnapshot(ctx, db); err != nil || len(snap.Jobs) != 4 {
+		t.Fatalf("a summary that is not JSON breaks the page: %v %+v", err, snap.Jobs)
+	}
+	if more, err := runs.LastMore(ctx, "odd"); more || err != nil {
+		t.Fatalf("LastMore of a summary that is not JSON: %v %v", more, err)
+	}
+	if _, ok := page.Samples[promtext.Key("redrive_retention_expired_left", "job", "dlq_rescue")]; ok {
+		t.Error("a job without expired_left has the gauge")
+	}
+	if page.Types["redrive_retention_expired_left"] != "gauge" || !strings.Contains(page.Help["redrive_retention_expired_left"], "100000") {
+		t.Errorf("type %q help %q", page.Types["redrive_retention_expired_left"], page.Help["redrive_retention_expired_left"])
+	}
+}
+
+// LastMore and LastSummary read one job_runs row; a job that never ran, or
+// whose last summary is null (a panicked run), has nothing left to do.
+func TestLastRunReaders(t *testing.T) {
+	db := sqlitetest.New(t)
+	ctx := context.Background()
+	runs := JobRuns{DB: db}
+	var v struct{ More bool }
+	if more, err := runs.LastMore(ctx, "j"); more || err != nil {
+		t.Fatalf("never ran: %v %v", more, err)
+	}
+	if ok, err := runs.LastSummary(ctx, "j", &v); ok || err != nil {
+		t.Fatalf("never ran: %v %v", ok, err)
+	}
+	for _, c := range []struct {
+		summary map[string]any
+		more    bool
+	}{{map[string]any{"more": true}, true}, {map[string]any{"more": false}, false}, {map[string]any{"x": 1}, false}, {nil, false}} {
+		runs.RecordRun(ctx, "j", time.Now(), time.Second, nil, c.summary)
+		more, err := runs.LastMore(ctx, "j")
+		if err != nil || more != c.more {
+			t.Errorf("%v: LastMore %v %v", c.summary, more, err)
+		}
+		v.More = false
+		ok, err := runs.LastSummary(ctx, "j", &v)
+		if err != nil || ok != (c.summary != nil) || v.More != c.more {
+			t.Errorf("%v: LastSummary %v %+v %v", c.summary, ok, v, err)
+		}
+	}
+	plan := strings.Join(sqlitetest.Plan(t, db, lastMoreSQL, "j"), "\n")
+	if !strings.Contains(plan, "USING INDEX sqlite_autoindex_job_runs_1 (job=?)") {
+		t.Errorf("LastMore does not look the job up by its key:\n%s", plan)
 	}
 }
