@@ -116,24 +116,24 @@ func main() {
 		// messages become DLQ rows (class unroutable) instead of being dropped.
 		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
 	}
-	limits := dlq.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
+	limits := jobs.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
 	var notifier dlq.Notifier
 	if cfg.AlertWebhookURL != "" {
 		notifier = platform.Webhook{URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
 	}
 	runs := metrics.JobRuns{DB: db}
 	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
-		AttemptMaxAge: cfg.AttemptRetention, Limits: dlq.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
+		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
 	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
-	crons := &handlers.CronRouter{Log: log, Recorder: runs, Jobs: map[string][]handlers.Job{
+	crons := &jobs.CronRouter{Log: log, Recorder: runs, Jobs: map[string][]jobs.Job{
 		jobs.Frequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits},
 			// The daily retention jobs, continued here only while their last
 			// run left expired rows behind (one job_runs read when not).
-			handlers.WhileMore{Job: retention, Runs: runs},
-			handlers.WhileMore{Job: auditRetention, Runs: runs},
+			jobs.WhileMore{Job: retention, Runs: runs},
+			jobs.WhileMore{Job: auditRetention, Runs: runs},
 			&dlq.Alerts{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []dlq.Condition{
 				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
 				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},

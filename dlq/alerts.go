@@ -57,7 +57,7 @@ type Alerts struct {
 	Reminder time.Duration
 }
 
-// Name implements handlers.Job.
+// Name implements jobs.Job.
 func (a *Alerts) Name() string { return AlertsJobName }
 
 type alertState struct {

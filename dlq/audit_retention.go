@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/jobs"
 	"time"
 
 	"github.com/redrive/redrive/metrics"
@@ -18,16 +19,16 @@ const AuditRetentionJobName = "audit_retention"
 
 // AuditRetention deletes admin_audit records (see Audit) older than MaxAge,
 // in bounded batches. Like Retention, a run that ends with records left
-// says more, and the frequent cron continues it (handlers.WhileMore).
+// says more, and the frequent cron continues it (jobs.WhileMore).
 type AuditRetention struct {
 	DB *sql.DB
 	// MaxAge is AUDIT_RETENTION_DAYS.
 	MaxAge time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
-	Limits Limits
+	Limits jobs.Limits
 }
 
-// Name implements handlers.Job.
+// Name implements jobs.Job.
 func (a *AuditRetention) Name() string { return AuditRetentionJobName }
 
 // expireAudit is the audit records older than the cutoff, found through
@@ -48,7 +49,7 @@ func (a *AuditRetention) Run(ctx context.Context, now time.Time) (map[string]any
 		errs = append(errs, fmt.Errorf("audit retention: %w", err))
 	}
 	cutoff := now.Add(-a.MaxAge).UnixMilli()
-	n, more, err := a.Limits.start().drain(ctx, expireAudit.step(a.DB, cutoff))
+	n, more, err := a.Limits.Start().Drain(ctx, expireAudit.step(a.DB, cutoff))
 	var left any
 	if err != nil {
 		errs = append(errs, fmt.Errorf("audit retention: %w", err))

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"github.com/redrive/redrive/jobs"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func TestAuditRetentionDeletesOldRecords(t *testing.T) {
 		}
 	}
 	clock := &fakeClock{t: now, step: time.Second}
-	a := &AuditRetention{DB: db, MaxAge: 90 * day, Limits: Limits{BatchSize: 1, Budget: time.Second, Clock: clock.Now}}
+	a := &AuditRetention{DB: db, MaxAge: 90 * day, Limits: jobs.Limits{BatchSize: 1, Budget: time.Second, Clock: clock.Now}}
 	sum, err := a.Run(ctx, now)
 	if err != nil || sum["expired"] != int64(1) || sum["more"] != true || sum["expired_left"] != int64(1) || sum["behind_since"] != now.UnixMilli() {
 		t.Fatalf("first run (budget of one batch) %v %v", sum, err)

@@ -11,7 +11,7 @@ import (
 // backlog is what a retention job carries from one run to the next in its
 // job_runs summary (read back with one primary-key lookup at the start of
 // a run). A run that ends with work left ("more") is continued by the
-// frequent cron (handlers.WhileMore) until a run finishes; behind_since is
+// frequent cron (jobs.WhileMore) until a run finishes; behind_since is
 // the scheduled time of the first run of that stretch, which the
 // retention_behind alert compares with RETENTION_BEHIND_ALERT_MINUTES.
 type backlog struct {

@@ -122,7 +122,6 @@ func (p Page) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-
 // List pages through dlq_messages for GET /admin/dlq.
 type List struct {
 	DB      *sql.DB

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"time"
 
@@ -26,10 +27,10 @@ type Rescue struct {
 	// StuckAfter is how long a row may stay `replaying` (DLQ_REPLAY_STUCK_MINUTES).
 	StuckAfter time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
-	Limits Limits
+	Limits jobs.Limits
 }
 
-// Name implements handlers.Job.
+// Name implements jobs.Job.
 func (r *Rescue) Name() string { return "dlq_rescue" }
 
 // Run moves rows claimed at or before now-StuckAfter back to pending, one
@@ -39,7 +40,7 @@ func (r *Rescue) Run(ctx context.Context, now time.Time) (map[string]any, error)
 		return nil, errors.New("rescue: StuckAfter must be positive")
 	}
 	cutoff := now.Add(-r.StuckAfter).UnixMilli()
-	n, more, err := r.Limits.start().drain(ctx, func(ctx context.Context, limit int) (int64, error) {
+	n, more, err := r.Limits.Start().Drain(ctx, func(ctx context.Context, limit int) (int64, error) {
 		return r.rescueBatch(ctx, now, cutoff, limit)
 	})
 	sum := map[string]any{"rescued": n, "more": more}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"sort"
 	"time"
@@ -55,10 +56,10 @@ type Retention struct {
 	// AttemptMaxAge is ATTEMPT_RETENTION_DAYS.
 	AttemptMaxAge time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
-	Limits Limits
+	Limits jobs.Limits
 }
 
-// Name implements handlers.Job.
+// Name implements jobs.Job.
 func (r *Retention) Name() string { return RetentionJobName }
 
 func (r *Retention) validate() error {
@@ -71,7 +72,7 @@ func (r *Retention) validate() error {
 // Run applies the three rules at now. Counts go to the counters table; the
 // summary lists them and whether the budget ran out with rows left (more),
 // and carries what the next run needs (see backlog): when more, the frequent
-// cron runs the job again (handlers.WhileMore) until a run finishes.
+// cron runs the job again (jobs.WhileMore) until a run finishes.
 //
 // Summary: deleted_age, deleted_cap, attempts_expired (this run); more;
 // expired_left (DLQ rows still past DLQ_RETENTION_DAYS, counted up to
@@ -90,10 +91,10 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	if err != nil {
 		errs = append(errs, fmt.Errorf("retention: %w", err))
 	}
-	b := r.Limits.start()
+	b := r.Limits.Start()
 
 	cutoff := now.Add(-r.MaxAge).UnixMilli()
-	age, moreAge, err := b.drain(ctx, steps(
+	age, moreAge, err := b.Drain(ctx, steps(
 		expireAcknowledged.step(r.DB, cutoff),
 		expireReplayed.step(r.DB, cutoff),
 		func(ctx context.Context, limit int) (int64, error) {
@@ -123,7 +124,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	}
 
 	attemptCutoff := now.Add(-r.AttemptMaxAge).UnixMilli()
-	attempts, moreAttempts, err := b.drain(ctx, expireAttempts.step(r.DB, attemptCutoff))
+	attempts, moreAttempts, err := b.Drain(ctx, expireAttempts.step(r.DB, attemptCutoff))
 	if err != nil {
 		errs = append(errs, err)
 		moreAttempts = true
@@ -244,10 +245,10 @@ const capDeleteSQL = `DELETE FROM dlq_messages WHERE id IN (
 // most now), and whether it stopped with rows left to look at. Beers whose
 // only terminal rows lack an action time (none are written any more) are
 // not looked at; they age out.
-func (r *Retention) trimOverCap(ctx context.Context, b *budget, from, now int64, keys map[string]bool) (deleted, scannedTo int64, more bool, err error) {
-	size := b.l.batchSize()
+func (r *Retention) trimOverCap(ctx context.Context, b *jobs.Budget, from, now int64, keys map[string]bool) (deleted, scannedTo int64, more bool, err error) {
+	size := r.Limits.Batch()
 	for first := true; ; first = false {
-		if !first && b.spent() {
+		if !first && b.Spent() {
 			return deleted, min(from, now), true, nil
 		}
 		var end sql.NullInt64
@@ -267,7 +268,7 @@ func (r *Retention) trimOverCap(ctx context.Context, b *budget, from, now int64,
 			if d < int64(size) {
 				break
 			}
-			if b.spent() { // this chunk is looked at again by the next run
+			if b.Spent() { // this chunk is looked at again by the next run
 				return deleted, min(from, now), true, nil
 			}
 		}

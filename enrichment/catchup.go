@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"slices"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 )
@@ -89,10 +89,10 @@ type CatchUp struct {
 	// may show no sign of its message before it is sent again.
 	LostAfter time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
-	Limits dlq.Limits
+	Limits jobs.Limits
 }
 
-// Name implements handlers.Job.
+// Name implements jobs.Job.
 func (c *CatchUp) Name() string { return metrics.CatchUpJob }
 
 // catchUpRule selects beers for the claim. where and due are SQL over the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/jobs"
 	"reflect"
 	"runtime"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
@@ -106,7 +106,7 @@ func newCatchUp(db *sql.DB, s queue.Sender) *CatchUp {
 	return &CatchUp{DB: db, Log: discard, Sender: s, MaxAttempts: 4, LostAfter: time.Hour}
 }
 
-// recordRun stores a run's summary the way handlers.CronRouter does, so the
+// recordRun stores a run's summary the way jobs.CronRouter does, so the
 // next run sees it (up_since) and /admin/metrics reads it.
 func recordRun(t *testing.T, db *sql.DB, at time.Time, sum map[string]any, runErr error) {
 	t.Helper()
@@ -383,7 +383,7 @@ func TestCatchUpOverlappingRunsNeverSendABeerTwice(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := newCatchUp(db, &racyRun{s: sender})
-			c.Limits = dlq.Limits{BatchSize: 7}
+			c.Limits = jobs.Limits{BatchSize: 7}
 			sums[i], errs[i] = c.Run(context.Background(), catchUpNow)
 		}()
 	}
@@ -492,7 +492,7 @@ func TestCatchUpIsBoundedByBatchAndBudget(t *testing.T) {
 	seedBeers(t, db, rows...)
 	clock := catchUpNow
 	c := newCatchUp(db, &queuetest.Sender{})
-	c.Limits = dlq.Limits{BatchSize: 2, Budget: time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
+	c.Limits = jobs.Limits{BatchSize: 2, Budget: time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
 	for i, want := range []struct {
 		n    int64
 		more bool

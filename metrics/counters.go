@@ -64,7 +64,7 @@ func (c Counters) All(ctx context.Context) (map[string]int64, error) {
 	return out, rows.Err()
 }
 
-// JobRuns records the last run of each scheduled job (handlers.RunRecorder).
+// JobRuns records the last run of each scheduled job (jobs.RunRecorder).
 type JobRuns struct {
 	DB *sql.DB
 }

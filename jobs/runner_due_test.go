@@ -1,4 +1,4 @@
-package handlers
+package jobs_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func lastRun(t *testing.T, runs metrics.JobRuns, job string) jobRun {
 	return r
 }
 
-// A WhileMore job on the frequent cron runs only while its last recorded
+// A jobs.WhileMore job on the frequent cron runs only while its last recorded
 // run said more. When it is not due it is skipped without a trace: not run,
 // no INFO line, and its job_runs record stays that of its last real run
 // (which alerts and metrics read). Once a run finishes it stops being due.
@@ -45,9 +46,9 @@ func TestWhileMoreRunsOnlyWhileTheLastRunLeftWork(t *testing.T) {
 		left = max(0, left-2)
 		return map[string]any{"more": left > 0, "left": left}, nil
 	}}
-	c := &CronRouter{Log: slog.New(slog.NewJSONHandler(&logs, nil)), Recorder: runs, Jobs: map[string][]Job{
+	c := &jobs.CronRouter{Log: slog.New(slog.NewJSONHandler(&logs, nil)), Recorder: runs, Jobs: map[string][]jobs.Job{
 		"daily":    {job},
-		"frequent": {WhileMore{Job: job, Runs: runs}},
+		"frequent": {jobs.WhileMore{Job: job, Runs: runs}},
 	}}
 	at := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	fire := func(cron string) {
@@ -108,8 +109,8 @@ func TestDueCheckFailureSkipsTheJobLoudly(t *testing.T) {
 		ran := 0
 		job := jobFunc{"backlog", func() (map[string]any, error) { ran++; return nil, nil }}
 		other := jobFunc{"other", func() (map[string]any, error) { ran += 10; return nil, nil }}
-		c := &CronRouter{Log: slog.New(slog.NewJSONHandler(&logs, nil)), Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]Job{
-			"frequent": {WhileMore{Job: job, Runs: runs}, other},
+		c := &jobs.CronRouter{Log: slog.New(slog.NewJSONHandler(&logs, nil)), Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]jobs.Job{
+			"frequent": {jobs.WhileMore{Job: job, Runs: runs}, other},
 		}}
 		err := c.Run(context.Background(), "frequent", time.Now())
 		if err == nil || !strings.Contains(err.Error(), "job backlog: due") {
@@ -133,13 +134,13 @@ func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
 	runs := metrics.JobRuns{DB: db}
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	clock := now
-	limits := dlq.Limits{BatchSize: 100, Budget: 3 * time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
+	limits := jobs.Limits{BatchSize: 100, Budget: 3 * time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
 	retention := &dlq.Retention{DB: db, Log: slog.New(slog.DiscardHandler), MaxAge: 30 * 24 * time.Hour, MaxRowsPerKey: 1000,
 		AttemptMaxAge: 7 * 24 * time.Hour, Limits: limits}
 	audit := &dlq.AuditRetention{DB: db, MaxAge: 90 * 24 * time.Hour, Limits: limits}
-	c := &CronRouter{Log: slog.New(slog.DiscardHandler), Recorder: runs, Jobs: map[string][]Job{
+	c := &jobs.CronRouter{Log: slog.New(slog.DiscardHandler), Recorder: runs, Jobs: map[string][]jobs.Job{
 		"17 3 * * *":  {retention, audit},
-		"*/5 * * * *": {WhileMore{Job: retention, Runs: runs}, WhileMore{Job: audit, Runs: runs}},
+		"*/5 * * * *": {jobs.WhileMore{Job: retention, Runs: runs}, jobs.WhileMore{Job: audit, Runs: runs}},
 	}}
 	old := now.Add(-60 * 24 * time.Hour).UnixMilli()
 	if _, err := db.Exec(fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1010)

@@ -1,10 +1,11 @@
-package handlers
+package jobs_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestCronFailureIsLoggedRecordedAndAlerted(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	fail := true
-	c := &CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]Job{"*/5 * * * *": {
+	c := &jobs.CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]jobs.Job{"*/5 * * * *": {
 		jobFunc{"flaky", func() (map[string]any, error) {
 			if fail {
 				return map[string]any{"done": 0}, errors.New("d1 down")

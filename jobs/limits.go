@@ -1,4 +1,4 @@
-package dlq
+package jobs
 
 import (
 	"context"
@@ -25,37 +25,40 @@ func (l Limits) clock() time.Time {
 	return time.Now()
 }
 
-func (l Limits) batchSize() int {
+// Batch is the batch size in effect (BatchSize, 1000 when unset).
+func (l Limits) Batch() int {
 	if l.BatchSize <= 0 {
 		return 1000
 	}
 	return l.BatchSize
 }
 
-// budget is the wall-time allowance of one run.
-type budget struct {
+// Budget is the wall-time allowance of one run (Limits.Start).
+type Budget struct {
 	l        Limits
 	deadline time.Time
 }
 
-// start begins a run's budget now.
-func (l Limits) start() *budget {
+// Start begins a run's budget now. Every rule of the run drains under the
+// same budget, so together they stay inside CRON_JOB_BUDGET_SECONDS.
+func (l Limits) Start() *Budget {
 	b := l.Budget
 	if b <= 0 {
 		b = 20 * time.Second
 	}
-	return &budget{l: l, deadline: l.clock().Add(b)}
+	return &Budget{l: l, deadline: l.clock().Add(b)}
 }
 
-func (b *budget) spent() bool { return !b.l.clock().Before(b.deadline) }
+// Spent reports whether the run's wall time is used up.
+func (b *Budget) Spent() bool { return !b.l.clock().Before(b.deadline) }
 
-// drain calls step with the batch size until a batch changes fewer rows than
+// Drain calls step with the batch size until a batch changes fewer rows than
 // that (nothing left) or the budget is spent. The first batch always runs, so
 // every rule of a job makes progress on every run even after an earlier rule
 // used the budget up. more reports that rows were probably left for the next
 // run (the last batch was full when the budget ran out).
-func (b *budget) drain(ctx context.Context, step func(ctx context.Context, limit int) (int64, error)) (total int64, more bool, err error) {
-	size := b.l.batchSize()
+func (b *Budget) Drain(ctx context.Context, step func(ctx context.Context, limit int) (int64, error)) (total int64, more bool, err error) {
+	size := b.l.Batch()
 	for {
 		n, err := step(ctx, size)
 		total += n
@@ -65,23 +68,8 @@ func (b *budget) drain(ctx context.Context, step func(ctx context.Context, limit
 		if n < int64(size) {
 			return total, false, nil
 		}
-		if b.spent() {
+		if b.Spent() {
 			return total, true, nil
 		}
 	}
-}
-
-// Budget is one run's wall-time allowance, for jobs outside this package
-// that bound their batches the same way (see Limits.Start).
-type Budget budget
-
-// Start begins a run's budget now. Every rule of the run drains under the
-// same budget, so together they stay inside CRON_JOB_BUDGET_SECONDS.
-func (l Limits) Start() *Budget { return (*Budget)(l.start()) }
-
-// Drain calls step with the batch size until a batch changes fewer rows
-// than that (nothing left) or the budget is spent; the first batch always
-// runs. more reports that rows were probably left for the next run.
-func (b *Budget) Drain(ctx context.Context, step func(ctx context.Context, limit int) (int64, error)) (total int64, more bool, err error) {
-	return (*budget)(b).drain(ctx, step)
 }
