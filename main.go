@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"github.com/redrive/redrive/alerts"
 	"log/slog"
 	"os"
 	"time"
@@ -117,9 +118,9 @@ func main() {
 		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
 	}
 	limits := jobs.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
-	var notifier dlq.Notifier
+	var notifier alerts.Notifier
 	if cfg.AlertWebhookURL != "" {
-		notifier = platform.Webhook{URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
+		notifier = alerts.Webhook{Doer: platform.Fetch{}, URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
 	}
 	runs := metrics.JobRuns{DB: db}
 	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
@@ -134,12 +135,12 @@ func main() {
 			// run left expired rows behind (one job_runs read when not).
 			jobs.WhileMore{Job: retention, Runs: runs},
 			jobs.WhileMore{Job: auditRetention, Runs: runs},
-			&dlq.Alerts{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []dlq.Condition{
+			&alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []alerts.Condition{
 				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
 				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},
 				dlq.RepeatFailures{DB: db, MaxReplays: 2},
 				dlq.CapEvicting{DB: db},
-				dlq.JobFailing{DB: db},
+				alerts.JobFailing{DB: db},
 				enrichment.BreakerOpenCondition{DB: db},
 				enrichment.AuthFailingCondition{DB: db},
 				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},

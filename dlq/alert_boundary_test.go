@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"github.com/redrive/redrive/alerts"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 // Each threshold is "more than": exactly at it does not fire, one past it does.
 func TestAlertThresholdsAtTheirExactBoundary(t *testing.T) {
 	now := time.UnixMilli(1_750_000_000_000)
-	check := func(t *testing.T, c Condition) bool {
+	check := func(t *testing.T, c alerts.Condition) bool {
 		t.Helper()
 		firing, detail, err := c.Check(ctx, now)
 		if err != nil {

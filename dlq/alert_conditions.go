@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/redrive/redrive/internal/text"
+	"github.com/redrive/redrive/alerts"
 	"strings"
 	"time"
 )
@@ -49,7 +49,7 @@ func (c OldestPending) Check(ctx context.Context, now time.Time) (bool, string, 
 	}
 	age := now.Sub(time.UnixMilli(oldest.Int64))
 	return age > c.MaxAge, fmt.Sprintf("oldest pending DLQ row failed %s ago at %s (threshold %s)",
-		age.Round(time.Second), stamp(oldest.Int64), c.MaxAge), nil
+		age.Round(time.Second), alerts.Stamp(oldest.Int64), c.MaxAge), nil
 }
 
 // RepeatFailures fires while `pending` DLQ rows have been replayed more than
@@ -119,10 +119,10 @@ func (c CapEvicting) Check(ctx context.Context, _ time.Time) (bool, string, erro
 		return false, "", fmt.Errorf("cap evicting: %w", err)
 	}
 	if evicted.Int64 <= 0 {
-		return false, fmt.Sprintf("the retention cycle up to the run at %s evicted no rows over the per-key cap", stamp(at.Int64)), nil
+		return false, fmt.Sprintf("the retention cycle up to the run at %s evicted no rows over the per-key cap", alerts.Stamp(at.Int64)), nil
 	}
 	return true, fmt.Sprintf("the retention cycle up to the run at %s evicted %d rows over the per-key cap; beer ids %s",
-		stamp(at.Int64), evicted.Int64, keys.String), nil
+		alerts.Stamp(at.Int64), evicted.Int64, keys.String), nil
 }
 
 // RetentionBehindName is the retention_behind alert's name.
@@ -177,7 +177,7 @@ func (c RetentionBehind) Check(ctx context.Context, now time.Time) (bool, string
 			}
 		}
 		line := fmt.Sprintf("%s has had expired rows left since %s (%s; threshold %s): %s left after its run at %s",
-			job, stamp(since.Int64), d.Round(time.Second), c.After, leftText, stamp(at))
+			job, alerts.Stamp(since.Int64), d.Round(time.Second), c.After, leftText, alerts.Stamp(at))
 		if d > c.After {
 			behind = append(behind, line)
 		} else {
@@ -194,37 +194,4 @@ func (c RetentionBehind) Check(ctx context.Context, now time.Time) (bool, string
 		return false, "catching up: " + strings.Join(catching, "; "), nil
 	}
 	return false, "every retention job's last run finished", nil
-}
-
-// JobFailing fires while the last run of any scheduled job failed.
-type JobFailing struct {
-	DB *sql.DB
-}
-
-// Name implements Condition.
-func (JobFailing) Name() string { return "job_failing" }
-
-// Check implements Condition; the detail lists each failing job and its error.
-func (c JobFailing) Check(ctx context.Context, _ time.Time) (bool, string, error) {
-	rows, err := c.DB.QueryContext(ctx, `SELECT job, last_run_at, COALESCE(last_error, '') FROM job_runs WHERE last_ok = 0 ORDER BY job`)
-	if err != nil {
-		return false, "", fmt.Errorf("failing jobs: %w", err)
-	}
-	defer rows.Close()
-	var failing []string
-	for rows.Next() {
-		var job, msg string
-		var at int64
-		if err := rows.Scan(&job, &at, &msg); err != nil {
-			return false, "", fmt.Errorf("failing jobs: %w", err)
-		}
-		failing = append(failing, fmt.Sprintf("%s failed at %s: %s", job, stamp(at), text.Clip(msg, 200)))
-	}
-	if err := rows.Err(); err != nil {
-		return false, "", fmt.Errorf("failing jobs: %w", err)
-	}
-	if len(failing) == 0 {
-		return false, "every job's last run succeeded", nil
-	}
-	return true, strings.Join(failing, "; "), nil
 }

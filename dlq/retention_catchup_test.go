@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/jobs"
 	"math/rand/v2"
 	"reflect"
@@ -330,13 +331,15 @@ func TestRetentionBehindFiresAndResolves(t *testing.T) {
 		rows = append(rows, row{msgID: fmt.Sprint("old", i), beerID: fmt.Sprint(i), status: "replayed", failedAt: now.Add(-90 * day), replayedAt: now.Add(-60 * day)})
 	}
 	seed(t, r.DB, rows...)
-	rec := &recorder{}
-	alerts := &Alerts{DB: r.DB, Log: discard, Notifier: rec, Reminder: 24 * time.Hour,
-		Conditions: []Condition{RetentionBehind{DB: r.DB, After: 10 * time.Minute}}}
+	rec := &texts{}
+	engine := &alerts.Engine{DB: r.DB, Log: discard, Notifier: rec, Reminder: 24 * time.Hour,
+		Conditions: []alerts.Condition{RetentionBehind{DB: r.DB, After: 10 * time.Minute}}}
 	var fired, resolved time.Time
 	for at := now; ; at = at.Add(5 * time.Minute) {
 		sum := runRecorded(t, r, r.DB, at)
-		mustRun(t, alerts, at)
+		if _, err := engine.Run(ctx, at); err != nil {
+			t.Fatal(err)
+		}
 		for _, text := range rec.take() {
 			switch {
 			case strings.HasPrefix(text, "[redrive] FIRING retention_behind: dlq_retention has had expired rows left since 2030-06-01T03:17:00Z (15m0s; threshold 10m0s): 22 left"):
@@ -357,4 +360,18 @@ func TestRetentionBehindFiresAndResolves(t *testing.T) {
 	if fired != now.Add(15*time.Minute) || resolved != now.Add(70*time.Minute) {
 		t.Fatalf("fired at %s, resolved at %s", fired, resolved)
 	}
+}
+
+// texts is an alerts.Notifier that keeps what it was sent.
+type texts struct{ sent []string }
+
+func (r *texts) Notify(_ context.Context, text string) error {
+	r.sent = append(r.sent, text)
+	return nil
+}
+
+func (r *texts) take() []string {
+	out := r.sent
+	r.sent = nil
+	return out
 }

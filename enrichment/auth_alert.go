@@ -5,13 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/alerts"
 	"time"
-
-	"github.com/redrive/redrive/dlq"
 )
 
 // AuthFailingCondition is the alert condition "the provider refuses our API
-// key" (a dlq.Condition for the alerts job). A 401 or 403 from the provider
+// key" (a alerts.Condition for the alerts job). A 401 or 403 from the provider
 // opens the circuit breaker at once with cause auth (Breaker.Trip); the
 // condition fires while the breaker is open or half-open for that cause.
 // Messages meanwhile wait on the queue (deferred, no attempt spent, no DLQ
@@ -22,12 +21,12 @@ type AuthFailingCondition struct {
 	DB *sql.DB
 }
 
-var _ dlq.Condition = AuthFailingCondition{}
+var _ alerts.Condition = AuthFailingCondition{}
 
-// Name implements dlq.Condition.
+// Name implements alerts.Condition.
 func (AuthFailingCondition) Name() string { return "enrichment_auth_failing" }
 
-// Check implements dlq.Condition.
+// Check implements alerts.Condition.
 func (c AuthFailingCondition) Check(ctx context.Context, now time.Time) (bool, string, error) {
 	var state string
 	var updated int64

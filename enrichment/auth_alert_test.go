@@ -2,12 +2,11 @@ package enrichment
 
 import (
 	"context"
+	"github.com/redrive/redrive/alerts"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redrive/redrive/dlq"
 )
 
 // enrichment_auth_failing follows the consumer: it fires once the provider
@@ -19,8 +18,8 @@ func TestAuthFailingConditionFiresAndResolves(t *testing.T) {
 	f := newFixture(t)
 	cond := AuthFailingCondition{DB: f.db}
 	n := &notes{}
-	alerts := &dlq.Alerts{DB: f.db, Log: discard, Notifier: n, Reminder: time.Hour,
-		Conditions: []dlq.Condition{cond, BreakerOpenCondition{DB: f.db}}}
+	alerts := &alerts.Engine{DB: f.db, Log: discard, Notifier: n, Reminder: time.Hour,
+		Conditions: []alerts.Condition{cond, BreakerOpenCondition{DB: f.db}}}
 	check := func(want bool, detail string) {
 		t.Helper()
 		on, d, err := cond.Check(ctx, f.now)

@@ -5,13 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/alerts"
 	"time"
-
-	"github.com/redrive/redrive/dlq"
 )
 
 // BreakerOpenCondition is the alert condition "the provider's circuit breaker
-// is open" (a dlq.Condition for the alerts job). It fires while the breaker
+// is open" (a alerts.Condition for the alerts job). It fires while the breaker
 // is not closed: open (provider calls stopped) or half-open (one probe
 // decides). A breaker whose cooldown ended stays open until a message probes
 // the provider, so the alert resolves only once a call has succeeded.
@@ -19,12 +18,12 @@ type BreakerOpenCondition struct {
 	DB *sql.DB
 }
 
-var _ dlq.Condition = BreakerOpenCondition{}
+var _ alerts.Condition = BreakerOpenCondition{}
 
-// Name implements dlq.Condition.
+// Name implements alerts.Condition.
 func (BreakerOpenCondition) Name() string { return "enrichment_breaker_open" }
 
-// Check implements dlq.Condition; the detail says since when and until when.
+// Check implements alerts.Condition; the detail says since when and until when.
 func (c BreakerOpenCondition) Check(ctx context.Context, now time.Time) (bool, string, error) {
 	var state string
 	var failures, updated int64

@@ -2,12 +2,12 @@ package enrichment
 
 import (
 	"context"
+	"github.com/redrive/redrive/alerts"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -32,7 +32,7 @@ func TestBreakerOpenConditionFollowsTheBreaker(t *testing.T) {
 	b := Breaker{DB: db, Threshold: 2, Cooldown: time.Minute, ProbeLease: 30 * time.Second}
 	cond := BreakerOpenCondition{DB: db}
 	n := &notes{}
-	alerts := &dlq.Alerts{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Conditions: []dlq.Condition{cond}}
+	alerts := &alerts.Engine{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Conditions: []alerts.Condition{cond}}
 	check := func(at time.Time, want bool, detail string) {
 		t.Helper()
 		on, d, err := cond.Check(ctx, at)

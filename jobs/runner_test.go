@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 )
@@ -61,7 +61,7 @@ func TestCronFailureIsLoggedRecordedAndAlerted(t *testing.T) {
 	}
 
 	n := &texts{}
-	alerts := &dlq.Alerts{DB: db, Log: log, Notifier: n, Reminder: time.Hour, Conditions: []dlq.Condition{dlq.JobFailing{DB: db}}}
+	alerts := &alerts.Engine{DB: db, Log: log, Notifier: n, Reminder: time.Hour, Conditions: []alerts.Condition{alerts.JobFailing{DB: db}}}
 	if _, err := alerts.Run(context.Background(), at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,4 @@
-//go:build js && wasm
-
-package platform
+package alerts
 
 import (
 	"context"
@@ -8,13 +6,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/outbound"
 )
 
-// Webhook posts alert messages (dlq.WebhookPayload: Slack-compatible JSON)
-// through Fetch, bounded by its timeout. It implements dlq.Notifier.
+// Webhook posts alert messages (WebhookPayload: Slack-compatible JSON)
+// through Doer, bounded by its timeout. It implements Notifier.
 type Webhook struct {
+	// Doer sends the request (platform.Fetch in the Worker).
+	Doer outbound.Doer
 	// URL is ALERT_WEBHOOK_URL; it may embed a token and is never logged.
 	URL string
 	// Timeout aborts the call (ALERT_WEBHOOK_TIMEOUT_SECONDS).
@@ -23,11 +22,11 @@ type Webhook struct {
 
 // Notify posts text and fails unless the response status is 2xx.
 func (w Webhook) Notify(ctx context.Context, text string) error {
-	resp, err := Fetch{}.Do(ctx, outbound.Request{
+	resp, err := w.Doer.Do(ctx, outbound.Request{
 		Method:  http.MethodPost,
 		URL:     w.URL,
 		Header:  map[string]string{"content-type": "application/json"},
-		Body:    dlq.WebhookPayload(text),
+		Body:    WebhookPayload(text),
 		Timeout: w.Timeout,
 	})
 	if err != nil {

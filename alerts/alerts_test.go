@@ -1,16 +1,17 @@
-package dlq
+package alerts
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
-	"github.com/redrive/redrive/metrics"
 )
 
 // recorder is a Notifier that records texts and fails while failing is set.
@@ -55,12 +56,12 @@ func (c *switchCond) Check(context.Context, time.Time) (bool, string, error) {
 	return c.firing, "detail of " + c.name, c.err
 }
 
-func newAlerts(t *testing.T, conds ...Condition) (*Alerts, *recorder) {
+func newAlerts(t *testing.T, conds ...Condition) (*Engine, *recorder) {
 	rec := &recorder{}
-	return &Alerts{DB: sqlitetest.New(t), Log: discard, Conditions: conds, Notifier: rec, Reminder: time.Hour}, rec
+	return &Engine{DB: sqlitetest.New(t), Log: discard, Conditions: conds, Notifier: rec, Reminder: time.Hour}, rec
 }
 
-func mustRun(t *testing.T, a *Alerts, at time.Time) map[string]any {
+func mustRun(t *testing.T, a *Engine, at time.Time) map[string]any {
 	t.Helper()
 	sum, err := a.Run(ctx, at)
 	if err != nil {
@@ -140,7 +141,7 @@ func TestAlertOverlappingRunsNotifyOnce(t *testing.T) {
 			done.Add(1)
 			go func() {
 				defer done.Done()
-				_, errs[i] = (&Alerts{DB: db, Log: discard, Conditions: []Condition{c}, Notifier: rec, Reminder: time.Hour}).Run(ctx, at)
+				_, errs[i] = (&Engine{DB: db, Log: discard, Conditions: []Condition{c}, Notifier: rec, Reminder: time.Hour}).Run(ctx, at)
 			}()
 		}
 		done.Wait()
@@ -234,42 +235,17 @@ func TestWebhookPayloadIsSlackJSON(t *testing.T) {
 	}
 }
 
-func TestConditions(t *testing.T) {
-	db := sqlitetest.New(t)
-	now := alertT0
-	check := func(c Condition, wantFiring bool, wantDetail string) {
-		t.Helper()
-		on, detail, err := c.Check(ctx, now)
-		if err != nil || on != wantFiring || !strings.Contains(detail, wantDetail) {
-			t.Fatalf("%s: firing=%v detail=%q err=%v; want firing=%v detail containing %q", c.Name(), on, detail, err, wantFiring, wantDetail)
-		}
+var (
+	ctx     = context.Background()
+	discard = slog.New(slog.DiscardHandler)
+)
+
+// count runs a COUNT query.
+func count(t *testing.T, db *sql.DB, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
-	pending, oldest := PendingHigh{DB: db, Threshold: 2}, OldestPending{DB: db, MaxAge: 24 * time.Hour}
-	repeat, capped, failing := RepeatFailures{DB: db, MaxReplays: 2}, CapEvicting{DB: db}, JobFailing{DB: db}
-	check(pending, false, "0 DLQ rows pending (threshold 2)")
-	check(oldest, false, "no pending DLQ rows")
-	check(repeat, false, "no pending DLQ rows replayed more than 2 times")
-	check(capped, false, "retention has not run yet")
-	check(failing, false, "every job's last run succeeded")
-
-	seed(t, db,
-		row{msgID: "p1", beerID: "b1", status: "pending", failedAt: now.Add(-25 * time.Hour), replayCount: 3},
-		row{msgID: "p2", beerID: "b2", status: "pending", failedAt: now.Add(-time.Hour)},
-		row{msgID: "p3", beerID: "b3", status: "pending", failedAt: now.Add(-time.Hour), replayCount: 2},
-		row{msgID: "r1", beerID: "b4", status: "replayed", failedAt: now.Add(-90 * time.Hour), replayedAt: now, replayCount: 9},
-	)
-	check(pending, true, "3 DLQ rows pending (threshold 2)")
-	check(oldest, true, "oldest pending DLQ row failed 25h0m0s ago")
-	check(repeat, true, "1 pending DLQ rows replayed more than 2 times: b1 (3 replays)")
-
-	runs := metrics.JobRuns{DB: db}
-	runs.RecordRun(ctx, RetentionJobName, now, time.Second, nil, map[string]any{"deleted_cap": 4, "cap_keys": []string{"b9"}})
-	check(capped, true, `evicted 4 rows over the per-key cap; beer ids ["b9"]`)
-	runs.RecordRun(ctx, RetentionJobName, now.Add(day), time.Second, nil, map[string]any{"deleted_cap": 0})
-	check(capped, false, "evicted no rows")
-
-	runs.RecordRun(ctx, "dlq_rescue", now, time.Second, errors.New("rescue: "+strings.Repeat("x", 300)), nil)
-	check(failing, true, "dlq_rescue failed at 2030-06-01T10:00:00Z: rescue: xxx")
-	runs.RecordRun(ctx, "dlq_rescue", now, time.Second, nil, nil)
-	check(failing, false, "every job's last run succeeded")
+	return n
 }

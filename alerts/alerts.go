@@ -1,4 +1,8 @@
-package dlq
+// Package alerts is redrive's alerting: conditions checked by a scheduled job,
+// state in D1 (alert_state) so each transition is notified once, and the
+// webhook that carries the notifications. Each domain keeps its own
+// conditions (dlq, enrichment); the job failure condition lives here.
+package alerts
 
 import (
 	"context"
@@ -11,8 +15,8 @@ import (
 	"time"
 )
 
-// AlertsJobName is the name the alerts job records its runs under.
-const AlertsJobName = "alerts"
+// JobName is the name the alerts job records its runs under.
+const JobName = "alerts"
 
 // Condition is one alert condition, checked on every run of the alerts job.
 // Conditions are pluggable: anything that can tell whether it holds (a D1
@@ -46,7 +50,7 @@ func WebhookPayload(text string) []byte {
 // conditional statement, so overlapping runs never notify twice. When the
 // notification fails, the claim is undone (the next run tries again) and the
 // run fails. Every transition is logged, with or without a Notifier.
-type Alerts struct {
+type Engine struct {
 	DB  *sql.DB
 	Log *slog.Logger
 	// Conditions are checked in order on every run.
@@ -58,7 +62,7 @@ type Alerts struct {
 }
 
 // Name implements jobs.Job.
-func (a *Alerts) Name() string { return AlertsJobName }
+func (a *Engine) Name() string { return JobName }
 
 type alertState struct {
 	firing                          bool
@@ -66,7 +70,7 @@ type alertState struct {
 }
 
 // Run checks every condition at now and makes the transitions due.
-func (a *Alerts) Run(ctx context.Context, now time.Time) (map[string]any, error) {
+func (a *Engine) Run(ctx context.Context, now time.Time) (map[string]any, error) {
 	if a.Reminder <= 0 {
 		return nil, errors.New("alerts: Reminder must be positive")
 	}
@@ -98,7 +102,7 @@ func (a *Alerts) Run(ctx context.Context, now time.Time) (map[string]any, error)
 	return map[string]any{"firing": firing, "notified": notified}, errors.Join(errs...)
 }
 
-func (a *Alerts) states(ctx context.Context) (map[string]alertState, error) {
+func (a *Engine) states(ctx context.Context) (map[string]alertState, error) {
 	rows, err := a.DB.QueryContext(ctx, `SELECT name, firing, since, last_notified_at, resolved_at FROM alert_state`)
 	if err != nil {
 		return nil, fmt.Errorf("alerts: read state: %w", err)
@@ -118,7 +122,7 @@ func (a *Alerts) states(ctx context.Context) (map[string]alertState, error) {
 
 // transition claims and sends the notification due for one condition, if
 // any. sent reports that a message was delivered (or logged, without a Notifier).
-func (a *Alerts) transition(ctx context.Context, name string, on bool, detail string, st alertState, now time.Time) (sent bool, err error) {
+func (a *Engine) transition(ctx context.Context, name string, on bool, detail string, st alertState, now time.Time) (sent bool, err error) {
 	t := now.UnixMilli()
 	switch {
 	case on && !st.firing:
@@ -148,7 +152,7 @@ func (a *Alerts) transition(ctx context.Context, name string, on bool, detail st
 		}
 		a.Log.WarnContext(ctx, "alert: still firing", "alert", name, "since", st.since.Int64, "detail", detail)
 		return a.send(ctx, name, fmt.Sprintf("[redrive] STILL FIRING %s (since %s, %s): %s", name,
-			stamp(st.since.Int64), ago(t, st.since.Int64), detail), `UPDATE alert_state
+			Stamp(st.since.Int64), ago(t, st.since.Int64), detail), `UPDATE alert_state
 			SET last_notified_at = ?, notifications = notifications - 1, updated_at = ?
 			WHERE name = ? AND firing = 1 AND last_notified_at = ?`, st.lastNotified, t, name, t)
 
@@ -170,7 +174,7 @@ func (a *Alerts) transition(ctx context.Context, name string, on bool, detail st
 
 // claim runs one conditional statement and reports whether it changed the
 // row (RETURNING produced it): only the run that changed it notifies.
-func (a *Alerts) claim(ctx context.Context, query string, args ...any) (bool, error) {
+func (a *Engine) claim(ctx context.Context, query string, args ...any) (bool, error) {
 	rows, err := a.DB.QueryContext(ctx, query, args...)
 	if err != nil {
 		return false, fmt.Errorf("claim: %w", err)
@@ -185,7 +189,7 @@ func (a *Alerts) claim(ctx context.Context, query string, args ...any) (bool, er
 
 // send notifies; on failure it undoes the claim with the given conditional
 // statement so that the next run tries again, and returns the error.
-func (a *Alerts) send(ctx context.Context, name, text, undo string, undoArgs ...any) (bool, error) {
+func (a *Engine) send(ctx context.Context, name, text, undo string, undoArgs ...any) (bool, error) {
 	if a.Notifier == nil {
 		return true, nil
 	}
@@ -201,7 +205,8 @@ func (a *Alerts) send(ctx context.Context, name, text, undo string, undoArgs ...
 	return false, fmt.Errorf("notify: %w", err)
 }
 
-func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
+// Stamp formats epoch milliseconds as RFC 3339 UTC, for alert details.
+func Stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
 
 func ago(now, then int64) string {
 	return (time.Duration(now-then) * time.Millisecond).Round(time.Second).String()
