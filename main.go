@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"github.com/redrive/redrive/alerts"
 	"log/slog"
 	"os"
@@ -48,24 +49,59 @@ func main() {
 	for _, p := range problems {
 		log.Error("config: invalid value", "problem", p.Error())
 	}
+	w := worker{cfg: cfg, log: log, db: db,
+		sender: platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}}
 
-	sender := platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}
+	router := w.queueRouter() // first: it may bind the e2e JavaScript queue to the sender
+	platform.Serve(w.api(batch).Handler(), handlers.MaxBodyBytes)
+	queues.ConsumeNonBlock(func(b *queues.MessageBatch) error {
+		return router.Consume(context.Background(), b.Queue, platform.Messages(b))
+	})
+	crons := w.cronRouter()
+	// The cron task always returns nil: syumai's cron turns an error into a
+	// panic that ends this Go instance. Job failures are logged at ERROR,
+	// recorded in job_runs and alerted on by CronRouter.Run and the alerts job.
+	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
+		ev, err := cron.NewEvent(ctx)
+		if err != nil {
+			log.Error("cron: no event", "error", err.Error())
+			return nil
+		}
+		_ = crons.Run(ctx, ev.Cron, ev.ScheduledTime)
+		return nil
+	})
+	workers.Ready()
+	select {} // serve calls until the isolate goes away
+}
+
+// worker holds what the three entry points are built from.
+type worker struct {
+	cfg config.Config
+	log *slog.Logger
+	db  *sql.DB
+	// sender sends to the queues this worker produces to.
+	sender platform.Sender
+}
+
+// api builds the HTTP API (fetch).
+func (w worker) api(batch platform.D1Batch) *handlers.API {
+	cfg := w.cfg
 	api := &handlers.API{
-		DB:       db,
+		DB:       w.db,
 		Batch:    batch,
-		Log:      log,
+		Log:      w.log,
 		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
 		Version:  version,
 		Instance: handlers.NewInstance(time.Now()),
-		Beers:    &enrichment.Registry{DB: db, Sender: sender},
+		Beers:    &enrichment.Registry{DB: w.db, Sender: w.sender},
 
-		Sender:             sender,
+		Sender:             w.sender,
 		BulkReplayMax:      cfg.BulkReplayMax,
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}
 	if cfg.DevRoutes {
 		// Every queue of these this configuration binds a producer for: the
-		// top level binds the main queue, the e2e environment all of them.
+		// top level binds the main queue and the DLQ, the e2e environment all.
 		dev := platform.Sender{Bindings: map[string]string{}}
 		for q, binding := range map[string]string{
 			queue.Enrichment:    "ENRICHMENT_QUEUE",
@@ -80,21 +116,26 @@ func main() {
 		}
 		api.DevSender = dev
 	}
+	return api
+}
+
+// queueRouter builds the consumers of every queue (queue).
+func (w worker) queueRouter() *handlers.QueueRouter {
+	cfg, db, log := w.cfg, w.db, w.log
 	capture := &dlq.Capture{DB: db, Log: log, RetryBase: cfg.D1RetryBase,
 		SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}}
 	consumers := map[string]handlers.BatchConsumer{queue.EnrichmentDLQ: capture}
 	if platform.HasBinding("E2E_JS_QUEUE") {
 		// The JavaScript worker of the e2e tests (e2e/jsconsumer): its DLQ is
 		// captured here and its rows are replayed to its queue.
-		sender.Bindings[e2eJSQueue] = "E2E_JS_QUEUE"
+		w.sender.Bindings[e2eJSQueue] = "E2E_JS_QUEUE"
 		capture.SourceQueue[e2eJSDLQ] = e2eJSQueue
 		consumers[e2eJSDLQ] = capture
 	}
-
 	// Sender: messages that fail through no fault of their own (D1
 	// unavailable, auth, config, quota, breaker open) go back to the queue
 	// as fresh delayed copies instead of spending their attempts.
-	enricher := &enrichment.Consumer{DB: db, Log: log, Sender: sender,
+	consumers[queue.Enrichment] = &enrichment.Consumer{DB: db, Log: log, Sender: w.sender,
 		Provider: enrichment.ChatProvider{
 			URL:     cfg.EnrichmentAPIURL,
 			Model:   cfg.EnrichmentModel,
@@ -111,12 +152,16 @@ func main() {
 			D1RetryBase:      cfg.D1RetryBase,
 		},
 	}
-	consumers[queue.Enrichment] = enricher
-	router := &handlers.QueueRouter{Log: log, Consumers: consumers,
+	return &handlers.QueueRouter{Log: log, Consumers: consumers,
 		// A queue with a consumer in wrangler.jsonc but none here: its
 		// messages become DLQ rows (class unroutable) instead of being dropped.
 		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
 	}
+}
+
+// cronRouter builds the scheduled jobs of each cron (scheduled).
+func (w worker) cronRouter() *jobs.CronRouter {
+	cfg, db, log := w.cfg, w.db, w.log
 	limits := jobs.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
 	var notifier alerts.Notifier
 	if cfg.AlertWebhookURL != "" {
@@ -126,10 +171,10 @@ func main() {
 	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
 	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
-	crons := &jobs.CronRouter{Log: log, Recorder: runs, Jobs: map[string][]jobs.Job{
+	return &jobs.CronRouter{Log: log, Recorder: runs, Jobs: map[string][]jobs.Job{
 		jobs.Frequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
-			&enrichment.CatchUp{DB: db, Log: log, Sender: sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
+			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits},
 			// The daily retention jobs, continued here only while their last
 			// run left expired rows behind (one job_runs read when not).
@@ -148,23 +193,4 @@ func main() {
 		},
 		jobs.Daily: {retention, auditRetention},
 	}}
-
-	platform.Serve(api.Handler(), handlers.MaxBodyBytes)
-	queues.ConsumeNonBlock(func(b *queues.MessageBatch) error {
-		return router.Consume(context.Background(), b.Queue, platform.Messages(b))
-	})
-	// The cron task always returns nil: syumai's cron turns an error into a
-	// panic that ends this Go instance. Job failures are logged at ERROR,
-	// recorded in job_runs and alerted on by CronRouter.Run and the alerts job.
-	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
-		ev, err := cron.NewEvent(ctx)
-		if err != nil {
-			log.Error("cron: no event", "error", err.Error())
-			return nil
-		}
-		_ = crons.Run(ctx, ev.Cron, ev.ScheduledTime)
-		return nil
-	})
-	workers.Ready()
-	select {} // serve calls until the isolate goes away
 }
