@@ -69,7 +69,10 @@ bench-retention: node_modules build ## only the retention figure at 1,000,000 ex
 # code must make some test fail. It reports each mutant KILLED or LIVED and
 # the efficacy (killed / (killed + lived)); about 10-20 min per package on
 # 2 cores. SQL strings are not mutated: their conditions are pinned by tests.
-GREMLINS := go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
+# Each mutant's time limit is the coverage run's time times the coefficient;
+# GOFLAGS=-count=1 keeps that run out of the test cache (a cached 0.2 s run
+# made every mutant of a package time out).
+GREMLINS := GOFLAGS=-count=1 go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 MUTATE_PKGS ?= ./dlq ./enrichment ./handlers
 mutate: ## mutation testing of dlq, enrichment, handlers (MUTATE_PKGS=./dlq for one)
 	@for p in $(MUTATE_PKGS); do echo "== $$p"; $(GREMLINS) unleash --invert-logical --timeout-coefficient 5 $$p || exit 1; done

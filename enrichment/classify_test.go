@@ -30,6 +30,7 @@ func TestClassify(t *testing.T) {
 		{"200 number", outbound.Response{Status: 200, Body: answer("5.2")}, nil, Enriched, 5.2, 0, "answer 5.2"},
 		{"200 number with percent and spaces", outbound.Response{Status: 200, Body: answer(" 12.5% \n")}, nil, Enriched, 12.5, 0, "12.5"},
 		{"200 number with full stop", outbound.Response{Status: 200, Body: answer("4.")}, nil, Enriched, 4, 0, "answer 4"},
+		{"200 number in full", outbound.Response{Status: 200, Body: answer("5.25")}, nil, Enriched, 5.25, 0, "answer 5.25"},
 		{"200 zero", outbound.Response{Status: 200, Body: answer("0")}, nil, Enriched, 0, 0, "answer 0"},
 		{"200 upper bound", outbound.Response{Status: 200, Body: answer("70")}, nil, Enriched, 70, 0, "answer 70"},
 		{"201 counts as 2xx", outbound.Response{Status: 201, Body: answer("6")}, nil, Enriched, 6, 0, "answer 6"},
@@ -79,6 +80,22 @@ func TestClassifyShortensLongErrors(t *testing.T) {
 	v := Classify(outbound.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000))}, nil, time.Now())
 	if n := len([]rune(v.Reason)); n > 220 {
 		t.Fatalf("reason has %d characters", n)
+	}
+}
+
+// shorten makes one line (runs of white space become one space) and keeps
+// up to 200 characters (not bytes); a longer text is cut to 200 and "…".
+func TestShorten(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                         "",
+		" a \n\tb  c ":             "a b c",
+		strings.Repeat("é", 200):   strings.Repeat("é", 200),
+		strings.Repeat("é", 201):   strings.Repeat("é", 200) + "…",
+		strings.Repeat("ab ", 100): strings.TrimSpace(strings.Repeat("ab ", 100))[:200] + "…",
+	} {
+		if got := shorten(in); got != want {
+			t.Errorf("shorten(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -124,6 +124,12 @@ func TestBeerLookupErrors(t *testing.T) {
 	if rec, env := do(h, "GET", "/admin/beers/"+strings.Repeat("x", 129), "", adminHdr); rec.Code != 400 || env.Error.Code != "INVALID_REQUEST" {
 		t.Fatalf("long id: %d %s", rec.Code, rec.Body)
 	}
+	// 128 characters (not bytes) is the longest id: looked up, not refused.
+	for _, id := range []string{strings.Repeat("x", 128), strings.Repeat("%C3%A9", 128)} {
+		if rec, env := do(h, "GET", "/admin/beers/"+id, "", adminHdr); rec.Code != 404 || env.Error.Code != "NOT_FOUND" {
+			t.Fatalf("id of 128 characters: %d %s", rec.Code, rec.Body)
+		}
+	}
 	unconfigured := &API{DB: api.DB, Log: discard, Auth: api.Auth}
 	if rec, env := do(unconfigured.Handler(), "GET", "/admin/beers/x", "", adminHdr); rec.Code != 503 || env.Error.Code != "NOT_CONFIGURED" {
 		t.Fatalf("no registry: %d %s", rec.Code, rec.Body)

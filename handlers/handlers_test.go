@@ -40,12 +40,14 @@ func do(h http.Handler, method, path, body string, hdr map[string]string) (*http
 func TestHealth(t *testing.T) {
 	api := newAPI(t)
 	rec, env := do(api.Handler(), "GET", "/health", "", nil)
-	if rec.Code != 200 || !env.Success || env.RequestID == "" || env.RequestID != rec.Header().Get("X-Request-ID") {
+	if rec.Code != 200 || !env.Success || env.RequestID == "" || env.RequestID != rec.Header().Get("X-Request-ID") ||
+		!strings.Contains(rec.Body.String(), `"d1":{"ok":true,`) || !strings.Contains(rec.Body.String(), `"status":"ok"`) {
 		t.Fatalf("health: %d %s", rec.Code, rec.Body)
 	}
 	api.DB.Close()
 	rec, env = do(api.Handler(), "GET", "/health", "", nil)
-	if rec.Code != 503 || env.Success || env.Error == nil || env.Error.Code != "D1_UNAVAILABLE" {
+	if rec.Code != 503 || env.Success || env.Error == nil || env.Error.Code != "D1_UNAVAILABLE" ||
+		!strings.Contains(rec.Body.String(), `"d1":{"ok":false,`) || !strings.Contains(rec.Body.String(), `"status":"degraded"`) {
 		t.Fatalf("health with D1 down: %d %s", rec.Code, rec.Body)
 	}
 }

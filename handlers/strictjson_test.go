@@ -83,6 +83,17 @@ func TestDecodeStrictMessages(t *testing.T) {
 		{`"x"`, &replayBody{}, `body must be a JSON object`},
 		{`{"ids":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`, &replayBody{}, `is nested more than 64 levels deep`},
 		{`{"` + strings.Repeat("k", 200) + `":1}`, &replayBody{}, `unknown field "` + strings.Repeat("k", 64) + `…"`},
+		// A path of 64 bytes is shown whole; a longer one is cut before the
+		// character that straddles byte 64, never inside it.
+		{`{"` + strings.Repeat("k", 64) + `":1}`, &replayBody{}, `unknown field "` + strings.Repeat("k", 64) + `"`},
+		{`{"` + strings.Repeat("k", 63) + `éz":1}`, &replayBody{}, `unknown field "` + strings.Repeat("k", 63) + `…"`},
+		// Array elements are numbered from 0 in the path.
+		{`{"beers":[{"beer_id":"a","beer_name":"b"},{"beer_id":"c","beer_name":"d"},{"beer_id":7}]}`, &enrichRequest{},
+			`beers[2].beer_id must be a string`},
+		{`{"queue":"q","messages":"x"}`, &devSendRequest{}, `messages must be an array of objects`},
+		{`{"ids":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, &replayBody{}, ""},
+		{`{"ids":` + strings.Repeat("[", 65) + strings.Repeat("]", 65) + `}`, &replayBody{}, `is nested more than 64 levels deep`},
+		{`{"ids":` + strings.Repeat(`{"a":`, 70) + `1` + strings.Repeat("}", 70) + `}`, &replayBody{}, `is nested more than 64 levels deep`},
 	} {
 		err := decodeStrict([]byte(c.body), c.v)
 		if c.msg == "" {
@@ -159,5 +170,116 @@ func TestMixedCaseDryRunReplaysNothing(t *testing.T) {
 	}
 	if tableState(t, api.DB) != before || s.Calls != 0 {
 		t.Fatal("a rejected replay changed rows or sent messages")
+	}
+}
+
+// Fields decode as encoding/json names them: an untagged embedded struct's
+// fields are promoted, an embedded struct with a tag name or a plain struct
+// field is one object, an embedded non-struct type is a field of its
+// type's name.
+type strictLabel string
+
+type strictInner struct {
+	X int `json:"x"`
+}
+
+type StrictNamed struct {
+	Y int `json:"y"`
+}
+
+type strictEmbedding struct {
+	strictInner
+	StrictNamed `json:"named"`
+	Plain       StrictNamed
+	strictLabel
+	Skipped int `json:"-"`
+	hidden  int
+}
+
+func TestDecodeStrictEmbeddedFields(t *testing.T) {
+	var v strictEmbedding
+	err := decodeStrict([]byte(`{"x":1,"named":{"y":2},"Plain":{"y":3}}`), &v)
+	if err != nil || v.X != 1 || v.StrictNamed.Y != 2 || v.Plain.Y != 3 {
+		t.Fatalf("%+v %v", v, err)
+	}
+	for body, msg := range map[string]string{
+		`{"strictInner":{"x":1}}`: `unknown field "strictInner"`,
+		`{"y":2}`:                 `unknown field "y"`,
+		`{"named":{"x":1}}`:       `unknown field "named.x"`,
+		`{"Plain":{"x":1}}`:       `unknown field "Plain.x"`,
+		`{"Plain":1}`:             `Plain must be an object`,
+		`{"Skipped":1}`:           `unknown field "Skipped"`,
+		`{"hidden":1}`:            `unknown field "hidden"`,
+		`{"strictLabel":1}`:       `unknown field "strictLabel"`,
+	} {
+		err := decodeStrict([]byte(body), &strictEmbedding{})
+		if apiErr := checkInputError(t, body, err); apiErr.Message != msg {
+			t.Errorf("%s: %q, want %q", body, apiErr.Message, msg)
+		}
+	}
+}
+
+// Integer fields narrower than 64 bits, and unsigned ones, are checked
+// against their own range; a string is a base64 []byte.
+func TestDecodeStrictNumberRanges(t *testing.T) {
+	type narrow struct {
+		I8  int8    `json:"i8"`
+		I32 int32   `json:"i32"`
+		U8  uint8   `json:"u8"`
+		U64 uint64  `json:"u64"`
+		F32 float32 `json:"f32"`
+		B   []byte  `json:"b"`
+	}
+	var v narrow
+	err := decodeStrict([]byte(`{"i8":-128,"i32":2147483647,"u8":255,"u64":18446744073709551615,"f32":1.5,"b":"aGk="}`), &v)
+	if err != nil || v.I8 != -128 || v.I32 != 2147483647 || v.U8 != 255 || v.U64 != 18446744073709551615 || v.F32 != 1.5 || string(v.B) != "hi" {
+		t.Fatalf("%+v %v", v, err)
+	}
+	for body, msg := range map[string]string{
+		`{"i8":128}`:                   `i8 must be an integer in -128..127`,
+		`{"i8":-129}`:                  `i8 must be an integer in -128..127`,
+		`{"i32":2147483648}`:           `i32 must be an integer in -2147483648..2147483647`,
+		`{"u8":256}`:                   `u8 must be an integer in 0..255`,
+		`{"u8":-1}`:                    `u8 must be an integer`,
+		`{"u64":18446744073709551616}`: `u64 must be an integer in 0..18446744073709551615`,
+		`{"u8":1.5}`:                   `u8 must be an integer`,
+		`{"f32":1e39}`:                 `f32 is out of range`,
+		`{"f32":"1"}`:                  `f32 must be a number`,
+		`{"b":true}`:                   `b must be a base64 string`,
+	} {
+		err := decodeStrict([]byte(body), &narrow{})
+		if apiErr := checkInputError(t, body, err); apiErr.Message != msg {
+			t.Errorf("%s: %q, want %q", body, apiErr.Message, msg)
+		}
+	}
+}
+
+// decodeStrict is for pointers to structs; anything else is a bug in the
+// caller, and it panics instead of decoding nothing.
+func TestDecodeStrictNeedsANonNilPointer(t *testing.T) {
+	for name, v := range map[string]any{"nil pointer": (*replayBody)(nil), "struct value": replayBody{}} {
+		func() {
+			defer func() {
+				if p := recover(); p != "decodeStrict: v must be a non-nil pointer" {
+					t.Errorf("%s: recovered %v", name, p)
+				}
+			}()
+			decodeStrict([]byte(`{}`), v)
+		}()
+	}
+}
+
+// clip cuts at a character boundary and never panics, whatever the bytes.
+func TestClip(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                             "",
+		strings.Repeat("a", 64):        strings.Repeat("a", 64),
+		strings.Repeat("a", 65):        strings.Repeat("a", 64) + "…",
+		strings.Repeat("a", 63) + "éé": strings.Repeat("a", 63) + "…",
+		strings.Repeat("\x80", 70):     "…",
+	} {
+		if got := clip(in); got != want {
+			t.Errorf("clip(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
