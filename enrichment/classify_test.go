@@ -84,14 +84,15 @@ func TestClassifyShortensLongErrors(t *testing.T) {
 }
 
 // shorten makes one line (runs of white space become one space) and keeps
-// up to 200 characters (not bytes); a longer text is cut to 200 and "…".
+// up to 200 bytes, never half a character; a longer text is cut and "…".
 func TestShorten(t *testing.T) {
 	for in, want := range map[string]string{
-		"":                         "",
-		" a \n\tb  c ":             "a b c",
-		strings.Repeat("é", 200):   strings.Repeat("é", 200),
-		strings.Repeat("é", 201):   strings.Repeat("é", 200) + "…",
-		strings.Repeat("ab ", 100): strings.TrimSpace(strings.Repeat("ab ", 100))[:200] + "…",
+		"":                             "",
+		" a \n\tb  c ":                 "a b c",
+		strings.Repeat("é", 100):       strings.Repeat("é", 100),
+		strings.Repeat("é", 101):       strings.Repeat("é", 100) + "…",
+		"a" + strings.Repeat("é", 100): "a" + strings.Repeat("é", 99) + "…",
+		strings.Repeat("ab ", 100):     strings.TrimSpace(strings.Repeat("ab ", 100))[:200] + "…",
 	} {
 		if got := shorten(in); got != want {
 			t.Errorf("shorten(%q) = %q, want %q", in, got, want)

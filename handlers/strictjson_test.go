@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/internal/text"
 	"reflect"
 	"regexp"
 	"strings"
@@ -278,7 +279,7 @@ func TestClip(t *testing.T) {
 		strings.Repeat("a", 63) + "éé": strings.Repeat("a", 63) + "…",
 		strings.Repeat("\x80", 70):     "…",
 	} {
-		if got := clip(in); got != want {
+		if got := text.Clip(in, maxEcho); got != want {
 			t.Errorf("clip(%q) = %q, want %q", in, got, want)
 		}
 	}
