@@ -208,6 +208,11 @@ func (a *API) routeTable() []route {
 		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
 		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
 		{"GET /admin/audit", a.admin(a.auditList)},
+		// For the console (handlers/console.go).
+		{"GET /admin/dlq/{id}", a.admin(a.dlqDetail)},
+		{"GET /admin/dlq/timeseries", a.admin(a.dlqTimeseries)},
+		{"GET /admin/alerts", a.admin(a.alertsList)},
+		{"GET /admin/jobs", a.admin(a.jobsList)},
 		{"GET /admin/openapi.json", a.admin(a.openAPI)},
 	}
 	if a.DevSender != nil {
