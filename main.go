@@ -143,6 +143,12 @@ func main() {
 		},
 	}}
 
+	if cfg.DevRoutes {
+		// wrangler dev's /cdn-cgi/handler/scheduled stops short of a worker
+		// with static assets: POST /__dev/cron runs a cron at a chosen time.
+		api.DevCron = crons.Run
+	}
+
 	platform.Serve(api.Handler(), handlers.MaxBodyBytes)
 	queues.ConsumeNonBlock(func(b *queues.MessageBatch) error {
 		return router.Consume(context.Background(), b.Queue, platform.Messages(b))

@@ -45,6 +45,9 @@ type API struct {
 	// poison or any messages onto a bound queue. Set only with DEV_ROUTES
 	// (local runs and the e2e tests), never in production.
 	DevSender queue.Sender
+	// DevCron, when non-nil, enables POST /__dev/cron (admin auth): a cron's
+	// jobs at a chosen scheduled time (CronRouter.Run). DEV_ROUTES only.
+	DevCron func(ctx context.Context, cron string, at time.Time) error
 	// Instance describes the Go instance serving calls (reported by /health).
 	Instance *Instance
 	// Beers registers beers for enrichment and reads their state.
@@ -217,6 +220,9 @@ func (a *API) routeTable() []route {
 	}
 	if a.DevSender != nil {
 		rs = append(rs, route{"POST /__dev/send", a.admin(a.devSend)})
+	}
+	if a.DevCron != nil {
+		rs = append(rs, route{"POST /__dev/cron", a.admin(a.devCron)})
 	}
 	return rs
 }

@@ -72,3 +72,27 @@ func TestConsoleRoutes(t *testing.T) {
 		}
 	}
 }
+
+func TestDevCronRunsTheJobsAtTheGivenTime(t *testing.T) {
+	api := newAPI(t)
+	var gotCron string
+	var gotAt time.Time
+	api.DevCron = func(_ context.Context, cron string, at time.Time) error {
+		gotCron, gotAt = cron, at
+		return nil
+	}
+	h := api.Handler()
+	rec, _ := do(h, "POST", "/__dev/cron", `{"cron":"17 3 * * *","time":1750000000000}`, adminHeaders)
+	if rec.Code != 200 || gotCron != "17 3 * * *" || gotAt.UnixMilli() != 1750000000000 || !strings.Contains(rec.Body.String(), `"ok":true`) {
+		t.Errorf("dev cron: %d %s (%q at %v)", rec.Code, rec.Body, gotCron, gotAt)
+	}
+	if rec, _ := do(h, "POST", "/__dev/cron", `{}`, adminHeaders); rec.Code != 400 {
+		t.Errorf("no cron: %d", rec.Code)
+	}
+	if rec, _ := do(h, "POST", "/__dev/cron", `{"cron":"x"}`, nil); rec.Code != 401 {
+		t.Errorf("no credentials: %d", rec.Code)
+	}
+	if rec, _ := do(newAPI(t).Handler(), "POST", "/__dev/cron", `{"cron":"x"}`, adminHeaders); rec.Code != 404 {
+		t.Errorf("without DevCron: %d", rec.Code)
+	}
+}
