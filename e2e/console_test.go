@@ -106,26 +106,6 @@ func TestConsole(t *testing.T) {
 	defer w.Stop()
 	now := time.Now()
 	w.ExecDirect(t, demoSQL(160, now))
-	prefix := newPrefix("con")
-	paging, bulk, ack := prefix+"pg", prefix+"bulk", prefix+"ack"
-	w.ExecDirect(t, ownRows(paging, "transient: provider returned 502 for "+paging, 23, now.Add(-3*time.Hour)))
-	w.ExecDirect(t, ownRows(bulk, "transient: provider returned 504 for "+bulk, 7, now.Add(-2*time.Hour)))
-	w.ExecDirect(t, ownRows(ack, "permanent: duplicate of "+ack, 3, now.Add(-time.Hour)))
-	// Hostile text: one row captured by the real DLQ consumer (its body and
-	// beer name), one stored with a hostile failure reason and text body.
-	hostileBody, _ := json.Marshal(map[string]string{"beer_id": prefix + "-evil", "beer_name": hostileName, "brewer": "<script>window.__pwned=4</script>"})
-	r := w.Admin(t, http.MethodPost, "/__dev/send", map[string]any{"queue": "beer-enrichment-dlq",
-		"messages": []map[string]any{{"body": string(hostileBody), "content_type": "json"}}})
-	if r.Status != http.StatusOK {
-		t.Fatalf("send: %d %s", r.Status, r.Raw)
-	}
-	w.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason, raw_message,
-		last_message_id, first_failed_at, updated_at, content_type) VALUES ('%[1]s-evil2', '%[1]s-evil2', %[2]s, 'E2E', %[3]d, %[4]s, %[5]s,
-		'%[1]s-evil2', %[3]d, %[3]d, 'text')`, prefix, sqlString(hostileName), now.UnixMilli(), sqlString(hostileReason),
-		sqlString(`text body <script>window.__pwned=5</script>`+hostileName)))
-	Eventually(t, 30*time.Second, "hostile message captured", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, prefix+"-evil") == 1
-	})
 	// Jobs and alerts have run once (two alerts fire: more than 50 pending, oldest over 24 h).
 	w.FireCron(t, "*/5 * * * *", now)
 	w.FireCron(t, "17 3 * * *", now)
@@ -255,14 +235,34 @@ func TestConsole(t *testing.T) {
 		// 390 px wide: nothing wider than the screen but the tables' own scroll areas.
 		b.Do(chromedp.EmulateViewport(390, 844))
 		b.Wait("narrow layout", `getComputedStyle(document.querySelector('.charts')).gridTemplateColumns.split(' ').length === 1`)
-		if sw := Eval[float64](b, `document.documentElement.scrollWidth`); sw > 390 {
-			t.Errorf("page is %v px wide at 390 px", sw)
-		}
+		b.Wait("nothing wider than 390 px (the charts redraw to the new width)",
+			`document.documentElement.scrollWidth <= 390 && [...document.querySelectorAll('.chart canvas')].every(c => c.getBoundingClientRect().right <= 390)`)
 		b.Shot("overview-390")
 		b.Do(chromedp.EmulateViewport(1280, 900))
 		b.Check()
 	})
 
+	// The tests' own rows, after the overview's screenshot (which shows the demo incident only).
+	prefix := newPrefix("con")
+	paging, bulk, ack := prefix+"pg", prefix+"bulk", prefix+"ack"
+	w.ExecDirect(t, ownRows(paging, "transient: provider returned 502 for "+paging, 23, now.Add(-3*time.Hour)))
+	w.ExecDirect(t, ownRows(bulk, "transient: provider returned 504 for "+bulk, 7, now.Add(-2*time.Hour)))
+	w.ExecDirect(t, ownRows(ack, "permanent: duplicate of "+ack, 3, now.Add(-time.Hour)))
+	// Hostile text: one row captured by the real DLQ consumer (its body and
+	// beer name), one stored with a hostile failure reason and text body.
+	hostileBody, _ := json.Marshal(map[string]string{"beer_id": prefix + "-evil", "beer_name": hostileName, "brewer": "<script>window.__pwned=4</script>"})
+	r := w.Admin(t, http.MethodPost, "/__dev/send", map[string]any{"queue": "beer-enrichment-dlq",
+		"messages": []map[string]any{{"body": string(hostileBody), "content_type": "json"}}})
+	if r.Status != http.StatusOK {
+		t.Fatalf("send: %d %s", r.Status, r.Raw)
+	}
+	w.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason, raw_message,
+		last_message_id, first_failed_at, updated_at, content_type) VALUES ('%[1]s-evil2', '%[1]s-evil2', %[2]s, 'E2E', %[3]d, %[4]s, %[5]s,
+		'%[1]s-evil2', %[3]d, %[3]d, 'text')`, prefix, sqlString(hostileName), now.UnixMilli(), sqlString(hostileReason),
+		sqlString(`text body <script>window.__pwned=5</script>`+hostileName)))
+	Eventually(t, 30*time.Second, "hostile message captured", func() bool {
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, prefix+"-evil") == 1
+	})
 	t.Run("filter and page through every row once", func(t *testing.T) {
 		b := browser.In(t)
 		b.Do(chromedp.Navigate(w.URL + "/#/failures"))

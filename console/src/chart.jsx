@@ -7,7 +7,7 @@ import { useSignal } from "./state.js";
 // BarChart draws counts per time bucket with uPlot. points are
 // {start (ms), count, label}; a table of the same numbers follows it for
 // screen readers and keyboard users.
-export function BarChart({ title, points, unit }) {
+export function BarChart({ title, points, unit, step }) {
   const box = useRef(null);
   const inUtc = useSignal(utc);
   useEffect(() => {
@@ -23,10 +23,16 @@ export function BarChart({ title, points, unit }) {
           legend: { show: false },
           cursor: { drag: { x: false, y: false }, points: { show: false } },
           tzDate: inUtc ? (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC") : undefined,
-          scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
+          // Each bar starts at its bucket's start and is one bucket wide:
+          // the x range ends one bucket after the last start.
+          scales: {
+            x: { time: true, range: () => [points[0].start / 1000, points[points.length - 1].start / 1000 + step] },
+            y: { range: (u, min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] },
+          },
           axes: [
-            { stroke: "#57606a", grid: { show: false }, size: 36 },
-            { stroke: "#57606a", grid: { stroke: "#eaeef2" }, size: 40 },
+            { stroke: "#57606a", grid: { show: false }, size: 48 },
+            // whole numbers of failures only
+            { stroke: "#57606a", grid: { stroke: "#eaeef2" }, size: 40, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5] },
           ],
           series: [
             {},
@@ -35,7 +41,7 @@ export function BarChart({ title, points, unit }) {
               stroke: "#b3261e",
               fill: "rgba(179,38,30,0.55)",
               width: 0,
-              paths: uPlot.paths.bars({ size: [0.8, 40], align: 1 }),
+              paths: uPlot.paths.bars({ size: [0.85, 60], align: 1 }),
               points: { show: false },
             },
           ],

@@ -123,8 +123,8 @@ export function Overview() {
       <section aria-labelledby="h-time">
         <h2 id="h-time">Failures over time</h2>
         <div class="charts">
-          <BarChart title="Last 24 hours, by hour" points={last24} unit="failures" />
-          <BarChart title="Last 7 days, by day" points={week} unit="failures" />
+          <BarChart title="Last 24 hours, by hour" points={last24} unit="failures" step={3600} />
+          <BarChart title="Last 7 days, by day" points={week} unit="failures" step={86400} />
         </div>
       </section>
 
