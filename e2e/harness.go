@@ -329,42 +329,53 @@ func (w *Worker) SendDelayed(t testing.TB, queueName string, delaySeconds int, b
 // /cdn-cgi/handler/scheduled.
 func (w *Worker) FireCron(t testing.TB, cron string, at time.Time) {
 	t.Helper()
-	if w.redrive && at.IsZero() {
-		w.FireScheduled(t, cron)
-		return
+	if err := w.FireCronErr(cron, at); err != nil {
+		t.Fatal(err)
 	}
-	if w.redrive {
-		r := w.Admin(t, http.MethodPost, "/__dev/cron", map[string]any{"cron": cron, "time": at.UnixMilli()})
-		if r.Status != http.StatusOK {
-			t.Fatalf("fire cron %q at %s: %d %s", cron, at, r.Status, r.Raw)
+}
+
+// FireCronErr is FireCron for any goroutine: it returns the error.
+func (w *Worker) FireCronErr(cron string, at time.Time) error {
+	switch {
+	case w.redrive && at.IsZero():
+		return w.get("/__scheduled?" + url.Values{"cron": {cron}}.Encode())
+	case w.redrive:
+		r, err := w.Do(http.MethodPost, "/__dev/cron", map[string]any{"cron": cron, "time": at.UnixMilli()}, AdminHeaders())
+		if err != nil {
+			return fmt.Errorf("fire cron %q at %s: %w", cron, at, err)
 		}
-		return
+		if r.Status != http.StatusOK {
+			return fmt.Errorf("fire cron %q at %s: %d %s", cron, at, r.Status, r.Raw)
+		}
+		return nil
 	}
 	q := url.Values{"cron": {cron}}
 	if !at.IsZero() {
 		q.Set("time", fmt.Sprint(at.UnixMilli()))
 	}
-	w.get(t, "/cdn-cgi/handler/scheduled?"+q.Encode())
+	return w.get("/cdn-cgi/handler/scheduled?" + q.Encode())
 }
 
 // FireScheduled fires the runtime's scheduled event for cron at the current
 // time (wrangler dev --test-scheduled's /__scheduled): the worker's real cron entry.
 func (w *Worker) FireScheduled(t testing.TB, cron string) {
 	t.Helper()
-	w.get(t, "/__scheduled?"+url.Values{"cron": {cron}}.Encode())
+	if err := w.get("/__scheduled?" + url.Values{"cron": {cron}}.Encode()); err != nil {
+		t.Fatal(err)
+	}
 }
 
-func (w *Worker) get(t testing.TB, target string) {
-	t.Helper()
+func (w *Worker) get(target string) error {
 	resp, err := http.Get(w.URL + target)
 	if err != nil {
-		t.Fatalf("GET %s: %v", target, err)
+		return fmt.Errorf("GET %s: %w", target, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", target, resp.StatusCode, body)
+		return fmt.Errorf("GET %s: %d %s", target, resp.StatusCode, body)
 	}
+	return nil
 }
 
 // DB opens the worker's local D1 database file read-only (the SQLite file
