@@ -11,7 +11,14 @@ export WRANGLER_SEND_METRICS := false
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: build/app.wasm ## build the worker (build/worker.mjs + build/app.wasm)
+build: build/app.wasm build/console/index.html ## build the worker (build/worker.mjs + build/app.wasm) and the console (build/console)
+
+# The operator console: console/src bundled by esbuild (pinned in
+# package-lock.json) with console/public into build/console, which
+# wrangler.jsonc serves as static assets. Fails over 150 KB gzipped.
+CONSOLE_SOURCES := $(wildcard console/src/* console/public/*) console/build.mjs
+build/console/index.html: node_modules/.package-lock.json $(CONSOLE_SOURCES)
+	node console/build.mjs
 
 # workers-assets-gen provides wasm_exec.js; redrive's own entry module
 # (one Go instance per isolate, see platform/worker/worker.mjs) replaces its worker.mjs.

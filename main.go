@@ -53,11 +53,17 @@ func main() {
 		sender: platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}}
 
 	router := w.queueRouter() // first: it may bind the e2e JavaScript queue to the sender
-	platform.Serve(w.api(batch).Handler(), handlers.MaxBodyBytes)
+	crons := w.cronRouter()
+	api := w.api(batch)
+	if cfg.DevRoutes {
+		// wrangler dev's /cdn-cgi/handler/scheduled stops short of a worker
+		// with static assets: POST /__dev/cron runs a cron at a chosen time.
+		api.DevCron = crons.Run
+	}
+	platform.Serve(api.Handler(), handlers.MaxBodyBytes)
 	queues.ConsumeNonBlock(func(b *queues.MessageBatch) error {
 		return router.Consume(context.Background(), b.Queue, platform.Messages(b))
 	})
-	crons := w.cronRouter()
 	// The cron task always returns nil: syumai's cron turns an error into a
 	// panic that ends this Go instance. Job failures are logged at ERROR,
 	// recorded in job_runs and alerted on by CronRouter.Run and the alerts job.

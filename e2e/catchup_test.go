@@ -6,9 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -21,19 +19,7 @@ import (
 
 // fireCronAsync fires cron at `at` from any goroutine (FireCron may only
 // fail the test from the test's own goroutine).
-func fireCronAsync(w *Worker, cron string, at time.Time) error {
-	q := url.Values{"cron": {cron}, "time": {fmt.Sprint(at.UnixMilli())}}
-	resp, err := http.Get(w.URL + "/cdn-cgi/handler/scheduled?" + q.Encode())
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fire cron %q: %d %s", cron, resp.StatusCode, body)
-	}
-	return nil
-}
+func fireCronAsync(w *Worker, cron string, at time.Time) error { return w.FireCronErr(cron, at) }
 
 // jobSummaries returns the summaries logged by the runs of job scheduled at at.
 func jobSummaries(w *Worker, job string, at time.Time) []map[string]any {

@@ -309,7 +309,7 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 		add(hostile{method: "GET", target: t, want: []int{400}, code: "INVALID_REQUEST"})
 		add(hostile{method: "GET", target: t, hdr: map[string]string{}, want: []int{400}, code: "INVALID_REQUEST"})
 	}
-	for _, t := range []string{"/", "/admin", "/admin/", "/admin/dlq/x", "/ADMIN/DLQ", "/admin/dlq/stats/extra",
+	for _, t := range []string{"/admin", "/admin/", "/admin/dlq/x", "/ADMIN/DLQ", "/admin/dlq/stats/extra",
 		"/" + strings.Repeat("a", 4000), "/admin/beers/", "/admin/beers/a/b", "/admin/openapi.json/x", "/__e2e"} {
 		add(hostile{method: "GET", target: t, want: []int{404}, code: "NOT_FOUND"})
 	}

@@ -46,6 +46,9 @@ type API struct {
 	// poison or any messages onto a bound queue. Set only with DEV_ROUTES
 	// (local runs and the e2e tests), never in production.
 	DevSender queue.Sender
+	// DevCron, when non-nil, enables POST /__dev/cron (admin auth): a cron's
+	// jobs at a chosen scheduled time (CronRouter.Run). DEV_ROUTES only.
+	DevCron func(ctx context.Context, cron string, at time.Time) error
 	// Instance describes the Go instance serving calls (reported by /health).
 	Instance *Instance
 	// Beers registers beers for enrichment and reads their state.
@@ -209,10 +212,18 @@ func (a *API) routeTable() []route {
 		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
 		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
 		{"GET /admin/audit", a.admin(a.auditList)},
+		// For the console (handlers/console.go).
+		{"GET /admin/dlq/{id}", a.admin(a.dlqDetail)},
+		{"GET /admin/dlq/timeseries", a.admin(a.dlqTimeseries)},
+		{"GET /admin/alerts", a.admin(a.alertsList)},
+		{"GET /admin/jobs", a.admin(a.jobsList)},
 		{"GET /admin/openapi.json", a.admin(a.openAPI)},
 	}
 	if a.DevSender != nil {
 		rs = append(rs, route{"POST /__dev/send", a.admin(a.devSend)})
+	}
+	if a.DevCron != nil {
+		rs = append(rs, route{"POST /__dev/cron", a.admin(a.devCron)})
 	}
 	return rs
 }

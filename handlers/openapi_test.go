@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
+	"github.com/redrive/redrive/metrics"
 )
 
 type openAPIDoc struct {
@@ -85,7 +86,10 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"AcknowledgeResult": dlq.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
 		"AuditPage": dlq.AuditPage{}, "Health": healthData{},
 		"Beer": enrichment.Beer{}, "EnrichRequest": enrichRequest{}, "EnrichResult": enrichment.EnqueueResult{},
-		"BeerState": enrichment.BeerState{},
+		"BeerState":     enrichment.BeerState{},
+		"MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{}, "Series": dlq.Series{}, "Bucket": dlq.Bucket{},
+		"QueueFailures": dlq.QueueFailures{}, "AlertState": dlq.AlertState{}, "AlertList": dlq.AlertList{},
+		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 	} {
 		var documented []string
 		for name := range doc.Comps.Schemas[schema].Properties {

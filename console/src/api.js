@@ -1,0 +1,98 @@
+// The admin API, with the credentials of this tab. They live in
+// sessionStorage only (gone when the tab closes) and travel in the two
+// headers; never in a URL, a cookie or a log.
+const KEY = "redrive.apiKey";
+const SECRET = "redrive.adminSecret";
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || `HTTP ${status}`);
+    this.status = status;
+    this.code = code || "HTTP_" + status;
+  }
+}
+
+let onSignedOut = () => {};
+export function whenSignedOut(f) {
+  onSignedOut = f;
+}
+
+export function signedIn() {
+  return !!(sessionStorage.getItem(KEY) && sessionStorage.getItem(SECRET));
+}
+
+export function signIn(key, secret) {
+  sessionStorage.setItem(KEY, key);
+  sessionStorage.setItem(SECRET, secret);
+}
+
+export function signOut() {
+  sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(SECRET);
+}
+
+// What a refused credential means, in the operator's words.
+export function authMessage(e) {
+  switch (e.code) {
+    case "UNAUTHORIZED":
+      return "The API key is wrong.";
+    case "FORBIDDEN":
+      return "The admin secret is wrong.";
+    case "NOT_CONFIGURED":
+      return "The worker has no API_KEY or ADMIN_SECRET set.";
+  }
+  return e.message;
+}
+
+// request sends one call and returns the envelope's data, or throws an
+// ApiError with the envelope's code and message. A refused credential
+// signs the tab out.
+export async function request(method, path, body) {
+  const key = sessionStorage.getItem(KEY);
+  const secret = sessionStorage.getItem(SECRET);
+  if (!key || !secret) throw new ApiError(401, "UNAUTHORIZED", "Signed out.");
+  const headers = { "X-API-Key": key, "X-Admin-Secret": secret };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+      credentials: "omit",
+      referrerPolicy: "no-referrer",
+    });
+  } catch {
+    throw new ApiError(0, "NETWORK", "The worker did not answer (network error).");
+  }
+  let env = null;
+  try {
+    env = await res.json();
+  } catch {
+    /* not an envelope */
+  }
+  if (!res.ok || !env || !env.success) {
+    const err = new ApiError(res.status, env?.error?.code, env?.error?.message);
+    if (res.status === 401 || res.status === 403) {
+      signOut();
+      onSignedOut(authMessage(err));
+    }
+    throw err;
+  }
+  return env.data;
+}
+
+export const get = (path, params) => request("GET", path + query(params));
+export const post = (path, body) => request("POST", path, body);
+
+// query builds ?a=b from the params that are set.
+export function query(params) {
+  if (!params) return "";
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? "?" + s : "";
+}

@@ -1,0 +1,144 @@
+import { useState } from "preact/hooks";
+import { get } from "./api.js";
+import { ActionDialog, ResultSummary } from "./action.jsx";
+import { Copy, ErrorBox, Pre, Scroll, Time, useLoad } from "./components.jsx";
+import { href } from "./router.js";
+import { AuditTable } from "./audit.jsx";
+
+// payloadText is the stored body for reading: JSON pretty-printed, text as
+// it is, bytes as their base64 (and the text they hold, when they are text).
+export function payloadText(m) {
+  if (m.raw_message === null || m.raw_message === undefined) return { text: "", note: "No body stored." };
+  if (m.raw_encoding === "base64") {
+    let decoded = null;
+    try {
+      decoded = new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(m.raw_message), (c) => c.charCodeAt(0)));
+    } catch {
+      /* binary */
+    }
+    return { text: m.raw_message, note: "Stored as base64" + (decoded !== null ? "; as UTF-8 text it reads:" : " (binary)."), decoded };
+  }
+  if (m.content_type === "json") {
+    try {
+      return { text: JSON.stringify(JSON.parse(m.raw_message), null, 2), note: "JSON, pretty-printed." };
+    } catch {
+      return { text: m.raw_message, note: "Sent as JSON, but not valid JSON." };
+    }
+  }
+  return { text: m.raw_message, note: `Sent as ${m.content_type}.` };
+}
+
+const FIELDS = [
+  ["id", "Id"], ["status", "Status"], ["beer_id", "Beer id"], ["beer_name", "Beer name"], ["brewer", "Brewer"],
+  ["failure_reason", "Failure reason"], ["failure_class", "Failure class"], ["failure_count", "Attempts on the source queue"],
+  ["source_queue", "Source queue"], ["content_type", "Content type"], ["raw_encoding", "Stored as"],
+  ["first_failed_at", "First failed", true], ["failed_at", "Last failed", true], ["replay_count", "Replays"],
+  ["replaying_at", "Replay claimed", true], ["replayed_at", "Replayed", true], ["acknowledged_at", "Acknowledged", true],
+  ["acknowledged_note", "Acknowledge note"], ["updated_at", "Updated", true], ["message_id", "Message id (first failure)"],
+];
+
+export function Detail({ id }) {
+  const [state, reload] = useLoad(() => get("/admin/dlq/" + encodeURIComponent(id)), [id]);
+  const [action, setAction] = useState(null);
+  const [result, setResult] = useState(null);
+  if (state.error) return <ErrorBox error={state.error} />;
+  if (!state.data) return <p aria-busy="true">Loading…</p>;
+  const d = state.data;
+  const m = d.message;
+  const p = payloadText(m);
+  return (
+    <div class="detail">
+      <p>
+        <a href={href("/failures")}>← Failures</a>
+      </p>
+      <div class="toolbar" role="group" aria-label="Actions on this row">
+        <span class={"status " + m.status}>{m.status}</span>
+        <button type="button" disabled={m.status !== "pending"} onClick={() => setAction("replay")}>
+          Replay
+        </button>
+        <button type="button" disabled={m.status !== "pending"} onClick={() => setAction("acknowledge")}>
+          Acknowledge
+        </button>
+      </div>
+      {result && (
+        <div class="result" role="status">
+          <ResultSummary result={result} />
+        </div>
+      )}
+      <div class="two">
+        <section aria-labelledby="h-fields">
+          <h2 id="h-fields">Fields</h2>
+          <dl class="fields">
+            {FIELDS.map(([k, label, time]) => (
+              <div key={k}>
+                <dt>{label}</dt>
+                <dd class={k === "failure_reason" ? "reason" : ""}>{time ? <Time ms={m[k]} /> : m[k] === null || m[k] === undefined || m[k] === "" ? "—" : String(m[k])}</dd>
+              </div>
+            ))}
+            <div>
+              <dt>Message id (latest failure)</dt>
+              <dd>{d.last_message_id || "—"}</dd>
+            </div>
+            <div>
+              <dt>Body hash (replay lineage)</dt>
+              <dd>{d.body_hash ?? "—"}</dd>
+            </div>
+          </dl>
+        </section>
+        <section aria-labelledby="h-lineage">
+          <h2 id="h-lineage">Replays and lineage</h2>
+          <p>
+            Replayed <strong>{m.replay_count}</strong> time{m.replay_count === 1 ? "" : "s"}
+            {m.replayed_at ? (
+              <>
+                , last on <Time ms={m.replayed_at} />
+              </>
+            ) : null}
+            . First failed <Time ms={m.first_failed_at || m.failed_at} />, last failed <Time ms={m.failed_at} />.
+          </p>
+          <p class="small muted">
+            A replayed message that fails again comes back to this row (same source queue and body): the replay count grows and the
+            latest message id changes.
+          </p>
+          {d.related_ids.length > 0 && (
+            <p>
+              Other replayed rows with the same body:{" "}
+              {d.related_ids.map((r, i) => (
+                <span key={r}>
+                  {i ? ", " : ""}
+                  <a href={href("/failures/" + r)}>#{r}</a>
+                </span>
+              ))}
+            </p>
+          )}
+        </section>
+      </div>
+      <section aria-labelledby="h-payload">
+        <h2 id="h-payload">Payload</h2>
+        <p class="small muted">
+          {p.note} <Copy text={p.text} label="Copy payload" />
+        </p>
+        <Pre text={p.text} label="Payload" />
+        {p.decoded != null && <Pre text={p.decoded} label="Payload as text" />}
+      </section>
+      <section aria-labelledby="h-audit">
+        <h2 id="h-audit">Audit entries</h2>
+        <p class="small muted">Among the newest {d.audit_window} audit entries: those that named this row, and bulk actions that moved it.</p>
+        {d.audit.length ? <AuditTable entries={d.audit} /> : <p class="muted">None.</p>}
+      </section>
+      {action && (
+        <ActionDialog
+          kind={action}
+          selection={{ ids: [m.id] }}
+          onClose={(res) => {
+            setAction(null);
+            if (res) {
+              setResult(res);
+              reload();
+            }
+          }}
+        />
+      )}
+    </div>
+  );
+}

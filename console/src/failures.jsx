@@ -1,0 +1,236 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { get } from "./api.js";
+import { ActionDialog, ResultSummary } from "./action.jsx";
+import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
+import { href, navigate } from "./router.js";
+import { useSignal } from "./state.js";
+import { format, fromInput, toInput, utc } from "./time.js";
+
+const STATUSES = ["pending", "replaying", "replayed", "acknowledged", "all"];
+const SIZES = [10, 25, 50, 100];
+const DEBOUNCE_MS = 400;
+
+// filterOf turns the route's params into the API's filter (list parameters
+// and the bulk actions' filter object share their names).
+export function filterOf(p) {
+  const f = {};
+  if (p.status) f.status = p.status;
+  if (p.source_queue) f.source_queue = p.source_queue;
+  if (p.beer_id) f.beer_id = p.beer_id;
+  if (p.q) f.q = p.q;
+  if (p.failed_after) f.failed_after = Number(p.failed_after);
+  if (p.failed_before) f.failed_before = Number(p.failed_before);
+  return f;
+}
+
+export function Failures({ params }) {
+  const inUtc = useSignal(utc);
+  const filter = filterOf(params);
+  const status = filter.status || "pending";
+  const limit = SIZES.includes(Number(params.limit)) ? Number(params.limit) : 50;
+  const key = JSON.stringify([filter, limit]);
+  // cursors[i] is the cursor of page i (null for the first).
+  const [nav, setNav] = useState({ key, cursors: [null] });
+  const cursors = nav.key === key ? nav.cursors : [null];
+  const setCursors = (c) => setNav({ key, cursors: c });
+  const page = cursors.length - 1;
+  const [selected, setSelected] = useState(new Set());
+  const [action, setAction] = useState(null);
+  const [result, setResult] = useState(null);
+  const [list, reload] = useLoad(() => {
+    setSelected(new Set());
+    return get("/admin/dlq", { ...filter, limit, cursor: cursors[page] ?? undefined });
+  }, [key, page, cursors[page], nav]);
+
+  const set = (patch, replace = false) => {
+    const next = { ...params, ...patch };
+    for (const k of Object.keys(next)) if (next[k] === "" || next[k] === undefined) delete next[k];
+    navigate("/failures", next, replace);
+  };
+
+  // The search box: its own state, sent to the address (and so to the API)
+  // once typing pauses.
+  const [q, setQ] = useState(params.q || "");
+  const timer = useRef(0);
+  useEffect(() => setQ(params.q || ""), [params.q]);
+  const onQ = (v) => {
+    setQ(v);
+    clearTimeout(timer.current);
+    timer.current = setTimeout(() => set({ q: v }, true), DEBOUNCE_MS);
+  };
+  useEffect(() => () => clearTimeout(timer.current), []);
+
+  const data = list.data;
+  const rows = data?.messages ?? [];
+  const toggle = (id) => {
+    const s = new Set(selected);
+    s.has(id) ? s.delete(id) : s.add(id);
+    setSelected(s);
+  };
+  const allOnPage = rows.length > 0 && rows.every((m) => selected.has(m.id));
+  const toggleAll = () => setSelected(allOnPage ? new Set() : new Set(rows.map((m) => m.id)));
+  const ids = [...selected];
+  const bulkFilter = { ...filter };
+  delete bulkFilter.status;
+  const done = (res) => {
+    setAction(null);
+    if (res) {
+      setResult(res);
+      setCursors([null]);
+      reload();
+    }
+  };
+
+  return (
+    <div>
+      <form class="filters" role="search" aria-label="Filter failures" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Status
+          <select name="status" value={status} onChange={(e) => set({ status: e.currentTarget.value })}>
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Source queue
+          <input type="text" name="source_queue" value={params.source_queue || ""} maxLength={200} placeholder="any" onChange={(e) => set({ source_queue: e.currentTarget.value.trim() })} />
+        </label>
+        <label>
+          Beer id
+          <input type="text" name="beer_id" value={params.beer_id || ""} maxLength={200} placeholder="any" onChange={(e) => set({ beer_id: e.currentTarget.value.trim() })} />
+        </label>
+        <label>
+          Failed from <span class="muted small">({inUtc ? "UTC" : "local"})</span>
+          <input type="datetime-local" name="failed_after" value={toInput(params.failed_after, inUtc)} onChange={(e) => set({ failed_after: fromInput(e.currentTarget.value, inUtc) })} />
+        </label>
+        <label>
+          Failed before <span class="muted small">({inUtc ? "UTC" : "local"})</span>
+          <input type="datetime-local" name="failed_before" value={toInput(params.failed_before, inUtc)} onChange={(e) => set({ failed_before: fromInput(e.currentTarget.value, inUtc) })} />
+        </label>
+        <label class="grow">
+          Search <span class="muted small">(beer name, brewer or reason)</span>
+          <input type="search" name="q" value={q} maxLength={200} onInput={(e) => onQ(e.currentTarget.value)} />
+        </label>
+        <label>
+          Per page
+          <select name="limit" value={limit} onChange={(e) => set({ limit: e.currentTarget.value })}>
+            {SIZES.map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" onClick={() => navigate("/failures", {})}>
+          Clear filters
+        </button>
+      </form>
+
+      <div class="toolbar" role="group" aria-label="Actions">
+        <span aria-live="polite" class="count">
+          {data ? `${data.total_count} matching` : list.loading ? "Loading…" : ""}
+          {ids.length ? ` · ${ids.length} selected` : ""}
+        </span>
+        <button type="button" disabled={!ids.length || ids.length > 50} onClick={() => setAction({ kind: "replay", selection: { ids } })}>
+          Replay selected
+        </button>
+        <button type="button" disabled={!ids.length} onClick={() => setAction({ kind: "acknowledge", selection: { ids } })}>
+          Acknowledge selected
+        </button>
+        <button type="button" disabled={status !== "pending" || !data?.total_count} onClick={() => setAction({ kind: "replay", selection: { filter: bulkFilter } })}>
+          Replay all matching
+        </button>
+        <button
+          type="button"
+          disabled={status !== "pending" || !data?.total_count}
+          onClick={() => setAction({ kind: "acknowledge", selection: { filter: bulkFilter } })}
+        >
+          Acknowledge all matching
+        </button>
+        {status !== "pending" && <span class="muted small">Actions on everything matching need status pending.</span>}
+        {ids.length > 50 && <span class="muted small">Replay takes at most 50 selected rows.</span>}
+      </div>
+
+      {result && (
+        <div class="result" role="status">
+          <ResultSummary result={result} />
+          <button type="button" class="link" onClick={() => setResult(null)}>
+            Dismiss
+          </button>
+        </div>
+      )}
+      <ErrorBox error={list.error} />
+
+      <Scroll label="Failures">
+        <table class="rows" aria-busy={list.loading ? "true" : "false"}>
+          <caption class="sr-only">Failures, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">
+                <input type="checkbox" aria-label="Select every row on this page" checked={allOnPage} onChange={toggleAll} />
+              </th>
+              <th scope="col">Id</th>
+              <th scope="col">Failed</th>
+              <th scope="col">Beer</th>
+              <th scope="col">Brewer</th>
+              <th scope="col">Reason</th>
+              <th scope="col">Queue</th>
+              <th scope="col">Status</th>
+              <th scope="col" class="num">Replays</th>
+            </tr>
+          </thead>
+          <tbody>
+            {!list.loading && rows.length === 0 && (
+              <tr>
+                <td colSpan={9} class="muted">
+                  No failures match.
+                </td>
+              </tr>
+            )}
+            {rows.map((m) => (
+              <tr key={m.id} class={selected.has(m.id) ? "selected" : ""}>
+                <td>
+                  <input type="checkbox" aria-label={`Select row ${m.id}`} checked={selected.has(m.id)} onChange={() => toggle(m.id)} />
+                </td>
+                <td>
+                  <a href={href("/failures/" + m.id)}>{m.id}</a>
+                </td>
+                <td class="nowrap">
+                  <Time ms={m.failed_at} />
+                </td>
+                <td>
+                  <span class="beer-name">{m.beer_name ?? "—"}</span>
+                  <br />
+                  <span class="muted small">{m.beer_id}</span>
+                </td>
+                <td>{m.brewer ?? "—"}</td>
+                <td class="reason">{m.failure_reason ?? "—"}</td>
+                <td>{m.source_queue}</td>
+                <td>
+                  <span class={"status " + m.status}>{m.status}</span>
+                </td>
+                <td class="num">{m.replay_count}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Scroll>
+      <nav class="pager" aria-label="Pages">
+        <button type="button" disabled={page === 0} onClick={() => setCursors([null])}>
+          First page
+        </button>
+        <button type="button" disabled={page === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous page
+        </button>
+        <span>Page {page + 1}</span>
+        <button type="button" disabled={!data?.has_more} onClick={() => setCursors([...cursors, data.next_cursor])}>
+          Next page
+        </button>
+      </nav>
+      {action && <ActionDialog kind={action.kind} selection={action.selection} onClose={done} />}
+    </div>
+  );
+}

@@ -1,0 +1,101 @@
+import { render } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import "./app.css";
+import { signedIn, signOut, whenSignedOut } from "./api.js";
+import { Audit } from "./audit.jsx";
+import { Detail } from "./detail.jsx";
+import { Failures } from "./failures.jsx";
+import { Overview } from "./overview.jsx";
+import { href, route } from "./router.js";
+import { SignIn } from "./signin.jsx";
+import { useSignal } from "./state.js";
+import { utc, zone } from "./time.js";
+
+const PAGES = [
+  ["/", "Overview"],
+  ["/failures", "Failures"],
+  ["/audit", "Audit log"],
+];
+
+function page(path, params) {
+  const m = /^\/failures\/([^/]+)$/.exec(path);
+  if (m) return { title: `Failure #${m[1]}`, body: <Detail id={m[1]} />, nav: "/failures" };
+  switch (path) {
+    case "/failures":
+      return { title: "Failures", body: <Failures params={params} />, nav: path };
+    case "/audit":
+      return { title: "Audit log", body: <Audit params={params} />, nav: path };
+    case "/":
+      return { title: "Overview", body: <Overview />, nav: path };
+  }
+  return { title: "Not found", body: <p>No such page. <a href="#/">Overview</a></p>, nav: "" };
+}
+
+function App() {
+  const [authed, setAuthed] = useState(signedIn());
+  const [message, setMessage] = useState("");
+  const r = useSignal(route);
+  const inUtc = useSignal(utc);
+  const heading = useRef(null);
+  useEffect(() => {
+    whenSignedOut((msg) => {
+      setMessage(msg + " Sign in again.");
+      setAuthed(false);
+    });
+  }, []);
+  const p = page(r.path, r.params);
+  useEffect(() => {
+    document.title = `${p.title} · redrive`;
+    heading.current?.focus({ preventScroll: true });
+  }, [r.path, authed]);
+  if (!authed)
+    return (
+      <SignIn
+        message={message}
+        onSignedIn={() => {
+          setMessage("");
+          setAuthed(true);
+        }}
+      />
+    );
+  return (
+    <>
+      <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), heading.current?.focus())}>
+        Skip to content
+      </a>
+      <header class="top">
+        <span class="brand">redrive</span>
+        <nav aria-label="Console">
+          {PAGES.map(([path, label]) => (
+            <a key={path} href={href(path)} aria-current={p.nav === path ? "page" : undefined}>
+              {label}
+            </a>
+          ))}
+        </nav>
+        <label class="utc">
+          <input type="checkbox" checked={inUtc} onChange={(e) => (utc.value = e.currentTarget.checked)} /> UTC times
+          <span class="sr-only"> (otherwise {zone})</span>
+        </label>
+        <button
+          type="button"
+          class="link"
+          onClick={() => {
+            signOut();
+            setMessage("Signed out.");
+            setAuthed(false);
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <main id="main">
+        <h1 tabIndex={-1} ref={heading}>
+          {p.title}
+        </h1>
+        {p.body}
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app"));

@@ -1,0 +1,201 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { get } from "./api.js";
+import { BarChart, daily } from "./chart.jsx";
+import { Bars, ErrorBox, Scroll, Time } from "./components.jsx";
+import { href } from "./router.js";
+import { useSignal } from "./state.js";
+import { hours, utc } from "./time.js";
+
+// The overview refreshes itself at most once a minute, and only while the
+// tab is visible: every refresh is four small API calls.
+const REFRESH_MS = 60_000;
+
+async function loadOverview() {
+  const [stats, series, alerts, jobs] = await Promise.all([
+    get("/admin/dlq/stats"),
+    get("/admin/dlq/timeseries"),
+    get("/admin/alerts"),
+    get("/admin/jobs"),
+  ]);
+  return { stats, series, alerts, jobs, at: Date.now() };
+}
+
+export function Overview() {
+  const [data, setData] = useState(null);
+  const [error, setError] = useState(null);
+  const last = useRef(0);
+  const busy = useRef(false);
+  const inUtc = useSignal(utc);
+
+  const refresh = async (force) => {
+    if (busy.current || (!force && Date.now() - last.current < REFRESH_MS)) return;
+    busy.current = true;
+    last.current = Date.now();
+    try {
+      setData(await loadOverview());
+      setError(null);
+    } catch (e) {
+      setError(e);
+    } finally {
+      busy.current = false;
+    }
+  };
+  useEffect(() => {
+    refresh(true);
+    const tick = () => document.visibilityState === "visible" && refresh(false);
+    const timer = setInterval(tick, 5_000);
+    document.addEventListener("visibilitychange", tick);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", tick);
+    };
+  }, []);
+
+  if (!data) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
+  const { stats, series, alerts, jobs } = data;
+  const s = stats.by_status;
+  const firing = alerts.alerts.filter((a) => a.firing);
+  const last24 = series.hourly.slice(-24).map((b) => ({ start: b.start, count: b.failures }));
+  const week = daily(series.hourly, 7, inUtc);
+  return (
+    <div class="overview">
+      <p class="muted small" aria-live="polite">
+        Updated <Time ms={data.at} />; refreshes every minute while this tab is visible.{" "}
+        <button type="button" class="link" onClick={() => refresh(true)}>
+          Refresh
+        </button>
+      </p>
+      <ErrorBox error={error} />
+      <section aria-labelledby="h-status">
+        <h2 id="h-status">Dead-lettered messages</h2>
+        <ul class="cards">
+          <Card label="Pending" value={s.pending} link={href("/failures", { status: "pending" })} strong={s.pending > 0} />
+          <Card label="Replaying" value={s.replaying} link={href("/failures", { status: "replaying" })} />
+          <Card label="Replayed" value={s.replayed} link={href("/failures", { status: "replayed" })} />
+          <Card label="Acknowledged" value={s.acknowledged} link={href("/failures", { status: "acknowledged" })} />
+          <Card label="Oldest pending" value={s.pending ? hours(stats.oldest_pending_age_hours) : "—"} />
+          <Card label="New failures, 24 h" value={stats.last_24h.new_failures_24h} />
+        </ul>
+        <Scroll label="Rows by source queue">
+          <table>
+            <caption>By source queue</caption>
+            <thead>
+              <tr>
+                <th scope="col">Source queue</th>
+                <th scope="col" class="num">Pending</th>
+                <th scope="col" class="num">All</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stats.by_source_queue.length === 0 && (
+                <tr>
+                  <td colSpan={3} class="muted">No rows.</td>
+                </tr>
+              )}
+              {stats.by_source_queue.map((q) => (
+                <tr key={q.source_queue}>
+                  <td>
+                    <a href={href("/failures", { source_queue: q.source_queue })}>{q.source_queue}</a>
+                  </td>
+                  <td class="num">{q.pending}</td>
+                  <td class="num">{q.total}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Scroll>
+      </section>
+
+      <section aria-labelledby="h-alerts">
+        <h2 id="h-alerts">Alerts {firing.length ? <span class="badge bad">{firing.length} firing</span> : <span class="badge ok">none firing</span>}</h2>
+        {firing.length > 0 && (
+          <ul class="alerts">
+            {firing.map((a) => (
+              <li key={a.name}>
+                <strong>{a.name}</strong> since <Time ms={a.since} />
+                {a.detail && <span class="muted"> — {a.detail}</span>}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+
+      <section aria-labelledby="h-time">
+        <h2 id="h-time">Failures over time</h2>
+        <div class="charts">
+          <BarChart title="Last 24 hours, by hour" points={last24} unit="failures" step={3600} />
+          <BarChart title="Last 7 days, by day" points={week} unit="failures" step={86400} />
+        </div>
+      </section>
+
+      <div class="two">
+        <section aria-labelledby="h-reasons">
+          <h2 id="h-reasons">Top failure reasons (pending)</h2>
+          <Bars
+            label="Top failure reasons"
+            items={stats.top_failure_reasons.map((r) => ({ label: r.failure_reason ?? "(none)", count: r.count, q: r.failure_reason }))}
+            link={(it) => (it.q && it.q.length <= 200 ? href("/failures", { status: "pending", q: it.q }) : null)}
+          />
+        </section>
+        <section aria-labelledby="h-brewers">
+          <h2 id="h-brewers">Top failing brewers (pending)</h2>
+          <Bars
+            label="Top failing brewers"
+            items={stats.top_failing_brewers.map((b) => ({ label: b.brewer, count: b.count }))}
+            link={(it) => (it.label.length <= 200 ? href("/failures", { status: "pending", q: it.label }) : null)}
+          />
+        </section>
+      </div>
+
+      <section aria-labelledby="h-jobs">
+        <h2 id="h-jobs">Scheduled jobs</h2>
+        <Scroll label="Scheduled jobs">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Job</th>
+                <th scope="col">Last run</th>
+                <th scope="col">Outcome</th>
+                <th scope="col" class="num">Took</th>
+                <th scope="col" class="num">Runs</th>
+                <th scope="col" class="num">Failed</th>
+              </tr>
+            </thead>
+            <tbody>
+              {jobs.jobs.length === 0 && (
+                <tr>
+                  <td colSpan={6} class="muted">No job has run yet.</td>
+                </tr>
+              )}
+              {jobs.jobs.map((j) => (
+                <tr key={j.job}>
+                  <th scope="row">{j.job}</th>
+                  <td>
+                    <Time ms={j.last_run_at} />
+                  </td>
+                  <td>
+                    {j.last_ok ? <span class="badge ok">ok</span> : <span class="badge bad">failed</span>}
+                    {j.last_error && <span class="muted small"> {j.last_error}</span>}
+                  </td>
+                  <td class="num">{j.last_duration_ms} ms</td>
+                  <td class="num">{j.runs}</td>
+                  <td class="num">{j.failures}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Scroll>
+      </section>
+    </div>
+  );
+}
+
+function Card({ label, value, link, strong }) {
+  const body = (
+    <>
+      <span class="card-value">{value}</span>
+      <span class="card-label">{label}</span>
+    </>
+  );
+  return <li class={"card" + (strong ? " strong" : "")}>{link ? <a href={link}>{body}</a> : body}</li>;
+}

@@ -1,0 +1,178 @@
+package dlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// AuditWindow is how many of the newest admin_audit entries GET
+// /admin/dlq/{id} searches for the ones that touched the row: the search
+// reads that many audit rows at most, however long the log is. Older
+// entries are in GET /admin/audit.
+const AuditWindow = 500
+
+// relatedLimit bounds related_ids.
+const relatedLimit = 10
+
+// ErrMessageNotFound is returned by Detail.Read for an id no row has.
+var ErrMessageNotFound = errors.New("dlq message not found")
+
+// Detail reads one dlq_messages row for GET /admin/dlq/{id}: every field,
+// the body, its lineage and the audit entries that touched it. Two
+// statements; rows read: 1 (the row) + at most relatedLimit (lineage index)
+// + at most AuditWindow (admin_audit, newest first).
+type Detail struct {
+	DB *sql.DB
+}
+
+// MessageDetail is the detail response (handlers/openapi.json).
+type MessageDetail struct {
+	// Message is the row with raw_message and raw_encoding.
+	Message Message `json:"message"`
+	// LastMessageID is the queue message id of the latest failure stored
+	// (message_id is the first): they differ once a replay failed again.
+	LastMessageID string `json:"last_message_id"`
+	// BodyHash is the replay lineage key (null until captured with it or replayed).
+	BodyHash *string `json:"body_hash"`
+	// RelatedIDs are other rows of the same source queue and body that a
+	// replay has claimed (the replay lineage index), newest first, at most 10.
+	RelatedIDs []int64 `json:"related_ids"`
+	// Audit lists the entries among the newest AuditWindow that touched the
+	// row, newest first.
+	Audit []RowAuditEntry `json:"audit"`
+	// AuditWindow is how many of the newest audit entries were searched.
+	AuditWindow int `json:"audit_window"`
+}
+
+// RowAuditEntry is an audit entry and how it was tied to the row.
+type RowAuditEntry struct {
+	AuditEntry
+	// MatchedBy is "ids" when the entry named the row, or "filter" for a
+	// bulk action (not a dry run) whose filter fits the row and whose run
+	// covers the row's latest acknowledge or replay time.
+	MatchedBy string `json:"matched_by"`
+}
+
+// detailRowSQL reads the row: its Message JSON and the fields the rest of
+// the detail needs.
+var detailRowSQL = `SELECT json_object(` + messageFields(true) + `) AS message, last_message_id, body_hash,
+	source_queue, beer_id, acknowledged_at, replayed_at, replaying_at FROM dlq_messages WHERE id = ?`
+
+// detailAuditSQL returns related_ids and the matching audit entries as JSON
+// (one round trip). ?1 id, ?2 source_queue, ?3 body_hash, ?4 acknowledged_at,
+// ?5 replayed_at, ?6 replaying_at, ?7 beer_id, ?8 AuditWindow, ?9 the
+// relatedLimit. A replay run's window is [at, finished_at], or 10 minutes
+// from at while it is unfinished.
+const detailAuditSQL = `SELECT
+	(SELECT json_group_array(id) FROM (SELECT id FROM dlq_messages
+		WHERE source_queue = ?2 AND body_hash = ?3 AND (status = 'replaying' OR replay_count > 0) AND id <> ?1
+		ORDER BY id DESC LIMIT ?9)) AS related,
+	(SELECT json_group_array(json_object('id', id, 'at', at, 'action', action, 'request_id', request_id,
+			'key_fingerprint', key_fingerprint, 'dry_run', dry_run, 'ids', ids, 'filter', filter, 'note', note,
+			'counts', counts, 'outcome', outcome, 'error', error, 'finished_at', finished_at, 'matched_by', matched_by) ORDER BY id DESC)
+		FROM (SELECT *, IIF(ids IS NULL, 'filter', 'ids') AS matched_by
+			FROM (SELECT * FROM admin_audit ORDER BY id DESC LIMIT ?8) AS recent
+			WHERE CASE WHEN ids IS NOT NULL THEN json_valid(ids) AND EXISTS (SELECT 1 FROM json_each(recent.ids) WHERE value = ?1)
+				ELSE dry_run = 0 AND json_valid(filter)
+					AND ((action = 'acknowledge' AND at = ?4)
+						OR (action = 'replay' AND (?5 BETWEEN at AND COALESCE(finished_at, at + 600000)
+							OR ?6 BETWEEN at AND COALESCE(finished_at, at + 600000))))
+					AND COALESCE(filter ->> '$.beer_id' = ?7, 1) AND COALESCE(filter ->> '$.source_queue' = ?2, 1)
+				END)) AS audit`
+
+// Read returns row id with its lineage and audit entries, or ErrMessageNotFound.
+func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
+	if id < 1 || id > maxSafeInteger {
+		return MessageDetail{}, ErrMessageNotFound
+	}
+	var (
+		msg, source, beer          string
+		out                        = MessageDetail{AuditWindow: AuditWindow}
+		hash                       sql.NullString
+		ackAt, replayedAt, claimAt sql.NullInt64
+	)
+	err := d.DB.QueryRowContext(ctx, detailRowSQL, id).Scan(&msg, &out.LastMessageID, &hash, &source, &beer, &ackAt, &replayedAt, &claimAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return MessageDetail{}, ErrMessageNotFound
+	}
+	if err != nil {
+		return MessageDetail{}, fmt.Errorf("dlq detail: %w", err)
+	}
+	if err := json.Unmarshal([]byte(msg), &out.Message); err != nil {
+		return MessageDetail{}, fmt.Errorf("dlq detail decode: %w", err)
+	}
+	if hash.Valid {
+		out.BodyHash = &hash.String
+	}
+	var related, audit string
+	err = d.DB.QueryRowContext(ctx, detailAuditSQL, id, source, nullable(hash), nullable(ackAt), nullable(replayedAt),
+		nullable(claimAt), beer, int64(AuditWindow), int64(relatedLimit)).Scan(&related, &audit)
+	if err != nil {
+		return MessageDetail{}, fmt.Errorf("dlq detail audit: %w", err)
+	}
+	var ids []float64 // D1 may return integers in JSON as REAL text
+	if err := json.Unmarshal([]byte(related), &ids); err != nil {
+		return MessageDetail{}, fmt.Errorf("dlq detail related: %w", err)
+	}
+	out.RelatedIDs = make([]int64, len(ids))
+	for i, v := range ids {
+		out.RelatedIDs[i] = int64(v)
+	}
+	var entries []struct {
+		ID             float64  `json:"id"`
+		At             float64  `json:"at"`
+		Action         string   `json:"action"`
+		RequestID      string   `json:"request_id"`
+		KeyFingerprint string   `json:"key_fingerprint"`
+		DryRun         float64  `json:"dry_run"`
+		IDs            *string  `json:"ids"`
+		Filter         *string  `json:"filter"`
+		Note           *string  `json:"note"`
+		Counts         *string  `json:"counts"`
+		Outcome        string   `json:"outcome"`
+		Error          *string  `json:"error"`
+		FinishedAt     *float64 `json:"finished_at"`
+		MatchedBy      string   `json:"matched_by"`
+	}
+	if err := json.Unmarshal([]byte(audit), &entries); err != nil {
+		return MessageDetail{}, fmt.Errorf("dlq detail audit decode: %w", err)
+	}
+	out.Audit = make([]RowAuditEntry, len(entries))
+	for i, e := range entries {
+		a := AuditEntry{ID: int64(e.ID), At: int64(e.At), Action: e.Action, RequestID: e.RequestID,
+			KeyFingerprint: e.KeyFingerprint, DryRun: e.DryRun != 0, Note: e.Note, Outcome: e.Outcome,
+			IDs: rawJSON(nullString(e.IDs)), Filter: rawJSON(nullString(e.Filter)), Counts: rawJSON(nullString(e.Counts)),
+			Error: auditErrorOf(nullString(e.Error), e.RequestID)}
+		if e.FinishedAt != nil {
+			f := int64(*e.FinishedAt)
+			a.FinishedAt = &f
+		}
+		out.Audit[i] = RowAuditEntry{AuditEntry: a, MatchedBy: e.MatchedBy}
+	}
+	return out, nil
+}
+
+// nullable is v as a statement argument: nil when NULL.
+func nullable[T sql.NullString | sql.NullInt64](v T) any {
+	switch x := any(v).(type) {
+	case sql.NullString:
+		if x.Valid {
+			return x.String
+		}
+	case sql.NullInt64:
+		if x.Valid {
+			return x.Int64
+		}
+	}
+	return nil
+}
+
+func nullString(s *string) sql.NullString {
+	if s == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: *s, Valid: true}
+}

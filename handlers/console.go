@@ -1,0 +1,80 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/metrics"
+)
+
+// Routes the operator console (console/) needs beyond the list, stats,
+// actions and audit log. Each reads a bounded number of rows, whatever
+// the backlog (handlers/openapi.json states the bound of each).
+
+// dlqDetail serves GET /admin/dlq/{id}: one row with its body, lineage and
+// the audit entries (among the newest dlq.AuditWindow) that touched it. An id
+// that is not a row's (or not a positive integer) is a 404.
+func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r.URL, nil); err != nil {
+		return err
+	}
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err == nil {
+		var d dlq.MessageDetail
+		if d, err = (dlq.Detail{DB: a.DB}).Read(r.Context(), id); err == nil {
+			respond(w, r, http.StatusOK, d)
+			return nil
+		}
+	}
+	if err == nil || errors.Is(err, dlq.ErrMessageNotFound) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
+		return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no DLQ row with id " + quote(raw)}
+	}
+	return err
+}
+
+// timeseriesParams are the query parameters GET /admin/dlq/timeseries accepts.
+var timeseriesParams = map[string]bool{"source_queue": true}
+
+// dlqTimeseries serves GET /admin/dlq/timeseries: failures per hour over
+// the last dlq.SeriesHours hours.
+func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r.URL, timeseriesParams)
+	if err != nil {
+		return err
+	}
+	s, err := dlq.TimeSeries{DB: a.DB, Now: a.Now}.Read(r.Context(), q["source_queue"])
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, s)
+	return nil
+}
+
+// alertsList serves GET /admin/alerts: every alert's state.
+func (a *API) alertsList(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r.URL, nil); err != nil {
+		return err
+	}
+	l, err := dlq.AlertStates{DB: a.DB}.List(r.Context())
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, l)
+	return nil
+}
+
+// jobsList serves GET /admin/jobs: each scheduled job's last run.
+func (a *API) jobsList(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r.URL, nil); err != nil {
+		return err
+	}
+	l, err := metrics.JobRuns{DB: a.DB}.List(r.Context())
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, l)
+	return nil
+}

@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/metrics"
+)
+
+func TestConsoleRoutes(t *testing.T) {
+	api := newAPI(t)
+	now := time.UnixMilli(1_750_000_000_000)
+	api.Now = func() time.Time { return now }
+	h := api.Handler()
+	var id int64
+	if err := api.DB.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, failure_reason, raw_message, last_message_id)
+		VALUES ('m1', 'b1', '<b>x</b>', ?, 'permanent: 400', '{"beer_id":"b1"}', 'm1') RETURNING id`, now.UnixMilli()-1000).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.DB.Exec(`INSERT INTO alert_state(name, firing, since, detail, updated_at) VALUES ('dlq_pending_high', 1, 5, '3 rows', 5), ('job_failing', 0, NULL, NULL, 5)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := (metrics.JobRuns{DB: api.DB}).RecordRun(context.Background(), "dlq_rescue", now, time.Second, nil, map[string]any{"rescued": 2}); err != nil {
+		t.Fatal(err)
+	}
+
+	rec, env := do(h, "GET", "/admin/dlq/1", "", adminHeaders)
+	var d dlq.MessageDetail
+	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &d) != nil || d.Message.ID != id || d.LastMessageID != "m1" ||
+		string(d.Message.RawMessage) != `"{\"beer_id\":\"b1\"}"` || d.AuditWindow != dlq.AuditWindow {
+		t.Errorf("detail: %d %s", rec.Code, rec.Body)
+	}
+	for _, p := range []string{"/admin/dlq/2", "/admin/dlq/x", "/admin/dlq/0", "/admin/dlq/-1", "/admin/dlq/1e3", "/admin/dlq/99999999999999999999"} {
+		if rec, env := do(h, "GET", p, "", adminHeaders); rec.Code != 404 || env.Error == nil || env.Error.Code != "NOT_FOUND" {
+			t.Errorf("%s: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+
+	rec, env = do(h, "GET", "/admin/dlq/timeseries", "", adminHeaders)
+	var s dlq.Series
+	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &s) != nil || s.Total != 1 || len(s.Hourly) != dlq.SeriesHours ||
+		s.Hourly[dlq.SeriesHours-1].Failures != 1 {
+		t.Errorf("timeseries: %d %.300s", rec.Code, rec.Body)
+	}
+	if rec, _ := do(h, "GET", "/admin/dlq/timeseries?source_queue=nope", "", adminHeaders); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"total":0`) {
+		t.Errorf("timeseries of another queue: %d %.300s", rec.Code, rec.Body)
+	}
+
+	rec, env = do(h, "GET", "/admin/alerts", "", adminHeaders)
+	var al dlq.AlertList
+	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &al) != nil || al.FiringCount != 1 || len(al.Alerts) != 2 ||
+		al.Alerts[0].Name != "dlq_pending_high" || *al.Alerts[0].Detail != "3 rows" || al.Alerts[1].Since != nil {
+		t.Errorf("alerts: %d %s", rec.Code, rec.Body)
+	}
+	rec, env = do(h, "GET", "/admin/jobs", "", adminHeaders)
+	var jl metrics.JobList
+	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &jl) != nil || len(jl.Jobs) != 1 || jl.Jobs[0].Job != "dlq_rescue" ||
+		!jl.Jobs[0].LastOK || jl.Jobs[0].LastDurationMS != 1000 || string(jl.Jobs[0].LastSummary) != `{"rescued":2}` {
+		t.Errorf("jobs: %d %s", rec.Code, rec.Body)
+	}
+
+	for _, p := range []string{"/admin/dlq/1", "/admin/dlq/timeseries", "/admin/alerts", "/admin/jobs"} {
+		if rec, _ := do(h, "GET", p, "", nil); rec.Code != 401 {
+			t.Errorf("%s without credentials: %d", p, rec.Code)
+		}
+		if rec, env := do(h, "GET", p+"?x=1", "", adminHeaders); rec.Code != 400 || env.Error.Code != "INVALID_REQUEST" {
+			t.Errorf("%s with an unknown parameter: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+}
+
+func TestDevCronRunsTheJobsAtTheGivenTime(t *testing.T) {
+	api := newAPI(t)
+	var gotCron string
+	var gotAt time.Time
+	api.DevCron = func(_ context.Context, cron string, at time.Time) error {
+		gotCron, gotAt = cron, at
+		return nil
+	}
+	h := api.Handler()
+	rec, _ := do(h, "POST", "/__dev/cron", `{"cron":"17 3 * * *","time":1750000000000}`, adminHeaders)
+	if rec.Code != 200 || gotCron != "17 3 * * *" || gotAt.UnixMilli() != 1750000000000 || !strings.Contains(rec.Body.String(), `"ok":true`) {
+		t.Errorf("dev cron: %d %s (%q at %v)", rec.Code, rec.Body, gotCron, gotAt)
+	}
+	if rec, _ := do(h, "POST", "/__dev/cron", `{}`, adminHeaders); rec.Code != 400 {
+		t.Errorf("no cron: %d", rec.Code)
+	}
+	if rec, _ := do(h, "POST", "/__dev/cron", `{"cron":"x"}`, nil); rec.Code != 401 {
+		t.Errorf("no credentials: %d", rec.Code)
+	}
+	if rec, _ := do(newAPI(t).Handler(), "POST", "/__dev/cron", `{"cron":"x"}`, adminHeaders); rec.Code != 404 {
+		t.Errorf("without DevCron: %d", rec.Code)
+	}
+}
