@@ -167,7 +167,7 @@ type Page struct {
 	TotalCount int64 `json:"total_count"`
 	// TotalCountExact is false when TotalCount is a lower bound (see there).
 	TotalCountExact bool `json:"total_count_exact"`
-	Limit      int   `json:"limit"`
+	Limit           int  `json:"limit"`
 	// NextCursor continues after this page; null on the last page.
 	NextCursor *string `json:"next_cursor"`
 	HasMore    bool    `json:"has_more"`
