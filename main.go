@@ -39,14 +39,20 @@ const (
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
-	db, batch, err := platform.OpenD1("DB", nil)
-	if err != nil {
-		log.Error("startup: no D1 binding", "error", err.Error())
-	}
 	cfg, problems := config.Load(platform.Getenv)
 	for _, p := range problems {
 		log.Error("config: invalid value", "problem", p.Error())
 	}
+	// Every statement's D1 meta (rows read and written, what D1 bills) is
+	// counted for the operation it ran in: a route, a queue, a cron job.
+	meter := &metrics.Meter{Interval: cfg.D1UsageFlush, Log: log}
+	db, batch, err := platform.OpenD1("DB", func(ctx context.Context, m platform.D1Meta) {
+		meter.Observe(ctx, metrics.Usage{Statements: 1, RowsRead: m.RowsRead, RowsWritten: m.RowsWritten})
+	})
+	if err != nil {
+		log.Error("startup: no D1 binding", "error", err.Error())
+	}
+	meter.DB = db
 
 	sender := platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}
 	api := &handlers.API{
@@ -57,6 +63,7 @@ func main() {
 		Version:  version,
 		Instance: handlers.NewInstance(time.Now()),
 		Beers:    &enrichment.Registry{DB: db, Sender: sender},
+		Meter:    meter,
 
 		Sender:             sender,
 		BulkReplayMax:      cfg.BulkReplayMax,
@@ -103,7 +110,7 @@ func main() {
 		},
 	}
 	consumers[queue.Enrichment] = enricher
-	router := &handlers.QueueRouter{Log: log, Consumers: consumers,
+	router := &handlers.QueueRouter{Log: log, Consumers: consumers, Meter: meter,
 		// A queue with a consumer in wrangler.jsonc but none here: its
 		// messages become DLQ rows (class unroutable) instead of being dropped.
 		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
@@ -113,7 +120,7 @@ func main() {
 	if cfg.AlertWebhookURL != "" {
 		notifier = platform.Webhook{URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
 	}
-	crons := &handlers.CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Jobs: map[string][]handlers.Job{
+	crons := &handlers.CronRouter{Log: log, Recorder: metrics.JobRuns{DB: db}, Meter: meter, Jobs: map[string][]handlers.Job{
 		jobs.Frequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
@@ -132,6 +139,8 @@ func main() {
 			&dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 				AttemptMaxAge: cfg.AttemptRetention, Limits: dlq.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
 			&dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits},
+			// After retention: counts what it deleted again (dlq_tally, dlq_activity).
+			&dlq.TallyCheck{DB: db, Batch: batch},
 		},
 	}}
 

@@ -143,10 +143,11 @@ func (m *Meter) Pending() map[string]Usage {
 // rows_written]}) to the one d1_usage row.
 const flushSQL = `INSERT INTO d1_usage(id, ops) VALUES (1, json(?1))
 	ON CONFLICT(id) DO UPDATE SET ops = (
-		SELECT json_group_object(op, json_array(SUM(s), SUM(r), SUM(w))) FROM (
-			SELECT key AS op, value ->> 0 AS s, value ->> 1 AS r, value ->> 2 AS w FROM json_each(d1_usage.ops)
-			UNION ALL SELECT key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(excluded.ops))
-		GROUP BY op)`
+		SELECT json_group_object(op, json_array(s, r, w)) FROM (
+			SELECT op, SUM(s) AS s, SUM(r) AS r, SUM(w) AS w FROM (
+				SELECT key AS op, value ->> 0 AS s, value ->> 1 AS r, value ->> 2 AS w FROM json_each(d1_usage.ops)
+				UNION ALL SELECT key, value ->> 0, value ->> 1, value ->> 2 FROM json_each(excluded.ops))
+			GROUP BY op))`
 
 // Flush writes the totals when Interval has passed since the last flush
 // (and there is something to write). A failed flush keeps its totals for
