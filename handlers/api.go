@@ -42,7 +42,7 @@ type API struct {
 	BulkReplayMax int
 	// BulkAcknowledgeMax caps the rows one bulk acknowledge call moves (DLQ_BULK_ACKNOWLEDGE_MAX).
 	BulkAcknowledgeMax int
-	// TestSender, when non-nil, enables POST /__e2e/send (admin auth). It is
+	// TestSender, when non-nil, enables POST /__e2e/send and POST /__e2e/sql (admin auth). It is
 	// set only when the worker runs in the e2e wrangler environment, whose
 	// extra producer bindings do not exist in the production config.
 	TestSender queue.Sender
@@ -222,7 +222,7 @@ func (a *API) routeTable() []route {
 		{"GET /admin/openapi.json", a.admin(a.openAPI)},
 	}
 	if a.TestSender != nil {
-		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)})
+		rs = append(rs, route{"POST /__e2e/send", a.admin(a.testSend)}, route{"POST /__e2e/sql", a.admin(a.testSQL)})
 	}
 	return rs
 }
