@@ -83,10 +83,12 @@ func (RepeatFailures) Name() string { return "dlq_repeat_failures" }
 // repeatFailuresSQL names the (at most five) pending rows replayed more
 // than ?1 times most often, and counts them up to ?2, through
 // idx_dlq_pending_replay_count (only pending rows replayed before are in
-// it): what it reads stops there, whatever the backlog.
+// it), from its end (most replays): what it reads stops there, whatever
+// the backlog. (From its start, the count would first read every row
+// replayed ?1 times or fewer.)
 const repeatFailuresSQL = `SELECT
 	(SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
-		WHERE status = 'pending' AND replay_count > 0 AND replay_count > ?1 LIMIT ?2)) AS total,
+		WHERE status = 'pending' AND replay_count > 0 AND replay_count > ?1 ORDER BY replay_count DESC LIMIT ?2)) AS total,
 	(SELECT json_group_array(json_array(beer_id, replay_count)) FROM (
 		SELECT beer_id, replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
 		WHERE status = 'pending' AND replay_count > 0 AND replay_count > ?1 ORDER BY replay_count DESC, id DESC LIMIT 5)) AS top`
