@@ -6,7 +6,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' -not -pa
 PERSIST := .wrangler/state
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: help bench bench-retention build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules mutate
+.PHONY: help bench bench-retention bench-rows build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules mutate
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -66,11 +66,14 @@ test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)
 
 test: vet test-native test-e2e ## everything CI runs
 
-bench: node_modules build ## measure the worker in workerd; writes bench-results/latest.json and retention1m.json
-	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestBench' -timeout 60m -v ./e2e
+bench: node_modules build ## measure the worker in workerd; writes bench-results/latest.json, retention1m.json and rows.json
+	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^(TestBench.*|TestRowsBench)$$' -timeout 90m -v ./e2e
 
 bench-retention: node_modules build ## only the retention figure at 1,000,000 expired rows (bench-results/retention1m.json)
 	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestBenchRetention1M$$' -timeout 45m -v ./e2e
+
+bench-rows: node_modules build ## only D1 rows read/written per operation at 100k and 1M rows (bench-results/rows.json)
+	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestRowsBench$$' -timeout 30m -v ./e2e
 
 # Mutation testing with gremlins (pinned): every covered mutant of the Go
 # code must make some test fail. It reports each mutant KILLED or LIVED and

@@ -41,20 +41,26 @@ const (
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
-	db, batch, err := platform.OpenD1("DB", nil)
-	if err != nil {
-		log.Error("startup: no D1 binding", "error", err.Error())
-	}
 	cfg, problems := config.Load(platform.Getenv)
 	for _, p := range problems {
 		log.Error("config: invalid value", "problem", p.Error())
 	}
-	w := worker{cfg: cfg, log: log, db: db,
+	// Every statement's D1 meta (rows read and written, what D1 bills) is
+	// counted for the operation it ran in: a route, a queue, a cron job.
+	meter := &metrics.Meter{Interval: cfg.D1UsageFlush, Log: log}
+	db, batch, err := platform.OpenD1("DB", func(ctx context.Context, m platform.D1Meta) {
+		meter.Observe(ctx, metrics.Usage{Statements: 1, RowsRead: m.RowsRead, RowsWritten: m.RowsWritten})
+	})
+	if err != nil {
+		log.Error("startup: no D1 binding", "error", err.Error())
+	}
+	meter.DB = db
+	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter,
 		sender: platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}}
 
 	router := w.queueRouter() // first: it may bind the e2e JavaScript queue to the sender
 	crons := w.cronRouter()
-	api := w.api(batch)
+	api := w.api()
 	if cfg.DevRoutes {
 		// wrangler dev's /cdn-cgi/handler/scheduled stops short of a worker
 		// with static assets: POST /__dev/cron runs a cron at a chosen time.
@@ -82,20 +88,24 @@ func main() {
 
 // worker holds what the three entry points are built from.
 type worker struct {
-	cfg config.Config
-	log *slog.Logger
-	db  *sql.DB
+	cfg   config.Config
+	log   *slog.Logger
+	db    *sql.DB
+	batch platform.D1Batch
+	// meter counts D1 rows per operation (metrics.Meter).
+	meter *metrics.Meter
 	// sender sends to the queues this worker produces to.
 	sender platform.Sender
 }
 
 // api builds the HTTP API (fetch).
-func (w worker) api(batch platform.D1Batch) *handlers.API {
+func (w worker) api() *handlers.API {
 	cfg := w.cfg
 	api := &handlers.API{
 		DB:       w.db,
-		Batch:    batch,
+		Batch:    w.batch,
 		Log:      w.log,
+		Meter:    w.meter,
 		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
 		Version:  version,
 		Instance: handlers.NewInstance(time.Now()),
@@ -158,7 +168,7 @@ func (w worker) queueRouter() *handlers.QueueRouter {
 			D1RetryBase:      cfg.D1RetryBase,
 		},
 	}
-	return &handlers.QueueRouter{Log: log, Consumers: consumers,
+	return &handlers.QueueRouter{Log: log, Consumers: consumers, Meter: w.meter,
 		// A queue with a consumer in wrangler.jsonc but none here: its
 		// messages become DLQ rows (class unroutable) instead of being dropped.
 		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
@@ -177,7 +187,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
 	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
-	return &jobs.CronRouter{Log: log, Recorder: runs, Jobs: map[string][]jobs.Job{
+	return &jobs.CronRouter{Log: log, Recorder: runs, Meter: w.meter, Jobs: map[string][]jobs.Job{
 		jobs.Frequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
@@ -197,6 +207,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
 			}},
 		},
-		jobs.Daily: {retention, auditRetention},
+		// After retention: counts what it deleted again (dlq_tally, dlq_activity).
+		jobs.Daily: {retention, auditRetention, &dlq.TallyCheck{DB: db, Batch: w.batch}},
 	}}
 }

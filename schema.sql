@@ -29,12 +29,13 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     updated_at INTEGER NOT NULL DEFAULT 0,
     -- migrations/0010 (NULL in rows captured before it; see there)
     content_type TEXT,                      -- json | text | bytes | v8: how the message was sent
-    body_hash TEXT                          -- replay lineage key: hex(SHA-256(content_type || "\n" || text form)[:16])
+    body_hash TEXT,                         -- replay lineage key: hex(SHA-256(content_type || "\n" || text form)[:16])
+    -- migrations/0012
+    tally_seq INTEGER NOT NULL DEFAULT 0    -- incremented by statements that keep dlq_tally/dlq_activity themselves (the triggers skip those rows)
 );
 
--- (migrations/0008 dropped four indexes no query needed; see there.)
+-- (migrations/0008 and 0012 dropped indexes no query needed; see there.)
 CREATE INDEX IF NOT EXISTS idx_dlq_beer_id ON dlq_messages(beer_id);
-CREATE INDEX IF NOT EXISTS idx_dlq_failed_at ON dlq_messages(failed_at);
 CREATE INDEX IF NOT EXISTS idx_dlq_status_failed ON dlq_messages(status, failed_at);
 
 -- message_attempts: the last failed attempt of a message on its source queue,
@@ -144,52 +145,130 @@ CREATE TABLE IF NOT EXISTS admin_audit (
 CREATE INDEX IF NOT EXISTS idx_admin_audit_action ON admin_audit(action, id);
 CREATE INDEX IF NOT EXISTS idx_admin_audit_at ON admin_audit(at);
 
--- dlq_messages: indexes for the list filters and the stats (each stat reads
--- one index instead of the table; see dlq/stats.go).
-CREATE INDEX IF NOT EXISTS idx_dlq_status_source_failed ON dlq_messages(status, source_queue, failed_at);
--- Stats and alerts read pending rows only: partial indexes, which the
--- acknowledged and replayed rows (the ones retention deletes) stay out of.
-CREATE INDEX IF NOT EXISTS idx_dlq_pending_brewer ON dlq_messages(status, brewer) WHERE status = 'pending';
-CREATE INDEX IF NOT EXISTS idx_dlq_pending_reason ON dlq_messages(status, failure_reason) WHERE status = 'pending';
-CREATE INDEX IF NOT EXISTS idx_dlq_pending_replay_count ON dlq_messages(status, replay_count) WHERE status = 'pending';
-CREATE INDEX IF NOT EXISTS idx_dlq_status_replayed_at ON dlq_messages(status, replayed_at);
-CREATE INDEX IF NOT EXISTS idx_dlq_status_acknowledged_at ON dlq_messages(status, acknowledged_at);
+-- dlq_messages: partial indexes, each holding only the rows its queries ask
+-- for (migrations/0012): a capture writes none of them, an acknowledge one,
+-- a replay one. Repeat failures (stats, alerts); retention by action time.
+CREATE INDEX IF NOT EXISTS idx_dlq_pending_replay_count ON dlq_messages(replay_count)
+    WHERE status = 'pending' AND replay_count > 0;
+CREATE INDEX IF NOT EXISTS idx_dlq_status_replayed_at ON dlq_messages(status, replayed_at) WHERE status = 'replayed';
+CREATE INDEX IF NOT EXISTS idx_dlq_status_acknowledged_at ON dlq_messages(status, acknowledged_at) WHERE status = 'acknowledged';
 -- Replay lineage (dlq/store.go): rows a replay claimed, by body. Rows enter it
 -- when claimed, so capture pays no index write for body_hash.
 CREATE INDEX IF NOT EXISTS idx_dlq_replay_lineage ON dlq_messages(source_queue, body_hash)
     WHERE status = 'replaying' OR replay_count > 0;
 
--- capture bookkeeping inside the store statement (see migrations/0007): count
--- captured and poison rows, remove the attempt record each stored message used.
-CREATE TRIGGER IF NOT EXISTS dlq_messages_captured AFTER INSERT ON dlq_messages
+-- Counts kept instead of counted (migrations/0012, README "What it costs"):
+-- dlq_tally gives by_status, by_source_queue, top_failing_brewers, the list's
+-- total_count and the metrics gauges; dlq_activity gives last_24h and
+-- dlq_captured_total. The triggers below keep them right for every change of
+-- a row; acknowledge and replay keep them in their own batch (tally_seq).
+CREATE TABLE IF NOT EXISTS dlq_tally (
+    status TEXT NOT NULL,
+    source_queue TEXT NOT NULL,
+    brewer_key TEXT NOT NULL,   -- pending rows: '=' || brewer ('' when brewer is NULL); other statuses: ''
+    n INTEGER NOT NULL,
+    PRIMARY KEY (status, source_queue, brewer_key)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS dlq_activity (
+    kind TEXT NOT NULL,         -- failed | replayed | acknowledged
+    hour INTEGER NOT NULL,      -- the time (failed_at, replayed_at, acknowledged_at) / 3600000; -1: archive
+    n INTEGER NOT NULL,         -- rows whose time falls in the hour (replayed, acknowledged: rows in that status)
+    events INTEGER NOT NULL DEFAULT 0, -- failed: messages captured in the hour (dlq_captured_total is their sum)
+    PRIMARY KEY (kind, hour)
+) WITHOUT ROWID;
+
+-- D1 rows read and written per operation, added by each isolate (at most
+-- once a minute) as one JSON object {op: [statements, rows_read, rows_written]}.
+CREATE TABLE IF NOT EXISTS d1_usage (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    ops TEXT NOT NULL
+);
+
+-- A new row: its counts, its hour of failure (and of its action, for rows
+-- inserted already acknowledged or replayed), the poison counter, and the
+-- removal of the attempt record it used.
+CREATE TRIGGER IF NOT EXISTS dlq_messages_inserted AFTER INSERT ON dlq_messages
 BEGIN
-    INSERT INTO counters(name, value) VALUES ('dlq_captured_total', 1)
-        ON CONFLICT(name) DO UPDATE SET value = value + 1;
+    INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END, 1)
+        ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + 1;
+    INSERT INTO dlq_activity(kind, hour, n, events) VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, 1, 1)
+        ON CONFLICT(kind, hour) DO UPDATE SET n = n + 1, events = events + 1;
+    INSERT INTO dlq_activity(kind, hour, n, events)
+        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, 1, 0
+        WHERE CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END IS NOT NULL
+        ON CONFLICT(kind, hour) DO UPDATE SET n = n + 1;
     INSERT INTO counters(name, value) SELECT 'dlq_poison_total', 1 WHERE NEW.failure_class = 'poison'
         ON CONFLICT(name) DO UPDATE SET value = value + 1;
     DELETE FROM message_attempts WHERE message_id = NEW.last_message_id;
 END;
 
--- A replayed message that failed again updates its original row.
-CREATE TRIGGER IF NOT EXISTS dlq_messages_failed_again AFTER UPDATE OF last_message_id ON dlq_messages
-WHEN OLD.last_message_id <> NEW.last_message_id
+-- A deleted pending or replaying row (retention deletes only acknowledged and
+-- replayed rows, which the dlq_tally job recounts).
+CREATE TRIGGER IF NOT EXISTS dlq_messages_deleted AFTER DELETE ON dlq_messages
+WHEN OLD.status IN ('pending', 'replaying')
 BEGIN
-    INSERT INTO counters(name, value) VALUES ('dlq_captured_total', 1)
-        ON CONFLICT(name) DO UPDATE SET value = value + 1;
-    DELETE FROM message_attempts WHERE message_id = NEW.last_message_id;
+    UPDATE dlq_tally SET n = n - 1 WHERE status = OLD.status AND source_queue = OLD.source_queue
+        AND brewer_key = CASE WHEN OLD.status = 'pending' AND OLD.brewer IS NOT NULL THEN '=' || OLD.brewer ELSE '' END;
+    UPDATE dlq_activity SET n = n - 1 WHERE kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000;
 END;
 
--- Admin actions count the rows they move in the same statement (see
--- migrations/0009): acknowledged rows, and replays as replay_count grows.
+-- A row that changed status, source queue or brewer (unless its statement
+-- keeps the counts itself: tally_seq changed).
+CREATE TRIGGER IF NOT EXISTS dlq_messages_moved AFTER UPDATE OF status, source_queue, brewer ON dlq_messages
+WHEN NEW.tally_seq = OLD.tally_seq AND (NEW.status IS NOT OLD.status OR NEW.source_queue IS NOT OLD.source_queue
+    OR CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END
+        IS NOT CASE WHEN OLD.status = 'pending' AND OLD.brewer IS NOT NULL THEN '=' || OLD.brewer ELSE '' END)
+BEGIN
+    UPDATE dlq_tally SET n = n - 1 WHERE status = OLD.status AND source_queue = OLD.source_queue
+        AND brewer_key = CASE WHEN OLD.status = 'pending' AND OLD.brewer IS NOT NULL THEN '=' || OLD.brewer ELSE '' END;
+    INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END, 1)
+        ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + 1;
+END;
+
+-- A row that failed again (a replayed message's repeat failure updates its
+-- row, dlq/store.go) or whose failure time changed: its hour of failure
+-- moves, the capture is counted and its attempt record removed.
+CREATE TRIGGER IF NOT EXISTS dlq_messages_failed_again AFTER UPDATE OF failed_at, last_message_id ON dlq_messages
+WHEN NEW.tally_seq = OLD.tally_seq AND (NEW.failed_at IS NOT OLD.failed_at OR NEW.last_message_id IS NOT OLD.last_message_id)
+BEGIN
+    UPDATE dlq_activity SET n = n - 1
+        WHERE NEW.failed_at IS NOT OLD.failed_at AND kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000;
+    INSERT INTO dlq_activity(kind, hour, n, events)
+        VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.failed_at IS NOT OLD.failed_at, NEW.last_message_id IS NOT OLD.last_message_id)
+        ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n, events = events + excluded.events;
+    DELETE FROM message_attempts WHERE NEW.last_message_id IS NOT OLD.last_message_id AND message_id = NEW.last_message_id;
+END;
+
+-- A row that became (or stopped being) replayed or acknowledged, or whose
+-- action time changed: its hour of action.
+CREATE TRIGGER IF NOT EXISTS dlq_messages_acted AFTER UPDATE OF status, replayed_at, acknowledged_at ON dlq_messages
+WHEN NEW.tally_seq = OLD.tally_seq AND (NEW.status IS NOT OLD.status
+    OR CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END
+        IS NOT CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at WHEN 'acknowledged' THEN OLD.acknowledged_at END)
+BEGIN
+    UPDATE dlq_activity SET n = n - 1 WHERE kind = OLD.status AND OLD.status IN ('replayed', 'acknowledged')
+        AND hour = CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000;
+    INSERT INTO dlq_activity(kind, hour, n, events)
+        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, 1, 0
+        WHERE CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END IS NOT NULL
+        ON CONFLICT(kind, hour) DO UPDATE SET n = n + 1;
+END;
+
+-- Rows acknowledged or replayed outside redrive's own statements (which
+-- count them in their batch) and repeat failures that overtook their
+-- replay's final update (dlq/store.go).
 CREATE TRIGGER IF NOT EXISTS dlq_messages_acknowledged AFTER UPDATE OF status ON dlq_messages
-WHEN NEW.status = 'acknowledged' AND OLD.status <> 'acknowledged'
+WHEN NEW.tally_seq = OLD.tally_seq AND NEW.status = 'acknowledged' AND OLD.status <> 'acknowledged'
 BEGIN
     INSERT INTO counters(name, value) VALUES ('dlq_acknowledged_total', 1)
         ON CONFLICT(name) DO UPDATE SET value = value + 1;
 END;
 
 CREATE TRIGGER IF NOT EXISTS dlq_messages_replayed AFTER UPDATE OF replay_count ON dlq_messages
-WHEN COALESCE(NEW.replay_count, 0) > COALESCE(OLD.replay_count, 0)
+WHEN NEW.tally_seq = OLD.tally_seq AND COALESCE(NEW.replay_count, 0) > COALESCE(OLD.replay_count, 0)
 BEGIN
     INSERT INTO counters(name, value) VALUES ('dlq_replayed_total', NEW.replay_count - COALESCE(OLD.replay_count, 0))
         ON CONFLICT(name) DO UPDATE SET value = value + excluded.value;

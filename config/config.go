@@ -129,6 +129,13 @@ type Config struct {
 	// most rows one bulk acknowledge request moves (one UPDATE statement).
 	BulkAcknowledgeMax int
 
+	// D1UsageFlush (D1_USAGE_FLUSH_SECONDS, default 60, 0..3600) is the least
+	// time between two writes of an isolate's D1 usage counts (rows read and
+	// written per operation, /admin/metrics); each write is one row written.
+	// An isolate that is evicted loses at most this much of its counts. 0
+	// writes after every operation (the e2e budget tests).
+	D1UsageFlush time.Duration
+
 	// DevRoutes (DEV_ROUTES=1) enables POST /__dev/send, which puts any
 	// message on a queue this worker has a producer binding for. Local runs
 	// set it in .dev.vars and the e2e environment in its vars; production
@@ -174,6 +181,7 @@ func Load(getenv func(string) string) (Config, []error) {
 
 		EnrichmentQueuedStuck: l.minutes("ENRICHMENT_QUEUED_STUCK_MINUTES", 60, 15, 10080),
 		D1RetryBase:           l.seconds("D1_RETRY_BASE_SECONDS", 300, 1, 3600),
+		D1UsageFlush:          time.Duration(l.int("D1_USAGE_FLUSH_SECONDS", 60, 0, 3600)) * time.Second,
 	}
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {
 		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_BACKOFF_BASE_SECONDS (%s) exceeds ENRICHMENT_BACKOFF_MAX_SECONDS (%s); using the max as base",

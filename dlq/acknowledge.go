@@ -16,7 +16,8 @@ const CounterAcknowledged = "dlq_acknowledged_total"
 
 // Acknowledge dismisses pending dead-lettered messages without replaying them
 // (POST /admin/dlq/acknowledge): pending -> acknowledged in one statement,
-// sent in one batch with its admin_audit row, so the change and its record
+// sent in one batch with its admin_audit row and the statements that count
+// the rows it moves (tally.go), so the change, its record and its counts
 // commit together in one round trip. Rows in any other status are left
 // alone. The ids travel as one JSON parameter, so 100 ids bind a handful of
 // parameters, far below D1's limit of 100.
@@ -85,7 +86,7 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 		note = req.Note
 	}
 	audit := AuditStart{Action: ActionAcknowledge, Requester: req.By, IDs: sel.IDs, Filter: sel.Filter, Note: req.Note}
-	set := `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ? WHERE `
+	set := `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ?, ` + setTallied + ` WHERE `
 	params := []any{now.UnixMilli(), note, now.UnixMilli()}
 	cond, args := sel.where(false, nil)
 	if sel.Filter == nil {
@@ -95,12 +96,14 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 		record := finishedAuditStmt(audit, now.UnixMilli(), OutcomeOK, nil,
 			`json_object('requested_count', json_array_length(?), 'acknowledged_count', (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`))`,
 			append([]any{idsJSON(sel.IDs)}, args...)...)
-		out, err := a.Batch.Batch(ctx, record, sqlbatch.Stmt{SQL: set + cond + ` RETURNING id`, Args: append(params, args...)})
+		stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(now, cond, args)...),
+			sqlbatch.Stmt{SQL: set + cond + ` RETURNING id`, Args: append(params, args...)})
+		out, err := batchOf(a.Batch, a.DB).Batch(ctx, stmts...)
 		if err != nil {
 			return AcknowledgeResult{}, fmt.Errorf("acknowledge: %w", err)
 		}
 		var moved []struct{ ID int64 }
-		if err := json.Unmarshal(out[1], &moved); err != nil {
+		if err := json.Unmarshal(out[len(out)-1], &moved); err != nil {
 			return AcknowledgeResult{}, fmt.Errorf("acknowledge rows: %w", err)
 		}
 		res := AcknowledgeResult{RequestedCount: len(sel.IDs), AcknowledgedIDs: make([]int64, len(moved))}
@@ -118,7 +121,10 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 		`(SELECT json_object('requested_count', 0, 'acknowledged_count', n - more, 'has_more', json(IIF(more, 'true', 'false')))
 			FROM (SELECT n, n > ? AS more FROM (SELECT COUNT(*) AS n FROM (SELECT 1 FROM dlq_messages WHERE `+cond+` LIMIT ? + 1))))`,
 		append([]any{page}, append(args, page)...)...)
-	out, err := a.Batch.Batch(ctx, record, sqlbatch.Stmt{SQL: set + newestFirst(cond), Args: append(append(params, args...), page)})
+	pageCond, pageArgs := newestFirst(cond), append(append([]any(nil), args...), page)
+	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(now, pageCond, pageArgs)...),
+		sqlbatch.Stmt{SQL: set + pageCond, Args: append(params, pageArgs...)})
+	out, err := batchOf(a.Batch, a.DB).Batch(ctx, stmts...)
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge: %w", err)
 	}
@@ -131,6 +137,17 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge counts: %s (%v)", counts[0].Counts, err)
 	}
 	return res, nil
+}
+
+// bookkeeping returns the statements that count the rows matching cond,
+// about to be acknowledged at now, in dlq_tally, dlq_activity and the
+// acknowledged counter (see tally.go); they run before the UPDATE.
+func (a Acknowledge) bookkeeping(now time.Time, cond string, args []any) []sqlbatch.Stmt {
+	return []sqlbatch.Stmt{
+		tallyMove(cond, args, `'acknowledged'`),
+		activityAdd(StatusAcknowledged, now.UnixMilli(), cond, args),
+		counterAdd(CounterAcknowledged, cond, args),
+	}
 }
 
 // DryRun reports what Run would acknowledge now, changing nothing.

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"github.com/redrive/redrive/alerts"
 	"strings"
@@ -19,13 +20,31 @@ type PendingHigh struct {
 // Name implements Condition.
 func (PendingHigh) Name() string { return "dlq_pending_high" }
 
-// Check implements Condition.
+// countBeyond is how far past a threshold an alert's count goes on counting
+// for its detail: enough to tell a few rows over from a flood, without
+// reading the flood (each row counted is a row read, every 5 minutes).
+const countBeyond = 100
+
+// pendingHighSQL counts pending rows up to ?: a range of idx_dlq_status_failed
+// that stops there, whatever the backlog.
+const pendingHighSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages WHERE status = 'pending' LIMIT ?)`
+
+// Check implements Condition. It reads at most Threshold + 101 index entries.
 func (c PendingHigh) Check(ctx context.Context, _ time.Time) (bool, string, error) {
 	var n int64
-	if err := c.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`).Scan(&n); err != nil {
+	bound := c.Threshold + 1 + countBeyond
+	if err := c.DB.QueryRowContext(ctx, pendingHighSQL, bound).Scan(&n); err != nil {
 		return false, "", fmt.Errorf("count pending: %w", err)
 	}
-	return n > c.Threshold, fmt.Sprintf("%d DLQ rows pending (threshold %d)", n, c.Threshold), nil
+	return n > c.Threshold, fmt.Sprintf("%s DLQ rows pending (threshold %d)", atLeast(n, bound), c.Threshold), nil
+}
+
+// atLeast is n, or "at least n" when counting stopped at bound.
+func atLeast(n, bound int64) string {
+	if n >= bound {
+		return fmt.Sprintf("at least %d", n)
+	}
+	return fmt.Sprint(n)
 }
 
 // OldestPending fires while the oldest `pending` DLQ row failed more than
@@ -62,34 +81,45 @@ type RepeatFailures struct {
 // Name implements Condition.
 func (RepeatFailures) Name() string { return "dlq_repeat_failures" }
 
-// repeatFailuresSQL counts the pending rows replayed more than ? times and names five.
-const repeatFailuresSQL = `SELECT COUNT(*) OVER (), beer_id, replay_count FROM dlq_messages
-	WHERE status = 'pending' AND replay_count > ? ORDER BY replay_count DESC, id LIMIT 5`
+// repeatFailuresSQL names the (at most five) pending rows replayed more
+// than ?1 times most often, and counts them up to ?2, through
+// idx_dlq_pending_replay_count (only pending rows replayed before are in
+// it), from its end (most replays): what it reads stops there, whatever
+// the backlog. (From its start, the count would first read every row
+// replayed ?1 times or fewer.)
+const repeatFailuresSQL = `SELECT
+	(SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
+		WHERE status = 'pending' AND replay_count > 0 AND replay_count > ?1 ORDER BY replay_count DESC LIMIT ?2)) AS total,
+	(SELECT json_group_array(json_array(beer_id, replay_count)) FROM (
+		SELECT beer_id, replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
+		WHERE status = 'pending' AND replay_count > 0 AND replay_count > ?1 ORDER BY replay_count DESC, id DESC LIMIT 5)) AS top`
 
-// Check implements Condition; the detail names up to five beer ids.
+// Check implements Condition; the detail names up to five beer ids (most
+// replays first, then the newest rows).
 func (c RepeatFailures) Check(ctx context.Context, _ time.Time) (bool, string, error) {
-	rows, err := c.DB.QueryContext(ctx, repeatFailuresSQL, c.MaxReplays)
-	if err != nil {
+	var total int64
+	var top string
+	bound := int64(countBeyond)
+	if err := c.DB.QueryRowContext(ctx, repeatFailuresSQL, c.MaxReplays, bound).Scan(&total, &top); err != nil {
 		return false, "", fmt.Errorf("repeat failures: %w", err)
 	}
-	defer rows.Close()
-	var total int64
+	var rows [][2]json.RawMessage
+	if err := json.Unmarshal([]byte(top), &rows); err != nil {
+		return false, "", fmt.Errorf("repeat failures: %w", err)
+	}
 	var ids []string
-	for rows.Next() {
+	for _, r := range rows {
 		var beer string
 		var replays int64
-		if err := rows.Scan(&total, &beer, &replays); err != nil {
-			return false, "", fmt.Errorf("repeat failures: %w", err)
+		if json.Unmarshal(r[0], &beer) != nil || json.Unmarshal(r[1], &replays) != nil {
+			return false, "", fmt.Errorf("repeat failures: row %s", top)
 		}
 		ids = append(ids, fmt.Sprintf("%s (%d replays)", beer, replays))
-	}
-	if err := rows.Err(); err != nil {
-		return false, "", fmt.Errorf("repeat failures: %w", err)
 	}
 	if total == 0 {
 		return false, fmt.Sprintf("no pending DLQ rows replayed more than %d times", c.MaxReplays), nil
 	}
-	return true, fmt.Sprintf("%d pending DLQ rows replayed more than %d times: %s", total, c.MaxReplays, strings.Join(ids, ", ")), nil
+	return true, fmt.Sprintf("%s pending DLQ rows replayed more than %d times: %s", atLeast(total, bound), c.MaxReplays, strings.Join(ids, ", ")), nil
 }
 
 // CapEvicting fires while the last retention cycle evicted rows over the

@@ -263,9 +263,10 @@ func (c *Capture) finish(ctx context.Context, queueName, source string, batch []
 			c.Log.WarnContext(ctx, "dlq: could not count duplicates", "error", err.Error())
 		}
 	}
-	c.Log.InfoContext(ctx, "dlq: captured batch", "queue", queueName, "source_queue", source, "messages", len(batch),
+	// D1 rows read and written by the batch's statements (metrics.Meter).
+	c.Log.InfoContext(ctx, "dlq: captured batch", append([]any{"queue", queueName, "source_queue", source, "messages", len(batch),
 		"new", newRows, "repeats", repeats, "duplicates", dups, "poison", poison, "retried", retried, "unsettled", pending,
-		"duration_ms", time.Since(start).Milliseconds())
+		"duration_ms", time.Since(start).Milliseconds()}, metrics.OperationOf(ctx).LogAttrs()...)...)
 }
 
 // chunks splits a batch so that each store statement's JSON parameter stays

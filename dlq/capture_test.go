@@ -575,21 +575,54 @@ func (c flakyConnector) Connect(context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return flakyConn{conn, c}, nil
+	return &flakyConn{Conn: conn, c: c}, nil
 }
 
 func (c flakyConnector) Driver() driver.Driver { return c.drv }
 
+// flakyConn counts D1 round trips and fails every one after the first ok:
+// a statement, or a transaction (how sqlbatch.Tx runs what the worker sends
+// as one D1 batch) as a whole.
 type flakyConn struct {
 	driver.Conn
-	c flakyConnector
+	c    flakyConnector
+	inTx bool
 }
 
-func (f flakyConn) Prepare(query string) (driver.Stmt, error) {
+func (f *flakyConn) trip() error {
 	if f.c.n.Add(1) > f.c.ok {
-		return nil, errors.New("D1_ERROR: Network connection lost")
+		return errors.New("D1_ERROR: Network connection lost")
+	}
+	return nil
+}
+
+func (f *flakyConn) Prepare(query string) (driver.Stmt, error) {
+	if !f.inTx {
+		if err := f.trip(); err != nil {
+			return nil, err
+		}
 	}
 	return f.Conn.Prepare(query)
 }
+
+func (f *flakyConn) Begin() (driver.Tx, error) {
+	if err := f.trip(); err != nil {
+		return nil, err
+	}
+	tx, err := f.Conn.Begin() //nolint:staticcheck // the wrapped driver's Begin is what database/sql calls
+	if err != nil {
+		return nil, err
+	}
+	f.inTx = true
+	return flakyTx{tx, f}, nil
+}
+
+type flakyTx struct {
+	driver.Tx
+	f *flakyConn
+}
+
+func (t flakyTx) Commit() error   { t.f.inTx = false; return t.Tx.Commit() }
+func (t flakyTx) Rollback() error { t.f.inTx = false; return t.Tx.Rollback() }
 
 var _ queue.Message = (*queuetest.Message)(nil)

@@ -46,6 +46,8 @@ type position struct {
 	// Total is the list's total_count, counted on the first page and carried
 	// to the next ones (nil in other kinds of cursor).
 	Total *int64 `json:"n,omitempty"`
+	// Bounded: Total is a lower bound (the list's total_count_exact is false).
+	Bounded bool `json:"b,omitempty"`
 }
 
 func (c Cursors) mac(payload []byte) []byte {

@@ -116,16 +116,20 @@ func (f Filter) fingerprint() string {
 func (f Filter) where() (string, []any) {
 	var conds []string
 	var args []any
+	// A beer has a handful of rows, a status tens of thousands: with
+	// beer_id its index must drive the query. Without statistics SQLite
+	// would pick a status index (and visit every row of that status); the
+	// unary + keeps status out of index selection.
+	col := "status"
+	if f.BeerID != "" {
+		col = "+status"
+	}
 	if f.Status != StatusAll {
-		// A beer has a handful of rows, a status tens of thousands: with
-		// beer_id its index must drive the query. Without statistics SQLite
-		// would pick a status index (and visit every row of that status);
-		// the unary + keeps status out of index selection.
-		col := "status"
-		if f.BeerID != "" {
-			col = "+status"
-		}
 		conds, args = append(conds, col+" = ?"), append(args, f.Status)
+	} else if f.BeerID == "" {
+		// Every status, as ranges of idx_dlq_status_failed (there is no
+		// index on failed_at alone: it would cost a row written per capture).
+		conds = append(conds, col+" IN ('pending', 'replaying', 'replayed', 'acknowledged')")
 	}
 	if f.BeerID != "" {
 		conds, args = append(conds, "beer_id = ?"), append(args, f.BeerID)

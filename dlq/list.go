@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Message is one dlq_messages row as the admin API shows it (DLQMessage in
@@ -112,6 +113,8 @@ func (p Page) AppendJSON(b []byte) []byte {
 	b = append(append(b, `{"messages":`...), msgs...)
 	b = append(b, `,"total_count":`...)
 	b = strconv.AppendInt(b, p.TotalCount, 10)
+	b = append(b, `,"total_count_exact":`...)
+	b = strconv.AppendBool(b, p.TotalCountExact)
 	b = append(b, `,"limit":`...)
 	b = strconv.AppendInt(b, int64(p.Limit), 10)
 	b = append(b, `,"next_cursor":`...)
@@ -144,9 +147,14 @@ type Page struct {
 	// Messages are the page's rows, newest failure first.
 	Messages Messages `json:"messages"`
 	// TotalCount counts every row matching the filters (all pages), as counted
-	// on the first page: later pages carry that count in their cursor.
+	// on the first page: later pages carry that count in their cursor. It is
+	// exact (TotalCountExact) when the filters are a status and a source
+	// queue at most (read from dlq_tally) or when at most ListCountMax rows
+	// match; otherwise it is ListCountMax and means "at least that many".
 	TotalCount int64 `json:"total_count"`
-	Limit      int   `json:"limit"`
+	// TotalCountExact is false when TotalCount is a lower bound (see there).
+	TotalCountExact bool `json:"total_count_exact"`
+	Limit           int  `json:"limit"`
 	// NextCursor continues after this page; null on the last page.
 	NextCursor *string `json:"next_cursor"`
 	HasMore    bool    `json:"has_more"`
@@ -169,33 +177,32 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 		return Page{}, inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
 	}
 	fp := f.fingerprint()
-	where, args := f.where()
-	pageWhere, pageArgs := where, append([]any(nil), args...)
 	// The first page counts the matches; later pages carry that count in
-	// their cursor instead of counting again (COUNT is most of a page's cost).
-	total, totalArgs := `(SELECT COUNT(*) FROM dlq_messages WHERE `+where+`)`, args
+	// their cursor instead of counting again.
+	total, totalArgs := f.totalSQL()
+	exact := true
+	var pos *position
 	if p.Cursor != "" {
-		pos, err := l.Cursors.decode(p.Cursor, cursorList, fp)
+		decoded, err := l.Cursors.decode(p.Cursor, cursorList, fp)
 		if err != nil {
 			return Page{}, err
 		}
-		pageWhere += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
-		pageArgs = append(pageArgs, pos.FailedAt, pos.FailedAt, pos.ID)
+		pos = &decoded
 		if pos.Total != nil {
-			total, totalArgs = `?`, []any{*pos.Total}
+			total, totalArgs, exact = `?`, []any{*pos.Total}, !pos.Bounded
 		}
 	}
+	rowsSQL, rowsArgs := f.newestRows(pos, int64(p.Limit)+1)
 	// The page is read with one row more than it shows (that row tells
 	// has_more); SQLite numbers them, builds the JSON of the shown ones and
 	// returns the position of the last one for the cursor.
 	query := `SELECT ` + total + `,
 			json_group_array(json_object(` + messageFields(p.IncludeRaw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
 			COUNT(*), MAX(CASE WHEN rn = ? THEN failed_at END), MAX(CASE WHEN rn = ? THEN id END)
-		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (
-			SELECT * FROM dlq_messages WHERE ` + pageWhere + ` ORDER BY failed_at DESC, id DESC LIMIT ?))`
+		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (` + rowsSQL + `))`
 	limit := int64(p.Limit)
 	allArgs := append(append([]any(nil), totalArgs...), limit, limit, limit)
-	allArgs = append(append(allArgs, pageArgs...), limit+1)
+	allArgs = append(allArgs, rowsArgs...)
 	var (
 		page               string
 		rows               int
@@ -205,10 +212,82 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	if err := l.DB.QueryRowContext(ctx, query, allArgs...).Scan(&out.TotalCount, &page, &rows, &lastFailed, &lastID); err != nil {
 		return Page{}, fmt.Errorf("dlq list: %w", err)
 	}
+	if (pos == nil || pos.Total == nil) && !f.countedByTally() {
+		exact = out.TotalCount <= ListCountMax
+		out.TotalCount = min(out.TotalCount, ListCountMax)
+	}
+	out.TotalCountExact = exact
 	out.Messages = Messages(page)
 	if rows > p.Limit {
-		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: lastFailed.Int64, ID: lastID.Int64, Total: &out.TotalCount})
+		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: lastFailed.Int64, ID: lastID.Int64,
+			Total: &out.TotalCount, Bounded: !out.TotalCountExact})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil
+}
+
+// ListCountMax bounds the list's total_count when it has to be counted row
+// by row (filters other than status and source queue): counting stops
+// there, so a first page reads at most that many rows for it.
+const ListCountMax = 1000
+
+// countedByTally reports whether total_count comes from dlq_tally: the
+// filters are a status (or all) and a source queue at most.
+func (f Filter) countedByTally() bool {
+	return f.BeerID == "" && f.FailedAfter == nil && f.FailedBefore == nil && f.Q == ""
+}
+
+// totalSQL is the list's total_count as an SQL expression, with its
+// arguments: the sum of dlq_tally's counts for the status and source queue,
+// or else the matching rows counted up to ListCountMax + 1.
+func (f Filter) totalSQL() (string, []any) {
+	if f.countedByTally() {
+		var conds []string
+		var args []any
+		if f.Status != StatusAll {
+			conds, args = append(conds, "status = ?"), append(args, f.Status)
+		}
+		if f.SourceQueue != "" {
+			conds, args = append(conds, "source_queue = ?"), append(args, f.SourceQueue)
+		}
+		where := "true"
+		if len(conds) > 0 {
+			where = strings.Join(conds, " AND ")
+		}
+		return `(SELECT COALESCE(SUM(n), 0) FROM dlq_tally WHERE ` + where + `)`, args
+	}
+	where, args := f.where()
+	return `(SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages WHERE ` + where + ` LIMIT ?))`, append(args, int64(ListCountMax+1))
+}
+
+// listStatuses are the statuses a row can have, for the list of all of them.
+var listStatuses = []string{StatusPending, StatusReplaying, StatusReplayed, StatusAcknowledged}
+
+// newestRows returns a query for the newest n rows matching f after pos
+// (failed_at DESC, id DESC), with its arguments. Each status is a range of
+// idx_dlq_status_failed in that order; the list of every status (without a
+// beer_id, whose index drives the query) takes the n newest rows of each
+// status and keeps the n newest of those: at most 4n rows read, where one
+// index over every row's failed_at would cost a row written per capture.
+func (f Filter) newestRows(pos *position, n int64) (string, []any) {
+	one := func(g Filter) (string, []any) {
+		where, args := g.where()
+		if pos != nil {
+			where += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
+			args = append(args, pos.FailedAt, pos.FailedAt, pos.ID)
+		}
+		return `SELECT * FROM dlq_messages WHERE ` + where + ` ORDER BY failed_at DESC, id DESC LIMIT ?`, append(args, n)
+	}
+	if f.Status != StatusAll || f.BeerID != "" {
+		return one(f)
+	}
+	var terms []string
+	var args []any
+	for _, st := range listStatuses {
+		g := f
+		g.Status = st
+		q, a := one(g)
+		terms, args = append(terms, `SELECT * FROM (`+q+`)`), append(args, a...)
+	}
+	return `SELECT * FROM (` + strings.Join(terms, ` UNION ALL `) + `) ORDER BY failed_at DESC, id DESC LIMIT ?`, append(args, n)
 }

@@ -382,3 +382,110 @@ func TestListShowsContentType(t *testing.T) {
 		t.Fatalf("content types %v, want %s", got, want)
 	}
 }
+
+// The list of every status walks all rows once, in order, ties included,
+// although no index orders every row by failed_at: it merges the newest
+// rows of each status (same statuses interleaved in time).
+func TestListOfEveryStatusPagesEveryRowOnceInOrder(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "all", 300, 3, 1_700_000_000_000)
+	mustExec(t, db, `UPDATE dlq_messages SET status = CASE id % 4 WHEN 1 THEN 'replaying' WHEN 2 THEN 'replayed' WHEN 3 THEN 'acknowledged' ELSE status END`)
+	l := List{DB: db, Cursors: NewCursors("s")}
+	var got []int64
+	cursor := ""
+	for {
+		p, err := l.Page(ctx, ListParams{Filter: Filter{Status: StatusAll}, Limit: 7, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.TotalCount != 300 || !p.TotalCountExact {
+			t.Fatalf("total %d exact %v", p.TotalCount, p.TotalCountExact)
+		}
+		for _, m := range decoded(t, p) {
+			got = append(got, m.ID)
+		}
+		if !p.HasMore {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	rows, _ := db.Query(`SELECT id FROM dlq_messages ORDER BY failed_at DESC, id DESC`)
+	var want []int64
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		want = append(want, id)
+	}
+	rows.Close()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("walked %d rows in another order than failed_at DESC, id DESC (%d rows)", len(got), len(want))
+	}
+}
+
+// total_count is read from dlq_tally (exact at any size) when the filters are
+// a status and a source queue; other filters count rows up to ListCountMax,
+// and a larger count is reported as ListCountMax, not exact: the next pages
+// carry both.
+func TestListTotalCountIsKeptOrBounded(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "tb", ListCountMax+234, 1, 1_700_000_000_000)
+	l := List{DB: db, Cursors: NewCursors("s")}
+	one := int64(1)
+	for _, c := range []struct {
+		f     Filter
+		total int64
+		exact bool
+	}{
+		{Filter{}, ListCountMax + 234, true},
+		{Filter{Status: StatusAll}, ListCountMax + 234, true},
+		{Filter{SourceQueue: "beer-enrichment"}, ListCountMax + 234, true},
+		{Filter{SourceQueue: "elsewhere"}, 0, true},
+		{Filter{Q: "tb-"}, ListCountMax, false},
+		{Filter{Q: "tb-0000"}, 10, true},
+		{Filter{Status: StatusAll, FailedAfter: &one}, ListCountMax, false},
+	} {
+		first, err := l.Page(ctx, ListParams{Filter: c.f, Limit: 5})
+		if err != nil || first.TotalCount != c.total || first.TotalCountExact != c.exact {
+			t.Fatalf("%+v: total %d exact %v, want %d %v (%v)", c.f, first.TotalCount, first.TotalCountExact, c.total, c.exact, err)
+		}
+		if first.NextCursor == nil {
+			continue
+		}
+		next, err := l.Page(ctx, ListParams{Filter: c.f, Limit: 5, Cursor: *first.NextCursor})
+		if err != nil || next.TotalCount != c.total || next.TotalCountExact != c.exact {
+			t.Fatalf("%+v next page: total %d exact %v (%v)", c.f, next.TotalCount, next.TotalCountExact, err)
+		}
+		var js map[string]any
+		if err := json.Unmarshal(next.AppendJSON(nil), &js); err != nil || js["total_count_exact"] != c.exact {
+			t.Fatalf("%+v: JSON %s", c.f, next.AppendJSON(nil))
+		}
+	}
+}
+
+// What a first page reads does not grow with the table: every step on
+// dlq_messages is a bounded range of an index in the page's order (no
+// sort of a whole status), and the default total reads dlq_tally.
+func TestListPagesReadBoundedRanges(t *testing.T) {
+	db := sqlitetest.New(t)
+	for _, f := range []Filter{{}, {Status: StatusAll}, {SourceQueue: "q"}, {Status: StatusAcknowledged}} {
+		f, err := f.Normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total, totalArgs := f.totalSQL()
+		rowsSQL, rowsArgs := f.newestRows(&position{FailedAt: 5, ID: 9}, 51)
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{{`SELECT ` + total, totalArgs}, {rowsSQL, rowsArgs}} {
+			for _, d := range sqlitetest.Plan(t, db, q.sql, q.args...) {
+				if strings.HasPrefix(d, "SCAN dlq_messages") || (strings.Contains(d, "TEMP B-TREE") && !strings.Contains(q.sql, "UNION ALL")) {
+					t.Errorf("%+v: %s\n%s", f, d, strings.Join(sqlitetest.Plan(t, db, q.sql, q.args...), "\n"))
+				}
+				if strings.Contains(d, "dlq_messages") && !strings.Contains(d, "idx_dlq_status_failed (status=? AND failed_at<?)") {
+					t.Errorf("%+v: %s", f, d)
+				}
+			}
+		}
+	}
+}

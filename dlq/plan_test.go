@@ -3,6 +3,7 @@ package dlq
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
@@ -73,8 +74,9 @@ func TestRetentionStatementPlans(t *testing.T) {
 	} {
 		checks = append(checks,
 			check{e.what + " boundary", e.boundarySQL, []any{1, 9}, []string{"USING COVERING INDEX " + e.index + " (" + e.eq + e.key + "<?)"}},
-			check{e.what + " before", e.beforeSQL, []any{1}, []string{"USING INDEX " + e.index + " (" + e.eq + e.key + "<?)"}},
-			check{e.what + " ties", e.tiesSQL, []any{1, 2}, []string{"USING INDEX " + e.index + " (" + e.eq + e.key + "=? AND rowid<?)"}},
+			// (a covering index where every column the statement reads is in it)
+			check{e.what + " before", e.beforeSQL, []any{1}, []string{"INDEX " + e.index + " (" + e.eq + e.key + "<?)"}},
+			check{e.what + " ties", e.tiesSQL, []any{1, 2}, []string{"INDEX " + e.index + " (" + e.eq + e.key + "=? AND rowid<?)"}},
 		)
 	}
 	checks = append(checks,
@@ -147,5 +149,43 @@ func TestQReadsTheRowsLikeDid(t *testing.T) {
 		if strings.Join(plans[0], "\n") != strings.Join(plans[1], "\n") {
 			t.Errorf("%+v: q's plan differs from LIKE's:\nLIKE:\n%s\ninstr:\n%s", f, strings.Join(plans[0], "\n"), strings.Join(plans[1], "\n"))
 		}
+	}
+}
+
+// The 5-minute alerts read no more than they need whatever the backlog:
+// the pending count stops at its bound (a range of idx_dlq_status_failed),
+// the repeat failures read only pending rows replayed before.
+func TestAlertCountsAreBounded(t *testing.T) {
+	db := sqlitetest.New(t)
+	for name, q := range map[string]struct {
+		sql  string
+		args []any
+		want []string
+	}{
+		"pending high": {pendingHighSQL, []any{101}, []string{"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_failed (status=?)"}},
+		"repeat failures": {repeatFailuresSQL, []any{2, 100}, []string{
+			"SEARCH dlq_messages USING COVERING INDEX idx_dlq_pending_replay_count (replay_count>?)",
+			"SEARCH dlq_messages USING INDEX idx_dlq_pending_replay_count (replay_count>?)"}},
+	} {
+		var got []string
+		for _, d := range sqlitetest.Plan(t, db, q.sql, q.args...) {
+			if strings.Contains(d, "dlq_messages") || strings.Contains(d, "TEMP B-TREE") {
+				got = append(got, d)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(q.want, "\n") {
+			t.Errorf("%s reads\n%s\nwant\n%s", name, strings.Join(got, "\n"), strings.Join(q.want, "\n"))
+		}
+	}
+	// Past the bound the detail says so.
+	generate(t, db, "many", 150, 1, 1_700_000_000_000)
+	mustExec(t, db, `UPDATE dlq_messages SET replay_count = 3`)
+	on, detail, err := PendingHigh{DB: db, Threshold: 2}.Check(ctx, time.Now())
+	if err != nil || !on || detail != "at least 103 DLQ rows pending (threshold 2)" {
+		t.Fatalf("pending high: %v %q %v", on, detail, err)
+	}
+	on, detail, err = RepeatFailures{DB: db, MaxReplays: 2}.Check(ctx, time.Now())
+	if err != nil || !on || !strings.HasPrefix(detail, "at least 100 pending DLQ rows replayed more than 2 times: gen-149 (3 replays), gen-148") {
+		t.Fatalf("repeat failures: %v %q %v", on, detail, err)
 	}
 }

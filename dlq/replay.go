@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // CounterReplayed counts rows sent back to their queue (metrics.Counters).
@@ -40,7 +41,10 @@ const CounterReplayed = "dlq_replayed_total"
 // valid JSON cannot be sent as they were produced: they are never claimed
 // and are reported as skipped with reason not_replayable.
 type Replay struct {
-	DB     *sql.DB
+	DB *sql.DB
+	// Batch runs the claim and the settle with the statements that count
+	// the rows they move (tally.go); a transaction on DB when nil.
+	Batch  sqlbatch.Runner
 	Sender queue.Sender
 	Log    *slog.Logger
 	// Cursors signs the bulk form's continuation cursor.
@@ -122,8 +126,20 @@ type claimed struct {
 	failedAt int64
 }
 
-// claimReturning is what the claim returns of each row.
-const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + contentTypeSQL + `, body_hash IS NULL, failed_at`
+// claimReturning is what the claim returns of each row (claimedRow).
+const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + contentTypeSQL + ` AS ct,
+	body_hash IS NULL AS no_hash, failed_at`
+
+// claimedRow is one row of claimReturning as the batch returns it.
+type claimedRow struct {
+	ID          int64   `json:"id"`
+	SourceQueue string  `json:"source_queue"`
+	RawMessage  *string `json:"raw_message"`
+	RawEncoding string  `json:"raw_encoding"`
+	CT          string  `json:"ct"`
+	NoHash      int64   `json:"no_hash"`
+	FailedAt    int64   `json:"failed_at"`
+}
 
 // Run replays the selection. Bad input is an *InputError and changes nothing.
 func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error) {
@@ -136,33 +152,27 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	}
 	claimAt := r.now().UnixMilli()
 	cond, args := sel.where(true, pos)
-	var query string
-	if sel.Filter == nil {
-		query = `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?
-			WHERE ` + cond + claimReturning
-	} else {
-		query = `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?
-			WHERE ` + newestFirst(cond) + claimReturning
-		args = append(args, int64(limit))
+	if sel.Filter != nil {
+		cond, args = newestFirst(cond), append(args, int64(limit))
 	}
-	rows, err := r.DB.QueryContext(ctx, query, append([]any{claimAt, claimAt}, args...)...)
+	// The claim and its counts (pending -> replaying) in one batch.
+	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
+		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
+			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("replay claim: %w", err)
 	}
-	var cs []claimed
-	for rows.Next() {
-		var c claimed
-		var raw sql.NullString
-		if err := rows.Scan(&c.id, &c.source, &raw, &c.encoding, &c.ct, &c.noHash, &c.failedAt); err != nil {
-			rows.Close()
-			return ReplayResult{}, fmt.Errorf("replay claim scan: %w", err)
-		}
-		c.raw = raw.String
-		cs = append(cs, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	var rows []claimedRow
+	if err := json.Unmarshal(out[1], &rows); err != nil {
 		return ReplayResult{}, fmt.Errorf("replay claim rows: %w", err)
+	}
+	cs := make([]claimed, len(rows))
+	for i, c := range rows {
+		cs[i] = claimed{id: c.ID, source: c.SourceQueue, encoding: c.RawEncoding, ct: queue.ContentType(c.CT),
+			noHash: c.NoHash != 0, failedAt: c.FailedAt}
+		if c.RawMessage != nil {
+			cs[i].raw = *c.RawMessage
+		}
 	}
 	// Newest failure first: the bulk order, and a stable order for sends.
 	slices.SortFunc(cs, func(a, b claimed) int { return cmp.Or(cmp.Compare(b.failedAt, a.failedAt), cmp.Compare(b.id, a.id)) })
@@ -299,16 +309,22 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	}
 	settledAt := r.now().UnixMilli()
 	sentJSON := idsJSON(sent)
-	// The settled rows are counted from RETURNING: D1's changes count
-	// also includes what triggers wrote (migrations/0009's counters).
+	// The settle and its counts in one batch. The settled rows are counted
+	// from RETURNING: D1's changes count also includes what triggers wrote.
+	allJSON := idsJSON(all)
+	cond, args := settleCond, []any{allJSON, claimAt}
+	sentCond, sentArgs := settleCond+` AND id IN (SELECT value FROM json_each(?))`, []any{allJSON, claimAt, sentJSON}
 	settled := 0
-	rows, err := r.DB.QueryContext(ctx, settleSQL+` RETURNING id`, sentJSON, settledAt, idsJSON(all), claimAt)
+	out, err := batchOf(r.Batch, r.DB).Batch(ctx,
+		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
+		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
+		counterAdd(CounterReplayed, sentCond, sentArgs),
+		sqlbatch.Stmt{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}})
 	if err == nil {
-		for rows.Next() {
-			settled++
+		var ids []struct{ ID int64 }
+		if err = json.Unmarshal(out[len(out)-1], &ids); err == nil {
+			settled = len(ids)
 		}
-		err = rows.Err()
-		rows.Close()
 	}
 	if err != nil {
 		// The sends happened; the rows stay replaying and Rescue returns them to pending.
@@ -395,8 +411,15 @@ const settleSQL = `UPDATE dlq_messages SET
 		status = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN 'replayed' ELSE 'pending' END,
 		replay_count = COALESCE(replay_count, 0) + (id IN (SELECT value FROM json_each(?1))),
 		replayed_at = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN ?2 ELSE replayed_at END,
-		replaying_at = NULL, updated_at = ?2
+		replaying_at = NULL, updated_at = ?2, ` + setTallied + `
 	WHERE id IN (SELECT value FROM json_each(?3)) AND +status = 'replaying' AND replaying_at = ?4`
+
+// settleCond is settleSQL's condition with positional arguments (claimed
+// ids, claim time), for the statements that count the rows it moves.
+const settleCond = `id IN (SELECT value FROM json_each(?)) AND +status = 'replaying' AND replaying_at = ?`
+
+// quoteSQL is s as an SQL string literal.
+func quoteSQL(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // skipped explains the named ids that were not claimed (one read).
 func (r Replay) skipped(ctx context.Context, ids []int64, cs []claimed) ([]Skipped, error) {

@@ -634,7 +634,7 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if n := stmts.Load(); n != 3 {
-		t.Fatalf("%d statements, want claim, body hash, settle", n)
+		t.Fatalf("%d D1 round trips, want claim, body hash, settle", n)
 	}
 	want := map[int64]string{legacy[0]: BodyHash(queue.JSON, `{"beer_id":"1","beer_name":"","brewer":""}`),
 		legacy[1]: BodyHash(queue.Text, "plain text"), legacy[2]: BodyHash(queue.Bytes, "AAEC")}
@@ -665,7 +665,7 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if n := stmts.Load(); n != 2 {
-		t.Fatalf("%d statements, want claim and settle", n)
+		t.Fatalf("%d D1 round trips, want claim and settle", n)
 	}
 }
 

@@ -19,7 +19,8 @@ type Stats struct {
 }
 
 // StatsReport is the stats response (handlers/openapi.json): the original
-// worker's shape plus by_source_queue and top_failure_reasons.
+// worker's shape plus by_source_queue, top_failure_reasons and
+// top_failure_reasons_sample.
 type StatsReport struct {
 	ByStatus ByStatus `json:"by_status"`
 	// OldestPendingAgeHours is the age of the oldest pending failure, one decimal; 0 when none.
@@ -31,8 +32,13 @@ type StatsReport struct {
 	Last24h        Last24h         `json:"last_24h"`
 	// BySourceQueue: rows per source queue (pending and total), busiest first.
 	BySourceQueue []SourceQueueCount `json:"by_source_queue"`
-	// TopFailureReasons: the 10 most frequent failure reasons among pending rows.
+	// TopFailureReasons: the 10 most frequent failure reasons among the
+	// TopFailureReasonsSample newest pending rows.
 	TopFailureReasons []ReasonCount `json:"top_failure_reasons"`
+	// TopFailureReasonsSample is how many pending rows (the newest failures)
+	// TopFailureReasons counts: every pending row while there are at most
+	// StatsReasonSample of them, else that many.
+	TopFailureReasonsSample int64 `json:"top_failure_reasons_sample"`
 }
 
 // ByStatus counts rows per status.
@@ -80,26 +86,48 @@ type ReasonCount struct {
 // statsTop is the length of each top-N list.
 const statsTop = 10
 
-// statsSQL computes every figure in one statement (one D1 round trip); each
-// part reads one index (see migrations/0004_admin.sql), none the table. The
-// first part counts rows per (status, source_queue) in the order of
-// idx_dlq_status_source_failed: by_status and by_source_queue both come from it.
+// StatsReasonSample is how many of the newest pending rows top_failure_reasons
+// counts. Failure reasons are free text, often one per message, so no count
+// per reason is kept (it would cost a row written per capture); the newest
+// rows are what an operator acts on.
+const StatsReasonSample = 1000
+
+// hourMS is the width of a dlq_activity bucket.
+const hourMS = int64(time.Hour / time.Millisecond)
+
+// statsSQL computes every figure in one statement (one D1 round trip), and
+// what it reads does not grow with the backlog (README "What it costs"):
+//   - by_status, by_source_queue, top_failing_brewers: dlq_tally (a row per
+//     status and source queue, pending rows also per brewer), kept by
+//     triggers and by the statements that move rows (migrations/0012);
+//   - oldest_pending_age_hours: the first entry of idx_dlq_status_failed;
+//   - repeat_failures: idx_dlq_pending_replay_count (pending rows replayed
+//     before; INDEXED BY: without statistics SQLite would rather visit every
+//     pending row through idx_dlq_status_failed and sort them);
+//   - last_24h: dlq_activity's hourly counts for the hours after the one
+//     24 h ago (?3), plus the rows of that hour after ?2 counted one by one;
+//   - top_failure_reasons: the StatsReasonSample newest pending rows (?4).
 const statsSQL = `SELECT
 	(SELECT json_group_array(json_object('status', status, 'source_queue', source_queue, 'count', n)) FROM (
-		SELECT status, source_queue, COUNT(*) AS n FROM dlq_messages GROUP BY status, source_queue)),
-	(SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending'),
+		SELECT status, source_queue, SUM(n) AS n FROM dlq_tally GROUP BY status, source_queue HAVING SUM(n) <> 0)) AS groups,
+	(SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending') AS oldest,
 	(SELECT json_group_array(json_object('brewer', brewer, 'count', n)) FROM (
-		SELECT brewer, COUNT(*) AS n FROM dlq_messages WHERE status = 'pending' AND brewer IS NOT NULL
-		GROUP BY brewer ORDER BY n DESC, brewer LIMIT ?1)),
+		SELECT substr(brewer_key, 2) AS brewer, SUM(n) AS n FROM dlq_tally WHERE status = 'pending' AND brewer_key <> ''
+		GROUP BY brewer_key HAVING SUM(n) > 0 ORDER BY n DESC, brewer LIMIT ?1)) AS brewers,
 	(SELECT json_group_array(json_object('beer_id', beer_id, 'beer_name', beer_name, 'replay_count', replay_count, 'id', id)) FROM (
-		SELECT id, beer_id, beer_name, replay_count FROM dlq_messages WHERE status = 'pending' AND replay_count > 0
-		ORDER BY replay_count DESC, id DESC LIMIT ?1)),
-	(SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?2),
-	(SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?2),
-	(SELECT COUNT(*) FROM dlq_messages WHERE failed_at > ?2),
+		SELECT id, beer_id, beer_name, replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
+		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC, id DESC LIMIT ?1)) AS repeats,
+	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'replayed' AND hour > ?3)
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?2 AND replayed_at < (?3 + 1) * 3600000) AS replayed,
+	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'acknowledged' AND hour > ?3)
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?2 AND acknowledged_at < (?3 + 1) * 3600000) AS acknowledged,
+	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'failed' AND hour > ?3)
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged')
+			AND failed_at > ?2 AND failed_at < (?3 + 1) * 3600000) AS failures,
 	(SELECT json_group_array(json_object('failure_reason', failure_reason, 'count', n)) FROM (
-		SELECT failure_reason, COUNT(*) AS n FROM dlq_messages WHERE status = 'pending'
-		GROUP BY failure_reason ORDER BY n DESC, failure_reason LIMIT ?1))`
+		SELECT failure_reason, COUNT(*) AS n FROM (
+			SELECT failure_reason FROM dlq_messages WHERE status = 'pending' ORDER BY failed_at DESC, id DESC LIMIT ?4)
+		GROUP BY failure_reason ORDER BY n DESC, failure_reason LIMIT ?1)) AS reasons`
 
 // Report computes the stats at the current time.
 func (s Stats) Report(ctx context.Context) (StatsReport, error) {
@@ -110,7 +138,8 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	var groups, brewers, repeats, reasons string
 	var oldest sql.NullInt64
 	var r StatsReport
-	err := s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), now.Add(-24*time.Hour).UnixMilli()).Scan(
+	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
+	err := s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/hourMS, int64(StatsReasonSample)).Scan(
 		&groups, &oldest, &brewers, &repeats, &r.Last24h.Replayed24h, &r.Last24h.Acknowledged24h,
 		&r.Last24h.NewFailures24h, &reasons)
 	if err != nil {
@@ -155,6 +184,7 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	for _, sq := range bySource {
 		r.BySourceQueue = append(r.BySourceQueue, *sq)
 	}
+	r.TopFailureReasonsSample = min(r.ByStatus.Pending, StatsReasonSample)
 	if oldest.Valid {
 		hours := float64(now.UnixMilli()-oldest.Int64) / float64(time.Hour.Milliseconds())
 		r.OldestPendingAgeHours = math.Max(0, math.Round(hours*10)/10)

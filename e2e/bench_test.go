@@ -63,6 +63,9 @@ type benchReport struct {
 	When    time.Time     `json:"when"`
 	Machine string        `json:"machine"`
 	Figures []benchFigure `json:"figures"`
+	// Rows is D1's rows read and written per operation at 100,000 and
+	// 1,000,000 rows, redrive beside the original's statements (bench_rows_test.go).
+	Rows []rowsTable `json:"rows,omitempty"`
 }
 
 func (r *benchReport) add(f benchFigure) {
@@ -302,6 +305,10 @@ func TestBench(t *testing.T) {
 	}
 	defer rref.Stop()
 	benchRetention100k(t, rw, rref, rep)
+
+	// D1 rows read and written per operation, at 100,000 and 1,000,000 rows.
+	rep.Rows = benchRows(t, 100_000, 1_000_000)
+	writeRows(t, rep.Rows)
 
 	out := filepath.Join(root, "bench-results")
 	os.MkdirAll(out, 0o755)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/enrichment"
+	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -53,6 +54,10 @@ type API struct {
 	Instance *Instance
 	// Beers registers beers for enrichment and reads their state.
 	Beers *enrichment.Registry
+	// Meter counts D1's rows read and written per route (each request is an
+	// operation named by its route pattern) and is flushed after each
+	// request; nil: nothing is counted.
+	Meter *metrics.Meter
 }
 
 // Instance identifies one running Go instance; with one instance per isolate
@@ -128,7 +133,13 @@ func (a *API) Handler() http.Handler {
 		}
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
-			mux.ServeHTTP(w, r) // (not h: only the mux sets path values like {id})
+			// The request is an operation named by its route: the D1 rows its
+			// statements read and write are counted under that name.
+			ctx, _ := metrics.Start(r.Context(), pattern)
+			mux.ServeHTTP(w, r.WithContext(ctx)) // (not h: only the mux sets path values like {id})
+			if a.Meter != nil {
+				a.Meter.Flush(ctx)
+			}
 			return
 		}
 		// No route: let the mux decide between 404 and 405, then answer
@@ -220,7 +231,7 @@ func (a *API) routeTable() []route {
 		{"GET /admin/openapi.json", a.admin(a.openAPI)},
 	}
 	if a.DevSender != nil {
-		rs = append(rs, route{"POST /__dev/send", a.admin(a.devSend)})
+		rs = append(rs, route{"POST /__dev/send", a.admin(a.devSend)}, route{"POST /__dev/sql", a.admin(a.testSQL)})
 	}
 	if a.DevCron != nil {
 		rs = append(rs, route{"POST /__dev/cron", a.admin(a.devCron)})

@@ -22,7 +22,7 @@ import (
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
 func (a *API) replayService() dlq.Replay {
-	return dlq.Replay{DB: a.DB, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Now: a.Now}
+	return dlq.Replay{DB: a.DB, Batch: a.batch(), Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Now: a.Now}
 }
 
 func (a *API) acknowledgeService() dlq.Acknowledge {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 
+	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 )
 
@@ -25,12 +26,20 @@ type QueueRouter struct {
 	// Unroutable consumes batches of queues without a consumer (nil: retried).
 	Unroutable BatchConsumer
 	Log        *slog.Logger
+	// Meter counts D1's rows read and written per queue (each batch is an
+	// operation named "queue <name>") and is flushed after each batch; nil:
+	// nothing is counted.
+	Meter *metrics.Meter
 }
 
 // Consume routes one batch. A panicking consumer is recovered and reported
 // as an error (so the runtime retries the batch) instead of killing the
 // instance together with every other message in flight.
 func (q *QueueRouter) Consume(ctx context.Context, queueName string, msgs []queue.Message) (err error) {
+	ctx, _ = metrics.Start(ctx, metrics.QueueOp(queueName))
+	if q.Meter != nil {
+		defer q.Meter.Flush(ctx)
+	}
 	c, ok := q.Consumers[queueName]
 	if !ok {
 		if q.Unroutable == nil {

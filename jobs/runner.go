@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/redrive/redrive/metrics"
 )
 
 // Job is one named piece of scheduled work. Jobs are idempotent (a repeated
@@ -62,6 +64,10 @@ type CronRouter struct {
 	Log      *slog.Logger
 	// Clock measures durations; time.Now when nil.
 	Clock func() time.Time
+	// Meter counts D1's rows read and written per job (each run is an
+	// operation named "cron <job>", its run record included) and is flushed
+	// after the jobs of a tick; nil: nothing is counted.
+	Meter *metrics.Meter
 }
 
 func (c *CronRouter) clock() time.Time {
@@ -90,6 +96,9 @@ func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error 
 		return nil
 	}
 	var errs []error
+	if c.Meter != nil {
+		defer c.Meter.Flush(ctx)
+	}
 	for _, j := range jobs {
 		if d, ok := j.(DueJob); ok {
 			due, err := c.due(ctx, d, now)
@@ -104,10 +113,13 @@ func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error 
 				continue
 			}
 		}
+		jctx, op := metrics.Start(ctx, metrics.CronOp(j.Name()))
 		start := c.clock()
-		summary, err := c.runOne(ctx, j, now)
+		summary, err := c.runOne(jctx, j, now)
 		dur := c.clock().Sub(start)
-		attrs := []any{"job", j.Name(), "cron", cron, "scheduled_at", now.UnixMilli(), "duration_ms", dur.Milliseconds(), "summary", summary}
+		// The job's own statements (its run record follows).
+		attrs := append([]any{"job", j.Name(), "cron", cron, "scheduled_at", now.UnixMilli(), "duration_ms", dur.Milliseconds(), "summary", summary},
+			op.LogAttrs()...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %s: %w", j.Name(), err))
 			c.Log.ErrorContext(ctx, "cron: job failed", append(attrs, "error", err.Error())...)
@@ -115,7 +127,7 @@ func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error 
 			c.Log.InfoContext(ctx, "cron: job done", attrs...)
 		}
 		if c.Recorder != nil {
-			if rerr := c.Recorder.RecordRun(ctx, j.Name(), now, dur, err, summary); rerr != nil {
+			if rerr := c.Recorder.RecordRun(jctx, j.Name(), now, dur, err, summary); rerr != nil {
 				errs = append(errs, fmt.Errorf("record run of %s: %w", j.Name(), rerr))
 				c.Log.ErrorContext(ctx, "cron: could not record run", "job", j.Name(), "error", rerr.Error())
 			}

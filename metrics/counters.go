@@ -45,9 +45,19 @@ func (c Counters) Add(ctx context.Context, deltas map[string]int64) error {
 	return nil
 }
 
+// CapturedTotal is the counter of captured DLQ messages (dlq.CounterCaptured).
+// It is not a row of the counters table: it is the sum of dlq_activity's
+// events (migrations/0012), so that a capture writes one row for its hour
+// and its count together.
+const CapturedTotal = "dlq_captured_total"
+
+// countersSQL is every counter: the counters table and CapturedTotal.
+const countersSQL = `SELECT name AS name, value AS value FROM counters
+	UNION ALL SELECT '` + CapturedTotal + `', SUM(events) FROM dlq_activity WHERE kind = 'failed' HAVING COUNT(*) > 0`
+
 // All returns every counter.
 func (c Counters) All(ctx context.Context) (map[string]int64, error) {
-	rows, err := c.DB.QueryContext(ctx, `SELECT name, value FROM counters`)
+	rows, err := c.DB.QueryContext(ctx, countersSQL)
 	if err != nil {
 		return nil, fmt.Errorf("counters read: %w", err)
 	}

@@ -39,6 +39,8 @@ type Snapshot struct {
 	// BreakerOpen is true while the provider's circuit breaker is open or
 	// half-open (enrichment_breaker.state is not closed).
 	BreakerOpen bool
+	// D1 is the flushed D1 usage by operation (see Meter).
+	D1 map[string]Usage
 }
 
 // CatchUpJob is the name the enrichment catch-up job (enrichment.CatchUp)
@@ -81,19 +83,24 @@ type JobRun struct {
 // aggregates), not one query per metric. D1 allows at most 5 terms in a
 // compound SELECT (SQLite's default is 500, so native tests do not notice):
 // single values go into the columns of the one 'scalars' row instead of
-// terms of their own.
+// terms of their own, and the counters (the counters table,
+// dlq_captured_total, the D1 usage) are one term of their own compound.
+// Nothing here reads dlq_messages beyond one index entry: the row counts are
+// dlq_tally's (migrations/0012), so a scrape costs the same at any backlog.
 func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 	rows, err := db.QueryContext(ctx, `
-		SELECT 'dlq' AS kind, status AS a, source_queue AS b, COUNT(*) AS n1, 0 AS n2, 0 AS n3, 0 AS n4, 0 AS n5,
+		SELECT 'dlq' AS kind, status AS a, source_queue AS b, SUM(n) AS n1, 0 AS n2, 0 AS n3, 0 AS n4, 0 AS n5,
 			0 AS n6, 0 AS n7
-			FROM dlq_messages GROUP BY status, source_queue
-		UNION ALL SELECT 'scalars', '', '', COALESCE(MIN(failed_at), 0),
+			FROM dlq_tally GROUP BY status, source_queue HAVING SUM(n) <> 0
+		UNION ALL SELECT 'scalars', '', '', COALESCE((SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending'), 0),
 			(SELECT COALESCE(MAX(state <> 'closed'), 0) FROM enrichment_breaker),
 			(SELECT COUNT(*) FROM job_runs WHERE job = ?1),
 			COALESCE((SELECT CAST(last_summary ->> '$.lateness_max_ms' AS INTEGER) FROM job_runs WHERE job = ?1), 0),
 			COALESCE((SELECT CAST(last_summary ->> '$.lateness_median_ms' AS INTEGER) FROM job_runs WHERE job = ?1), 0), 0, 0
-			FROM dlq_messages WHERE status = 'pending'
-		UNION ALL SELECT 'counter', name, '', value, 0, 0, 0, 0, 0, 0 FROM counters
+		UNION ALL SELECT * FROM (
+			SELECT 'counter', name, '', value, 0, 0, 0, 0, 0, 0 FROM counters
+			UNION ALL SELECT 'counter', '`+CapturedTotal+`', '', SUM(events), 0, 0, 0, 0, 0, 0 FROM dlq_activity WHERE kind = 'failed' HAVING COUNT(*) > 0
+			UNION ALL SELECT 'd1', j.key, '', j.value ->> 0, j.value ->> 1, j.value ->> 2, 0, 0, 0, 0 FROM d1_usage, json_each(d1_usage.ops) AS j)
 		UNION ALL SELECT 'alert', name, '', firing, 0, 0, 0, 0, 0, 0 FROM alert_state
 		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures,
 			CASE WHEN json_valid(last_summary) THEN COALESCE(last_summary ->> '$.more', 0) = 1 ELSE 0 END,
@@ -103,7 +110,7 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
 	}
 	defer rows.Close()
-	s := Snapshot{Counters: map[string]int64{}}
+	s := Snapshot{Counters: map[string]int64{}, D1: map[string]Usage{}}
 	for rows.Next() {
 		var kind, a, b string
 		var n1, n2, n3, n4, n5, n6, n7 int64
@@ -121,6 +128,8 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 			}
 		case "counter":
 			s.Counters[a] = n1
+		case "d1":
+			s.D1[a] = Usage{Statements: n1, RowsRead: n2, RowsWritten: n3}
 		case "alert":
 			s.Alerts = append(s.Alerts, AlertState{Name: a, Firing: n1 != 0})
 		case "job":
@@ -214,6 +223,23 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 		}
 		family(MetricName(n), "counter", text)
 		sample(MetricName(n), float64(s.Counters[n]))
+	}
+
+	if len(s.D1) > 0 {
+		ops := slices.Sorted(maps.Keys(s.D1))
+		for _, f := range []struct {
+			name, help string
+			v          func(Usage) int64
+		}{
+			{"redrive_d1_rows_read_total", "D1 rows read (what D1 bills) by the statements of each operation: HTTP route, queue, cron job.", func(u Usage) int64 { return u.RowsRead }},
+			{"redrive_d1_rows_written_total", "D1 rows written (what D1 bills; every index entry counts) by the statements of each operation.", func(u Usage) int64 { return u.RowsWritten }},
+			{"redrive_d1_statements_total", "D1 statements run by each operation.", func(u Usage) int64 { return u.Statements }},
+		} {
+			family(f.name, "counter", f.help)
+			for _, op := range ops {
+				sample(f.name, float64(f.v(s.D1[op])), "op", op)
+			}
+		}
 	}
 
 	family("redrive_enrichment_breaker_open", "gauge", "1 while the provider's circuit breaker is open or half-open (enrichment_breaker), 0 when closed or never used.")

@@ -1,0 +1,64 @@
+package dlq
+
+import (
+	"database/sql"
+
+	"github.com/redrive/redrive/sqlbatch"
+)
+
+// The statements that move many rows at once (acknowledge, replay claim and
+// settle) keep dlq_tally, dlq_activity and their counters themselves, in
+// the same batch as the UPDATE and before it: one row written per group of
+// rows (status, source queue, brewer; hour) instead of one per row, which
+// is what the per-row triggers of migrations/0012 would cost. Their UPDATE
+// increments tally_seq (setTallied), which tells those triggers to leave
+// the rows alone. Each helper reads the rows about to change through cond
+// (the UPDATE's own condition, with its arguments).
+
+// setTallied is the SET term of an UPDATE whose batch keeps the counts.
+const setTallied = `tally_seq = tally_seq + 1`
+
+// brewerKeySQL is dlq_tally.brewer_key of a row whose status is the SQL
+// expression status.
+func brewerKeySQL(status string) string {
+	return `CASE WHEN ` + status + ` = 'pending' AND brewer IS NOT NULL THEN '=' || brewer ELSE '' END`
+}
+
+// tallyMove returns the statement that moves the counts of the rows matching
+// cond from their (status, source_queue, brewer) to newStatus, an SQL
+// expression over the row ('acknowledged', or a CASE).
+func tallyMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
+	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+		SELECT s, q, b, SUM(d) FROM (
+			SELECT status AS s, source_queue AS q, ` + brewerKeySQL("status") + ` AS b, -1 AS d FROM dlq_messages WHERE ` + cond + `
+			UNION ALL SELECT ` + newStatus + `, source_queue, ` + brewerKeySQL("("+newStatus+")") + `, 1 FROM dlq_messages WHERE ` + cond + `)
+		WHERE true GROUP BY s, q, b HAVING SUM(d) <> 0
+		ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`,
+		Args: append(append([]any(nil), args...), args...)}
+}
+
+// activityAdd returns the statement that adds the rows matching cond to
+// dlq_activity's bucket of kind for the hour of at (epoch ms).
+func activityAdd(kind string, at int64, cond string, args []any) sqlbatch.Stmt {
+	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
+		SELECT ?, CAST(? AS INTEGER) / 3600000, COUNT(*), 0 FROM dlq_messages WHERE ` + cond + ` HAVING COUNT(*) > 0
+		ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n`,
+		Args: append([]any{kind, at}, args...)}
+}
+
+// counterAdd returns the statement that adds the number of rows matching
+// cond to the counter name.
+func counterAdd(name, cond string, args []any) sqlbatch.Stmt {
+	return sqlbatch.Stmt{SQL: `INSERT INTO counters(name, value)
+		SELECT ?, COUNT(*) FROM dlq_messages WHERE ` + cond + ` HAVING COUNT(*) > 0
+		ON CONFLICT(name) DO UPDATE SET value = value + excluded.value`,
+		Args: append([]any{name}, args...)}
+}
+
+// batchOf is r, or a transaction on db when r is nil (native tests).
+func batchOf(r sqlbatch.Runner, db *sql.DB) sqlbatch.Runner {
+	if r == nil {
+		return sqlbatch.Tx{DB: db}
+	}
+	return r
+}

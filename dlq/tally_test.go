@@ -1,0 +1,252 @@
+package dlq
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"github.com/redrive/redrive/jobs"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/queue/queuetest"
+	"github.com/redrive/redrive/sqlbatch"
+)
+
+// tallyRows reads dlq_tally without its zero counts.
+func tallyRows(t *testing.T, db *sql.DB) map[string]int64 {
+	t.Helper()
+	return keyed(t, db, `SELECT status || '|' || source_queue || '|' || brewer_key, n FROM dlq_tally WHERE n <> 0`)
+}
+
+// wantTally counts dlq_tally's rows from dlq_messages.
+func wantTally(t *testing.T, db *sql.DB) map[string]int64 {
+	t.Helper()
+	return keyed(t, db, `SELECT status || '|' || source_queue || '|' || `+brewerKeySQL("status")+`, COUNT(*)
+		FROM dlq_messages GROUP BY 1`)
+}
+
+// activityRows reads dlq_activity's row counts (n) of the hours from hour on.
+func activityRows(t *testing.T, db *sql.DB, hour int64) map[string]int64 {
+	t.Helper()
+	return keyed(t, db, `SELECT kind || '@' || hour, n FROM dlq_activity WHERE n <> 0 AND hour >= ?`, hour)
+}
+
+// wantActivity counts dlq_activity's n from dlq_messages, from hour on.
+func wantActivity(t *testing.T, db *sql.DB, hour int64) map[string]int64 {
+	t.Helper()
+	return keyed(t, db, `SELECT k, COUNT(*) FROM (
+			SELECT 'failed@' || (failed_at / 3600000) AS k, failed_at / 3600000 AS h FROM dlq_messages
+			UNION ALL SELECT 'replayed@' || (replayed_at / 3600000), replayed_at / 3600000 FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NOT NULL
+			UNION ALL SELECT 'acknowledged@' || (acknowledged_at / 3600000), acknowledged_at / 3600000 FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NOT NULL)
+		WHERE h >= ? GROUP BY k`, hour)
+}
+
+func keyed(t *testing.T, db *sql.DB, query string, args ...any) map[string]int64 {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// checkCounts fails unless dlq_tally, and dlq_activity from hour on, match the rows.
+func checkCounts(t *testing.T, db *sql.DB, hour int64, step string) {
+	t.Helper()
+	if got, want := tallyRows(t, db), wantTally(t, db); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after %s: dlq_tally\n got %v\nwant %v", step, got, want)
+	}
+	if got, want := activityRows(t, db, hour), wantActivity(t, db, hour); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after %s: dlq_activity\n got %v\nwant %v", step, got, want)
+	}
+}
+
+// Every way a row changes keeps dlq_tally and dlq_activity equal to what
+// counting the rows gives: captures (new rows, redeliveries, repeat failures
+// of replayed rows), acknowledge and replay (ids and bulk, sends that fail),
+// rescue, and SQL typed by hand (status, source queue, brewer and time
+// changes, deleted pending rows). Deleting acknowledged and replayed rows
+// (retention) is followed by the daily dlq_tally job, which makes the
+// counts and the hours of the last 25 hours exact again (older hours are
+// not read by anything). Random sequences, checked after each step.
+func TestCountsFollowEveryChange(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 15))
+			db := sqlitetest.New(t)
+			now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+			clock := func() time.Time { return now }
+			sender := &queuetest.Sender{}
+			capture := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{dlqName: "beer-enrichment", "other-dlq": "other"}, Now: clock}
+			ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 7, Now: clock}
+			replay := Replay{DB: db, Sender: sender, Log: discard, Cursors: NewCursors("k"), BulkMax: 5, Now: clock}
+			rescue := &Rescue{DB: db, Log: discard, StuckAfter: time.Minute, Limits: jobs.Limits{BatchSize: 3}}
+			brewers := []string{"", "A", "B", "C"}
+			msg := 0
+			var exactFrom int64 // dlq_activity is exact from this hour on
+			body := func() string {
+				b := brewers[rng.IntN(len(brewers))]
+				if b == "" {
+					return fmt.Sprintf(`{"beer_id":"b%d"}`, rng.IntN(30))
+				}
+				return fmt.Sprintf(`{"beer_id":"b%d","brewer":%q}`, rng.IntN(30), b)
+			}
+			ids := func(status string, n int) []int64 {
+				rows, err := db.Query(`SELECT id FROM dlq_messages WHERE status = ? ORDER BY random() LIMIT ?`, status, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				var out []int64
+				for rows.Next() {
+					var id int64
+					rows.Scan(&id)
+					out = append(out, id)
+				}
+				return out
+			}
+			for step := 0; step < 90; step++ {
+				now = now.Add(time.Duration(rng.IntN(90)) * time.Minute)
+				var what string
+				switch op := rng.IntN(12); op {
+				case 0, 1, 11: // a batch of new messages, some redelivered
+					what = "capture"
+					var batch []*queuetest.Message
+					for range 1 + rng.IntN(6) {
+						msg++
+						batch = append(batch, &queuetest.Message{MsgID: fmt.Sprint("m", msg), Attempt: 1, Text: body(), Type: queue.JSON})
+					}
+					if msg > 3 && rng.IntN(2) == 0 {
+						batch = append(batch, &queuetest.Message{MsgID: fmt.Sprint("m", 1+rng.IntN(msg-1)), Attempt: 2, Text: body(), Type: queue.JSON})
+					}
+					q := dlqName
+					if rng.IntN(4) == 0 {
+						q = "other-dlq"
+					}
+					if err := capture.ConsumeBatch(ctx, q, queuetest.Batch(batch...)); err != nil {
+						t.Fatal(err)
+					}
+				case 2: // replayed messages fail again
+					what = "repeat failures"
+					for i, o := range sender.Sent["beer-enrichment"] {
+						if rng.IntN(3) == 0 {
+							consume(t, capture, &queuetest.Message{MsgID: fmt.Sprint("again", step, i), Attempt: 4, Text: o.Body, Type: o.ContentType})
+						}
+					}
+				case 3:
+					what = "acknowledge ids"
+					if got := ids(StatusPending, 1+rng.IntN(4)); len(got) > 0 {
+						if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: append(got, 999999)}}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				case 4:
+					what = "acknowledge bulk"
+					if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: &Filter{BeerID: fmt.Sprint("b", rng.IntN(30))}}}); err != nil {
+						t.Fatal(err)
+					}
+				case 5:
+					what = "replay ids"
+					if rng.IntN(3) == 0 {
+						sender.Err = errors.New("queue down")
+					}
+					if got := ids(StatusPending, 1+rng.IntN(4)); len(got) > 0 {
+						if _, err := replay.Run(ctx, ReplayRequest{Selection: Selection{IDs: got}}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					sender.Err = nil
+				case 6:
+					what = "replay bulk"
+					if _, err := replay.Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}}); err != nil {
+						t.Fatal(err)
+					}
+				case 7: // a replay that died after its claim, then the rescue
+					what = "rescue"
+					if got := ids(StatusPending, 2); len(got) > 0 {
+						mustExec(t, db, `UPDATE dlq_messages SET status = 'replaying', replaying_at = ? WHERE id IN (SELECT value FROM json_each(?))`,
+							now.Add(-time.Hour).UnixMilli(), idsJSON(got))
+						checkCounts(t, db, exactFrom, "claim by hand")
+					}
+					if _, err := rescue.Run(ctx, now); err != nil {
+						t.Fatal(err)
+					}
+				case 8: // SQL typed by hand
+					what = "SQL by hand"
+					stmts := []string{
+						`UPDATE dlq_messages SET status = 'replayed', replayed_at = failed_at + 1000 WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'pending' ORDER BY random() LIMIT 2)`,
+						`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = failed_at WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'pending' ORDER BY random() LIMIT 2)`,
+						`UPDATE dlq_messages SET source_queue = 'moved' WHERE id IN (SELECT id FROM dlq_messages ORDER BY random() LIMIT 2)`,
+						`UPDATE dlq_messages SET brewer = CASE WHEN brewer IS NULL THEN 'Z' ELSE NULL END WHERE id IN (SELECT id FROM dlq_messages ORDER BY random() LIMIT 2)`,
+						`UPDATE dlq_messages SET failed_at = failed_at - 7200000 WHERE id IN (SELECT id FROM dlq_messages ORDER BY random() LIMIT 2)`,
+						`UPDATE dlq_messages SET acknowledged_at = acknowledged_at + 3600000 WHERE status = 'acknowledged'`,
+						`UPDATE dlq_messages SET status = 'pending' WHERE id IN (SELECT id FROM dlq_messages WHERE status <> 'pending' ORDER BY random() LIMIT 2)`,
+						`DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE status IN ('pending', 'replaying') ORDER BY random() LIMIT 1)`,
+					}
+					mustExec(t, db, stmts[rng.IntN(len(stmts))])
+				case 9: // retention deletes terminal rows; the daily job counts again
+					what = "retention and dlq_tally"
+					mustExec(t, db, `DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE status IN ('acknowledged', 'replayed') ORDER BY random() LIMIT 3)`)
+					if _, err := (&TallyCheck{DB: db}).Run(ctx, now); err != nil {
+						t.Fatal(err)
+					}
+					exactFrom = now.Add(-25*time.Hour).UnixMilli() / hourMS
+				case 10: // stats agree with counting
+					what = "stats"
+					r, err := Stats{DB: db, Now: clock}.Report(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for st, got := range map[string]int64{StatusPending: r.ByStatus.Pending, StatusReplaying: r.ByStatus.Replaying,
+						StatusReplayed: r.ByStatus.Replayed, StatusAcknowledged: r.ByStatus.Acknowledged} {
+						if want := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = ?`, st); got != want {
+							t.Fatalf("stats %s = %d, want %d", st, got, want)
+						}
+					}
+					day := now.Add(-24 * time.Hour).UnixMilli()
+					if want := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE failed_at > ?`, day); r.Last24h.NewFailures24h != want {
+						t.Fatalf("new_failures_24h = %d, want %d", r.Last24h.NewFailures24h, want)
+					}
+					if want := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?`, day); r.Last24h.Replayed24h != want {
+						t.Fatalf("replayed_24h = %d, want %d", r.Last24h.Replayed24h, want)
+					}
+					if want := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?`, day); r.Last24h.Acknowledged24h != want {
+						t.Fatalf("acknowledged_24h = %d, want %d", r.Last24h.Acknowledged24h, want)
+					}
+				}
+				if step%7 == 6 { // the prune keeps what last_24h needs
+					if _, err := (&TallyCheck{DB: db}).Run(ctx, now); err != nil {
+						t.Fatal(err)
+					}
+					exactFrom = max(exactFrom, now.Add(-activityKeep).UnixMilli()/hourMS) // older hours are gone
+					hour := exactFrom
+					if got, want := activityRows(t, db, hour), wantActivity(t, db, hour); !reflect.DeepEqual(got, want) {
+						t.Fatalf("after the prune: dlq_activity\n got %v\nwant %v", got, want)
+					}
+					if got, want := tallyRows(t, db), wantTally(t, db); !reflect.DeepEqual(got, want) {
+						t.Fatalf("after the prune: dlq_tally\n got %v\nwant %v", got, want)
+					}
+					continue
+				}
+				checkCounts(t, db, exactFrom, fmt.Sprintf("step %d (%s)", step, what))
+			}
+			if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n < 20 {
+				t.Fatalf("only %d rows: the sequence tested little", n)
+			}
+		})
+	}
+}
