@@ -90,7 +90,7 @@ const statsTop = 10
 // counts. Failure reasons are free text, often one per message, so no count
 // per reason is kept (it would cost a row written per capture); the newest
 // rows are what an operator acts on.
-const StatsReasonSample = 1000
+const StatsReasonSample = 3000
 
 // hourMS is the width of a dlq_activity bucket.
 const hourMS = int64(time.Hour / time.Millisecond)

@@ -131,12 +131,14 @@ func benchRows(t *testing.T, sizes ...int) []rowsTable {
 	var out []rowsTable
 	for _, n := range sizes {
 		start := time.Now()
-		w, err := StartWorker(Options{Vars: rowsVars})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tab := rowsTable{Rows: n, Redrive: rowsRun(t, w, n), Reference: refRowsRun(t, w, n)}
-		w.Stop()
+		tab := func() rowsTable {
+			w, err := StartWorker(Options{Vars: rowsVars})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			return rowsTable{Rows: n, Redrive: rowsRun(t, w, n), Reference: refRowsRun(t, w, n)}
+		}()
 		tab.Took = time.Since(start).Round(time.Second).String()
 		out = append(out, tab)
 		fmt.Fprintf(os.Stderr, "bench: rows at %d done in %s\n", n, tab.Took)

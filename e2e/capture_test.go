@@ -308,7 +308,7 @@ func TestCaptureRedeliveryAfterAcknowledgeStaysAcknowledged(t *testing.T) {
 	if r.Status != "acknowledged" || r.AcknowledgedAt.Int64 != 2000 || r.FailedAt != 1000 || r.Reason.String != "stored before the ack was lost" {
 		t.Fatalf("acknowledged row changed by the redelivery: %+v", r)
 	}
-	if d, c := w.Int(t, `SELECT value FROM counters WHERE name = 'dlq_duplicates_total'`), w.Int(t, `SELECT COALESCE(MAX(value), 0) FROM counters WHERE name = 'dlq_captured_total'`); d != 1 || c != 1 {
+	if d, c := w.Int(t, `SELECT value FROM counters WHERE name = 'dlq_duplicates_total'`), w.Int(t, `SELECT COALESCE(SUM(events), 0) FROM dlq_activity WHERE kind = 'failed'`); d != 1 || c != 1 {
 		t.Fatalf("counters: duplicates %d captured %d, want 1 and 1 (the seeded store)", d, c)
 	}
 }
