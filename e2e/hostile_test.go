@@ -257,6 +257,7 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 		{"POST", "/admin/dlq/replay", `{"ids":[0]}`}, {"POST", "/admin/dlq/acknowledge", `{"ids":[0]}`},
 		{"GET", "/admin/audit", ""}, {"POST", "/admin/enrich", `{"beers":[]}`}, {"GET", "/admin/beers/" + prefix + "-none", ""},
 		{"GET", "/admin/metrics", ""}, {"GET", "/admin/openapi.json", ""}, {"POST", "/__dev/send", `{"queue":"","messages":[]}`},
+		{"GET", fmt.Sprintf("/admin/dlq/%d", a), ""}, {"GET", "/admin/dlq/timeseries", ""}, {"GET", "/admin/alerts", ""}, {"GET", "/admin/jobs", ""},
 	}
 	bodyOf := func(rt route) []byte {
 		if rt.method == "POST" {
@@ -300,8 +301,12 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 		}
 		// Dot segments: the runtime may resolve them before the worker
 		// sees the URL (WHATWG), then the clean route answers.
-		for _, t := range []string{dir + "/./" + last, dir + "/x/../" + last, dir + "/%2e/" + last, dir + "/%2E%2E/" + strings.TrimPrefix(rt.path, "/"),
-			rt.path + "/.", rt.path + "/.."} {
+		dots := []string{dir + "/./" + last, dir + "/x/../" + last, dir + "/%2e/" + last, dir + "/%2E%2E/" + strings.TrimPrefix(rt.path, "/"),
+			rt.path + "/."}
+		if dir != "" {
+			dots = append(dots, rt.path+"/..") // (/health/.. is /: the console's page, not the worker)
+		}
+		for _, t := range dots {
 			add(hostile{method: rt.method, target: t, body: bodyOf(rt), want: []int{200, 400, 404}})
 		}
 	}
@@ -319,6 +324,14 @@ func hostileCorpus(prefix string, a int64, nameA, nameB string) []hostile {
 		add(hostile{method: "GET", target: "/admin/beers/" + id, want: []int{404}, code: "NOT_FOUND"})
 	}
 	add(hostile{method: "GET", target: "/admin/beers/" + strings.Repeat("b", 129), want: []int{400}, code: "INVALID_REQUEST"})
+
+	// DLQ row ids: anything but a row's id is a 404.
+	for _, id := range []string{"0", "-1", "1.5", "1e3", "0x10", "99999999999999999999", "%00", "%20" + fmt.Sprint(a), "abc", "9007199254740993"} {
+		add(hostile{method: "GET", target: "/admin/dlq/" + id, want: []int{404}, code: "NOT_FOUND"})
+	}
+	for _, v := range []string{strings.Repeat("q", 201), "%FF"} {
+		add(hostile{method: "GET", target: "/admin/dlq/timeseries?source_queue=" + v, want: []int{400}})
+	}
 
 	// Query parameters: every one of the list and the audit log, every kind of bad value.
 	values := []string{"%zz", "%", "%FF", "%00", "%C3%28", strings.Repeat("x", 201), "abc", "-5", "0", "101", "1.5", "1e3",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
@@ -29,10 +30,31 @@ func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
+	if errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
+		// GET /admin/dlq/replay matches this route before the mux can say
+		// that /admin/dlq/replay is a POST route: say it here, as it would.
+		if allow := a.otherMethods(r.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+			return &APIError{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED",
+				Message: clip(r.Method) + " is not allowed on " + quote(r.URL.EscapedPath())}
+		}
+	}
 	if err == nil || errors.Is(err, dlq.ErrMessageNotFound) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
 		return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no DLQ row with id " + quote(raw)}
 	}
 	return err
+}
+
+// otherMethods lists the methods of the routes whose pattern is exactly
+// path (a literal path, such as POST /admin/dlq/replay), comma-separated.
+func (a *API) otherMethods(path string) string {
+	var methods []string
+	for _, rt := range a.routeTable() {
+		if m, p, _ := strings.Cut(rt.pattern, " "); p == path {
+			methods = append(methods, m)
+		}
+	}
+	return strings.Join(methods, ", ")
 }
 
 // timeseriesParams are the query parameters GET /admin/dlq/timeseries accepts.

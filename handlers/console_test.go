@@ -40,6 +40,13 @@ func TestConsoleRoutes(t *testing.T) {
 		}
 	}
 
+	// The POST-only routes beside it still answer GET with 405, as before it existed.
+	for _, p := range []string{"/admin/dlq/replay", "/admin/dlq/acknowledge"} {
+		if rec, env := do(h, "GET", p, "", adminHeaders); rec.Code != 405 || env.Error.Code != "METHOD_NOT_ALLOWED" || rec.Header().Get("Allow") != "POST" {
+			t.Errorf("GET %s: %d %s (Allow %q)", p, rec.Code, rec.Body, rec.Header().Get("Allow"))
+		}
+	}
+
 	rec, env = do(h, "GET", "/admin/dlq/timeseries", "", adminHeaders)
 	var s dlq.Series
 	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &s) != nil || s.Total != 1 || len(s.Hourly) != dlq.SeriesHours ||
