@@ -97,3 +97,47 @@ func TestChatProviderQuestion(t *testing.T) {
 		}
 	}
 }
+
+// A statement that fails while D1 answers (here: storing the answer) is
+// retried like a transient failure: an attempt spent and recorded, backoff.
+func TestConsumerStatementFailureIsRetried(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.db.Exec(`CREATE TRIGGER no_abv BEFORE UPDATE OF abv ON beers BEGIN SELECT RAISE(ABORT, 'abv refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	m := msg("mi", "bi", "Refused", 1)
+	f.consume(t, m)
+	// Backoff for attempt 1 with Base 10 s and jitter 0.5: 5 s.
+	if !m.Retried || m.RetryDelay != 5*time.Second {
+		t.Fatalf("retried %v after %v, want 5s", m.Retried, m.RetryDelay)
+	}
+	a, ok := f.attempt(t, "mi")
+	if !ok || a.Attempt != 1 || a.Class != ClassTransient || !strings.HasPrefix(a.Error, "internal: store answer for beer bi: ") ||
+		!strings.Contains(a.Error, "abv refused") {
+		t.Fatalf("attempt %+v %v", a, ok)
+	}
+	if s := f.beer(t, "bi"); s.Status != StatusQueued || s.Attempts != 1 {
+		t.Fatalf("beer %+v", s)
+	}
+	if c := f.counters(t); c[CounterRetried] != 1 || c[CounterEnriched] != 0 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+// A poison message that cannot be stored is retried with backoff, not acked.
+func TestConsumerPoisonStoreFailureRetries(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.db.Exec(`CREATE TRIGGER no_rows BEFORE INSERT ON dlq_messages BEGIN SELECT RAISE(ABORT, 'full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	m := queuetest.New("pp", "not json")
+	m.Attempt = 2
+	f.consume(t, m)
+	// Backoff for attempt 2 with Base 10 s and jitter 0.5: 10 s.
+	if m.Acked || !m.Retried || m.RetryDelay != 10*time.Second {
+		t.Fatalf("acked %v retried %v after %v", m.Acked, m.Retried, m.RetryDelay)
+	}
+	if c := f.counters(t); c[CounterRetried] != 1 || c[CounterPoison] != 0 {
+		t.Fatalf("counters %v", c)
+	}
+}
