@@ -89,8 +89,8 @@ func TestRegistrySendFailureLeavesBeersPending(t *testing.T) {
 	db := sqlitetest.New(t)
 	r := Registry{DB: db, Sender: &queuetest.Sender{Err: errors.New("queue down")}}
 	_, err := r.Enqueue(ctx, []Beer{{"p1", "Pils", ""}}, time.UnixMilli(1))
-	if !errors.Is(err, ErrQueueSend) {
-		t.Fatalf("err = %v, want ErrQueueSend", err)
+	if !errors.Is(err, ErrQueueSend) || err.Error() != "enqueue enrichment messages: queue down" {
+		t.Fatalf("err = %v, want ErrQueueSend: queue down", err)
 	}
 	if s, _ := r.Lookup(ctx, "p1"); s.Status != StatusPending || s.QueuedAt != nil {
 		t.Fatalf("beer must stay pending and registered: %+v", s)
@@ -100,6 +100,39 @@ func TestRegistrySendFailureLeavesBeersPending(t *testing.T) {
 	res, err := r.Enqueue(ctx, []Beer{{"p1", "Pils", ""}}, time.UnixMilli(2))
 	if err != nil || len(res.Queued) != 1 {
 		t.Fatalf("retry: %+v %v", res, err)
+	}
+}
+
+// sendThen is a sender whose every send fails with err after running f.
+type sendThen struct {
+	f   func()
+	err error
+}
+
+func (s sendThen) SendBatch(context.Context, string, []queue.Outgoing) error {
+	s.f()
+	return s.err
+}
+
+// When the beers cannot be put back after a failed send either, the error
+// says so (the beers stay queued; the catch-up's lost rule sends them).
+func TestRegistrySendFailureReportsAFailedPutBack(t *testing.T) {
+	ctx := context.Background()
+	db := sqlitetest.New(t)
+	r := Registry{DB: db, Sender: sendThen{err: errors.New("queue down"), f: func() {
+		if _, err := db.Exec(`CREATE TRIGGER no_put_back BEFORE UPDATE ON beers WHEN NEW.status = 'pending'
+			BEGIN SELECT RAISE(ABORT, 'd1 refused'); END`); err != nil {
+			t.Fatal(err)
+		}
+	}}}
+	res, err := r.Enqueue(ctx, []Beer{{"p1", "Pils", ""}}, time.UnixMilli(1))
+	if !errors.Is(err, ErrQueueSend) || !strings.HasPrefix(err.Error(), "enqueue enrichment messages: queue down (and putting the beers back failed: ") ||
+		!strings.Contains(err.Error(), "d1 refused") ||
+		len(res.Queued) != 0 {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	if s, _ := r.Lookup(ctx, "p1"); s.Status != StatusQueued {
+		t.Fatalf("beer %+v", s)
 	}
 }
 

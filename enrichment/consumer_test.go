@@ -404,6 +404,9 @@ func TestConsumerMissingAPIKeyIsAConfigError(t *testing.T) {
 	if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), `"class":"config"`) {
 		t.Fatalf("config error must be logged loudly: %s", logs.String())
 	}
+	if c := f.counters(t); c[CounterConfigErrors] != 1 || c[CounterDeferred] != 1 || c[CounterProviderCalls] != 0 {
+		t.Fatalf("counters %v", c)
+	}
 }
 
 // A hanging provider is cut off at the timeout: the request is aborted
