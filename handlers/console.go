@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"github.com/redrive/redrive/internal/text"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 		if allow := a.otherMethods(r.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow)
 			return &APIError{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED",
-				Message: clip(r.Method) + " is not allowed on " + quote(r.URL.EscapedPath())}
+				Message: text.Clip(r.Method, maxEcho) + " is not allowed on " + quote(r.URL.EscapedPath())}
 		}
 	}
 	if err == nil || errors.Is(err, dlq.ErrMessageNotFound) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
