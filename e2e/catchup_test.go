@@ -149,6 +149,9 @@ func TestCatchUpAfterADayOfDowntimeWithTwoCronFires(t *testing.T) {
 			t.Errorf("beer %s: %d provider calls", token(i), n)
 		}
 	}
+	// The consumer adds its batch's counters after settling the batch's
+	// messages: wait for the last batch's, then it must be exactly beers.
+	Eventually(t, 30*time.Second, "provider calls counted", func() bool { return counter(enrichment.CounterProviderCalls) >= beers })
 	if n := counter(enrichment.CounterProviderCalls); n != beers {
 		t.Errorf("provider calls %d, want %d", n, beers)
 	}
