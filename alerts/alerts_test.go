@@ -249,3 +249,18 @@ func count(t *testing.T, db *sql.DB, query string, args ...any) int64 {
 	}
 	return n
 }
+
+// An alerts job without a positive reminder interval refuses to run and
+// notifies nothing.
+func TestAlertsNeedAPositiveReminder(t *testing.T) {
+	for _, reminder := range []time.Duration{0, -time.Minute} {
+		a, rec := newAlerts(t, &switchCond{name: "c", firing: true})
+		a.Reminder = reminder
+		if _, err := a.Run(ctx, alertT0); err == nil || err.Error() != "alerts: Reminder must be positive" {
+			t.Errorf("reminder %v: err %v", reminder, err)
+		}
+		if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_state`); n != 0 || len(rec.take()) != 0 {
+			t.Errorf("reminder %v: %d alert rows", reminder, n)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"errors"
+	"github.com/redrive/redrive/alerts"
 	"strings"
 	"testing"
 	"time"
@@ -29,25 +30,10 @@ func TestJobFailingDetailListsEachJob(t *testing.T) {
 			t.Fatal(rerr)
 		}
 	}
-	on, detail, err := JobFailing{DB: db}.Check(ctx, alertT0)
+	on, detail, err := alerts.JobFailing{DB: db}.Check(ctx, alertT0)
 	want := "a_short failed at 2030-06-01T10:00:00Z: d1 down; b_exact failed at 2030-06-01T10:00:00Z: " + strings.Repeat("é", 200) +
 		"; c_longer failed at 2030-06-01T10:00:00Z: " + strings.Repeat("é", 200) + "…"
 	if err != nil || !on || detail != want {
 		t.Fatalf("firing %v %v\n got %q\nwant %q", on, err, detail, want)
-	}
-}
-
-// An alerts job without a positive reminder interval refuses to run and
-// notifies nothing.
-func TestAlertsNeedAPositiveReminder(t *testing.T) {
-	for _, reminder := range []time.Duration{0, -time.Minute} {
-		a, rec := newAlerts(t, &switchCond{name: "c", firing: true})
-		a.Reminder = reminder
-		if _, err := a.Run(ctx, alertT0); err == nil || err.Error() != "alerts: Reminder must be positive" {
-			t.Errorf("reminder %v: err %v", reminder, err)
-		}
-		if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_state`); n != 0 || len(rec.take()) != 0 {
-			t.Errorf("reminder %v: %d alert rows", reminder, n)
-		}
 	}
 }

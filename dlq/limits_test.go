@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"github.com/redrive/redrive/jobs"
 	"testing"
 	"time"
 )
@@ -13,7 +14,7 @@ func TestLimitsDefaults(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0), step: 5 * time.Second}
 	var limits []int
 	full := 3 // batches that come back full
-	total, more, err := Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
+	total, more, err := jobs.Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
 		limits = append(limits, limit)
 		if len(limits) <= full {
 			return int64(limit), nil
@@ -27,7 +28,7 @@ func TestLimitsDefaults(t *testing.T) {
 	// full batch, so the fourth full batch ends at 20 s, past the budget.
 	clock = &fakeClock{t: time.Unix(1000, 0), step: 5 * time.Second}
 	calls := 0
-	total, more, err = Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
+	total, more, err = jobs.Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
 		calls++
 		return int64(limit), nil
 	})
