@@ -12,14 +12,14 @@ import (
 )
 
 // job_failing lists every failing job, by name, with its error cut to 200
-// characters (not bytes).
+// bytes, never inside a character.
 func TestJobFailingDetailListsEachJob(t *testing.T) {
 	db := sqlitetest.New(t)
 	runs := metrics.JobRuns{DB: db}
 	for job, msg := range map[string]string{
 		"a_short":   "d1 down",
-		"b_exact":   strings.Repeat("é", 200),
-		"c_longer":  strings.Repeat("é", 201),
+		"b_exact":   strings.Repeat("é", 100),
+		"c_longer":  strings.Repeat("é", 101),
 		"d_working": "",
 	} {
 		var err error
@@ -31,8 +31,8 @@ func TestJobFailingDetailListsEachJob(t *testing.T) {
 		}
 	}
 	on, detail, err := alerts.JobFailing{DB: db}.Check(ctx, alertT0)
-	want := "a_short failed at 2030-06-01T10:00:00Z: d1 down; b_exact failed at 2030-06-01T10:00:00Z: " + strings.Repeat("é", 200) +
-		"; c_longer failed at 2030-06-01T10:00:00Z: " + strings.Repeat("é", 200) + "…"
+	want := "a_short failed at 2030-06-01T10:00:00Z: d1 down; b_exact failed at 2030-06-01T10:00:00Z: " + strings.Repeat("é", 100) +
+		"; c_longer failed at 2030-06-01T10:00:00Z: " + strings.Repeat("é", 100) + "…"
 	if err != nil || !on || detail != want {
 		t.Fatalf("firing %v %v\n got %q\nwant %q", on, err, detail, want)
 	}
