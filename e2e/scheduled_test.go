@@ -397,6 +397,21 @@ func expectedSeries(t *testing.T, w *Worker) (map[string]float64, int64) {
 		r.Scan(&name, &v)
 		want["redrive_"+name] = v
 	})
+	// dlq_captured_total is kept in dlq_activity (migrations/0012).
+	add(`SELECT SUM(events) FROM dlq_activity WHERE kind = 'failed' HAVING COUNT(*) > 0`, func(r interface{ Scan(...any) error }) {
+		var v float64
+		r.Scan(&v)
+		want["redrive_dlq_captured_total"] = v
+	})
+	// D1 rows read and written per operation, as flushed by the isolates.
+	add(`SELECT j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2 FROM d1_usage, json_each(d1_usage.ops) AS j`, func(r interface{ Scan(...any) error }) {
+		var op string
+		var stmts, read, written float64
+		r.Scan(&op, &stmts, &read, &written)
+		want[promtext.Key("redrive_d1_statements_total", "op", op)] = stmts
+		want[promtext.Key("redrive_d1_rows_read_total", "op", op)] = read
+		want[promtext.Key("redrive_d1_rows_written_total", "op", op)] = written
+	})
 	add(`SELECT name, firing FROM alert_state`, func(r interface{ Scan(...any) error }) {
 		var name string
 		var v float64
