@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 	"github.com/redrive/redrive/sqlbatch"
@@ -198,9 +199,16 @@ func TestCountsFollowEveryChange(t *testing.T) {
 						`DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE status IN ('pending', 'replaying') ORDER BY random() LIMIT 1)`,
 					}
 					mustExec(t, db, stmts[rng.IntN(len(stmts))])
-				case 9: // retention deletes terminal rows; the daily job counts again
+				case 9: // retention's cap evicts terminal rows (any, recent ones too); the daily job counts again
 					what = "retention and dlq_tally"
-					mustExec(t, db, `DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE status IN ('acknowledged', 'replayed') ORDER BY random() LIMIT 3)`)
+					res, err := db.Exec(`DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE status IN ('acknowledged', 'replayed') ORDER BY random() LIMIT 3)`)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n, _ := res.RowsAffected()
+					if err := (metrics.Counters{DB: db}).Add(ctx, map[string]int64{CounterRetentionCap: n}); err != nil {
+						t.Fatal(err)
+					}
 					if _, err := (&TallyCheck{DB: db}).Run(ctx, now); err != nil {
 						t.Fatal(err)
 					}
@@ -249,4 +257,41 @@ func TestCountsFollowEveryChange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The daily job counts again only what retention's deletions since its last
+// run made stale: acknowledged and replayed counts after any deletion, the
+// hours of the last day after evictions by the per-key cap (which can be
+// recent; deletions by age are older than any hour last_24h reads).
+func TestTallyCheckRecountsWhatRetentionChanged(t *testing.T) {
+	db := sqlitetest.New(t)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	job := &TallyCheck{DB: db}
+	run := func(wantStatuses, wantHours bool) {
+		t.Helper()
+		sum, err := job.Run(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum["recounted_statuses"] != wantStatuses || sum["recounted_hours"] != wantHours {
+			t.Fatalf("summary %v, want statuses %v hours %v", sum, wantStatuses, wantHours)
+		}
+		if err := (metricsRuns{db}).record(job.Name(), now, sum); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(true, true) // never ran: everything
+	run(false, false)
+	metrics.Counters{DB: db}.Add(ctx, map[string]int64{CounterRetentionAge: 5})
+	run(true, false)
+	metrics.Counters{DB: db}.Add(ctx, map[string]int64{CounterRetentionCap: 1})
+	run(true, true)
+	run(false, false)
+}
+
+// metricsRuns records a job's run as the cron router does.
+type metricsRuns struct{ db *sql.DB }
+
+func (m metricsRuns) record(job string, at time.Time, sum map[string]any) error {
+	return metrics.JobRuns{DB: m.db}.RecordRun(ctx, job, at, time.Millisecond, nil, sum)
 }

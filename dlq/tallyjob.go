@@ -20,14 +20,19 @@ const activityKeep = 48 * time.Hour
 // TallyCheck is the daily job that keeps dlq_tally and dlq_activity exact
 // where no trigger can: retention deletes acknowledged and replayed rows
 // without a trigger (one would double the rows it writes, and D1 would add
-// the trigger's writes to the changes it reports), so after it the counts
-// of those two statuses, and the hours of the last day, are counted again
-// from the rows. It also drops counts that reached zero and folds hours
-// older than two days into the archive. It runs after the retention jobs.
+// the trigger's writes to the changes it reports). So when retention has
+// deleted rows since its last run (its counters dlq_retention_deleted_*
+// grew), it counts those two statuses again from the rows; when the per-key
+// cap evicted rows (which can be recent), it also counts the hours of the
+// last day again (retention by age deletes only rows older than a day,
+// which no hour last_24h reads holds). It always drops counts that reached
+// zero and folds hours older than two days into the archive. It runs after
+// the retention jobs.
 //
-// What it reads grows with the acknowledged and replayed rows (one index
-// entry each) and the rows of the last day: once a day. It writes a row per
-// count it sets (a few dozen).
+// What it reads: a few rows when retention deleted nothing; otherwise about
+// 3 per acknowledged or replayed row, and with cap evictions about 3 per row
+// of the last 25 hours (README "What it costs"). It writes a row per count
+// it sets (a few dozen).
 type TallyCheck struct {
 	DB *sql.DB
 	// Batch runs its statements together; a transaction on DB when nil.
@@ -37,52 +42,79 @@ type TallyCheck struct {
 // Name implements handlers.Job.
 func (j *TallyCheck) Name() string { return TallyJobName }
 
-// Run recounts at now.
+// tallySeenSQL reads retention's deletion counters and what the previous
+// run of this job saw of them (its summary; -1 when it never ran).
+const tallySeenSQL = `SELECT
+	COALESCE((SELECT value FROM counters WHERE name = ?1), 0) + COALESCE((SELECT value FROM counters WHERE name = ?2), 0) AS deleted,
+	COALESCE((SELECT value FROM counters WHERE name = ?2), 0) AS capped,
+	COALESCE((SELECT CAST(last_summary ->> '$.retention_deleted' AS INTEGER) FROM job_runs WHERE job = ?3), -1) AS seen_deleted,
+	COALESCE((SELECT CAST(last_summary ->> '$.retention_capped' AS INTEGER) FROM job_runs WHERE job = ?3), -1) AS seen_capped`
+
+// Run recounts at now what retention's deletions since the previous run
+// made stale.
 func (j *TallyCheck) Run(ctx context.Context, now time.Time) (map[string]any, error) {
-	out, err := batchOf(j.Batch, j.DB).Batch(ctx, RecountStatements(now, false)...)
-	if err != nil {
+	var deleted, capped, seenDeleted, seenCapped int64
+	if err := j.DB.QueryRowContext(ctx, tallySeenSQL, CounterRetentionAge, CounterRetentionCap, TallyJobName).
+		Scan(&deleted, &capped, &seenDeleted, &seenCapped); err != nil {
 		return nil, fmt.Errorf("dlq tally: %w", err)
 	}
-	return map[string]any{"statements": len(out)}, nil
+	statuses, hours := deleted != seenDeleted, capped != seenCapped
+	if _, err := batchOf(j.Batch, j.DB).Batch(ctx, recountStatements(now, statuses, hours, false)...); err != nil {
+		return nil, fmt.Errorf("dlq tally: %w", err)
+	}
+	return map[string]any{"retention_deleted": deleted, "retention_capped": capped,
+		"recounted_statuses": statuses, "recounted_hours": hours}, nil
 }
 
-// RecountStatements are the statements that set dlq_tally and dlq_activity
-// from the rows: the acknowledged and replayed counts and the hours from a
-// day before now (all counts when full: after rows were changed or deleted
-// in bulk by hand, as the bench does after seeding), then the pruning.
-func RecountStatements(now time.Time, full bool) []sqlbatch.Stmt {
+// RecountStatements are the statements that set all of dlq_tally and the
+// last two days of dlq_activity from the rows, then prune: after rows were
+// changed or deleted in bulk by hand (the bench runs them after seeding).
+func RecountStatements(now time.Time) []sqlbatch.Stmt {
+	return recountStatements(now, true, true, true)
+}
+
+// recountStatements counts again: the acknowledged and replayed counts
+// (statuses; every status when full), the hours from 25 hours before now
+// (hours; from 48 hours when full), then prunes.
+func recountStatements(now time.Time, statuses, hours, full bool) []sqlbatch.Stmt {
 	from := now.Add(-25*time.Hour).UnixMilli() / hourMS
 	keep := now.Add(-activityKeep).UnixMilli() / hourMS
-	statuses := `'replayed', 'acknowledged'`
+	which := `'replayed', 'acknowledged'`
 	if full {
-		statuses = `'pending', 'replaying', 'replayed', 'acknowledged'`
+		which = `'pending', 'replaying', 'replayed', 'acknowledged'`
 		from = keep
 	}
-	return []sqlbatch.Stmt{
-		{SQL: `UPDATE dlq_tally SET n = 0 WHERE status IN (` + statuses + `) AND n <> 0`},
-		{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
-			SELECT status, source_queue, ` + brewerKeySQL("status") + `, COUNT(*) FROM dlq_messages
-			WHERE status IN (` + statuses + `) GROUP BY 1, 2, 3
-			ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = excluded.n`},
-		{SQL: `DELETE FROM dlq_tally WHERE n = 0`},
-		{SQL: `UPDATE dlq_activity SET n = 0 WHERE hour >= ? AND n <> 0`, Args: []any{from}},
-		{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-			SELECT 'failed', CAST(failed_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
-			WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged') AND failed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
-			ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}},
-		{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-			SELECT 'replayed', CAST(replayed_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
-			WHERE status = 'replayed' AND replayed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
-			ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}},
-		{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-			SELECT 'acknowledged', CAST(acknowledged_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
-			WHERE status = 'acknowledged' AND acknowledged_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
-			ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}},
+	var out []sqlbatch.Stmt
+	if statuses {
+		out = append(out,
+			sqlbatch.Stmt{SQL: `UPDATE dlq_tally SET n = 0 WHERE status IN (` + which + `) AND n <> 0`},
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+				SELECT status, source_queue, ` + brewerKeySQL("status") + `, COUNT(*) FROM dlq_messages
+				WHERE status IN (` + which + `) GROUP BY 1, 2, 3
+				ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = excluded.n`})
+	}
+	if hours {
+		out = append(out,
+			sqlbatch.Stmt{SQL: `UPDATE dlq_activity SET n = 0 WHERE hour >= ? AND n <> 0`, Args: []any{from}},
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
+				SELECT 'failed', CAST(failed_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
+				WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged') AND failed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
+				ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}},
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
+				SELECT 'replayed', CAST(replayed_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
+				WHERE status = 'replayed' AND replayed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
+				ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}},
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
+				SELECT 'acknowledged', CAST(acknowledged_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
+				WHERE status = 'acknowledged' AND acknowledged_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
+				ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}})
+	}
+	return append(out,
+		sqlbatch.Stmt{SQL: `DELETE FROM dlq_tally WHERE n = 0`},
 		// Hours older than activityKeep: their capture events go to the
 		// archive row (hour -1), then they are deleted.
-		{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
+		sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
 			SELECT 'failed', -1, 0, SUM(events) FROM dlq_activity WHERE kind = 'failed' AND hour >= 0 AND hour < ? HAVING SUM(events) > 0
 			ON CONFLICT(kind, hour) DO UPDATE SET events = events + excluded.events`, Args: []any{keep}},
-		{SQL: `DELETE FROM dlq_activity WHERE hour >= 0 AND (hour < ? OR (n = 0 AND events = 0))`, Args: []any{keep}},
-	}
+		sqlbatch.Stmt{SQL: `DELETE FROM dlq_activity WHERE hour >= 0 AND (hour < ? OR (n = 0 AND events = 0))`, Args: []any{keep}})
 }
