@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
@@ -42,28 +41,6 @@ func TestStoreBeerFieldsFromTheBody(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: beer_name, brewer = %q, want %q", id, got, want)
-		}
-	}
-}
-
-// shorten cuts to at most n bytes (then "…") at a character boundary, and
-// never panics, whatever the bytes.
-func TestShortenAtACharacterBoundary(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"abc", 3, "abc"},
-		{"abc", 2, "ab…"},
-		{"aé", 3, "aé"},
-		{"aé", 2, "a…"},
-		{"éé", 3, "é…"},
-		{"\x80\x80\x80", 2, "…"},
-		{strings.Repeat("x", 10), 0, "…"},
-	} {
-		if got := shorten(c.in, c.n); got != c.want {
-			t.Errorf("shorten(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
 	}
 }

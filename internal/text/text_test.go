@@ -18,6 +18,8 @@ func TestClip(t *testing.T) {
 		{"ééé", 3, "é…"}, // never half an é
 		{"ééé", 4, "éé…"},
 		{"abc", 0, "…"},
+		{"aé", 2, "a…"},
+		{"\x80\x80\x80", 2, "…"}, // no rune start: nothing kept, no panic
 	} {
 		if got := Clip(c.s, c.n); got != c.want {
 			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
