@@ -13,9 +13,10 @@ import (
 const TallyJobName = "dlq_tally"
 
 // activityKeep is how long dlq_activity keeps an hour: last_24h needs the
-// hours of the last day; older hours are folded into the archive row (their
+// hours of the last day and the console's chart (TimeSeries) those of the
+// last SeriesHours; older hours are folded into the archive row (their
 // capture events stay in dlq_captured_total) and deleted.
-const activityKeep = 48 * time.Hour
+const activityKeep = SeriesHours * time.Hour
 
 // TallyCheck is the daily job that keeps dlq_tally and dlq_activity exact
 // where no trigger can: retention deletes acknowledged and replayed rows
@@ -26,7 +27,7 @@ const activityKeep = 48 * time.Hour
 // cap evicted rows (which can be recent), it also counts the hours of the
 // last day again (retention by age deletes only rows older than a day,
 // which no hour last_24h reads holds). It always drops counts that reached
-// zero and folds hours older than two days into the archive. It runs after
+// zero and folds hours older than activityKeep (8 days) into the archive. It runs after
 // the retention jobs.
 //
 // What it reads: a few rows when retention deleted nothing; otherwise about
@@ -67,7 +68,7 @@ func (j *TallyCheck) Run(ctx context.Context, now time.Time) (map[string]any, er
 }
 
 // RecountStatements are the statements that set all of dlq_tally and the
-// last two days of dlq_activity from the rows, then prune: after rows were
+// last activityKeep of dlq_activity from the rows, then prune: after rows were
 // changed or deleted in bulk by hand (the bench runs them after seeding).
 func RecountStatements(now time.Time) []sqlbatch.Stmt {
 	return recountStatements(now, true, true, true)
@@ -75,7 +76,7 @@ func RecountStatements(now time.Time) []sqlbatch.Stmt {
 
 // recountStatements counts again: the acknowledged and replayed counts
 // (statuses; every status when full), the hours from 25 hours before now
-// (hours; from 48 hours when full), then prunes.
+// (hours; all activityKeep when full), then prunes.
 func recountStatements(now time.Time, statuses, hours, full bool) []sqlbatch.Stmt {
 	from := now.Add(-25*time.Hour).UnixMilli() / hourMS
 	keep := now.Add(-activityKeep).UnixMilli() / hourMS

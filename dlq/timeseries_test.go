@@ -33,7 +33,7 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	if _, err := db.Exec(`UPDATE dlq_messages SET status = 'acknowledged', last_message_id = last_message_id WHERE id = ?`, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	s, err := TimeSeries{DB: db, Now: clock}.Read(ctx, "")
+	s, err := TimeSeries{DB: db, Now: clock}.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,38 +49,34 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	if s.Total != 6 {
 		t.Errorf("total %d, want 6", s.Total)
 	}
-	if len(s.BySourceQueue) != 2 || s.BySourceQueue[0] != (QueueFailures{"beer-enrichment", 5}) || s.BySourceQueue[1] != (QueueFailures{"other", 1}) {
-		t.Errorf("by source queue: %+v", s.BySourceQueue)
-	}
+}
 
-	other, err := TimeSeries{DB: db, Now: clock}.Read(ctx, "other")
+// The dlq_tally job keeps the chart's whole window: an hour just inside it
+// survives the prune, one older is folded into the archive (its events
+// still count in dlq_captured_total).
+func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
+	db := sqlitetest.New(t)
+	hour := time.Hour.Milliseconds()
+	now := clock()
+	current := now.UnixMilli() - now.UnixMilli()%hour
+	insert(t, db,
+		adminRow{beerID: "first", failedAt: current - (SeriesHours-1)*hour},
+		adminRow{beerID: "older", failedAt: current - (SeriesHours+1)*hour})
+	if _, err := batchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
+		t.Fatal(err)
+	}
+	s, err := TimeSeries{DB: db, Now: clock}.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other.Total != 1 || other.Hourly[SeriesHours-3].Failures != 1 || other.SourceQueue != "other" {
-		t.Errorf("source_queue=other: total %d", other.Total)
+	if s.Total != 1 || s.Hourly[0].Failures != 1 {
+		t.Errorf("after the prune: total %d, first hour %+v", s.Total, s.Hourly[0])
 	}
-	if _, err := (TimeSeries{DB: db}).Read(ctx, strings.Repeat("q", MaxFilterText+1)); err == nil {
-		t.Error("an over-long source_queue is accepted")
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_activity WHERE kind = 'failed' AND hour >= 0`); n != 1 {
+		t.Errorf("%d failed hours kept, want 1", n)
 	}
-}
-
-// A new bucket deletes the ones older than 14 days: the table stays small
-// without a job of its own, and an upsert into an existing bucket deletes nothing.
-func TestFailuresHourlyPrunesOldBuckets(t *testing.T) {
-	db := sqlitetest.New(t)
-	day := 24 * time.Hour.Milliseconds()
-	base := clock().UnixMilli()
-	insert(t, db, adminRow{beerID: "old", failedAt: base - 20*day}, adminRow{beerID: "kept", failedAt: base - 13*day})
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_failures_hourly`); n != 2 {
-		t.Fatalf("%d buckets before", n)
-	}
-	insert(t, db, adminRow{beerID: "new", failedAt: base})
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_failures_hourly WHERE hour < ?`, base-14*day); n != 0 {
-		t.Errorf("%d buckets older than 14 days kept", n)
-	}
-	if n := count(t, db, `SELECT COALESCE(SUM(failures), 0) FROM dlq_failures_hourly`); n != 2 {
-		t.Errorf("%d failures left, want 2 (13 days old and new)", n)
+	if n := count(t, db, `SELECT SUM(events) FROM dlq_activity WHERE kind = 'failed'`); n != 2 {
+		t.Errorf("%d capture events in all, want 2 (the archive keeps the older one)", n)
 	}
 }
 
@@ -88,8 +84,8 @@ func TestFailuresHourlyPrunesOldBuckets(t *testing.T) {
 // never dlq_messages, never more than the window.
 func TestTimeSeriesPlanReadsTheWindowOnly(t *testing.T) {
 	db := sqlitetest.New(t)
-	plan := strings.Join(sqlitetest.Plan(t, db, timeseriesSQL, int64(0), ""), "\n")
-	if !strings.Contains(plan, "SEARCH dlq_failures_hourly USING PRIMARY KEY (hour>?)") || strings.Contains(plan, "dlq_messages") {
+	plan := strings.Join(sqlitetest.Plan(t, db, timeseriesSQL, int64(0)), "\n")
+	if !strings.Contains(plan, "SEARCH dlq_activity USING PRIMARY KEY (kind=? AND hour>?)") || strings.Contains(plan, "dlq_messages") {
 		t.Errorf("plan:\n%s", plan)
 	}
 }

@@ -14,13 +14,13 @@ import (
 )
 
 // The console's routes in workerd: a message captured by the real DLQ
-// consumer counts in its hour (the D1 triggers of migration 0013), its row
+// consumer counts in its hour (the capture triggers of migration 0012), its row
 // reads back with its audit entries, and alerts and jobs answer.
 func TestConsoleRoutesInWorkerd(t *testing.T) {
 	w := shared
 	prefix := newPrefix("capi")
 	series := func() dlq.Series {
-		r := w.Admin(t, http.MethodGet, "/admin/dlq/timeseries?source_queue=beer-enrichment", nil)
+		r := w.Admin(t, http.MethodGet, "/admin/dlq/timeseries", nil)
 		if r.Status != http.StatusOK {
 			t.Fatalf("timeseries: %d %s", r.Status, r.Raw)
 		}

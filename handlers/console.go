@@ -58,17 +58,13 @@ func (a *API) otherMethods(path string) string {
 	return strings.Join(methods, ", ")
 }
 
-// timeseriesParams are the query parameters GET /admin/dlq/timeseries accepts.
-var timeseriesParams = map[string]bool{"source_queue": true}
-
 // dlqTimeseries serves GET /admin/dlq/timeseries: failures per hour over
 // the last dlq.SeriesHours hours.
 func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r.URL, timeseriesParams)
-	if err != nil {
+	if _, err := query(r.URL, nil); err != nil {
 		return err
 	}
-	s, err := dlq.TimeSeries{DB: a.DB, Now: a.Now}.Read(r.Context(), q["source_queue"])
+	s, err := dlq.TimeSeries{DB: a.DB, Now: a.Now}.Read(r.Context())
 	if err != nil {
 		return err
 	}

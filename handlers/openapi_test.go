@@ -88,7 +88,7 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"Beer": enrichment.Beer{}, "EnrichRequest": enrichRequest{}, "EnrichResult": enrichment.EnqueueResult{},
 		"BeerState":     enrichment.BeerState{},
 		"MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{}, "Series": dlq.Series{}, "Bucket": dlq.Bucket{},
-		"QueueFailures": dlq.QueueFailures{}, "AlertState": dlq.AlertState{}, "AlertList": dlq.AlertList{},
+		"AlertState": dlq.AlertState{}, "AlertList": dlq.AlertList{},
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 	} {
 		var documented []string
