@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"slices"
 	"time"
 
@@ -28,7 +29,7 @@ type Acknowledge struct {
 	// BulkMax is the most rows one bulk call acknowledges (DLQ_BULK_ACKNOWLEDGE_MAX).
 	BulkMax int
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Clock clock.Clock
 }
 
 // AcknowledgeRequest is one acknowledge.
@@ -77,10 +78,7 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 	if err != nil {
 		return AcknowledgeResult{}, err
 	}
-	now := time.Now()
-	if a.Now != nil {
-		now = a.Now()
-	}
+	now := a.Clock.Now()
 	var note any
 	if req.Note != "" {
 		note = req.Note

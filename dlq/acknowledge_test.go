@@ -38,7 +38,7 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 	for i := int64(1); i <= 100; i++ {
 		ids = append(ids, i)
 	}
-	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 5000, Now: clock}
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 5000, Clock: fixedClock}
 	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, Note: "known bad beers", By: Requester{RequestID: "r1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at = ?
-		AND acknowledged_note = 'known bad beers' AND id % 10 <> 0`, clock().UnixMilli()); n != 90 {
+		AND acknowledged_note = 'known bad beers' AND id % 10 <> 0`, fixedClock().UnixMilli()); n != 90 {
 		t.Fatalf("acknowledged rows: %d", n)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed'`); n != 10 {
@@ -72,7 +72,7 @@ func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bulkack", 250, 2, 1_700_000_000_000)
 	insert(t, db, adminRow{beerID: "keep", beerName: "Keep Me", failedAt: 1})
-	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Now: clock}
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
 	f := &Filter{Q: "bulkack-"}
 	before := snapshot(t, db)
 	p, err := a.DryRun(ctx, AcknowledgeRequest{Selection: Selection{Filter: f}})
@@ -147,7 +147,7 @@ func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, db)
-	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Now: clock}
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
 	for _, sel := range []Selection{{IDs: []int64{1, 2}}, {Filter: &Filter{Q: "fail-"}}} {
 		if _, err := a.Run(ctx, AcknowledgeRequest{Selection: sel}); err == nil || !strings.Contains(err.Error(), "refused") {
 			t.Fatalf("%+v: err = %v, want the refusal", sel, err)
@@ -163,7 +163,7 @@ func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
 func TestAcknowledgedIDsAlwaysInTheIDsForm(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, status: StatusAcknowledged})
-	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Now: clock}
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}
 	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"time"
+	"github.com/redrive/redrive/clock"
 
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -42,14 +42,7 @@ type Audit struct {
 	DB      *sql.DB
 	Cursors Cursors
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
-}
-
-func (a Audit) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
+	Clock clock.Clock
 }
 
 // Requester says who asked for an action.
@@ -96,7 +89,7 @@ const auditColumns = `at, action, request_id, key_fingerprint, dry_run, ids, fil
 func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
 	var id int64
 	err := a.DB.QueryRowContext(ctx, `INSERT INTO admin_audit(`+auditColumns+`, outcome)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'started') RETURNING id`, s.values(a.now().UnixMilli())...).Scan(&id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'started') RETURNING id`, s.values(a.Clock.Now().UnixMilli())...).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("audit begin: %w", err)
 	}
@@ -153,7 +146,7 @@ func (a Audit) Record(ctx context.Context, s AuditStart, outcome string, counts 
 	if err != nil {
 		return err
 	}
-	st := finishedAuditStmt(s, a.now().UnixMilli(), outcome, e, "?", cs)
+	st := finishedAuditStmt(s, a.Clock.Now().UnixMilli(), outcome, e, "?", cs)
 	if _, err := a.DB.ExecContext(ctx, st.SQL, st.Args...); err != nil {
 		return fmt.Errorf("audit record: %w", err)
 	}
@@ -179,7 +172,7 @@ func (a Audit) Finish(ctx context.Context, id int64, outcome string, counts any,
 		return err
 	}
 	_, err = a.DB.ExecContext(ctx, `UPDATE admin_audit SET outcome = ?, counts = ?, error = ?, finished_at = ? WHERE id = ?`,
-		outcome, cs, e.column(), a.now().UnixMilli(), id)
+		outcome, cs, e.column(), a.Clock.Now().UnixMilli(), id)
 	if err != nil {
 		return fmt.Errorf("audit finish: %w", err)
 	}

@@ -14,7 +14,7 @@ func TestAuditRetentionDeletesOldRecords(t *testing.T) {
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	// Records written by the admin API itself, at four ages.
 	for _, at := range []time.Time{now.Add(-100 * day), now.Add(-91 * day), now.Add(-89 * day), now} {
-		if _, err := (Audit{DB: db, Now: func() time.Time { return at }}).Begin(ctx, AuditStart{Action: "replay"}); err != nil {
+		if _, err := (Audit{DB: db, Clock: func() time.Time { return at }}).Begin(ctx, AuditStart{Action: "replay"}); err != nil {
 			t.Fatal(err)
 		}
 	}

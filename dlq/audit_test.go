@@ -11,7 +11,7 @@ import (
 
 func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
 	db := sqlitetest.New(t)
-	a := Audit{DB: db, Cursors: NewCursors("s"), Now: clock}
+	a := Audit{DB: db, Cursors: NewCursors("s"), Clock: fixedClock}
 	var ids []int64
 	for i := 0; i < 7; i++ {
 		start := AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "req-" + string(rune('a'+i)), KeyFingerprint: "fp"}, IDs: []int64{int64(i + 1), 99}}
@@ -53,7 +53,7 @@ func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
 	var counts map[string]int
 	json.Unmarshal(last.Counts, &counts)
 	if last.Action != ActionReplay || string(last.IDs) != "[1,99]" || string(last.Filter) != "null" || last.RequestID != "req-a" ||
-		last.KeyFingerprint != "fp" || last.Outcome != OutcomeOK || counts["claimed_count"] != 0 || last.At != clock().UnixMilli() {
+		last.KeyFingerprint != "fp" || last.Outcome != OutcomeOK || counts["claimed_count"] != 0 || last.At != fixedClock().UnixMilli() {
 		t.Fatalf("first entry %+v", last)
 	}
 	ack := got[1]
@@ -76,7 +76,7 @@ func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
 // entries written before errors had codes (their text) show neither.
 func TestAuditErrorIsACodeAndAMessage(t *testing.T) {
 	db := sqlitetest.New(t)
-	a := Audit{DB: db, Cursors: NewCursors("s"), Now: clock}
+	a := Audit{DB: db, Cursors: NewCursors("s"), Clock: fixedClock}
 	start := AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "req-1", KeyFingerprint: "fp"}, IDs: []int64{1}}
 	id, err := a.Begin(ctx, start)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"github.com/redrive/redrive/internal/text"
 	"log/slog"
 	"time"
@@ -76,14 +77,7 @@ type Capture struct {
 	// uses it for queues without a consumer).
 	Cause func(queueName string) (class, reason string)
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
-}
-
-func (c *Capture) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
+	Clock clock.Clock
 }
 
 // captured is the state of one message of a batch.
@@ -108,7 +102,7 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 	if source == "" {
 		source = queueName
 	}
-	now := c.now()
+	now := c.Clock.Now()
 	batch := make([]*captured, len(msgs))
 	for i, m := range msgs {
 		batch[i] = c.prepare(m, source, now)

@@ -28,7 +28,7 @@ const dlqName = "beer-enrichment-dlq"
 
 func newCapture(db *sql.DB, logs *bytes.Buffer) *Capture {
 	return &Capture{DB: db, Log: slog.New(slog.NewJSONHandler(logs, nil)),
-		SourceQueue: map[string]string{dlqName: "beer-enrichment"}, Now: func() time.Time { return t0 }}
+		SourceQueue: map[string]string{dlqName: "beer-enrichment"}, Clock: func() time.Time { return t0 }}
 }
 
 func counters(t *testing.T, db *sql.DB) map[string]int64 {
@@ -117,7 +117,7 @@ func TestCaptureRedeliveryIsAbsorbed(t *testing.T) {
 
 	r1, r2 := queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2"))
 	r1.Attempt, r2.Attempt = 2, 2
-	c.Now = func() time.Time { return t0.Add(time.Hour) }
+	c.Clock = func() time.Time { return t0.Add(time.Hour) }
 	consume(t, c, r1, r2)
 	if !r1.Acked || !r2.Acked {
 		t.Fatal("redelivered messages not acked")
@@ -145,7 +145,7 @@ func TestCaptureReplayedMessageFailingAgainUpdatesItsRow(t *testing.T) {
 	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1, replayed_at = 5 WHERE id = ?`, id)
 
 	Attempts{DB: db}.Record(context.Background(), Attempt{MessageID: "m9", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "provider status 503", At: t0})
-	c.Now = func() time.Time { return t0.Add(time.Hour) }
+	c.Clock = func() time.Time { return t0.Add(time.Hour) }
 	replayed := queuetest.New("m9", beer("1"))
 	consume(t, c, replayed)
 

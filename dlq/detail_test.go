@@ -46,25 +46,25 @@ func TestDetailReadsEveryFieldAndTheBody(t *testing.T) {
 // AuditWindow entries are searched.
 func TestDetailAuditEntriesAndLineage(t *testing.T) {
 	db := sqlitetest.New(t)
-	now := clock().UnixMilli()
+	now := fixedClock().UnixMilli()
 	ids := insert(t, db,
 		adminRow{beerID: "a", failedAt: now - 10},
 		adminRow{beerID: "b", failedAt: now - 20},
 		adminRow{beerID: "c", failedAt: now - 30},
 	)
-	ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Now: clock}
+	ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
 	by := Requester{RequestID: "r1", KeyFingerprint: "fp"}
 	// Named in a dry run (ids) and acknowledged with another row (ids).
-	if err := (Audit{DB: db, Now: clock}).Record(ctx, AuditStart{Action: ActionReplay, Requester: by, DryRun: true, IDs: []int64{ids[0]}}, OutcomeOK, nil, nil); err != nil {
+	if err := (Audit{DB: db, Clock: fixedClock}).Record(ctx, AuditStart{Action: ActionReplay, Requester: by, DryRun: true, IDs: []int64{ids[0]}}, OutcomeOK, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: []int64{ids[0], ids[2]}}, Note: "dup", By: by}); err != nil {
 		t.Fatal(err)
 	}
 	// Row b: a bulk dry run, then a bulk acknowledge of beer b at a later time.
-	later := func() time.Time { return clock().Add(time.Minute) }
-	ackLater := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Now: later}
-	if err := (Audit{DB: db, Now: clock}).Record(ctx, AuditStart{Action: ActionAcknowledge, Requester: by, DryRun: true, Filter: &Filter{BeerID: "b"}}, OutcomeOK, nil, nil); err != nil {
+	later := func() time.Time { return fixedClock().Add(time.Minute) }
+	ackLater := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: later}
+	if err := (Audit{DB: db, Clock: fixedClock}).Record(ctx, AuditStart{Action: ActionAcknowledge, Requester: by, DryRun: true, Filter: &Filter{BeerID: "b"}}, OutcomeOK, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ackLater.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: &Filter{BeerID: "b"}}, Note: "bulk", By: by}); err != nil {

@@ -322,7 +322,7 @@ func TestLongQSearchesEveryAction(t *testing.T) {
 		if err != nil || rp.MatchedCount != int64(len(c.want)) {
 			t.Errorf("replay dry run q=%.20q…: %d matched, %v", c.q, rp.MatchedCount, err)
 		}
-		ap, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Now: clock}.DryRun(ctx,
+		ap, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}.DryRun(ctx,
 			AcknowledgeRequest{Selection: Selection{Filter: &f}})
 		if err != nil || ap.MatchedCount != int64(len(c.want)) {
 			t.Errorf("acknowledge dry run q=%.20q…: %d matched, %v", c.q, ap.MatchedCount, err)
@@ -334,7 +334,7 @@ func TestLongQSearchesEveryAction(t *testing.T) {
 		t.Fatalf("bulk replay with a %d-byte q: %+v %v", len(long), res, err)
 	}
 	db.Exec(`UPDATE dlq_messages SET status = 'pending'`)
-	ack, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Now: clock}.Run(ctx,
+	ack, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}.Run(ctx,
 		AcknowledgeRequest{Selection: Selection{Filter: &f}, Note: "long q"})
 	if err != nil || ack.AcknowledgedCount != 2 {
 		t.Fatalf("bulk acknowledge with a %d-byte q: %+v %v", len(long), ack, err)

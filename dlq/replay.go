@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"log/slog"
 	"slices"
 	"strings"
@@ -52,14 +53,7 @@ type Replay struct {
 	// BulkMax is the most rows one bulk request claims (DLQ_BULK_REPLAY_MAX).
 	BulkMax int
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
-}
-
-func (r Replay) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+	Clock clock.Clock
 }
 
 // ReplayRequest is one replay.
@@ -150,7 +144,7 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	claimAt := r.now().UnixMilli()
+	claimAt := r.Clock.Now().UnixMilli()
 	cond, args := sel.where(true, pos)
 	if sel.Filter != nil {
 		cond, args = newestFirst(cond), append(args, int64(limit))
@@ -307,7 +301,7 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	for i, c := range cs {
 		all[i] = c.id
 	}
-	settledAt := r.now().UnixMilli()
+	settledAt := r.Clock.Now().UnixMilli()
 	sentJSON := idsJSON(sent)
 	// The settle and its counts in one batch. The settled rows are counted
 	// from RETURNING: D1's changes count also includes what triggers wrote.

@@ -39,7 +39,7 @@ func TestLateSettleDoesNotTouchAnotherReplaysClaim(t *testing.T) {
 	replay := func(s queue.Sender, at time.Time) <-chan ReplayResult {
 		done := make(chan ReplayResult, 1)
 		go func() {
-			r := Replay{DB: db, Sender: s, Log: discard, Cursors: NewCursors("s"), BulkMax: 500, Now: func() time.Time { return at }}
+			r := Replay{DB: db, Sender: s, Log: discard, Cursors: NewCursors("s"), BulkMax: 500, Clock: func() time.Time { return at }}
 			res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
 			if err != nil {
 				t.Error(err)

@@ -18,10 +18,10 @@ import (
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
-var clock = func() time.Time { return time.UnixMilli(1_750_000_000_000) }
+var fixedClock = func() time.Time { return time.UnixMilli(1_750_000_000_000) }
 
 func newReplay(db *sql.DB, s queue.Sender) Replay {
-	return Replay{DB: db, Sender: s, Log: discard, Cursors: NewCursors("s"), BulkMax: 500, Now: clock}
+	return Replay{DB: db, Sender: s, Log: discard, Cursors: NewCursors("s"), BulkMax: 500, Clock: fixedClock}
 }
 
 // sentRows returns the row id of every message sent to q, found by its body
@@ -74,7 +74,7 @@ func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 		if i == 1 {
 			want = 3
 		}
-		if status != StatusReplayed || count != want || replayedAt != clock().UnixMilli() || replayingAt.Valid {
+		if status != StatusReplayed || count != want || replayedAt != fixedClock().UnixMilli() || replayingAt.Valid {
 			t.Fatalf("row %d: %s count=%d replayed_at=%d replaying_at=%v", id, status, count, replayedAt, replayingAt)
 		}
 	}

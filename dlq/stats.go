@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"math"
 	"slices"
 	"time"
@@ -15,7 +16,7 @@ import (
 type Stats struct {
 	DB *sql.DB
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Clock clock.Clock
 }
 
 // StatsReport is the stats response (handlers/openapi.json): the original
@@ -131,10 +132,7 @@ const statsSQL = `SELECT
 
 // Report computes the stats at the current time.
 func (s Stats) Report(ctx context.Context) (StatsReport, error) {
-	now := time.Now()
-	if s.Now != nil {
-		now = s.Now()
-	}
+	now := s.Clock.Now()
 	var groups, brewers, repeats, reasons string
 	var oldest sql.NullInt64
 	var r StatsReport

@@ -11,7 +11,7 @@ import (
 
 func TestStatsReport(t *testing.T) {
 	db := sqlitetest.New(t)
-	now := clock().UnixMilli()
+	now := fixedClock().UnixMilli()
 	hour := time.Hour.Milliseconds()
 	ids := insert(t, db,
 		adminRow{beerID: "1", beerName: "Old", brewer: "Acme", reason: "transient: 500", failedAt: now - 50*hour},
@@ -26,7 +26,7 @@ func TestStatsReport(t *testing.T) {
 	db.Exec(`UPDATE dlq_messages SET replayed_at = ? WHERE id = ?`, now-hour, ids[4])
 	db.Exec(`UPDATE dlq_messages SET acknowledged_at = ? WHERE id = ?`, now-hour, ids[5])
 	db.Exec(`UPDATE dlq_messages SET acknowledged_at = ? WHERE id = ?`, now-25*hour, ids[6])
-	r, err := Stats{DB: db, Now: clock}.Report(ctx)
+	r, err := Stats{DB: db, Clock: fixedClock}.Report(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestStatsReport(t *testing.T) {
 	if string(js) != want {
 		t.Fatalf("stats\n got %s\nwant %s", js, want)
 	}
-	empty, err := Stats{DB: sqlitetest.New(t), Now: clock}.Report(ctx)
+	empty, err := Stats{DB: sqlitetest.New(t), Clock: fixedClock}.Report(ctx)
 	js, _ = json.Marshal(empty)
 	if err != nil || !strings.Contains(string(js), `"top_failing_brewers":[]`) || empty.OldestPendingAgeHours != 0 {
 		t.Fatalf("empty: %s %v", js, err)

@@ -92,9 +92,9 @@ func TestCountsFollowEveryChange(t *testing.T) {
 			now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 			clock := func() time.Time { return now }
 			sender := &queuetest.Sender{}
-			capture := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{dlqName: "beer-enrichment", "other-dlq": "other"}, Now: clock}
-			ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 7, Now: clock}
-			replay := Replay{DB: db, Sender: sender, Log: discard, Cursors: NewCursors("k"), BulkMax: 5, Now: clock}
+			capture := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{dlqName: "beer-enrichment", "other-dlq": "other"}, Clock: clock}
+			ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 7, Clock: clock}
+			replay := Replay{DB: db, Sender: sender, Log: discard, Cursors: NewCursors("k"), BulkMax: 5, Clock: clock}
 			rescue := &Rescue{DB: db, Log: discard, StuckAfter: time.Minute, Limits: jobs.Limits{BatchSize: 3}}
 			brewers := []string{"", "A", "B", "C"}
 			msg := 0
@@ -215,7 +215,7 @@ func TestCountsFollowEveryChange(t *testing.T) {
 					exactFrom = now.Add(-25*time.Hour).UnixMilli() / hourMS
 				case 10: // stats agree with counting
 					what = "stats"
-					r, err := Stats{DB: db, Now: clock}.Report(ctx)
+					r, err := Stats{DB: db, Clock: clock}.Report(ctx)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"time"
 )
 
@@ -23,7 +24,7 @@ const hourMillis = int64(time.Hour / time.Millisecond)
 type TimeSeries struct {
 	DB *sql.DB
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Clock clock.Clock
 }
 
 // Series is the timeseries response (handlers/openapi.json).
@@ -57,10 +58,7 @@ const timeseriesSQL = `SELECT json_group_array(json_array(hour, events)) AS buck
 
 // Read returns the last SeriesHours hours, the current one included.
 func (s TimeSeries) Read(ctx context.Context) (Series, error) {
-	now := time.Now()
-	if s.Now != nil {
-		now = s.Now()
-	}
+	now := s.Clock.Now()
 	current := now.UnixMilli() - now.UnixMilli()%hourMillis
 	from := current - (SeriesHours-1)*hourMillis
 	out := Series{BucketMS: hourMillis, From: from, To: current + hourMillis, Hourly: make([]Bucket, SeriesHours)}

@@ -13,7 +13,7 @@ import (
 // series reads those buckets, zeros included, and never dlq_messages.
 func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	db := sqlitetest.New(t)
-	now := clock() // 1_750_000_000_000: 13:46:40 UTC
+	now := fixedClock() // 1_750_000_000_000: 13:46:40 UTC
 	hour := time.Hour.Milliseconds()
 	current := now.UnixMilli() - now.UnixMilli()%hour
 	ids := insert(t, db,
@@ -33,7 +33,7 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	if _, err := db.Exec(`UPDATE dlq_messages SET status = 'acknowledged', last_message_id = last_message_id WHERE id = ?`, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	s, err := TimeSeries{DB: db, Now: clock}.Read(ctx)
+	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
 	db := sqlitetest.New(t)
 	hour := time.Hour.Milliseconds()
-	now := clock()
+	now := fixedClock()
 	current := now.UnixMilli() - now.UnixMilli()%hour
 	insert(t, db,
 		adminRow{beerID: "first", failedAt: current - (SeriesHours-1)*hour},
@@ -65,7 +65,7 @@ func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
 	if _, err := batchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
 		t.Fatal(err)
 	}
-	s, err := TimeSeries{DB: db, Now: clock}.Read(ctx)
+	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func TestUnroutableCaptureStoresAndAcks(t *testing.T) {
 	db := sqlitetest.New(t)
 	var logs bytes.Buffer
 	c := Unroutable(db, newCapture(db, &logs).Log, time.Minute)
-	c.Now = func() time.Time { return t0 }
+	c.Clock = func() time.Time { return t0 }
 	m1, m2 := queuetest.New("u1", `{"hello":"unrouted"}`), queuetest.New("u2", beer("7"))
 	m2.Type = queue.JSON
 	if err := c.ConsumeBatch(context.Background(), "new-queue", queuetest.Batch(m1, m2)); err != nil {

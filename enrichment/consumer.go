@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -91,16 +92,9 @@ type Consumer struct {
 	// came from: the ENRICHMENT_QUEUE binding). Nil: they are retried instead.
 	Sender queue.Sender
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Clock clock.Clock
 	// Rand returns uniform values in [0, 1) for jitter; rand.Float64 when nil.
 	Rand func() float64
-}
-
-func (c *Consumer) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 func (c *Consumer) backoff(attempt int) time.Duration {
@@ -176,7 +170,7 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 	for i, d := range ds {
 		beers[i] = d.beer
 	}
-	status, err := beerStore{c.DB}.track(ctx, beers, c.now())
+	status, err := beerStore{c.DB}.track(ctx, beers, c.Clock.Now())
 	if err != nil {
 		if perr := c.probe(ctx); perr == nil {
 			c.Log.ErrorContext(ctx, "enrichment: cannot read the batch's beers; retrying it", "queue", queueName, "messages", len(ds), "error", err.Error())
@@ -184,7 +178,7 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 		}
 		c.Log.ErrorContext(ctx, "enrichment: D1 unavailable; deferring the batch (no attempt spent)", "queue", queueName,
 			"messages", len(ds), "error", err.Error())
-		now := c.now()
+		now := c.Clock.Now()
 		for _, d := range ds {
 			c.deferD1(ctx, b, d, err, now)
 		}
@@ -255,7 +249,7 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 		d.log.InfoContext(ctx, "enrichment: beer already done; acked without a provider call", "status", st)
 		return admission{}, false
 	}
-	now := c.now()
+	now := c.Clock.Now()
 	if !c.Provider.Configured() {
 		t[CounterConfigErrors]++
 		d.log.ErrorContext(ctx, "enrichment: ENRICHMENT_API_KEY is not set; message deferred (set the secret with wrangler secret put)", "class", ClassConfig)
@@ -309,7 +303,7 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 func (c *Consumer) call(ctx context.Context, b *batchRun, d delivery, adm admission) (Verdict, time.Time) {
 	b.t[CounterProviderCalls]++
 	resp, callErr := c.Provider.Ask(ctx, d.beer)
-	after := c.now()
+	after := c.Clock.Now()
 	v := Classify(resp, callErr, after)
 	v.Reason = c.Provider.redact(v.Reason)
 	d.log.InfoContext(ctx, "enrichment: provider answered", "outcome", string(v.Outcome), "status", resp.Status,
@@ -553,7 +547,7 @@ func (c *Consumer) permanent(ctx context.Context, b *batchRun, d delivery, reaso
 func (c *Consumer) poison(ctx context.Context, queueName string, m queue.Message, body string, ct queue.ContentType, problem string, t tally) {
 	log := c.Log.With("message_id", m.ID(), "attempt", m.Attempts())
 	f := dlq.Failure{MessageID: m.ID(), SourceQueue: queueName, Body: body, ContentType: ct, Attempts: m.Attempts(),
-		Class: "poison", Reason: "poison: " + problem, FailedAt: c.now()}
+		Class: "poison", Reason: "poison: " + problem, FailedAt: c.Clock.Now()}
 	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
 		log.ErrorContext(ctx, "enrichment: could not store a poison message; retrying it", "error", err.Error())
 		m.Retry(queueDelay(c.backoff(m.Attempts())))

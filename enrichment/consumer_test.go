@@ -93,8 +93,8 @@ func newFixture(t *testing.T) *fixture {
 			Timeout: 2 * time.Second, Doer: outbound.HTTPDoer{}},
 		Policy: Policy{Backoff: Backoff{Base: 10 * time.Second, Max: time.Minute}, MaxAttempts: 4,
 			BreakerThreshold: 100, BreakerCooldown: time.Minute, DailyLimit: 1000, D1RetryBase: 30 * time.Second},
-		Now:  func() time.Time { return f.now },
-		Rand: func() float64 { return 0.5 },
+		Clock: func() time.Time { return f.now },
+		Rand:  func() float64 { return 0.5 },
 	}
 	return f
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"github.com/redrive/redrive/internal/text"
 	"log/slog"
 	"net/http"
@@ -36,7 +37,7 @@ type API struct {
 	// Version is reported by /health.
 	Version string
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Clock clock.Clock
 	// Sender sends replayed DLQ messages back to their source queues.
 	Sender queue.Sender
 	// BulkReplayMax caps the rows one bulk replay call claims (DLQ_BULK_REPLAY_MAX).
@@ -75,13 +76,6 @@ func NewInstance(now time.Time) *Instance {
 
 // Call counts one call served by this instance and returns the new total.
 func (i *Instance) Call() int64 { return i.calls.Add(1) }
-
-func (a *API) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
-}
 
 // handlerFunc is an HTTP handler that returns its error for the envelope.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -271,11 +265,11 @@ type d1Health struct {
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	start := a.now()
+	start := a.Clock.Now()
 	var one int
 	err := a.DB.QueryRowContext(ctx, "SELECT 1").Scan(&one)
-	d := healthData{Status: "ok", Version: a.Version, Time: a.now().UTC(),
-		D1: d1Health{OK: err == nil, LatencyMS: a.now().Sub(start).Milliseconds()}}
+	d := healthData{Status: "ok", Version: a.Version, Time: a.Clock.Now().UTC(),
+		D1: d1Health{OK: err == nil, LatencyMS: a.Clock.Now().Sub(start).Milliseconds()}}
 	if a.Instance != nil {
 		d.Instance = &instanceData{ID: a.Instance.ID, StartedAt: a.Instance.StartedAt.UTC(), Calls: a.Instance.calls.Load()}
 	}

@@ -64,7 +64,7 @@ func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r.URL, nil); err != nil {
 		return err
 	}
-	s, err := dlq.TimeSeries{DB: a.DB, Now: a.Now}.Read(r.Context())
+	s, err := dlq.TimeSeries{DB: a.DB, Clock: a.Clock}.Read(r.Context())
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 func TestConsoleRoutes(t *testing.T) {
 	api := newAPI(t)
 	now := time.UnixMilli(1_750_000_000_000)
-	api.Now = func() time.Time { return now }
+	api.Clock = func() time.Time { return now }
 	h := api.Handler()
 	var id int64
 	if err := api.DB.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, failure_reason, raw_message, last_message_id)

@@ -29,7 +29,7 @@ func (a *API) devCron(w http.ResponseWriter, r *http.Request) error {
 	if req.Cron == "" {
 		return badRequest("INVALID_REQUEST", "cron is required")
 	}
-	at := a.now()
+	at := a.Clock.Now()
 	if req.Time != nil {
 		at = time.UnixMilli(*req.Time)
 	}

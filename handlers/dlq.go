@@ -22,11 +22,11 @@ import (
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
 func (a *API) replayService() dlq.Replay {
-	return dlq.Replay{DB: a.DB, Batch: a.batch(), Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Now: a.Now}
+	return dlq.Replay{DB: a.DB, Batch: a.batch(), Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock}
 }
 
 func (a *API) acknowledgeService() dlq.Acknowledge {
-	return dlq.Acknowledge{DB: a.DB, Batch: a.batch(), BulkMax: a.BulkAcknowledgeMax, Now: a.Now}
+	return dlq.Acknowledge{DB: a.DB, Batch: a.batch(), BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
 }
 
 func (a *API) batch() sqlbatch.Runner {
@@ -36,7 +36,7 @@ func (a *API) batch() sqlbatch.Runner {
 	return sqlbatch.Tx{DB: a.DB}
 }
 
-func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.cursors(), Now: a.Now} }
+func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.cursors(), Clock: a.Clock} }
 
 // listParams are the query parameters GET /admin/dlq accepts.
 var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true, "cursor": true, "include_raw": true,
@@ -136,7 +136,7 @@ func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r.URL, nil); err != nil {
 		return err
 	}
-	rep, err := dlq.Stats{DB: a.DB, Now: a.Now}.Report(r.Context())
+	rep, err := dlq.Stats{DB: a.DB, Clock: a.Clock}.Report(r.Context())
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (a *API) enrich(w http.ResponseWriter, r *http.Request) error {
 	if err := enrichment.Validate(req.Beers); err != nil {
 		return badRequest("INVALID_REQUEST", err.Error())
 	}
-	res, err := a.Beers.Enqueue(r.Context(), req.Beers, a.now())
+	res, err := a.Beers.Enqueue(r.Context(), req.Beers, a.Clock.Now())
 	if errors.Is(err, enrichment.ErrQueueSend) {
 		a.Log.ErrorContext(r.Context(), "enrich: queue send failed", "request_id", RequestID(r.Context()), "error", err.Error())
 		return &APIError{Status: http.StatusServiceUnavailable, Code: "QUEUE_UNAVAILABLE",

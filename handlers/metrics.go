@@ -17,7 +17,7 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("admin metrics: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := metrics.WritePrometheus(&buf, snap, a.now()); err != nil {
+	if err := metrics.WritePrometheus(&buf, snap, a.Clock.Now()); err != nil {
 		return fmt.Errorf("admin metrics: %w", err)
 	}
 	w.Header().Set("Content-Type", metrics.ContentType)

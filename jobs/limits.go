@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"github.com/redrive/redrive/clock"
 	"time"
 )
 
@@ -15,14 +16,7 @@ type Limits struct {
 	Budget time.Duration
 	// Clock measures the budget; time.Now when nil (tests pass a fake clock).
 	// In workerd the clock advances across I/O, which is what batches wait on.
-	Clock func() time.Time
-}
-
-func (l Limits) clock() time.Time {
-	if l.Clock != nil {
-		return l.Clock()
-	}
-	return time.Now()
+	Clock clock.Clock
 }
 
 // Batch is the batch size in effect (BatchSize, 1000 when unset).
@@ -46,11 +40,11 @@ func (l Limits) Start() *Budget {
 	if b <= 0 {
 		b = 20 * time.Second
 	}
-	return &Budget{l: l, deadline: l.clock().Add(b)}
+	return &Budget{l: l, deadline: l.Clock.Now().Add(b)}
 }
 
 // Spent reports whether the run's wall time is used up.
-func (b *Budget) Spent() bool { return !b.l.clock().Before(b.deadline) }
+func (b *Budget) Spent() bool { return !b.l.Clock.Now().Before(b.deadline) }
 
 // Drain calls step with the batch size until a batch changes fewer rows than
 // that (nothing left) or the budget is spent. The first batch always runs, so

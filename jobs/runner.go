@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"log/slog"
 	"time"
 
@@ -63,18 +64,11 @@ type CronRouter struct {
 	Recorder RunRecorder
 	Log      *slog.Logger
 	// Clock measures durations; time.Now when nil.
-	Clock func() time.Time
+	Clock clock.Clock
 	// Meter counts D1's rows read and written per job (each run is an
 	// operation named "cron <job>", its run record included) and is flushed
 	// after the jobs of a tick; nil: nothing is counted.
 	Meter *metrics.Meter
-}
-
-func (c *CronRouter) clock() time.Time {
-	if c.Clock != nil {
-		return c.Clock()
-	}
-	return time.Now()
 }
 
 // Run runs every job registered for cron at scheduled time now, one after
@@ -114,9 +108,9 @@ func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error 
 			}
 		}
 		jctx, op := metrics.Start(ctx, metrics.CronOp(j.Name()))
-		start := c.clock()
+		start := c.Clock.Now()
 		summary, err := c.runOne(jctx, j, now)
-		dur := c.clock().Sub(start)
+		dur := c.Clock.Now().Sub(start)
 		// The job's own statements (its run record follows).
 		attrs := append([]any{"job", j.Name(), "cron", cron, "scheduled_at", now.UnixMilli(), "duration_ms", dur.Milliseconds(), "summary", summary},
 			op.LogAttrs()...)

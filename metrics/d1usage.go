@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/redrive/redrive/clock"
 	"log/slog"
 	"maps"
 	"slices"
@@ -98,19 +99,12 @@ type Meter struct {
 	Interval time.Duration
 	Log      *slog.Logger
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Clock clock.Clock
 
 	mu       sync.Mutex
 	pending  map[string]Usage
 	last     time.Time
 	flushing bool
-}
-
-func (m *Meter) now() time.Time {
-	if m.Now != nil {
-		return m.Now()
-	}
-	return time.Now()
 }
 
 // Observe adds one statement's usage to ctx's operation and to the totals.
@@ -156,7 +150,7 @@ func (m *Meter) Flush(ctx context.Context) error {
 	if m == nil || m.DB == nil {
 		return nil
 	}
-	now := m.now()
+	now := m.Clock.Now()
 	m.mu.Lock()
 	if m.flushing || len(m.pending) == 0 || (!m.last.IsZero() && now.Sub(m.last) < m.Interval) {
 		m.mu.Unlock()

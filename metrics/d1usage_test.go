@@ -17,7 +17,7 @@ func TestMeterCountsPerOperationAndFlushesAtMostOncePerInterval(t *testing.T) {
 	db := sqlitetest.New(t)
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := &Meter{DB: db, Interval: time.Minute, Now: func() time.Time { return now }}
+	m := &Meter{DB: db, Interval: time.Minute, Clock: func() time.Time { return now }}
 	list, op := Start(ctx, "GET /admin/dlq")
 	m.Observe(list, Usage{Statements: 1, RowsRead: 50, RowsWritten: 0})
 	m.Observe(list, Usage{Statements: 1, RowsRead: 2, RowsWritten: 1})
