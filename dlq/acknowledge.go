@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/metrics"
 	"slices"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // CounterAcknowledged counts rows moved to acknowledged (metrics.Counters).
-const CounterAcknowledged = "dlq_acknowledged_total"
+var CounterAcknowledged = metrics.Declare("dlq_acknowledged_total", "DLQ rows acknowledged (set aside without a replay).")
 
 // Acknowledge dismisses pending dead-lettered messages without replaying them
 // (POST /admin/dlq/acknowledge): pending -> acknowledged in one statement,

@@ -12,7 +12,7 @@ import (
 )
 
 // CounterAuditExpired counts audit records AuditRetention deleted.
-const CounterAuditExpired = "audit_expired_total"
+var CounterAuditExpired = metrics.Declare("audit_expired_total", "Admin audit records deleted after AUDIT_RETENTION_DAYS.")
 
 // AuditRetentionJobName is the name AuditRetention records its runs under.
 const AuditRetentionJobName = "audit_retention"

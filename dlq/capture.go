@@ -15,16 +15,16 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
-// Counters the capture adds to (metrics.Counters), once per batch.
-const (
+// Counters of the capture (metrics.Declare): CounterDuplicates is added once
+// per batch, the others by dlq_messages' triggers (migrations/0012).
+var (
 	// CounterCaptured counts messages written to dlq_messages: new rows and
 	// repeat failures of replayed messages (lineage updates).
-	CounterCaptured = "dlq_captured_total"
-	// CounterDuplicates counts redeliveries absorbed without any change.
-	CounterDuplicates = "dlq_duplicates_total"
-	// CounterPoison counts captured messages whose body had no usable
-	// beer_id (stored with UnparseableBeerID), including unstorable ones.
-	CounterPoison = "dlq_poison_total"
+	CounterCaptured   = metrics.CapturedTotal
+	CounterDuplicates = metrics.Declare("dlq_duplicates_total",
+		"DLQ redeliveries absorbed without any change (the message was already stored).")
+	CounterPoison = metrics.Declare("dlq_poison_total",
+		"Captured DLQ messages whose body had no usable beer_id (stored as poison), unstorable ones included.")
 )
 
 // maxBatchBytes bounds the JSON parameter of one store statement, under

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/metrics"
 	"log/slog"
 	"slices"
 	"strings"
@@ -18,7 +19,7 @@ import (
 )
 
 // CounterReplayed counts rows sent back to their queue (metrics.Counters).
-const CounterReplayed = "dlq_replayed_total"
+var CounterReplayed = metrics.Declare("dlq_replayed_total", "DLQ rows sent back to their source queue by a replay (each send counts).")
 
 // Replay sends pending dead-lettered messages back to the queue they failed
 // on (POST /admin/dlq/replay).

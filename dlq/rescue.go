@@ -13,7 +13,7 @@ import (
 )
 
 // CounterRescued counts rows Rescue returned to pending.
-const CounterRescued = "dlq_rescued_total"
+var CounterRescued = metrics.Declare("dlq_rescued_total", "DLQ rows returned from replaying to pending by the rescue job.")
 
 // Rescue returns rows stuck in `replaying` (a replay that died between its
 // send and its final update) to `pending`, so nothing is lost (River's

@@ -17,11 +17,14 @@ import (
 // (the dlq_cap_evicting alert reads its last summary).
 const RetentionJobName = "dlq_retention"
 
-// Counter names Retention adds to (metrics.Counters).
-const (
-	CounterRetentionAge    = "dlq_retention_deleted_age_total"
-	CounterRetentionCap    = "dlq_retention_deleted_cap_total"
-	CounterAttemptsExpired = "attempts_expired_total"
+// Counters Retention adds to.
+var (
+	CounterRetentionAge = metrics.Declare("dlq_retention_deleted_age_total",
+		"DLQ rows deleted by retention because their acknowledge/replay is older than DLQ_RETENTION_DAYS.")
+	CounterRetentionCap = metrics.Declare("dlq_retention_deleted_cap_total",
+		"DLQ rows deleted by retention over the per-beer_id cap DLQ_MAX_ROWS_PER_KEY.")
+	CounterAttemptsExpired = metrics.Declare("attempts_expired_total",
+		"message_attempts records deleted after ATTEMPT_RETENTION_DAYS.")
 )
 
 // Retention deletes what no one needs any more, in bounded batches (River's

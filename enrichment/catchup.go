@@ -15,16 +15,16 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
-// Counter names of the catch-up job (metrics.Counters), added once per run.
-const (
-	// CounterCatchUpEnqueued counts beers sent by the catch-up, each once.
-	CounterCatchUpEnqueued = "catchup_enqueued_total"
-	// CounterCatchUpLost counts the part of them whose message was lost.
-	CounterCatchUpLost = "catchup_lost_requeued_total"
-	// CounterCatchUpSendFailed counts claimed beers put back after a failed send.
-	CounterCatchUpSendFailed = "catchup_send_failed_total"
-	// CounterCatchUpLateness sums the lateness (now - due) of the beers sent, in seconds.
-	CounterCatchUpLateness = "catchup_lateness_seconds_total"
+// Counters of the catch-up job, added once per run.
+var (
+	CounterCatchUpEnqueued = metrics.Declare("catchup_enqueued_total",
+		"Beers the catch-up job enqueued (due or lost), each claimed once.")
+	CounterCatchUpLost = metrics.Declare("catchup_lost_requeued_total",
+		"Beers re-enqueued by the catch-up job because their message was lost (included in catchup_enqueued_total).")
+	CounterCatchUpSendFailed = metrics.Declare("catchup_send_failed_total",
+		"Beers the catch-up job claimed but could not send; put back to pending for the next run.")
+	CounterCatchUpLateness = metrics.Declare("catchup_lateness_seconds_total",
+		"Sum of the lateness (now - due) of the beers the catch-up job enqueued; divide by catchup_enqueued_total for the mean.")
 )
 
 // CatchUp is the scheduled recovery sweep of the beers table (seed 001):

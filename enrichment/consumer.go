@@ -20,28 +20,26 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
-// Counter names (metrics.Counters), added once per batch.
-const (
-	CounterEnriched       = "enrichment_enriched_total"
-	CounterNotFound       = "enrichment_not_found_total"
-	CounterRetried        = "enrichment_retried_total"
-	CounterPermanent      = "enrichment_permanent_total"
-	CounterProviderCalls  = "enrichment_provider_calls_total"
-	CounterStale          = "enrichment_stale_total"
-	CounterPoison         = "enrichment_poison_total"
-	CounterQuotaRefused   = "enrichment_quota_refused_total"
-	CounterConfigErrors   = "enrichment_config_errors_total"
-	CounterBreakerOpened  = "enrichment_breaker_opened_total"
-	CounterBreakerProbes  = "enrichment_breaker_half_opened_total"
-	CounterBreakerClosed  = "enrichment_breaker_closed_total"
-	CounterBreakerBlocked = "enrichment_breaker_rejected_total"
+// Counters of the consumer, added once per batch.
+var (
+	CounterEnriched       = metrics.Declare("enrichment_enriched_total", "Beers enriched with an ABV from the provider.")
+	CounterNotFound       = metrics.Declare("enrichment_not_found_total", "Beers the provider did not know (status not_found).")
+	CounterRetried        = metrics.Declare("enrichment_retried_total", "Messages handed back to the queue for another attempt (transient or rate-limited failures).")
+	CounterPermanent      = metrics.Declare("enrichment_permanent_total", "Messages that failed permanently and went to the DLQ without further attempts.")
+	CounterProviderCalls  = metrics.Declare("enrichment_provider_calls_total", "Calls made to the enrichment provider.")
+	CounterStale          = metrics.Declare("enrichment_stale_total", "Messages acknowledged without a call because their beer was already enriched or newer.")
+	CounterPoison         = metrics.Declare("enrichment_poison_total", "Messages on the main queue whose body was not a usable beer (sent to the DLQ as poison).")
+	CounterQuotaRefused   = metrics.Declare("enrichment_quota_refused_total", "Provider calls not made because ENRICHMENT_DAILY_CALL_QUOTA was used up.")
+	CounterConfigErrors   = metrics.Declare("enrichment_config_errors_total", "Messages deferred because the enrichment configuration is invalid.")
+	CounterBreakerOpened  = metrics.Declare("enrichment_breaker_opened_total", "Times the provider's circuit breaker opened.")
+	CounterBreakerProbes  = metrics.Declare("enrichment_breaker_half_opened_total", "Probe calls let through by the half-open breaker.")
+	CounterBreakerClosed  = metrics.Declare("enrichment_breaker_closed_total", "Times the provider's circuit breaker closed again after a successful probe.")
+	CounterBreakerBlocked = metrics.Declare("enrichment_breaker_rejected_total", "Messages not sent to the provider because the breaker was open.")
 	// CounterDeferred counts messages handed back to the queue as a fresh
 	// copy (no attempt spent): auth, config, quota, breaker open, D1 unavailable.
-	CounterDeferred = "enrichment_deferred_total"
-	// CounterAuthFailures counts provider calls refused with 401/403.
-	CounterAuthFailures = "enrichment_auth_failures_total"
-	// CounterD1Unavailable counts messages deferred because D1 could not be used.
-	CounterD1Unavailable = "enrichment_d1_unavailable_total"
+	CounterDeferred      = metrics.Declare("enrichment_deferred_total", "Messages handed back as a fresh copy without spending an attempt (auth, config, quota, breaker open, D1 unavailable).")
+	CounterAuthFailures  = metrics.Declare("enrichment_auth_failures_total", "Provider calls refused with 401 or 403 (the key is wrong or revoked).")
+	CounterD1Unavailable = metrics.Declare("enrichment_d1_unavailable_total", "Messages deferred because D1 could not be used.")
 )
 
 // Policy is the consumer's reliability policy (see config.Config for the vars).

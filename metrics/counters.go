@@ -51,6 +51,8 @@ func (c Counters) Add(ctx context.Context, deltas map[string]int64) error {
 // and its count together.
 const CapturedTotal = "dlq_captured_total"
 
+var _ = Declare(CapturedTotal, "Messages written to dlq_messages: new rows and repeat failures of replayed messages (the sum of dlq_activity's hourly capture events).")
+
 // countersSQL is every counter: the counters table and CapturedTotal.
 const countersSQL = `SELECT name AS name, value AS value FROM counters
 	UNION ALL SELECT '` + CapturedTotal + `', SUM(events) FROM dlq_activity WHERE kind = 'failed' HAVING COUNT(*) > 0`

@@ -143,20 +143,6 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 	return s, nil
 }
 
-// help describes the counters redrive's own code adds to; any other row of
-// the counters table is exported too, with a generic description.
-var help = map[string]string{
-	"dlq_retention_deleted_age_total": "DLQ rows deleted by retention because their acknowledge/replay is older than DLQ_RETENTION_DAYS.",
-	"dlq_retention_deleted_cap_total": "DLQ rows deleted by retention over the per-beer_id cap DLQ_MAX_ROWS_PER_KEY.",
-	"attempts_expired_total":          "message_attempts records deleted after ATTEMPT_RETENTION_DAYS.",
-	"audit_expired_total":             "Admin audit records deleted after AUDIT_RETENTION_DAYS.",
-	"dlq_rescued_total":               "DLQ rows returned from replaying to pending by the rescue job.",
-	"catchup_enqueued_total":          "Beers the catch-up job enqueued (due or lost), each claimed once.",
-	"catchup_lost_requeued_total":     "Beers re-enqueued by the catch-up job because their message was lost (included in catchup_enqueued_total).",
-	"catchup_send_failed_total":       "Beers the catch-up job claimed but could not send; put back to pending for the next run.",
-	"catchup_lateness_seconds_total":  "Sum of the lateness (now - due) of the beers the catch-up job enqueued; divide by catchup_enqueued_total for the mean.",
-}
-
 var invalidName = regexp.MustCompile(`[^a-zA-Z0-9_:]`)
 
 // MetricName turns a counters-table name into a Prometheus metric name:
@@ -217,7 +203,7 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 	sample("redrive_dlq_oldest_pending_age_seconds", age)
 
 	for _, n := range slices.Sorted(maps.Keys(s.Counters)) {
-		text, ok := help[n]
+		text, ok := Declared(n)
 		if !ok {
 			text = "Counter " + n + " (counters table)."
 		}
