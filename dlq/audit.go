@@ -237,8 +237,8 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 	if p.Limit == 0 {
 		p.Limit = DefaultListLimit
 	}
-	if p.Limit < 1 || p.Limit > MaxListLimit {
-		return AuditPage{}, inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
+	if err := CheckLimit(int64(p.Limit), MaxListLimit, ""); err != nil {
+		return AuditPage{}, err
 	}
 	fp := "action=" + p.Action
 	cond, args := "1 = 1", []any{}

@@ -68,6 +68,18 @@ type Filter struct {
 	Q string `json:"q,omitempty"`
 }
 
+// CheckLimit is the one check of a page or bulk limit: an integer in
+// 1..max. setting names the configuration that sets max, if any.
+func CheckLimit(n int64, max int, setting string) error {
+	if n >= 1 && n <= int64(max) {
+		return nil
+	}
+	if setting != "" {
+		return inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d (%s)", max, setting)
+	}
+	return inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", max)
+}
+
 // Normalize fills the default status and validates every field.
 func (f Filter) Normalize() (Filter, error) {
 	if f.Status == "" {

@@ -173,8 +173,8 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	if p.Limit == 0 {
 		p.Limit = DefaultListLimit
 	}
-	if p.Limit < 1 || p.Limit > MaxListLimit {
-		return Page{}, inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
+	if err := CheckLimit(int64(p.Limit), MaxListLimit, ""); err != nil {
+		return Page{}, err
 	}
 	fp := f.fingerprint()
 	// The first page counts the matches; later pages carry that count in

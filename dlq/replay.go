@@ -205,6 +205,9 @@ func (r Replay) DryRun(ctx context.Context, req ReplayRequest) (Preview, error) 
 	return preview(ctx, r.DB, sel, true, pos)
 }
 
+// BulkLimit is the most rows one bulk request claims: BulkMax, at least 1.
+func (r Replay) BulkLimit() int { return max(r.BulkMax, 1) }
+
 // Check validates req (ids, delay, filter, limit, cursor) without touching
 // anything: the error Run would return for bad input, or nil.
 func (r Replay) Check(req ReplayRequest) error {
@@ -226,13 +229,13 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 		}
 		return sel, nil, 0, nil
 	}
-	pageSize := max(r.BulkMax, 1)
+	pageSize := r.BulkLimit()
 	limit := req.Limit
 	if limit == 0 {
 		limit = pageSize
 	}
-	if limit < 1 || limit > pageSize {
-		return sel, nil, 0, inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d (DLQ_BULK_REPLAY_MAX)", pageSize)
+	if err := CheckLimit(int64(limit), pageSize, "DLQ_BULK_REPLAY_MAX"); err != nil {
+		return sel, nil, 0, err
 	}
 	var pos *position
 	if req.Cursor != "" {

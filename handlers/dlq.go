@@ -74,11 +74,11 @@ func queryLimit(q map[string]string) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > dlq.MaxListLimit {
-		return 0, badRequest("INVALID_LIMIT", fmt.Sprintf("limit must be an integer in 1..%d", dlq.MaxListLimit))
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		n = 0 // not an integer: outside the range too
 	}
-	return n, nil
+	return int(n), dlq.CheckLimit(n, dlq.MaxListLimit, "")
 }
 
 func queryBool(q map[string]string, name string) (bool, error) {
@@ -261,11 +261,13 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if given && (limit < 1 || limit > 1<<30) {
-		return badRequest("INVALID_LIMIT", "limit must be a positive integer (at most DLQ_BULK_REPLAY_MAX)")
+	svc := a.replayService()
+	if given {
+		if err := dlq.CheckLimit(limit, svc.BulkLimit(), "DLQ_BULK_REPLAY_MAX"); err != nil {
+			return err
+		}
 	}
 	req.Limit = int(limit)
-	svc := a.replayService()
 	if err := svc.Check(req); err != nil {
 		return err
 	}

@@ -90,9 +90,8 @@ func TestBulkReplayLimitOne(t *testing.T) {
 	}
 }
 
-// Which check refuses a bad bulk limit shows in the message: the handler
-// refuses what is not an integer, or not positive, or beyond 2^30; the
-// replay service refuses what is above DLQ_BULK_REPLAY_MAX.
+// A bad bulk limit is refused with one of two messages: not an integer (the
+// JSON decoding), or outside 1..DLQ_BULK_REPLAY_MAX (dlq.CheckLimit).
 func TestBulkReplayLimitMessages(t *testing.T) {
 	api, s := newDLQAPI(t)
 	seedRows(t, api.DB, 1)
@@ -100,8 +99,8 @@ func TestBulkReplayLimitMessages(t *testing.T) {
 	before := tableState(t, api.DB)
 	const (
 		notInteger = "limit must be an integer"
-		notInRange = "limit must be a positive integer (at most DLQ_BULK_REPLAY_MAX)"
-		aboveMax   = "limit must be an integer in 1..500 (DLQ_BULK_REPLAY_MAX)"
+		notInRange = "limit must be an integer in 1..500 (DLQ_BULK_REPLAY_MAX)"
+		aboveMax   = notInRange
 	)
 	for _, c := range []struct {
 		limit, msg string
