@@ -84,45 +84,69 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 	if req.Note != "" {
 		note = req.Note
 	}
-	audit := AuditStart{Action: ActionAcknowledge, Requester: req.By, IDs: sel.IDs, Filter: sel.Filter, Note: req.Note}
-	set := `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ?, ` + setTallied + ` WHERE `
-	params := []any{now.UnixMilli(), note, now.UnixMilli()}
-	cond, args := sel.where(false, nil)
-	if sel.Filter == nil {
-		// The audit row counts the rows the update is about to move. Counts
-		// are computed in SQL, never bound: D1 binds JS numbers as REAL, and
-		// json_object would write 100 as 100.0.
-		record := finishedAuditStmt(audit, now.UnixMilli(), OutcomeOK, nil,
-			`json_object('requested_count', json_array_length(?), 'acknowledged_count', (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`))`,
-			append([]any{idsJSON(sel.IDs)}, args...)...)
-		stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(now, cond, args)...),
-			sqlbatch.Stmt{SQL: set + cond + ` RETURNING id`, Args: append(params, args...)})
-		out, err := batchOf(a.Batch, a.DB).Batch(ctx, stmts...)
-		if err != nil {
-			return AcknowledgeResult{}, fmt.Errorf("acknowledge: %w", err)
-		}
-		var moved []struct{ ID int64 }
-		if err := json.Unmarshal(out[len(out)-1], &moved); err != nil {
-			return AcknowledgeResult{}, fmt.Errorf("acknowledge rows: %w", err)
-		}
-		res := AcknowledgeResult{RequestedCount: len(sel.IDs), AcknowledgedIDs: make([]int64, len(moved))}
-		for i, m := range moved {
-			res.AcknowledgedIDs[i] = m.ID
-		}
-		slices.Sort(res.AcknowledgedIDs)
-		res.AcknowledgedCount = int64(len(res.AcknowledgedIDs))
-		return res, nil
+	u := ackUpdate{
+		now:    now,
+		audit:  AuditStart{Action: ActionAcknowledge, Requester: req.By, IDs: sel.IDs, Filter: sel.Filter, Note: req.Note},
+		set:    `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ?, ` + setTallied + ` WHERE `,
+		params: []any{now.UnixMilli(), note, now.UnixMilli()},
 	}
-	// A bulk page: n counts the matching rows up to one more than the page
-	// (?), which gives both the page's count and has_more.
+	u.cond, u.args = sel.where(false, nil)
+	if sel.Filter == nil {
+		return a.byIDs(ctx, sel.IDs, u)
+	}
+	return a.bulk(ctx, u)
+}
+
+// ackUpdate is what both forms of Run share: the audit entry, the UPDATE's
+// SET part with its parameters, and the selection's condition.
+type ackUpdate struct {
+	now    time.Time
+	audit  AuditStart
+	set    string
+	params []any
+	cond   string
+	args   []any
+}
+
+// byIDs acknowledges the named rows that are pending, in one batch with the
+// audit row, which counts the rows the update is about to move. Counts are
+// computed in SQL, never bound: D1 binds JS numbers as REAL, and json_object
+// would write 100 as 100.0.
+func (a Acknowledge) byIDs(ctx context.Context, ids []int64, u ackUpdate) (AcknowledgeResult, error) {
+	record := finishedAuditStmt(u.audit, u.now.UnixMilli(), OutcomeOK, nil,
+		`json_object('requested_count', json_array_length(?), 'acknowledged_count', (SELECT COUNT(*) FROM dlq_messages WHERE `+u.cond+`))`,
+		append([]any{idsJSON(ids)}, u.args...)...)
+	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(u.now, u.cond, u.args)...),
+		sqlbatch.Stmt{SQL: u.set + u.cond + ` RETURNING id`, Args: append(u.params, u.args...)})
+	out, err := batchOf(a.Batch, a.DB).Batch(ctx, stmts...)
+	if err != nil {
+		return AcknowledgeResult{}, fmt.Errorf("acknowledge: %w", err)
+	}
+	var moved []struct{ ID int64 }
+	if err := json.Unmarshal(out[len(out)-1], &moved); err != nil {
+		return AcknowledgeResult{}, fmt.Errorf("acknowledge rows: %w", err)
+	}
+	res := AcknowledgeResult{RequestedCount: len(ids), AcknowledgedIDs: make([]int64, len(moved))}
+	for i, m := range moved {
+		res.AcknowledgedIDs[i] = m.ID
+	}
+	slices.Sort(res.AcknowledgedIDs)
+	res.AcknowledgedCount = int64(len(res.AcknowledgedIDs))
+	return res, nil
+}
+
+// bulk acknowledges one page of the filter's rows, newest failure first, in
+// one batch with the audit row. The audit row counts the matching rows up to
+// one more than the page, which gives both the page's count and has_more.
+func (a Acknowledge) bulk(ctx context.Context, u ackUpdate) (AcknowledgeResult, error) {
 	page := int64(max(a.BulkMax, 1))
-	record := finishedAuditStmt(audit, now.UnixMilli(), OutcomeOK, nil,
+	record := finishedAuditStmt(u.audit, u.now.UnixMilli(), OutcomeOK, nil,
 		`(SELECT json_object('requested_count', 0, 'acknowledged_count', n - more, 'has_more', json(IIF(more, 'true', 'false')))
-			FROM (SELECT n, n > ? AS more FROM (SELECT COUNT(*) AS n FROM (SELECT 1 FROM dlq_messages WHERE `+cond+` LIMIT ? + 1))))`,
-		append([]any{page}, append(args, page)...)...)
-	pageCond, pageArgs := newestFirst(cond), append(append([]any(nil), args...), page)
-	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(now, pageCond, pageArgs)...),
-		sqlbatch.Stmt{SQL: set + pageCond, Args: append(params, pageArgs...)})
+			FROM (SELECT n, n > ? AS more FROM (SELECT COUNT(*) AS n FROM (SELECT 1 FROM dlq_messages WHERE `+u.cond+` LIMIT ? + 1))))`,
+		append([]any{page}, append(u.args, page)...)...)
+	pageCond, pageArgs := newestFirst(u.cond), append(append([]any(nil), u.args...), page)
+	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(u.now, pageCond, pageArgs)...),
+		sqlbatch.Stmt{SQL: u.set + pageCond, Args: append(u.params, pageArgs...)})
 	out, err := batchOf(a.Batch, a.DB).Batch(ctx, stmts...)
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge: %w", err)
