@@ -109,9 +109,9 @@ func TestCatchUpAfterADayOfDowntimeWithTwoCronFires(t *testing.T) {
 	}
 	Eventually(t, 60*time.Second, "both runs recorded", func() bool {
 		return w.Int(t, `SELECT COALESCE(SUM(runs), 0) FROM job_runs WHERE job IN (?, 'alerts') AND last_run_at = ?`,
-			metrics.CatchUpJob, back.UnixMilli()) == 4
+			enrichment.CatchUpJobName, back.UnixMilli()) == 4
 	})
-	if n := w.Int(t, `SELECT failures FROM job_runs WHERE job = ?`, metrics.CatchUpJob); n != 0 {
+	if n := w.Int(t, `SELECT failures FROM job_runs WHERE job = ?`, enrichment.CatchUpJobName); n != 0 {
 		t.Fatalf("catch-up runs failed: %d", n)
 	}
 	counter := func(name string) int64 {
@@ -122,8 +122,8 @@ func TestCatchUpAfterADayOfDowntimeWithTwoCronFires(t *testing.T) {
 	}
 	var split []any
 	var total int64
-	Eventually(t, 10*time.Second, "both runs logged", func() bool { return len(jobSummaries(w, metrics.CatchUpJob, back)) == 2 })
-	for _, s := range jobSummaries(w, metrics.CatchUpJob, back) {
+	Eventually(t, 10*time.Second, "both runs logged", func() bool { return len(jobSummaries(w, enrichment.CatchUpJobName, back)) == 2 })
+	for _, s := range jobSummaries(w, enrichment.CatchUpJobName, back) {
 		n := int64(s["enqueued"].(float64))
 		total += n
 		split = append(split, n)
@@ -165,7 +165,7 @@ func TestCatchUpAfterADayOfDowntimeWithTwoCronFires(t *testing.T) {
 
 	// Later runs find nothing to do.
 	fireAndWait(t, w, cronFrequent, "alerts", back.Add(5*time.Minute))
-	if n := w.Int(t, `SELECT last_summary ->> '$.enqueued' FROM job_runs WHERE job = ?`, metrics.CatchUpJob); n != 0 {
+	if n := w.Int(t, `SELECT last_summary ->> '$.enqueued' FROM job_runs WHERE job = ?`, enrichment.CatchUpJobName); n != 0 {
 		t.Fatalf("a later run enqueued %d", n)
 	}
 	page := scrape(t, w)

@@ -15,6 +15,9 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
+// CatchUpJobName is the name the catch-up job records its runs under.
+const CatchUpJobName = "enrichment_catchup"
+
 // Counters of the catch-up job, added once per run.
 var (
 	CounterCatchUpEnqueued = metrics.Declare("catchup_enqueued_total",
@@ -93,7 +96,7 @@ type CatchUp struct {
 }
 
 // Name implements jobs.Job.
-func (c *CatchUp) Name() string { return metrics.CatchUpJob }
+func (c *CatchUp) Name() string { return CatchUpJobName }
 
 // catchUpRule selects beers for the claim. where and due are SQL over the
 // beers row: ?1 is now (epoch ms), ?2 the claim's limit, ?3 the rule's param.

@@ -110,7 +110,7 @@ func newCatchUp(db *sql.DB, s queue.Sender) *CatchUp {
 // next run sees it (up_since) and /admin/metrics reads it.
 func recordRun(t *testing.T, db *sql.DB, at time.Time, sum map[string]any, runErr error) {
 	t.Helper()
-	if err := (metrics.JobRuns{DB: db}).RecordRun(context.Background(), metrics.CatchUpJob, at, time.Second, runErr, sum); err != nil {
+	if err := (metrics.JobRuns{DB: db}).RecordRun(context.Background(), CatchUpJobName, at, time.Second, runErr, sum); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -543,9 +543,9 @@ func TestCatchUpLatenessReachesMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.CatchUp == nil || snap.CatchUp.LatenessMaxMS != 24*3600_000 || snap.CatchUp.LatenessMedianMS != 13*3600_000 ||
+	if snap.Gauges["catchup_last_lateness_max_seconds"] != 24*3600_000 || snap.Gauges["catchup_last_lateness_median_seconds"] != 13*3600_000 ||
 		snap.Counters[CounterCatchUpEnqueued] != 2 || snap.Counters[CounterCatchUpLateness] != 26*3600 {
-		t.Fatalf("snapshot %+v %+v", snap.CatchUp, snap.Counters)
+		t.Fatalf("snapshot %+v %+v", snap.Gauges, snap.Counters)
 	}
 }
 

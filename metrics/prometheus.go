@@ -34,23 +34,11 @@ type Snapshot struct {
 	Alerts []AlertState
 	// Jobs is every row of job_runs.
 	Jobs []JobRun
-	// CatchUp is the last run of the enrichment catch-up job, if it ran.
-	CatchUp *CatchUpRun
-	// BreakerOpen is true while the provider's circuit breaker is open or
-	// half-open (enrichment_breaker.state is not closed).
-	BreakerOpen bool
+	// Gauges holds each declared gauge's value (DeclareGauge), by name;
+	// a gauge whose SQL gave NULL is absent.
+	Gauges map[string]int64
 	// D1 is the flushed D1 usage by operation (see Meter).
 	D1 map[string]Usage
-}
-
-// CatchUpJob is the name the enrichment catch-up job (enrichment.CatchUp)
-// records its runs under; its last summary gives the lateness gauges.
-const CatchUpJob = "enrichment_catchup"
-
-// CatchUpRun is the lateness (now - due, in ms) of the beers the last
-// catch-up run enqueued: 0 when it enqueued none.
-type CatchUpRun struct {
-	LatenessMaxMS, LatenessMedianMS int64
 }
 
 // DLQCount is the number of DLQ rows with one status from one source queue.
@@ -84,33 +72,33 @@ type JobRun struct {
 // compound SELECT (SQLite's default is 500, so native tests do not notice):
 // single values go into the columns of the one 'scalars' row instead of
 // terms of their own, and the counters (the counters table,
-// dlq_captured_total, the D1 usage) are one term of their own compound.
+// dlq_captured_total, the D1 usage) and the declared gauges are one term of
+// their own compound.
 // Nothing here reads dlq_messages beyond one index entry: the row counts are
 // dlq_tally's (migrations/0012), so a scrape costs the same at any backlog.
 func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
+	gs := declaredGauges()
 	rows, err := db.QueryContext(ctx, `
 		SELECT 'dlq' AS kind, status AS a, source_queue AS b, SUM(n) AS n1, 0 AS n2, 0 AS n3, 0 AS n4, 0 AS n5,
 			0 AS n6, 0 AS n7
 			FROM dlq_tally GROUP BY status, source_queue HAVING SUM(n) <> 0
 		UNION ALL SELECT 'scalars', '', '', COALESCE((SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending'), 0),
-			(SELECT COALESCE(MAX(state <> 'closed'), 0) FROM enrichment_breaker),
-			(SELECT COUNT(*) FROM job_runs WHERE job = ?1),
-			COALESCE((SELECT CAST(last_summary ->> '$.lateness_max_ms' AS INTEGER) FROM job_runs WHERE job = ?1), 0),
-			COALESCE((SELECT CAST(last_summary ->> '$.lateness_median_ms' AS INTEGER) FROM job_runs WHERE job = ?1), 0), 0, 0
+			0, 0, 0, 0, 0, 0
 		UNION ALL SELECT * FROM (
 			SELECT 'counter', name, '', value, 0, 0, 0, 0, 0, 0 FROM counters
 			UNION ALL SELECT 'counter', '`+CapturedTotal+`', '', SUM(events), 0, 0, 0, 0, 0, 0 FROM dlq_activity WHERE kind = 'failed' HAVING COUNT(*) > 0
-			UNION ALL SELECT 'd1', j.key, '', j.value ->> 0, j.value ->> 1, j.value ->> 2, 0, 0, 0, 0 FROM d1_usage, json_each(d1_usage.ops) AS j)
+			UNION ALL SELECT 'd1', j.key, '', j.value ->> 0, j.value ->> 1, j.value ->> 2, 0, 0, 0, 0 FROM d1_usage, json_each(d1_usage.ops) AS j`+
+		gaugesTerm(gs)+`)
 		UNION ALL SELECT 'alert', name, '', firing, 0, 0, 0, 0, 0, 0 FROM alert_state
 		UNION ALL SELECT 'job', job, '', last_run_at, last_duration_ms, last_ok, runs, failures,
 			CASE WHEN json_valid(last_summary) THEN COALESCE(last_summary ->> '$.more', 0) = 1 ELSE 0 END,
 			CASE WHEN json_valid(last_summary) THEN COALESCE(CAST(last_summary ->> '$.expired_left' AS INTEGER), -1) ELSE -1 END
-			FROM job_runs`, CatchUpJob)
+			FROM job_runs`)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("metrics snapshot: %w", err)
 	}
 	defer rows.Close()
-	s := Snapshot{Counters: map[string]int64{}, D1: map[string]Usage{}}
+	s := Snapshot{Counters: map[string]int64{}, D1: map[string]Usage{}, Gauges: map[string]int64{}}
 	for rows.Next() {
 		var kind, a, b string
 		var n1, n2, n3, n4, n5, n6, n7 int64
@@ -122,10 +110,8 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 			s.DLQ = append(s.DLQ, DLQCount{Status: a, SourceQueue: b, Rows: n1})
 		case "scalars":
 			s.OldestPendingFailedAt = n1
-			s.BreakerOpen = n2 != 0
-			if n3 > 0 {
-				s.CatchUp = &CatchUpRun{LatenessMaxMS: n4, LatenessMedianMS: n5}
-			}
+		case "gauge":
+			s.Gauges[a] = n1
 		case "counter":
 			s.Counters[a] = n1
 		case "d1":
@@ -228,13 +214,17 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 		}
 	}
 
-	family("redrive_enrichment_breaker_open", "gauge", "1 while the provider's circuit breaker is open or half-open (enrichment_breaker), 0 when closed or never used.")
-	sample("redrive_enrichment_breaker_open", b2f(s.BreakerOpen))
-	if s.CatchUp != nil {
-		family("redrive_catchup_last_lateness_max_seconds", "gauge", "Largest lateness (now - due) among the beers the last catch-up run enqueued (0 when none).")
-		sample("redrive_catchup_last_lateness_max_seconds", float64(s.CatchUp.LatenessMaxMS)/1000)
-		family("redrive_catchup_last_lateness_median_seconds", "gauge", "Median lateness (now - due) of the beers the last catch-up run enqueued (0 when none).")
-		sample("redrive_catchup_last_lateness_median_seconds", float64(s.CatchUp.LatenessMedianMS)/1000)
+	for _, g := range declaredGauges() {
+		v, ok := s.Gauges[g.Name]
+		if !ok {
+			continue
+		}
+		scale := g.Scale
+		if scale == 0 {
+			scale = 1
+		}
+		family("redrive_"+g.Name, "gauge", g.Help)
+		sample("redrive_"+g.Name, float64(v)*scale)
 	}
 
 	if len(s.Alerts) > 0 {

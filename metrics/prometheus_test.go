@@ -12,6 +12,17 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
+// Gauges the way a domain package declares them (enrichment's are tested in
+// enrichment): one always there, one scaled from a job's last summary, one
+// NULL (left off the page).
+func init() {
+	Declare("test_rescued_total", "Rows the rescue test adds.")
+	DeclareGauge(Gauge{Name: "test_jobs_known", Help: "Jobs with a run record.", SQL: `SELECT COUNT(*) FROM job_runs`})
+	DeclareGauge(Gauge{Name: "test_last_lateness_seconds", Help: "Lateness of the test job's last run.", Scale: 0.001,
+		SQL: `SELECT CAST(last_summary ->> '$.lateness_ms' AS INTEGER) FROM job_runs WHERE job = 'test_job'`})
+	DeclareGauge(Gauge{Name: "test_never", Help: "Never reported.", SQL: `SELECT NULL`})
+}
+
 func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 	db := sqlitetest.New(t)
 	ctx := context.Background()
@@ -39,8 +50,8 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 	runs.RecordRun(ctx, "dlq_rescue", now, 1500*time.Millisecond, nil, nil)
 	runs.RecordRun(ctx, "dlq_retention", now.Add(-time.Hour), 250*time.Millisecond, nil, nil)
 	runs.RecordRun(ctx, "dlq_retention", now, 20*time.Millisecond, errors.New("x"), nil)
-	runs.RecordRun(ctx, CatchUpJob, now, time.Second, nil, map[string]any{"enqueued": 3, "lateness_max_ms": int64(86_400_000), "lateness_median_ms": int64(1500)})
-	db.Exec(`INSERT INTO enrichment_breaker(name, state, updated_at) VALUES ('provider', 'half_open', 1)`)
+	runs.RecordRun(ctx, "test_job", now, time.Second, nil, map[string]any{"lateness_ms": int64(1500)})
+	c.Add(ctx, map[string]int64{"test_rescued_total": 4})
 
 	snap, err := ReadSnapshot(ctx, db)
 	if err != nil {
@@ -74,9 +85,9 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 		promtext.Key("redrive_job_runs_total", "job", "dlq_retention"):                                    2,
 		promtext.Key("redrive_job_failures_total", "job", "dlq_retention"):                                1,
 		promtext.Key("redrive_job_last_more", "job", "dlq_retention"):                                     0,
-		"redrive_enrichment_breaker_open":                                                                 1,
-		"redrive_catchup_last_lateness_max_seconds":                                                       86400,
-		"redrive_catchup_last_lateness_median_seconds":                                                    1.5,
+		"redrive_test_jobs_known":                                                                         3,
+		"redrive_test_last_lateness_seconds":                                                              1.5,
+		"redrive_test_rescued_total":                                                                      4,
 	}
 	for k, v := range want {
 		got, ok := page.Samples[k]
@@ -87,8 +98,12 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 	if len(page.Samples) != 8+1+3+2+6*3+1+2 {
 		t.Errorf("%d series:\n%s", len(page.Samples), buf.String())
 	}
-	if page.Types["redrive_dlq_rescued_total"] != "counter" || page.Types["redrive_dlq_messages"] != "gauge" ||
-		!strings.Contains(page.Help["redrive_dlq_rescued_total"], "rescue") {
+	if _, ok := page.Samples["redrive_test_never"]; ok {
+		t.Error("a gauge whose SQL gave NULL is on the page")
+	}
+	if page.Types["redrive_test_rescued_total"] != "counter" || page.Types["redrive_dlq_messages"] != "gauge" ||
+		page.Types["redrive_test_last_lateness_seconds"] != "gauge" || page.Help["redrive_test_last_lateness_seconds"] != "Lateness of the test job's last run." ||
+		page.Help["redrive_test_rescued_total"] != "Rows the rescue test adds." || !strings.Contains(page.Help["redrive_dlq_rescued_total"], "counters table") {
 		t.Errorf("types %v help %v", page.Types, page.Help)
 	}
 }
@@ -104,29 +119,8 @@ func TestPrometheusPageOfAnEmptyDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
-	if len(page.Samples) != 2 || page.Samples["redrive_dlq_oldest_pending_age_seconds"] != 0 || page.Samples["redrive_enrichment_breaker_open"] != 0 {
+	if len(page.Samples) != 2 || page.Samples["redrive_dlq_oldest_pending_age_seconds"] != 0 || page.Samples["redrive_test_jobs_known"] != 0 {
 		t.Fatalf("%v", page.Samples)
-	}
-}
-
-func TestBreakerGaugeFollowsTheBreakerState(t *testing.T) {
-	db := sqlitetest.New(t)
-	ctx := context.Background()
-	for _, c := range []struct {
-		state string
-		want  bool
-	}{{"closed", false}, {"open", true}, {"half_open", true}, {"closed", false}} {
-		if _, err := db.Exec(`INSERT INTO enrichment_breaker(name, state, updated_at) VALUES ('provider', ?, 1)
-			ON CONFLICT(name) DO UPDATE SET state = excluded.state`, c.state); err != nil {
-			t.Fatal(err)
-		}
-		snap, err := ReadSnapshot(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if snap.BreakerOpen != c.want {
-			t.Errorf("state %s: BreakerOpen = %v", c.state, snap.BreakerOpen)
-		}
 	}
 }
 
