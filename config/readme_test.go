@@ -1,0 +1,72 @@
+package config
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// README "Configuration" is where each setting is documented, once: every
+// var Load reads has its row there with the default and bounds Load uses,
+// and the table names no var Load does not read.
+func TestREADMEConfigurationTable(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, "\n## Configuration\n")
+	if start < 0 {
+		t.Fatal(`README has no "## Configuration" section`)
+	}
+	section := text[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	row := regexp.MustCompile("(?m)^\\| `([A-Z0-9_]+)` \\| (var|secret) \\| ([^|]*) \\|")
+	rng := regexp.MustCompile(`\((\d+)[–.]+(\d+)\)`)
+	type doc struct {
+		kind, def string
+		lo, hi    int64
+		ranged    bool
+	}
+	docs := map[string]doc{}
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		d := doc{kind: m[2]}
+		cell := strings.TrimSpace(m[3])
+		if strings.HasPrefix(cell, "`") {
+			d.def = cell[1 : 1+strings.Index(cell[1:], "`")]
+		} else if cell != "—" {
+			t.Errorf("%s: default cell %q is neither `value` nor —", m[1], cell)
+		}
+		if r := rng.FindStringSubmatch(cell); r != nil {
+			d.lo, _ = strconv.ParseInt(r[1], 10, 64)
+			d.hi, _ = strconv.ParseInt(r[2], 10, 64)
+			d.ranged = true
+		}
+		docs[m[1]] = d
+	}
+	if len(docs) < 20 {
+		t.Fatalf("found %d rows in README \"Configuration\"; the table's format changed", len(docs))
+	}
+	read := map[string]bool{}
+	for _, s := range Specs() {
+		read[s.Name] = true
+		d, ok := docs[s.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s is read by Load but has no row in README \"Configuration\"", s.Name)
+		case d.kind != "var" || d.def != s.Default:
+			t.Errorf("%s: README says %s with default %q, Load reads a var with default %q", s.Name, d.kind, d.def, s.Default)
+		case s.Max != 0 && (!d.ranged || d.lo != s.Min || d.hi != s.Max):
+			t.Errorf("%s: README bounds (%d–%d, given %v), Load's %d–%d", s.Name, d.lo, d.hi, d.ranged, s.Min, s.Max)
+		}
+	}
+	for name, d := range docs {
+		if d.kind == "var" && !read[name] {
+			t.Errorf("README documents var %s, which Load does not read", name)
+		}
+	}
+}
