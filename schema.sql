@@ -2,8 +2,9 @@
 -- steps for `wrangler d1 migrations apply`; a test checks that both agree.
 -- Times are epoch milliseconds.
 
--- dlq_messages: every message that reached a dead-letter queue (seed 002 §1,
--- every column kept as written there, plus redrive's additions below them).
+-- dlq_messages: every message that reached a dead-letter queue (the columns
+-- of the original worker, bench/reference, kept as they were, plus redrive's
+-- additions below them).
 CREATE TABLE IF NOT EXISTS dlq_messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL UNIQUE,        -- queue message id of the first failure

@@ -72,7 +72,8 @@ func (c OldestPending) Check(ctx context.Context, now time.Time) (bool, string, 
 }
 
 // RepeatFailures fires while `pending` DLQ rows have been replayed more than
-// MaxReplays times (seed 002: replay_count > 2): replaying them does not help.
+// MaxReplays times (replay_count > 2 as shipped; README "Alerts"): replaying them
+// does not help.
 type RepeatFailures struct {
 	DB         *sql.DB
 	MaxReplays int64

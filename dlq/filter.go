@@ -20,12 +20,12 @@ const (
 
 // Limits of the admin API's inputs.
 const (
-	// DefaultListLimit and MaxListLimit bound GET /admin/dlq's limit (seed: default 50, max 100).
+	// DefaultListLimit and MaxListLimit bound GET /admin/dlq's limit (default 50, max 100: handlers/openapi.json).
 	DefaultListLimit = 50
 	MaxListLimit     = 100
-	// MaxReplayIDs is the most ids one replay request may name (seed: 50).
+	// MaxReplayIDs is the most ids one replay request may name (50).
 	MaxReplayIDs = 50
-	// MaxAcknowledgeIDs is the most ids one acknowledge request may name (seed: 100).
+	// MaxAcknowledgeIDs is the most ids one acknowledge request may name (100).
 	MaxAcknowledgeIDs = 100
 	// MaxDelaySeconds is Cloudflare Queues' largest delivery delay (12 h).
 	MaxDelaySeconds = 43200

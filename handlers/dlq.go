@@ -240,7 +240,7 @@ type replayBody struct {
 	Limit        json.RawMessage `json:"limit"`
 }
 
-// dlqReplay serves POST /admin/dlq/replay: {ids, delay_seconds} (seed), or
+// dlqReplay serves POST /admin/dlq/replay: {ids, delay_seconds}, or
 // {filter, cursor, limit, delay_seconds} for a bulk page; dry_run: true
 // reports what would be replayed without changing anything.
 func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
@@ -298,7 +298,7 @@ type acknowledgeBody struct {
 	Note   string          `json:"note"`
 }
 
-// dlqAcknowledge serves POST /admin/dlq/acknowledge: {ids, note} (seed), or
+// dlqAcknowledge serves POST /admin/dlq/acknowledge: {ids, note}, or
 // {filter, note} for a bulk page; dry_run: true changes nothing.
 func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 	var body acknowledgeBody
