@@ -40,7 +40,7 @@ func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 				Message: text.Clip(r.Method, maxEcho) + " is not allowed on " + quote(r.URL.EscapedPath())}
 		}
 	}
-	if err == nil || errors.Is(err, dlq.ErrMessageNotFound) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
+	if errors.Is(err, dlq.ErrMessageNotFound) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
 		return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no DLQ row with id " + quote(raw)}
 	}
 	return err

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/sqlbatch"
 )
 
 // The DLQ admin routes (handlers/openapi.json describes each). Inputs
@@ -22,19 +21,13 @@ import (
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
 func (a *API) replayService() dlq.Replay {
-	return dlq.Replay{DB: a.DB, Batch: a.batch(), Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock}
+	return dlq.Replay{DB: a.DB, Batch: a.Batch, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock}
 }
 
 func (a *API) acknowledgeService() dlq.Acknowledge {
-	return dlq.Acknowledge{DB: a.DB, Batch: a.batch(), BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
+	return dlq.Acknowledge{DB: a.DB, Batch: a.Batch, BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
 }
 
-func (a *API) batch() sqlbatch.Runner {
-	if a.Batch != nil {
-		return a.Batch
-	}
-	return sqlbatch.Tx{DB: a.DB}
-}
 
 func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.cursors(), Clock: a.Clock} }
 

@@ -90,9 +90,7 @@ func (c *CronRouter) Run(ctx context.Context, cron string, now time.Time) error 
 		return nil
 	}
 	var errs []error
-	if c.Meter != nil {
-		defer c.Meter.Flush(ctx)
-	}
+	defer c.Meter.Flush(ctx) // a nil Meter counts nothing
 	for _, j := range jobs {
 		if d, ok := j.(DueJob); ok {
 			due, err := c.due(ctx, d, now)
