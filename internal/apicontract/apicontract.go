@@ -160,4 +160,3 @@ func Describe(req *http.Request, status int) string {
 	}
 	return fmt.Sprintf("%s %s -> %d", req.Method, strings.ToValidUTF8(target, "?"), status)
 }
-
