@@ -242,10 +242,10 @@ type Response struct {
 	// Contract is how the exchange does not match handlers/openapi.json
 	// (nil when it does, or was not checked: see contract.go).
 	Contract error
-	Success bool            `json:"success"`
-	ReqID   string          `json:"requestId"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
+	Success  bool            `json:"success"`
+	ReqID    string          `json:"requestId"`
+	Data     json.RawMessage `json:"data"`
+	Error    *struct {
 		Message string `json:"message"`
 		Code    string `json:"code"`
 	} `json:"error"`
