@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,12 @@ func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	mismatch := contract.v.Check(req, reqBody, resp.StatusCode, resp.Header, body)
+	seen := req
+	if p := runtimePath(req.URL); p != req.URL.EscapedPath() {
+		seen = req.Clone(req.Context())
+		seen.URL.Opaque, seen.URL.Path, seen.URL.RawPath = p, "", ""
+	}
+	mismatch := contract.v.Check(seen, reqBody, resp.StatusCode, resp.Header, body)
 	if mismatch != nil {
 		mismatch = fmt.Errorf("%s does not match handlers/openapi.json: %w\n  %.400s", apicontract.Describe(req, resp.StatusCode), mismatch, body)
 	}
@@ -128,6 +134,37 @@ func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		*slot = mismatch
 	}
 	return resp, nil
+}
+
+// runtimePath is the path of u as the worker sees it: workerd parses the
+// request's URL (WHATWG URL), which resolves dot segments (".", "..", and
+// their %2e spellings) before any route is matched.
+func runtimePath(u *url.URL) string {
+	raw := u.EscapedPath()
+	if u.Opaque != "" {
+		raw = u.Opaque
+	}
+	segs := strings.Split(raw, "/")[1:]
+	out := []string{}
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch strings.ToLower(s) {
+		case "..", ".%2e", "%2e.", "%2e%2e":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		case ".", "%2e":
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
 }
 
 // checked reports whether an exchange is checked: one with a redrive
