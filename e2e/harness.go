@@ -161,6 +161,12 @@ func StartWorker(opts Options) (*Worker, error) {
 	}
 	go func() { w.cmd.Wait(); logFile.Close() }()
 	w.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	if w.redrive {
+		if err := contractWorker(w.URL); err != nil {
+			w.Stop()
+			return nil, err
+		}
+	}
 
 	err = Poll(90*time.Second, func() (bool, error) {
 		resp, err := w.Do(http.MethodGet, readyPath, nil, AdminHeaders())
@@ -230,13 +236,16 @@ func (w *Worker) wrangler(timeout time.Duration, args ...string) ([]byte, error)
 
 // Response is a decoded envelope plus the raw response.
 type Response struct {
-	Status  int
-	Header  http.Header
-	Raw     []byte
-	Success bool            `json:"success"`
-	ReqID   string          `json:"requestId"`
-	Data    json.RawMessage `json:"data"`
-	Error   *struct {
+	Status int
+	Header http.Header
+	Raw    []byte
+	// Contract is how the exchange does not match handlers/openapi.json
+	// (nil when it does, or was not checked: see contract.go).
+	Contract error
+	Success  bool            `json:"success"`
+	ReqID    string          `json:"requestId"`
+	Data     json.RawMessage `json:"data"`
+	Error    *struct {
 		Message string `json:"message"`
 		Code    string `json:"code"`
 	} `json:"error"`
@@ -275,6 +284,7 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	req, mismatch := withContractResult(req)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
@@ -284,7 +294,7 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 	if err != nil {
 		return nil, err
 	}
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw, Contract: *mismatch}
 	_ = json.Unmarshal(raw, out)
 	return out, nil
 }
@@ -292,8 +302,9 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 // client drops idle connections after a second, well before wrangler dev's
 // server closes them (Node's keep-alive timeout is 5 s): a request written
 // on a connection the server is closing fails with "connection reset", and
-// a POST is not retried.
-var client = &http.Client{Transport: &http.Transport{IdleConnTimeout: time.Second, MaxIdleConnsPerHost: 8}}
+// a POST is not retried. Every exchange with a redrive worker is checked
+// against the OpenAPI document on the way (contract.go).
+var client = &http.Client{Transport: contractTransport{&http.Transport{IdleConnTimeout: time.Second, MaxIdleConnsPerHost: 8}}}
 
 // AdminHeaders are valid admin credentials.
 func AdminHeaders() map[string]string {
@@ -306,6 +317,9 @@ func (w *Worker) Admin(t testing.TB, method, path string, body any) *Response {
 	r, err := w.Do(method, path, body, AdminHeaders())
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if r.Contract != nil {
+		t.Error(r.Contract)
 	}
 	return r
 }

@@ -87,6 +87,7 @@ func (w *Worker) sendRaw(method, target string, body []byte, hdr map[string]stri
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req, mismatch := withContractResult(req)
 	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return nil, err
@@ -96,13 +97,16 @@ func (w *Worker) sendRaw(method, target string, body []byte, hdr map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw, Contract: *mismatch}
 	_ = json.Unmarshal(raw, out)
 	return out, nil
 }
 
 // verify applies the checks every answer must pass, then h's own.
 func (h hostile) verify(r *Response) error {
+	if r.Contract != nil {
+		return r.Contract
+	}
 	if r.Status >= 500 {
 		return fmt.Errorf("status %d", r.Status)
 	}

@@ -38,6 +38,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if !contractReport() {
+		code = 1
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "--- shared worker log (tail) ---\n%s\n", tail(shared.Log(), 8000))
 	}

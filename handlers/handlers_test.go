@@ -32,6 +32,7 @@ func do(h http.Handler, method, path, body string, hdr map[string]string) (*http
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	checkContract(req, body, rec)
 	var env envelope
 	_ = json.Unmarshal(rec.Body.Bytes(), &env)
 	return rec, env

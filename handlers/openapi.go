@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	_ "embed"
 	"net/http"
 )
@@ -19,3 +20,7 @@ func (a *API) openAPI(w http.ResponseWriter, r *http.Request) error {
 	_, err := w.Write(openAPIDocument)
 	return err
 }
+
+// OpenAPIDocument returns the document GET /admin/openapi.json serves (a
+// copy), for the contract tests.
+func OpenAPIDocument() []byte { return bytes.Clone(openAPIDocument) }

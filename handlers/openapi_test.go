@@ -18,6 +18,7 @@ type openAPIDoc struct {
 	Comps   struct {
 		Schemas map[string]struct {
 			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
 		} `json:"schemas"`
 	} `json:"components"`
 }
@@ -75,6 +76,47 @@ func jsonNames(t reflect.Type) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// alwaysSent lists the JSON field names of a struct type that encoding/json
+// always writes: no omitempty or omitzero, not in an embedded pointer.
+func alwaysSent(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			if f.Type.Kind() != reflect.Pointer {
+				out = append(out, alwaysSent(f.Type)...)
+			}
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" && f.IsExported() && !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The response schemas require exactly the fields the handlers always
+// send, so that generated types do not make them optional.
+func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for schema, v := range map[string]any{
+		"Message": dlq.Message{}, "Page": dlq.Page{}, "StatsReport": dlq.StatsReport{}, "ReplayResult": dlq.ReplayResult{},
+		"AcknowledgeResult": dlq.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
+		"AuditPage": dlq.AuditPage{}, "Health": healthData{}, "EnrichResult": enrichment.EnqueueResult{},
+		"BeerState": enrichment.BeerState{}, "MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{},
+		"Series": dlq.Series{}, "Bucket": dlq.Bucket{}, "AlertState": dlq.AlertState{},
+		"AlertList": dlq.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
+	} {
+		required := slices.Clone(doc.Comps.Schemas[schema].Required)
+		slices.Sort(required)
+		if want := alwaysSent(reflect.TypeOf(v)); !slices.Equal(required, want) {
+			t.Errorf("schema %s: requires %v, the code always sends %v", schema, required, want)
+		}
+	}
 }
 
 // The document's schemas name exactly the fields the handlers send and accept.
