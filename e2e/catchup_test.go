@@ -14,7 +14,6 @@ import (
 
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/internal/promtext"
-	"github.com/redrive/redrive/metrics"
 )
 
 // fireCronAsync fires cron at `at` from any goroutine (FireCron may only
