@@ -126,10 +126,13 @@ func TestReplayTaskDeliversEvenlyOnceAtItsRate(t *testing.T) {
 		t.Fatalf("created %+v", task)
 	}
 	at := now.Add(time.Minute).Truncate(time.Second)
+	// A q filter also reads the pending rows it skips (as the list does):
+	// the shared worker's other rows, which the budget allows for.
+	others := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`) - 300
 	w.FireCron(t, cronFrequent, at)
 	read, written := lastStepUsage(t, w)
 	t.Logf("one step of 300 rows: %d rows read, %d written (%.1f / %.1f per row)", read, written, float64(read)/300, float64(written)/300)
-	if written > 300*10+100 || read > 300*50+1000 {
+	if written > 300*10+100 || read > 300*50+1000+2*others {
 		t.Errorf("a step of 300 rows read %d and wrote %d rows: over its budget (50 read, 10 written per row)", read, written)
 	}
 	w.FireCron(t, cronFrequent, at.Add(5*time.Minute))
