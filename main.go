@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/alerts"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/syumai/workers"
@@ -112,6 +113,7 @@ func (w worker) api() *handlers.API {
 		Beers:    &enrichment.Registry{DB: w.db, Sender: w.sender},
 
 		Sender:             w.sender,
+		ReplayDestinations: w.destinations(),
 		BulkReplayMax:      cfg.BulkReplayMax,
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}
@@ -133,6 +135,17 @@ func (w worker) api() *handlers.API {
 		api.DevSender = dev
 	}
 	return api
+}
+
+// destinations are the queues a replay may be sent to: those the sender
+// has a producer binding for (wrangler.jsonc), sorted.
+func (w worker) destinations() []string {
+	var out []string
+	for q := range w.sender.Bindings {
+		out = append(out, q)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // queueRouter builds the consumers of every queue (queue).
@@ -190,6 +203,9 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	return &jobs.CronRouter{Log: log, Recorder: runs, Meter: w.meter, Jobs: map[string][]jobs.Job{
 		jobs.Frequent: {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
+			// Replay tasks: one step each, due only while one is running.
+			&dlq.ReplayTaskJob{Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{DB: db, Batch: w.batch, Sender: w.sender,
+				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations()}}},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits},
 			// The daily retention jobs, continued here only while their last

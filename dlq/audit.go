@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/redrive/redrive/clock"
+	"slices"
+	"strings"
 
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -14,7 +16,14 @@ import (
 const (
 	ActionReplay      = "replay"
 	ActionAcknowledge = "acknowledge"
+	// ActionReplayTask creates a replay task; its pause, resume and cancel
+	// are recorded as replay_task_pause, replay_task_resume, replay_task_cancel.
+	ActionReplayTask = "replay_task"
 )
+
+// auditActions are the actions GET /admin/audit filters by.
+var auditActions = []string{ActionReplay, ActionAcknowledge, ActionReplayTask,
+	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel}
 
 // Audit outcomes.
 const (
@@ -231,8 +240,8 @@ type AuditPage struct {
 
 // Page lists audit entries newest first (id DESC) with cursor pagination.
 func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
-	if p.Action != "" && p.Action != ActionReplay && p.Action != ActionAcknowledge {
-		return AuditPage{}, inputErr("INVALID_FILTER", "action must be replay or acknowledge; got %q", p.Action)
+	if p.Action != "" && !slices.Contains(auditActions, p.Action) {
+		return AuditPage{}, inputErr("INVALID_FILTER", "action must be one of %s; got %q", strings.Join(auditActions, ", "), p.Action)
 	}
 	if p.Limit == 0 {
 		p.Limit = DefaultListLimit

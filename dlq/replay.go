@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/metrics"
 	"log/slog"
 	"slices"
@@ -55,6 +56,19 @@ type Replay struct {
 	BulkMax int
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
+	// Destinations are the queues a replay may be sent to instead of a
+	// row's source_queue: those the worker has a producer binding for.
+	Destinations []string
+}
+
+// CheckDestination accepts "" (each row's source_queue) or one of
+// Destinations; anything else is INVALID_DESTINATION.
+func (r Replay) CheckDestination(dest string) error {
+	if dest == "" || slices.Contains(r.Destinations, dest) {
+		return nil
+	}
+	return inputErr("INVALID_DESTINATION", "destination must be a queue this worker has a producer binding for (%s); got %q",
+		strings.Join(r.Destinations, ", "), text.Clip(dest, 100))
 }
 
 // ReplayRequest is one replay.
@@ -62,6 +76,9 @@ type ReplayRequest struct {
 	Selection
 	// DelaySeconds postpones delivery, 0..MaxDelaySeconds.
 	DelaySeconds int64
+	// Destination, when set, is the queue every row is sent to instead of
+	// its source_queue: one the worker has a producer binding for.
+	Destination string
 	// Cursor continues a bulk replay (next_cursor of the previous call); bulk only.
 	Cursor string
 	// Limit caps the rows a bulk call claims, 1..BulkMax; 0 means BulkMax. Bulk only.
@@ -145,32 +162,14 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	claimAt := r.Clock.Now().UnixMilli()
 	cond, args := sel.where(true, pos)
 	if sel.Filter != nil {
 		cond, args = newestFirst(cond), append(args, int64(limit))
 	}
-	// The claim and its counts (pending -> replaying) in one batch.
-	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
-		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
-			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
+	cs, claimAt, err := r.claim(ctx, cond, args)
 	if err != nil {
-		return ReplayResult{}, fmt.Errorf("replay claim: %w", err)
+		return ReplayResult{}, err
 	}
-	var rows []claimedRow
-	if err := json.Unmarshal(out[1], &rows); err != nil {
-		return ReplayResult{}, fmt.Errorf("replay claim rows: %w", err)
-	}
-	cs := make([]claimed, len(rows))
-	for i, c := range rows {
-		cs[i] = claimed{id: c.ID, source: c.SourceQueue, encoding: c.RawEncoding, ct: queue.ContentType(c.CT),
-			noHash: c.NoHash != 0, failedAt: c.FailedAt}
-		if c.RawMessage != nil {
-			cs[i].raw = *c.RawMessage
-		}
-	}
-	// Newest failure first: the bulk order, and a stable order for sends.
-	slices.SortFunc(cs, func(a, b claimed) int { return cmp.Or(cmp.Compare(b.failedAt, a.failedAt), cmp.Compare(b.id, a.id)) })
 
 	res := ReplayResult{RequestedCount: len(sel.IDs), ClaimedCount: len(cs), DelaySeconds: req.DelaySeconds,
 		ReplayedIDs: []int64{}, FailedIDs: []int64{}, Skipped: []Skipped{}}
@@ -178,7 +177,9 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 		res.RequestedCount = len(cs)
 	}
 	if len(cs) > 0 {
-		if err := r.sendAndSettle(ctx, cs, claimAt, req.DelaySeconds, &res); err != nil {
+		delay := time.Duration(req.DelaySeconds) * time.Second
+		plan := sendPlan{delay: func(int) time.Duration { return delay }, destination: req.Destination}
+		if err := r.sendAndSettle(ctx, cs, claimAt, plan, &res); err != nil {
 			return res, err
 		}
 	}
@@ -194,6 +195,35 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 		}
 	}
 	return res, nil
+}
+
+// claim moves the pending rows of cond (pending -> replaying) in one batch
+// with the statements that count them, and returns them newest failure
+// first with the claim time. The one claim of every replay (ids, bulk, tasks).
+func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, int64, error) {
+	claimAt := r.Clock.Now().UnixMilli()
+	// The claim and its counts (pending -> replaying) in one batch.
+	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
+		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
+			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
+	if err != nil {
+		return nil, 0, fmt.Errorf("replay claim: %w", err)
+	}
+	var rows []claimedRow
+	if err := json.Unmarshal(out[1], &rows); err != nil {
+		return nil, 0, fmt.Errorf("replay claim rows: %w", err)
+	}
+	cs := make([]claimed, len(rows))
+	for i, c := range rows {
+		cs[i] = claimed{id: c.ID, source: c.SourceQueue, encoding: c.RawEncoding, ct: queue.ContentType(c.CT),
+			noHash: c.NoHash != 0, failedAt: c.FailedAt}
+		if c.RawMessage != nil {
+			cs[i].raw = *c.RawMessage
+		}
+	}
+	// Newest failure first: the bulk order, and a stable order for sends.
+	slices.SortFunc(cs, func(a, b claimed) int { return cmp.Or(cmp.Compare(b.failedAt, a.failedAt), cmp.Compare(b.id, a.id)) })
+	return cs, claimAt, nil
 }
 
 // DryRun reports what Run would claim for req now, changing nothing.
@@ -218,6 +248,9 @@ func (r Replay) Check(req ReplayRequest) error {
 func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 	sel, err := req.Selection.normalize(MaxReplayIDs)
 	if err != nil {
+		return sel, nil, 0, err
+	}
+	if err := r.CheckDestination(req.Destination); err != nil {
 		return sel, nil, 0, err
 	}
 	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
@@ -248,17 +281,34 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 	return sel, pos, limit, nil
 }
 
-// sendAndSettle sends the claimed rows to their source queues and settles them in one statement.
-func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delaySeconds int64, res *ReplayResult) error {
-	delay := time.Duration(delaySeconds) * time.Second
+// sendPlan says how claimed rows are sent and what else their settle writes.
+type sendPlan struct {
+	// delay is the delivery delay of cs[i].
+	delay func(i int) time.Duration
+	// destination, when set, replaces every row's source_queue (a queue the
+	// worker has a producer binding for; checked before the claim).
+	destination string
+	// settle, when set, returns more statements for the settle's batch,
+	// given the rows sent and the delay each was sent with (same order).
+	settle func(sent []int64, delays []time.Duration) []sqlbatch.Stmt
+}
+
+// sendAndSettle sends the claimed rows to their source queues (or the
+// plan's destination) and settles them in one batch.
+func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, plan sendPlan, res *ReplayResult) error {
 	var failed []int64
+	delayOf := map[int64]time.Duration{}
 	byQueue := map[string]*outbox{}
 	var queues []string
 	var hashes []rowHash
-	for _, c := range cs {
-		if _, ok := byQueue[c.source]; !ok {
-			queues = append(queues, c.source)
-			byQueue[c.source] = &outbox{}
+	for i, c := range cs {
+		dest := c.source
+		if plan.destination != "" {
+			dest = plan.destination
+		}
+		if _, ok := byQueue[dest]; !ok {
+			queues = append(queues, dest)
+			byQueue[dest] = &outbox{}
 		}
 		text, err := c.body()
 		if err != nil {
@@ -269,7 +319,9 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 		if c.noHash {
 			hashes = append(hashes, rowHash{ID: c.id, Hash: BodyHash(c.ct, text)})
 		}
-		ob := byQueue[c.source]
+		ob := byQueue[dest]
+		delay := plan.delay(i)
+		delayOf[c.id] = delay
 		ob.msgs = append(ob.msgs, queue.Outgoing{Body: text, ContentType: c.ct, Delay: delay})
 		ob.ids = append(ob.ids, c.id)
 	}
@@ -313,14 +365,23 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	cond, args := settleCond, []any{allJSON, claimAt}
 	sentCond, sentArgs := settleCond+` AND id IN (SELECT value FROM json_each(?))`, []any{allJSON, claimAt, sentJSON}
 	settled := 0
-	out, err := batchOf(r.Batch, r.DB).Batch(ctx,
+	stmts := []sqlbatch.Stmt{
 		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
 		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
 		counterAdd(CounterReplayed, sentCond, sentArgs),
-		sqlbatch.Stmt{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}})
+		{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}}}
+	settleAt := len(stmts) - 1
+	if plan.settle != nil {
+		delays := make([]time.Duration, len(sent))
+		for i, id := range sent {
+			delays[i] = delayOf[id]
+		}
+		stmts = append(stmts, plan.settle(sent, delays)...)
+	}
+	out, err := batchOf(r.Batch, r.DB).Batch(ctx, stmts...)
 	if err == nil {
 		var ids []struct{ ID int64 }
-		if err = json.Unmarshal(out[len(out)-1], &ids); err == nil {
+		if err = json.Unmarshal(out[settleAt], &ids); err == nil {
 			settled = len(ids)
 		}
 	}

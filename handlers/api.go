@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
@@ -40,6 +41,9 @@ type API struct {
 	Clock clock.Clock
 	// Sender sends replayed DLQ messages back to their source queues.
 	Sender queue.Sender
+	// ReplayDestinations are the queues a replay may name as its
+	// destination: those the worker has a producer binding for.
+	ReplayDestinations []string
 	// BulkReplayMax caps the rows one bulk replay call claims (DLQ_BULK_REPLAY_MAX).
 	BulkReplayMax int
 	// BulkAcknowledgeMax caps the rows one bulk acknowledge call moves (DLQ_BULK_ACKNOWLEDGE_MAX).
@@ -215,6 +219,12 @@ func (a *API) routeTable() []route {
 		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
 		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
 		{"GET /admin/audit", a.admin(a.auditList)},
+		{"POST /admin/dlq/replay-tasks", a.admin(a.taskCreate)},
+		{"GET /admin/dlq/replay-tasks", a.admin(a.taskList)},
+		{"GET /admin/dlq/replay-tasks/{id}", a.admin(a.taskGet)},
+		{"POST /admin/dlq/replay-tasks/{id}/pause", a.admin(a.taskAction(dlq.TaskPause))},
+		{"POST /admin/dlq/replay-tasks/{id}/resume", a.admin(a.taskAction(dlq.TaskResume))},
+		{"POST /admin/dlq/replay-tasks/{id}/cancel", a.admin(a.taskAction(dlq.TaskCancel))},
 		// For the console (handlers/console.go).
 		{"GET /admin/dlq/{id}", a.admin(a.dlqDetail)},
 		{"GET /admin/dlq/timeseries", a.admin(a.dlqTimeseries)},

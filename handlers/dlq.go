@@ -21,7 +21,8 @@ import (
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
 func (a *API) replayService() dlq.Replay {
-	return dlq.Replay{DB: a.DB, Batch: a.Batch, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock}
+	return dlq.Replay{DB: a.DB, Batch: a.Batch, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock,
+		Destinations: a.ReplayDestinations}
 }
 
 func (a *API) acknowledgeService() dlq.Acknowledge {
@@ -231,6 +232,7 @@ type replayBody struct {
 	DryRun       bool            `json:"dry_run"`
 	Cursor       string          `json:"cursor"`
 	Limit        json.RawMessage `json:"limit"`
+	Destination  string          `json:"destination"`
 }
 
 // dlqReplay serves POST /admin/dlq/replay: {ids, delay_seconds}, or
@@ -245,7 +247,7 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := dlq.ReplayRequest{Selection: sel, Cursor: body.Cursor}
+	req := dlq.ReplayRequest{Selection: sel, Cursor: body.Cursor, Destination: body.Destination}
 	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
 		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
 		return err
@@ -277,6 +279,9 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 			counts := map[string]any{"requested_count": res.RequestedCount, "claimed_count": res.ClaimedCount,
 				"replayed_count": res.ReplayedCount, "failed_count": res.FailedCount, "skipped_count": res.SkippedCount,
 				"queued_to": res.QueuedTo, "delay_seconds": res.DelaySeconds}
+			if req.Destination != "" {
+				counts["destination"] = req.Destination
+			}
 			if res.BulkProgress != nil {
 				counts["has_more"] = res.HasMore
 			}
@@ -352,6 +357,12 @@ func requester(r *http.Request) dlq.Requester {
 // record that cannot be written after the action is logged.
 func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditStart, mode auditMode,
 	run func(ctx context.Context) (result any, outcome string, counts any, err error)) error {
+	return a.auditedStatus(w, r, http.StatusOK, start, mode, run)
+}
+
+// auditedStatus is audited answering with status on success.
+func (a *API) auditedStatus(w http.ResponseWriter, r *http.Request, status int, start dlq.AuditStart, mode auditMode,
+	run func(ctx context.Context) (result any, outcome string, counts any, err error)) error {
 	ctx := context.WithoutCancel(r.Context())
 	start.Requester = requester(r)
 	audit := a.auditLog()
@@ -380,7 +391,7 @@ func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditSta
 	if runErr != nil {
 		return runErr
 	}
-	respond(w, r, http.StatusOK, result)
+	respond(w, r, status, result)
 	return nil
 }
 

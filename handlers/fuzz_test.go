@@ -36,6 +36,7 @@ func FuzzDecodeStrict(f *testing.F) {
 		func() any { return new(enrichRequest) },
 		func() any { return new(devSendRequest) },
 		func() any { return new(dlq.Filter) },
+		func() any { return new(taskBody) },
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, newV := range targets {

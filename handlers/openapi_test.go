@@ -132,6 +132,7 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{}, "Series": dlq.Series{}, "Bucket": dlq.Bucket{},
 		"AlertState": dlq.AlertState{}, "AlertList": dlq.AlertList{},
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
+		"TaskRequest": taskBody{}, "Task": dlq.Task{},
 	} {
 		var documented []string
 		for name := range doc.Comps.Schemas[schema].Properties {

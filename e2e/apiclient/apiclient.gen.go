@@ -20,8 +20,12 @@ import (
 
 // Defines values for AuditEntryAction.
 const (
-	AuditEntryActionAcknowledge AuditEntryAction = "acknowledge"
-	AuditEntryActionReplay      AuditEntryAction = "replay"
+	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
+	AuditEntryActionReplay           AuditEntryAction = "replay"
+	AuditEntryActionReplayTask       AuditEntryAction = "replay_task"
+	AuditEntryActionReplayTaskCancel AuditEntryAction = "replay_task_cancel"
+	AuditEntryActionReplayTaskPause  AuditEntryAction = "replay_task_pause"
+	AuditEntryActionReplayTaskResume AuditEntryAction = "replay_task_resume"
 )
 
 // Valid indicates whether the value is a known member of the AuditEntryAction enum.
@@ -30,6 +34,14 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionAcknowledge:
 		return true
 	case AuditEntryActionReplay:
+		return true
+	case AuditEntryActionReplayTask:
+		return true
+	case AuditEntryActionReplayTaskCancel:
+		return true
+	case AuditEntryActionReplayTaskPause:
+		return true
+	case AuditEntryActionReplayTaskResume:
 		return true
 	default:
 		return false
@@ -92,21 +104,24 @@ func (e BeerStateStatus) Valid() bool {
 
 // Defines values for ErrorEnvelopeErrorCode.
 const (
-	D1UNAVAILABLE    ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
-	FORBIDDEN        ErrorEnvelopeErrorCode = "FORBIDDEN"
-	INTERNALERROR    ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
-	INVALIDCURSOR    ErrorEnvelopeErrorCode = "INVALID_CURSOR"
-	INVALIDDELAY     ErrorEnvelopeErrorCode = "INVALID_DELAY"
-	INVALIDFILTER    ErrorEnvelopeErrorCode = "INVALID_FILTER"
-	INVALIDLIMIT     ErrorEnvelopeErrorCode = "INVALID_LIMIT"
-	INVALIDREQUEST   ErrorEnvelopeErrorCode = "INVALID_REQUEST"
-	INVALIDSTATUS    ErrorEnvelopeErrorCode = "INVALID_STATUS"
-	METHODNOTALLOWED ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
-	NOTCONFIGURED    ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
-	NOTFOUND         ErrorEnvelopeErrorCode = "NOT_FOUND"
-	PAYLOADTOOLARGE  ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
-	QUEUEUNAVAILABLE ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
-	UNAUTHORIZED     ErrorEnvelopeErrorCode = "UNAUTHORIZED"
+	D1UNAVAILABLE      ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
+	FORBIDDEN          ErrorEnvelopeErrorCode = "FORBIDDEN"
+	INTERNALERROR      ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDCURSOR      ErrorEnvelopeErrorCode = "INVALID_CURSOR"
+	INVALIDDELAY       ErrorEnvelopeErrorCode = "INVALID_DELAY"
+	INVALIDDESTINATION ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
+	INVALIDFILTER      ErrorEnvelopeErrorCode = "INVALID_FILTER"
+	INVALIDLIMIT       ErrorEnvelopeErrorCode = "INVALID_LIMIT"
+	INVALIDRATE        ErrorEnvelopeErrorCode = "INVALID_RATE"
+	INVALIDREQUEST     ErrorEnvelopeErrorCode = "INVALID_REQUEST"
+	INVALIDSTATE       ErrorEnvelopeErrorCode = "INVALID_STATE"
+	INVALIDSTATUS      ErrorEnvelopeErrorCode = "INVALID_STATUS"
+	METHODNOTALLOWED   ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
+	NOTCONFIGURED      ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
+	NOTFOUND           ErrorEnvelopeErrorCode = "NOT_FOUND"
+	PAYLOADTOOLARGE    ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
+	QUEUEUNAVAILABLE   ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
+	UNAUTHORIZED       ErrorEnvelopeErrorCode = "UNAUTHORIZED"
 )
 
 // Valid indicates whether the value is a known member of the ErrorEnvelopeErrorCode enum.
@@ -122,11 +137,17 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case INVALIDDELAY:
 		return true
+	case INVALIDDESTINATION:
+		return true
 	case INVALIDFILTER:
 		return true
 	case INVALIDLIMIT:
 		return true
+	case INVALIDRATE:
+		return true
 	case INVALIDREQUEST:
+		return true
+	case INVALIDSTATE:
 		return true
 	case INVALIDSTATUS:
 		return true
@@ -272,8 +293,12 @@ func (e ReplayResultSkippedReason) Valid() bool {
 
 // Defines values for RowAuditEntryAction.
 const (
-	RowAuditEntryActionAcknowledge RowAuditEntryAction = "acknowledge"
-	RowAuditEntryActionReplay      RowAuditEntryAction = "replay"
+	RowAuditEntryActionAcknowledge      RowAuditEntryAction = "acknowledge"
+	RowAuditEntryActionReplay           RowAuditEntryAction = "replay"
+	RowAuditEntryActionReplayTask       RowAuditEntryAction = "replay_task"
+	RowAuditEntryActionReplayTaskCancel RowAuditEntryAction = "replay_task_cancel"
+	RowAuditEntryActionReplayTaskPause  RowAuditEntryAction = "replay_task_pause"
+	RowAuditEntryActionReplayTaskResume RowAuditEntryAction = "replay_task_resume"
 )
 
 // Valid indicates whether the value is a known member of the RowAuditEntryAction enum.
@@ -282,6 +307,14 @@ func (e RowAuditEntryAction) Valid() bool {
 	case RowAuditEntryActionAcknowledge:
 		return true
 	case RowAuditEntryActionReplay:
+		return true
+	case RowAuditEntryActionReplayTask:
+		return true
+	case RowAuditEntryActionReplayTaskCancel:
+		return true
+	case RowAuditEntryActionReplayTaskPause:
+		return true
+	case RowAuditEntryActionReplayTaskResume:
 		return true
 	default:
 		return false
@@ -330,10 +363,38 @@ func (e SeriesBucketMs) Valid() bool {
 	}
 }
 
+// Defines values for TaskState.
+const (
+	Cancelled TaskState = "cancelled"
+	Done      TaskState = "done"
+	Paused    TaskState = "paused"
+	Running   TaskState = "running"
+)
+
+// Valid indicates whether the value is a known member of the TaskState enum.
+func (e TaskState) Valid() bool {
+	switch e {
+	case Cancelled:
+		return true
+	case Done:
+		return true
+	case Paused:
+		return true
+	case Running:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditLogParamsAction.
 const (
-	AuditLogParamsActionAcknowledge AuditLogParamsAction = "acknowledge"
-	AuditLogParamsActionReplay      AuditLogParamsAction = "replay"
+	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
+	AuditLogParamsActionReplay           AuditLogParamsAction = "replay"
+	AuditLogParamsActionReplayTask       AuditLogParamsAction = "replay_task"
+	AuditLogParamsActionReplayTaskCancel AuditLogParamsAction = "replay_task_cancel"
+	AuditLogParamsActionReplayTaskPause  AuditLogParamsAction = "replay_task_pause"
+	AuditLogParamsActionReplayTaskResume AuditLogParamsAction = "replay_task_resume"
 )
 
 // Valid indicates whether the value is a known member of the AuditLogParamsAction enum.
@@ -342,6 +403,14 @@ func (e AuditLogParamsAction) Valid() bool {
 	case AuditLogParamsActionAcknowledge:
 		return true
 	case AuditLogParamsActionReplay:
+		return true
+	case AuditLogParamsActionReplayTask:
+		return true
+	case AuditLogParamsActionReplayTaskCancel:
+		return true
+	case AuditLogParamsActionReplayTaskPause:
+		return true
+	case AuditLogParamsActionReplayTaskResume:
 		return true
 	default:
 		return false
@@ -531,7 +600,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY (400); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`
@@ -717,8 +786,11 @@ type ReplayRequest struct {
 	// Cursor Bulk only: next_cursor of the previous call with the same filter.
 	Cursor       *string `json:"cursor,omitempty"`
 	DelaySeconds *int    `json:"delay_seconds,omitempty"`
-	DryRun       *bool   `json:"dry_run,omitempty"`
-	Filter       *Filter `json:"filter,omitempty"`
+
+	// Destination A queue the worker has a producer binding for, to send every row to instead of its source_queue (a staging queue, say); any other name is a 400 INVALID_DESTINATION. Audited.
+	Destination *string `json:"destination,omitempty"`
+	DryRun      *bool   `json:"dry_run,omitempty"`
+	Filter      *Filter `json:"filter,omitempty"`
 
 	// Ids Row ids (1..50, no duplicates). Each at most 2^53-1.
 	Ids *[]int `json:"ids,omitempty"`
@@ -863,8 +935,77 @@ type StatsReport struct {
 	TopFailureReasonsSample int `json:"top_failure_reasons_sample"`
 }
 
+// Task A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+type Task struct {
+	CreatedAt int `json:"created_at"`
+
+	// CreatedBy Key fingerprint.
+	CreatedBy    string  `json:"created_by"`
+	DelaySeconds int     `json:"delay_seconds"`
+	Destination  *string `json:"destination"`
+
+	// EstimatedFinishAt Epoch ms; running tasks only.
+	EstimatedFinishAt *int `json:"estimated_finish_at"`
+
+	// FailedAgain Sent rows that failed again after their delivery (lineage brought them back to their row).
+	FailedAgain *int `json:"failed_again,omitempty"`
+
+	// Filter Selects rows like GET /admin/dlq's query parameters. Bulk actions act on pending rows only: status must be pending or absent. An empty string or null is the same as absent.
+	Filter     Filter `json:"filter"`
+	FinishedAt *int   `json:"finished_at"`
+	Id         int    `json:"id"`
+	LastStepAt *int   `json:"last_step_at"`
+
+	// Matched Replayable pending rows matching at creation.
+	Matched       int `json:"matched"`
+	RatePerMinute int `json:"rate_per_minute"`
+	Remaining     int `json:"remaining"`
+
+	// SendFailed Rows whose send failed: back to pending, not sent again by the task.
+	SendFailed int       `json:"send_failed"`
+	Sent       int       `json:"sent"`
+	State      TaskState `json:"state"`
+	Steps      int       `json:"steps"`
+
+	// Succeeded Sent rows whose beer was enriched after their delivery, or without a new failure 10 minutes after it.
+	Succeeded *int `json:"succeeded,omitempty"`
+	UpdatedAt int  `json:"updated_at"`
+}
+
+// TaskState defines model for Task.State.
+type TaskState string
+
+// TaskList defines model for TaskList.
+type TaskList struct {
+	Tasks []Task `json:"tasks"`
+}
+
+// TaskRequest A durable replay: the pending rows matching filter that failed at or before the task's creation, newest failure first, delivered at rate_per_minute by the 5-minute cron (each step sends the next 5 minutes' worth with staggered per-message delays).
+type TaskRequest struct {
+	// DelaySeconds The first delivery is this long after creation.
+	DelaySeconds *int `json:"delay_seconds,omitempty"`
+
+	// Destination As ReplayRequest.destination.
+	Destination *string `json:"destination,omitempty"`
+
+	// Filter Selects rows like GET /admin/dlq's query parameters. Bulk actions act on pending rows only: status must be pending or absent. An empty string or null is the same as absent.
+	Filter *Filter `json:"filter,omitempty"`
+
+	// RatePerMinute Messages per minute.
+	RatePerMinute int `json:"rate_per_minute"`
+}
+
 // BadRequest defines model for BadRequest.
 type BadRequest struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+}
+
+// Conflict defines model for Conflict.
+type Conflict struct {
 	Error struct {
 		Code interface{} `json:"code,omitempty"`
 	} `json:"error"`
@@ -984,11 +1125,19 @@ type ReplayDLQ200JSONResponseBody_Data struct {
 	union json.RawMessage
 }
 
+// ListReplayTasksParams defines parameters for ListReplayTasks.
+type ListReplayTasksParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // AcknowledgeDLQJSONRequestBody defines body for AcknowledgeDLQ for application/json ContentType.
 type AcknowledgeDLQJSONRequestBody = AcknowledgeRequest
 
 // ReplayDLQJSONRequestBody defines body for ReplayDLQ for application/json ContentType.
 type ReplayDLQJSONRequestBody = ReplayRequest
+
+// CreateReplayTaskJSONRequestBody defines body for CreateReplayTask for application/json ContentType.
+type CreateReplayTaskJSONRequestBody = TaskRequest
 
 // EnrichJSONRequestBody defines body for Enrich for application/json ContentType.
 type EnrichJSONRequestBody = EnrichRequest
@@ -1210,6 +1359,13 @@ func (t ReplayRequest) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Destination != nil {
+		object["destination"], err = json.Marshal(t.Destination)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'destination': %w", err)
+		}
+	}
+
 	if t.DryRun != nil {
 		object["dry_run"], err = json.Marshal(t.DryRun)
 		if err != nil {
@@ -1263,6 +1419,13 @@ func (t *ReplayRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.DelaySeconds)
 		if err != nil {
 			return fmt.Errorf("error reading 'delay_seconds': %w", err)
+		}
+	}
+
+	if raw, found := object["destination"]; found {
+		err = json.Unmarshal(raw, &t.Destination)
+		if err != nil {
+			return fmt.Errorf("error reading 'destination': %w", err)
 		}
 	}
 
@@ -1549,6 +1712,57 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/dlq/replay (the `ReplayDLQ` operationId).
 	ReplayDLQ(ctx context.Context, body ReplayDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListReplayTasks The newest replay tasks
+	//
+	// Stored counts only: one row read per task.
+	//
+	// Corresponds with GET /admin/dlq/replay-tasks (the `ListReplayTasks` operationId).
+	ListReplayTasks(ctx context.Context, params *ListReplayTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateReplayTaskWithBody Create a replay task (paced, durable)
+	//
+	// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+	CreateReplayTaskWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateReplayTask Create a replay task (paced, durable)
+	//
+	// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+	CreateReplayTask(ctx context.Context, body CreateReplayTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetReplayTask One replay task with its outcomes
+	//
+	// Corresponds with GET /admin/dlq/replay-tasks/{id} (the `GetReplayTask` operationId).
+	GetReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelReplayTask Cancel a replay task
+	//
+	// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks/{id}/cancel (the `CancelReplayTask` operationId).
+	CancelReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseReplayTask Pause a replay task
+	//
+	// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks/{id}/pause (the `PauseReplayTask` operationId).
+	PauseReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeReplayTask Resume a replay task
+	//
+	// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks/{id}/resume (the `ResumeReplayTask` operationId).
+	ResumeReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DlqStats DLQ statistics and failure analysis
 	//
 	// Corresponds with GET /admin/dlq/stats (the `DlqStats` operationId).
@@ -1729,6 +1943,127 @@ func (c *Client) ReplayDLQWithBody(ctx context.Context, contentType string, body
 // Corresponds with POST /admin/dlq/replay (the `ReplayDLQ` operationId).
 func (c *Client) ReplayDLQ(ctx context.Context, body ReplayDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReplayDLQRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListReplayTasks The newest replay tasks
+//
+// Stored counts only: one row read per task.
+//
+// Corresponds with GET /admin/dlq/replay-tasks (the `ListReplayTasks` operationId).
+func (c *Client) ListReplayTasks(ctx context.Context, params *ListReplayTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListReplayTasksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateReplayTaskWithBody Create a replay task (paced, durable)
+//
+// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+func (c *Client) CreateReplayTaskWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateReplayTaskRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateReplayTask Create a replay task (paced, durable)
+//
+// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+func (c *Client) CreateReplayTask(ctx context.Context, body CreateReplayTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateReplayTaskRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReplayTask One replay task with its outcomes
+//
+// Corresponds with GET /admin/dlq/replay-tasks/{id} (the `GetReplayTask` operationId).
+func (c *Client) GetReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReplayTaskRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelReplayTask Cancel a replay task
+//
+// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+//
+// Corresponds with POST /admin/dlq/replay-tasks/{id}/cancel (the `CancelReplayTask` operationId).
+func (c *Client) CancelReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelReplayTaskRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseReplayTask Pause a replay task
+//
+// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+//
+// Corresponds with POST /admin/dlq/replay-tasks/{id}/pause (the `PauseReplayTask` operationId).
+func (c *Client) PauseReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseReplayTaskRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeReplayTask Resume a replay task
+//
+// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+//
+// Corresponds with POST /admin/dlq/replay-tasks/{id}/resume (the `ResumeReplayTask` operationId).
+func (c *Client) ResumeReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeReplayTaskRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -2253,6 +2588,236 @@ func NewReplayDLQRequestWithBody(server string, contentType string, body io.Read
 	return req, nil
 }
 
+// NewListReplayTasksRequest constructs an http.Request for the ListReplayTasks method
+func NewListReplayTasksRequest(server string, params *ListReplayTasksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/replay-tasks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateReplayTaskRequest calls the generic CreateReplayTask builder with application/json body
+func NewCreateReplayTaskRequest(server string, body CreateReplayTaskJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateReplayTaskRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateReplayTaskRequestWithBody constructs an http.Request for the CreateReplayTask method, with any body, and a specified content type
+func NewCreateReplayTaskRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/replay-tasks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetReplayTaskRequest constructs an http.Request for the GetReplayTask method
+func NewGetReplayTaskRequest(server string, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/replay-tasks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelReplayTaskRequest constructs an http.Request for the CancelReplayTask method
+func NewCancelReplayTaskRequest(server string, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/replay-tasks/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPauseReplayTaskRequest constructs an http.Request for the PauseReplayTask method
+func NewPauseReplayTaskRequest(server string, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/replay-tasks/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResumeReplayTaskRequest constructs an http.Request for the ResumeReplayTask method
+func NewResumeReplayTaskRequest(server string, id int) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/replay-tasks/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDlqStatsRequest constructs an http.Request for the DlqStats method
 func NewDlqStatsRequest(server string) (*http.Request, error) {
 	var err error
@@ -2594,6 +3159,67 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/dlq/replay (the `ReplayDLQ` operationId).
 	ReplayDLQWithResponse(ctx context.Context, body ReplayDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayDLQResponse, error)
+
+	// ListReplayTasksWithResponse The newest replay tasks
+	//
+	// Stored counts only: one row read per task.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/dlq/replay-tasks (the `ListReplayTasks` operationId).
+	ListReplayTasksWithResponse(ctx context.Context, params *ListReplayTasksParams, reqEditors ...RequestEditorFn) (*ListReplayTasksResponse, error)
+
+	// CreateReplayTaskWithBodyWithResponse Create a replay task (paced, durable)
+	//
+	// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+	CreateReplayTaskWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateReplayTaskResponse, error)
+
+	// CreateReplayTaskWithResponse Create a replay task (paced, durable)
+	//
+	// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+	CreateReplayTaskWithResponse(ctx context.Context, body CreateReplayTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateReplayTaskResponse, error)
+
+	// GetReplayTaskWithResponse One replay task with its outcomes
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/dlq/replay-tasks/{id} (the `GetReplayTask` operationId).
+	GetReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetReplayTaskResponse, error)
+
+	// CancelReplayTaskWithResponse Cancel a replay task
+	//
+	// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks/{id}/cancel (the `CancelReplayTask` operationId).
+	CancelReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*CancelReplayTaskResponse, error)
+
+	// PauseReplayTaskWithResponse Pause a replay task
+	//
+	// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks/{id}/pause (the `PauseReplayTask` operationId).
+	PauseReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*PauseReplayTaskResponse, error)
+
+	// ResumeReplayTaskWithResponse Resume a replay task
+	//
+	// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/replay-tasks/{id}/resume (the `ResumeReplayTask` operationId).
+	ResumeReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*ResumeReplayTaskResponse, error)
 
 	// DlqStatsWithResponse DLQ statistics and failure analysis
 	//
@@ -3481,6 +4107,918 @@ func (r ReplayDLQResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReplayDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListReplayTasksResponse200Headers the declared response headers of an HTTP 200 response for ListReplayTasks
+type ListReplayTasksResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListReplayTasksResponse400Headers the declared response headers of an HTTP 400 response for ListReplayTasks
+type ListReplayTasksResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListReplayTasksResponse401Headers the declared response headers of an HTTP 401 response for ListReplayTasks
+type ListReplayTasksResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListReplayTasksResponse403Headers the declared response headers of an HTTP 403 response for ListReplayTasks
+type ListReplayTasksResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListReplayTasksResponse500Headers the declared response headers of an HTTP 500 response for ListReplayTasks
+type ListReplayTasksResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListReplayTasksResponse503Headers the declared response headers of an HTTP 503 response for ListReplayTasks
+type ListReplayTasksResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ListReplayTasksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      TaskList           `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListReplayTasksResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListReplayTasksResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListReplayTasksResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListReplayTasksResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListReplayTasksResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListReplayTasksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListReplayTasksResponse) GetJSON200() *struct {
+	Data      TaskList           `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListReplayTasksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListReplayTasksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListReplayTasksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListReplayTasksResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListReplayTasksResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListReplayTasksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListReplayTasksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListReplayTasksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListReplayTasksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateReplayTaskResponse202Headers the declared response headers of an HTTP 202 response for CreateReplayTask
+type CreateReplayTaskResponse202Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateReplayTaskResponse400Headers the declared response headers of an HTTP 400 response for CreateReplayTask
+type CreateReplayTaskResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateReplayTaskResponse401Headers the declared response headers of an HTTP 401 response for CreateReplayTask
+type CreateReplayTaskResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateReplayTaskResponse403Headers the declared response headers of an HTTP 403 response for CreateReplayTask
+type CreateReplayTaskResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for CreateReplayTask
+type CreateReplayTaskResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateReplayTaskResponse503Headers the declared response headers of an HTTP 503 response for CreateReplayTask
+type CreateReplayTaskResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type CreateReplayTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *struct {
+		// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+		Data      Task               `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateReplayTaskResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateReplayTaskResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateReplayTaskResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateReplayTaskResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateReplayTaskResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateReplayTaskResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON202() *struct {
+	// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+	Data      Task               `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateReplayTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateReplayTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateReplayTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateReplayTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetReplayTaskResponse200Headers the declared response headers of an HTTP 200 response for GetReplayTask
+type GetReplayTaskResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// GetReplayTaskResponse400Headers the declared response headers of an HTTP 400 response for GetReplayTask
+type GetReplayTaskResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// GetReplayTaskResponse401Headers the declared response headers of an HTTP 401 response for GetReplayTask
+type GetReplayTaskResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// GetReplayTaskResponse403Headers the declared response headers of an HTTP 403 response for GetReplayTask
+type GetReplayTaskResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// GetReplayTaskResponse404Headers the declared response headers of an HTTP 404 response for GetReplayTask
+type GetReplayTaskResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// GetReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for GetReplayTask
+type GetReplayTaskResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// GetReplayTaskResponse503Headers the declared response headers of an HTTP 503 response for GetReplayTask
+type GetReplayTaskResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type GetReplayTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+		Data      Task               `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetReplayTaskResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetReplayTaskResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetReplayTaskResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetReplayTaskResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetReplayTaskResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetReplayTaskResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetReplayTaskResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReplayTaskResponse) GetJSON200() *struct {
+	// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+	Data      Task               `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetReplayTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetReplayTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetReplayTaskResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetReplayTaskResponse) GetJSON404() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetReplayTaskResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetReplayTaskResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReplayTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReplayTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReplayTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReplayTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelReplayTaskResponse200Headers the declared response headers of an HTTP 200 response for CancelReplayTask
+type CancelReplayTaskResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CancelReplayTaskResponse400Headers the declared response headers of an HTTP 400 response for CancelReplayTask
+type CancelReplayTaskResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CancelReplayTaskResponse401Headers the declared response headers of an HTTP 401 response for CancelReplayTask
+type CancelReplayTaskResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CancelReplayTaskResponse403Headers the declared response headers of an HTTP 403 response for CancelReplayTask
+type CancelReplayTaskResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CancelReplayTaskResponse404Headers the declared response headers of an HTTP 404 response for CancelReplayTask
+type CancelReplayTaskResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CancelReplayTaskResponse409Headers the declared response headers of an HTTP 409 response for CancelReplayTask
+type CancelReplayTaskResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CancelReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for CancelReplayTask
+type CancelReplayTaskResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CancelReplayTaskResponse503Headers the declared response headers of an HTTP 503 response for CancelReplayTask
+type CancelReplayTaskResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type CancelReplayTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+		Data      Task               `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelReplayTaskResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CancelReplayTaskResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelReplayTaskResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CancelReplayTaskResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CancelReplayTaskResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelReplayTaskResponse409Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CancelReplayTaskResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelReplayTaskResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON200() *struct {
+	// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+	Data      Task               `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON404() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelReplayTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelReplayTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelReplayTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelReplayTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseReplayTaskResponse200Headers the declared response headers of an HTTP 200 response for PauseReplayTask
+type PauseReplayTaskResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PauseReplayTaskResponse400Headers the declared response headers of an HTTP 400 response for PauseReplayTask
+type PauseReplayTaskResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PauseReplayTaskResponse401Headers the declared response headers of an HTTP 401 response for PauseReplayTask
+type PauseReplayTaskResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PauseReplayTaskResponse403Headers the declared response headers of an HTTP 403 response for PauseReplayTask
+type PauseReplayTaskResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PauseReplayTaskResponse404Headers the declared response headers of an HTTP 404 response for PauseReplayTask
+type PauseReplayTaskResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PauseReplayTaskResponse409Headers the declared response headers of an HTTP 409 response for PauseReplayTask
+type PauseReplayTaskResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PauseReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for PauseReplayTask
+type PauseReplayTaskResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PauseReplayTaskResponse503Headers the declared response headers of an HTTP 503 response for PauseReplayTask
+type PauseReplayTaskResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type PauseReplayTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+		Data      Task               `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PauseReplayTaskResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PauseReplayTaskResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseReplayTaskResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PauseReplayTaskResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PauseReplayTaskResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *PauseReplayTaskResponse409Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PauseReplayTaskResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseReplayTaskResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON200() *struct {
+	// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+	Data      Task               `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON404() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseReplayTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseReplayTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseReplayTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseReplayTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeReplayTaskResponse200Headers the declared response headers of an HTTP 200 response for ResumeReplayTask
+type ResumeReplayTaskResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResumeReplayTaskResponse400Headers the declared response headers of an HTTP 400 response for ResumeReplayTask
+type ResumeReplayTaskResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResumeReplayTaskResponse401Headers the declared response headers of an HTTP 401 response for ResumeReplayTask
+type ResumeReplayTaskResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResumeReplayTaskResponse403Headers the declared response headers of an HTTP 403 response for ResumeReplayTask
+type ResumeReplayTaskResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResumeReplayTaskResponse404Headers the declared response headers of an HTTP 404 response for ResumeReplayTask
+type ResumeReplayTaskResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResumeReplayTaskResponse409Headers the declared response headers of an HTTP 409 response for ResumeReplayTask
+type ResumeReplayTaskResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResumeReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for ResumeReplayTask
+type ResumeReplayTaskResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResumeReplayTaskResponse503Headers the declared response headers of an HTTP 503 response for ResumeReplayTask
+type ResumeReplayTaskResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ResumeReplayTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+		Data      Task               `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResumeReplayTaskResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResumeReplayTaskResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeReplayTaskResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResumeReplayTaskResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResumeReplayTaskResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResumeReplayTaskResponse409Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResumeReplayTaskResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeReplayTaskResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON200() *struct {
+	// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+	Data      Task               `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON404() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeReplayTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeReplayTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeReplayTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeReplayTaskResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4579,6 +6117,109 @@ func (c *ClientWithResponses) ReplayDLQWithResponse(ctx context.Context, body Re
 	return ParseReplayDLQResponse(rsp)
 }
 
+// ListReplayTasksWithResponse The newest replay tasks
+//
+// Stored counts only: one row read per task.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/dlq/replay-tasks (the `ListReplayTasks` operationId).
+func (c *ClientWithResponses) ListReplayTasksWithResponse(ctx context.Context, params *ListReplayTasksParams, reqEditors ...RequestEditorFn) (*ListReplayTasksResponse, error) {
+	rsp, err := c.ListReplayTasks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListReplayTasksResponse(rsp)
+}
+
+// CreateReplayTaskWithBodyWithResponse Create a replay task (paced, durable)
+//
+// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+func (c *ClientWithResponses) CreateReplayTaskWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateReplayTaskResponse, error) {
+	rsp, err := c.CreateReplayTaskWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateReplayTaskResponse(rsp)
+}
+
+// CreateReplayTaskWithResponse Create a replay task (paced, durable)
+//
+// Answers 202 with the task; the 5-minute cron advances it. Each step claims rows with the replay's atomic claim (a task and ad-hoc replays never send a row twice), at most what the rate allows until the next step, and sends them with per-message delays so that no minute holds more than rate_per_minute deliveries. A row is sent at most once per task. Audited (action replay_task).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/replay-tasks (the `CreateReplayTask` operationId).
+func (c *ClientWithResponses) CreateReplayTaskWithResponse(ctx context.Context, body CreateReplayTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateReplayTaskResponse, error) {
+	rsp, err := c.CreateReplayTask(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateReplayTaskResponse(rsp)
+}
+
+// GetReplayTaskWithResponse One replay task with its outcomes
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/dlq/replay-tasks/{id} (the `GetReplayTask` operationId).
+func (c *ClientWithResponses) GetReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*GetReplayTaskResponse, error) {
+	rsp, err := c.GetReplayTask(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReplayTaskResponse(rsp)
+}
+
+// CancelReplayTaskWithResponse Cancel a replay task
+//
+// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/replay-tasks/{id}/cancel (the `CancelReplayTask` operationId).
+func (c *ClientWithResponses) CancelReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*CancelReplayTaskResponse, error) {
+	rsp, err := c.CancelReplayTask(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelReplayTaskResponse(rsp)
+}
+
+// PauseReplayTaskWithResponse Pause a replay task
+//
+// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/replay-tasks/{id}/pause (the `PauseReplayTask` operationId).
+func (c *ClientWithResponses) PauseReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*PauseReplayTaskResponse, error) {
+	rsp, err := c.PauseReplayTask(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseReplayTaskResponse(rsp)
+}
+
+// ResumeReplayTaskWithResponse Resume a replay task
+//
+// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/replay-tasks/{id}/resume (the `ResumeReplayTask` operationId).
+func (c *ClientWithResponses) ResumeReplayTaskWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*ResumeReplayTaskResponse, error) {
+	rsp, err := c.ResumeReplayTask(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeReplayTaskResponse(rsp)
+}
+
 // DlqStatsWithResponse DLQ statistics and failure analysis
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5520,6 +7161,922 @@ func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ReplayDLQResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListReplayTasksResponse parses an HTTP response from a ListReplayTasksWithResponse call
+func ParseListReplayTasksResponse(rsp *http.Response) (*ListReplayTasksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListReplayTasksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      TaskList           `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListReplayTasksResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListReplayTasksResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListReplayTasksResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListReplayTasksResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListReplayTasksResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListReplayTasksResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateReplayTaskResponse parses an HTTP response from a CreateReplayTaskWithResponse call
+func ParseCreateReplayTaskResponse(rsp *http.Response) (*CreateReplayTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateReplayTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+			Data      Task               `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers CreateReplayTaskResponse202Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateReplayTaskResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateReplayTaskResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateReplayTaskResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateReplayTaskResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateReplayTaskResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetReplayTaskResponse parses an HTTP response from a GetReplayTaskWithResponse call
+func ParseGetReplayTaskResponse(rsp *http.Response) (*GetReplayTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReplayTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+			Data      Task               `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetReplayTaskResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetReplayTaskResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetReplayTaskResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetReplayTaskResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetReplayTaskResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetReplayTaskResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetReplayTaskResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelReplayTaskResponse parses an HTTP response from a CancelReplayTaskWithResponse call
+func ParseCancelReplayTaskResponse(rsp *http.Response) (*CancelReplayTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelReplayTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+			Data      Task               `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelReplayTaskResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers CancelReplayTaskResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CancelReplayTaskResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CancelReplayTaskResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers CancelReplayTaskResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelReplayTaskResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 500:
+		var headers CancelReplayTaskResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelReplayTaskResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseReplayTaskResponse parses an HTTP response from a PauseReplayTaskWithResponse call
+func ParsePauseReplayTaskResponse(rsp *http.Response) (*PauseReplayTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseReplayTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+			Data      Task               `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PauseReplayTaskResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PauseReplayTaskResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PauseReplayTaskResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PauseReplayTaskResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PauseReplayTaskResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers PauseReplayTaskResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 500:
+		var headers PauseReplayTaskResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseReplayTaskResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeReplayTaskResponse parses an HTTP response from a ResumeReplayTaskWithResponse call
+func ParseResumeReplayTaskResponse(rsp *http.Response) (*ResumeReplayTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeReplayTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
+			Data      Task               `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResumeReplayTaskResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ResumeReplayTaskResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResumeReplayTaskResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResumeReplayTaskResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResumeReplayTaskResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResumeReplayTaskResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResumeReplayTaskResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeReplayTaskResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

@@ -1,0 +1,498 @@
+package dlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/jobs"
+	"github.com/redrive/redrive/sqlbatch"
+)
+
+// Replay task states (replay_tasks.state).
+const (
+	TaskRunning   = "running"
+	TaskPaused    = "paused"
+	TaskDone      = "done"
+	TaskCancelled = "cancelled"
+)
+
+const (
+	// MaxTaskRate is the most messages per minute a task may ask for: a
+	// 5-minute step then sends at most 3,000 messages (30 sendBatch calls).
+	MaxTaskRate = 600
+	// DefaultTaskWindow is how far ahead one step schedules deliveries:
+	// the interval of the cron that advances tasks (jobs.Frequent).
+	DefaultTaskWindow = 5 * time.Minute
+	// taskLease is how long a step holds its task; a step that died is
+	// taken over by a later run after it.
+	taskLease = 10 * time.Minute
+	// TaskObserve is how long after its delivery a sent row without a new
+	// failure counts as succeeded (when its beer was not enriched first).
+	TaskObserve = 10 * time.Minute
+	// maxTasksPerRun bounds one run of the job (each task is one step).
+	maxTasksPerRun = 10
+)
+
+// ErrTaskNotFound: no replay task has the id.
+var ErrTaskNotFound = errors.New("replay task not found")
+
+// TaskStateError is a pause, resume or cancel that the task's state does
+// not allow (the admin API answers 409 with code INVALID_STATE).
+type TaskStateError struct {
+	Action, State string
+}
+
+func (e *TaskStateError) Error() string {
+	return fmt.Sprintf("cannot %s a task that is %s", e.Action, e.State)
+}
+
+// ReplayTasks are durable replays (POST /admin/dlq/replay-tasks): a filter
+// replayed at a rate. A task lives in replay_tasks and is advanced by the
+// 5-minute cron (ReplayTaskJob): each step claims at most what the rate
+// allows until the next step (Window) and sends it with staggered delays,
+// so that deliveries are even at the rate without a long-running request.
+//
+// Every step claims, sends and settles through Replay (the one atomic
+// claim pending -> replaying of every replay), so a task and an ad-hoc
+// replay never send the same row; the rows a task sent are recorded in
+// replay_task_rows in the settle's batch, with the task's new position and
+// counts, and its claims skip them: a row is sent at most once per task,
+// whatever restarts or overlapping cron runs happen. A task covers the
+// matching pending rows that failed at or before its creation, newest
+// failure first (the bulk replay's order); a row that fails again after
+// the task sent it is not sent again by it.
+type ReplayTasks struct {
+	// Replay claims, sends and settles (its DB, Batch, Sender, Clock,
+	// Destinations and BulkMax, the most rows one claim takes).
+	Replay Replay
+	// Window is how far ahead a step schedules (DefaultTaskWindow when 0).
+	Window time.Duration
+	// Limits bounds one run of the job (its wall-time budget).
+	Limits jobs.Limits
+}
+
+// TaskRequest creates a replay task.
+type TaskRequest struct {
+	// Filter selects the rows (any list filter; pending rows only).
+	Filter Filter
+	// RatePerMinute is the delivery rate, 1..MaxTaskRate.
+	RatePerMinute int64
+	// DelaySeconds postpones the first delivery, 0..MaxDelaySeconds.
+	DelaySeconds int64
+	// Destination replaces each row's source_queue (see Replay.Destinations).
+	Destination string
+}
+
+// Task is a replay task as the admin API shows it (handlers/openapi.json).
+type Task struct {
+	ID            int64           `json:"id"`
+	State         string          `json:"state"`
+	Filter        json.RawMessage `json:"filter"`
+	RatePerMinute int64           `json:"rate_per_minute"`
+	DelaySeconds  int64           `json:"delay_seconds"`
+	Destination   *string         `json:"destination"`
+	// Matched counts the replayable pending rows that matched at creation.
+	Matched int64 `json:"matched"`
+	// Sent counts rows sent; SendFailed rows whose send failed (they went
+	// back to pending and the task does not send them again).
+	Sent       int64 `json:"sent"`
+	SendFailed int64 `json:"send_failed"`
+	// Succeeded and FailedAgain (GET .../{id} only) count sent rows whose
+	// beer was enriched after their delivery or that did not fail again
+	// within TaskObserve of it, and rows that failed again after it.
+	Succeeded   *int64 `json:"succeeded,omitempty"`
+	FailedAgain *int64 `json:"failed_again,omitempty"`
+	// Remaining is matched - sent - send_failed while the task may still send (else 0).
+	Remaining int64 `json:"remaining"`
+	// EstimatedFinishAt is when the last remaining row should be delivered
+	// at the rate (running tasks only).
+	EstimatedFinishAt *int64 `json:"estimated_finish_at"`
+	Steps             int64  `json:"steps"`
+	CreatedAt         int64  `json:"created_at"`
+	UpdatedAt         int64  `json:"updated_at"`
+	LastStepAt        *int64 `json:"last_step_at"`
+	FinishedAt        *int64 `json:"finished_at"`
+	CreatedBy         string `json:"created_by"`
+
+	slotOrigin, slotBase int64
+}
+
+const taskColumns = `id, state, filter, rate_per_minute, delay_seconds, destination, matched, sent, send_failed,
+	steps, created_at, updated_at, last_step_at, finished_at, created_by, slot_origin, slot_base`
+
+func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
+	var t Task
+	var filter string
+	var dest sql.NullString
+	var last, fin sql.NullInt64
+	if err := sc.Scan(&t.ID, &t.State, &filter, &t.RatePerMinute, &t.DelaySeconds, &dest, &t.Matched, &t.Sent, &t.SendFailed,
+		&t.Steps, &t.CreatedAt, &t.UpdatedAt, &last, &fin, &t.CreatedBy, &t.slotOrigin, &t.slotBase); err != nil {
+		return t, err
+	}
+	t.Filter = json.RawMessage(filter)
+	if dest.Valid {
+		t.Destination = &dest.String
+	}
+	if last.Valid {
+		t.LastStepAt = &last.Int64
+	}
+	if fin.Valid {
+		t.FinishedAt = &fin.Int64
+	}
+	return t, nil
+}
+
+// derive fills Remaining and EstimatedFinishAt at now (ms).
+func (t *Task) derive(now int64) {
+	t.Remaining = 0
+	if t.State == TaskRunning || t.State == TaskPaused {
+		t.Remaining = max(t.Matched-t.Sent-t.SendFailed, 0)
+	}
+	t.EstimatedFinishAt = nil
+	if t.State == TaskRunning {
+		s := schedule{rate: t.RatePerMinute, origin: t.slotOrigin, base: t.slotBase}
+		next := max(s.at(t.Sent+t.SendFailed), now)
+		at := next + t.Remaining*60_000/t.RatePerMinute
+		t.EstimatedFinishAt = &at
+	}
+}
+
+// schedule places a task's messages: slot k is delivered at
+// origin + ceil((k-base)·60/rate) whole seconds. Any minute (60 s from a
+// whole second) then holds at most rate slots.
+type schedule struct {
+	rate, origin, base int64
+}
+
+func (s schedule) at(k int64) int64 {
+	return s.origin + 1000*(((k-s.base)*60+s.rate-1)/s.rate)
+}
+
+// ceilSecond is ms rounded up to a whole second.
+func ceilSecond(ms int64) int64 { return (ms + 999) / 1000 * 1000 }
+
+func (ts ReplayTasks) window() time.Duration {
+	if ts.Window <= 0 {
+		return DefaultTaskWindow
+	}
+	return ts.Window
+}
+
+// Check validates req without touching anything.
+func (ts ReplayTasks) Check(req TaskRequest) (Filter, error) {
+	f, err := req.Filter.normalizePending()
+	if err != nil {
+		return f, err
+	}
+	if req.RatePerMinute < 1 || req.RatePerMinute > MaxTaskRate {
+		return f, inputErr("INVALID_RATE", "rate_per_minute must be an integer in 1..%d", MaxTaskRate)
+	}
+	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
+		return f, inputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
+	}
+	return f, ts.Replay.CheckDestination(req.Destination)
+}
+
+// taskCond is the condition of the rows task id may still claim: its
+// filter's replayable pending rows after its position, not sent by it yet,
+// while the task is running (a pause or cancel stops a step in flight).
+func taskCond(f Filter, id, posFailedAt, posID int64) (string, []any) {
+	sel := Selection{Filter: &f}
+	cond, args := sel.where(true, &position{FailedAt: posFailedAt, ID: posID})
+	cond += ` AND id NOT IN (SELECT dlq_id FROM replay_task_rows WHERE task_id = ?)
+		AND EXISTS (SELECT 1 FROM replay_tasks WHERE id = ? AND state = 'running')`
+	return cond, append(args, id, id)
+}
+
+// Create stores a new running task (one statement, which also counts the
+// rows it matches: one read per matching pending row, as a dry run).
+func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by Requester) (Task, error) {
+	f, err := ts.Check(req)
+	if err != nil {
+		return Task{}, err
+	}
+	now := ts.Replay.Clock.Now().UnixMilli()
+	fjs, _ := json.Marshal(f)
+	sel := Selection{Filter: &f}
+	cond, args := sel.where(true, &position{FailedAt: now, ID: maxSafeInteger})
+	var dest any
+	if req.Destination != "" {
+		dest = req.Destination
+	}
+	all := []any{now, now, string(fjs), req.RatePerMinute, req.DelaySeconds, dest, ceilSecond(now + req.DelaySeconds*1000),
+		now, int64(maxSafeInteger), by.KeyFingerprint, by.RequestID}
+	all = append(all, args...)
+	row := ts.Replay.DB.QueryRowContext(ctx, `INSERT INTO replay_tasks(created_at, updated_at, state, filter, rate_per_minute,
+			delay_seconds, destination, slot_origin, pos_failed_at, pos_id, created_by, request_id, matched)
+		SELECT ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`)
+		RETURNING `+taskColumns, all...)
+	t, err := scanTask(row)
+	if err != nil {
+		return Task{}, fmt.Errorf("replay task create: %w", err)
+	}
+	t.derive(now)
+	return t, nil
+}
+
+// List returns the newest limit tasks (stored counts only: one row each).
+func (ts ReplayTasks) List(ctx context.Context, limit int) ([]Task, error) {
+	rows, err := ts.Replay.DB.QueryContext(ctx, `SELECT `+taskColumns+` FROM replay_tasks ORDER BY id DESC LIMIT ?`, int64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("replay tasks: %w", err)
+	}
+	defer rows.Close()
+	now := ts.Replay.Clock.Now().UnixMilli()
+	out := []Task{}
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("replay tasks: %w", err)
+		}
+		t.derive(now)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Get returns one task with its outcomes (Succeeded, FailedAgain), which
+// read about 3 rows per row it sent.
+func (ts ReplayTasks) Get(ctx context.Context, id int64) (Task, error) {
+	t, err := scanTask(ts.Replay.DB.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM replay_tasks WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, ErrTaskNotFound
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("replay task: %w", err)
+	}
+	now := ts.Replay.Clock.Now().UnixMilli()
+	var ok, again int64
+	if err := ts.Replay.DB.QueryRowContext(ctx, `SELECT
+			COALESCE(SUM(m.failed_at < r.deliver_at AND ((b.status = 'enriched' AND b.enriched_at >= r.deliver_at)
+				OR r.deliver_at + ? <= ?)), 0) AS task_succeeded,
+			COALESCE(SUM(m.failed_at >= r.deliver_at), 0) AS task_failed_again
+		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id
+		WHERE r.task_id = ?`, TaskObserve.Milliseconds(), now, id).Scan(&ok, &again); err != nil {
+		return Task{}, fmt.Errorf("replay task outcomes: %w", err)
+	}
+	t.Succeeded, t.FailedAgain = &ok, &again
+	t.derive(now)
+	return t, nil
+}
+
+// Task actions (the admin API's POST .../{id}/pause, resume, cancel).
+const (
+	TaskPause  = "pause"
+	TaskResume = "resume"
+	TaskCancel = "cancel"
+)
+
+// Act pauses (running -> paused), resumes (paused -> running) or cancels
+// (running or paused -> cancelled) task id in one conditional statement.
+// Rows not sent stay pending. A step in flight claims nothing more once
+// the change is committed.
+func (ts ReplayTasks) Act(ctx context.Context, id int64, action string) (Task, error) {
+	var from, to string
+	switch action {
+	case TaskPause:
+		from, to = `state = 'running'`, TaskPaused
+	case TaskResume:
+		from, to = `state = 'paused'`, TaskRunning
+	case TaskCancel:
+		from, to = `state IN ('running', 'paused')`, TaskCancelled
+	default:
+		return Task{}, inputErr("INVALID_REQUEST", "unknown task action %q", action)
+	}
+	now := ts.Replay.Clock.Now().UnixMilli()
+	t, err := scanTask(ts.Replay.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET state = ?, updated_at = ?,
+			finished_at = CASE WHEN ? = 'cancelled' THEN ? ELSE finished_at END
+		WHERE id = ? AND `+from+` RETURNING `+taskColumns, to, now, to, now, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		cur, gerr := ts.Get(ctx, id)
+		if gerr != nil {
+			return Task{}, gerr
+		}
+		return cur, &TaskStateError{Action: action, State: cur.State}
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("replay task %s: %w", action, err)
+	}
+	t.derive(now)
+	return t, nil
+}
+
+// ReplayTaskJob advances the running replay tasks, one step each, on the
+// 5-minute cron. It is due only while a task is running (one index read).
+type ReplayTaskJob struct {
+	Tasks ReplayTasks
+}
+
+// Name implements jobs.Job.
+func (j *ReplayTaskJob) Name() string { return "dlq_replay_tasks" }
+
+// Due implements jobs.DueJob.
+func (j *ReplayTaskJob) Due(ctx context.Context, _ time.Time) (bool, error) {
+	var due bool
+	err := j.Tasks.Replay.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM replay_tasks WHERE state = 'running')`).Scan(&due)
+	return due, err
+}
+
+// Run takes one step of each running task (at most maxTasksPerRun, while
+// the budget lasts).
+func (j *ReplayTaskJob) Run(ctx context.Context, now time.Time) (map[string]any, error) {
+	rows, err := j.Tasks.Replay.DB.QueryContext(ctx, `SELECT id FROM replay_tasks WHERE state = 'running' ORDER BY id LIMIT ?`,
+		int64(maxTasksPerRun+1))
+	if err != nil {
+		return nil, fmt.Errorf("replay tasks: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("replay tasks: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("replay tasks: %w", err)
+	}
+	more := len(ids) > maxTasksPerRun
+	ids = ids[:min(len(ids), maxTasksPerRun)]
+	budget := j.Tasks.Limits.Start()
+	sum := map[string]any{"tasks": 0, "sent": 0, "send_failed": 0, "done": 0}
+	var errs []error
+	for i, id := range ids {
+		if i > 0 && budget.Spent() {
+			more = true
+			break
+		}
+		st, err := j.Tasks.Step(ctx, id, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("task %d: %w", id, err))
+		}
+		if st.Held {
+			sum["tasks"] = sum["tasks"].(int) + 1
+			sum["sent"] = sum["sent"].(int) + st.Sent
+			sum["send_failed"] = sum["send_failed"].(int) + st.SendFailed
+			if st.Done {
+				sum["done"] = sum["done"].(int) + 1
+			}
+		}
+	}
+	sum["more"] = more
+	return sum, errors.Join(errs...)
+}
+
+// StepResult is what one step of a task did.
+type StepResult struct {
+	// Held is false when the task was not running or another step held it.
+	Held             bool
+	Sent, SendFailed int
+	// Done: the task has no matching rows left and is now done.
+	Done bool
+}
+
+// Step advances task id at scheduled time now: it holds the task (one
+// conditional statement), works out how many slots fall before now+Window,
+// claims and sends that many rows (pages of at most Replay.BulkLimit) with
+// the delays that put each on its slot, and releases the task; the task
+// is done when a claim finds fewer rows than it asked for.
+func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	nowMs := now.UnixMilli()
+	var res StepResult
+	var filter string
+	var dest sql.NullString
+	var steps, rate, sent, failed, origin, base, posAt, posID int64
+	err := ts.Replay.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET steps = steps + 1, step_at = ?1, updated_at = ?1
+		WHERE id = ?2 AND state = 'running' AND (step_at IS NULL OR step_at <= ?3)
+		RETURNING steps, filter, rate_per_minute, destination, sent, send_failed, slot_origin, slot_base, pos_failed_at, pos_id`,
+		nowMs, id, nowMs-taskLease.Milliseconds()).Scan(&steps, &filter, &rate, &dest, &sent, &failed, &origin, &base, &posAt, &posID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("replay task hold: %w", err)
+	}
+	res.Held = true
+	var f Filter
+	if err := json.Unmarshal([]byte(filter), &f); err != nil {
+		return res, fmt.Errorf("replay task filter: %w", err)
+	}
+	s := schedule{rate: rate, origin: origin, base: base}
+	seq := sent + failed
+	if s.at(seq) < nowMs {
+		// Late (paused, or the first step): start again from now, never in a burst.
+		s.origin, s.base = ceilSecond(nowMs), seq
+	}
+	horizon := nowMs + ts.window().Milliseconds()
+	n := int64(0)
+	for s.at(seq+n) < horizon && n < rate*int64(ts.window()/time.Minute+1) {
+		n++
+	}
+	var stepErr error
+	for n > 0 && !res.Done {
+		limit := min(n, int64(ts.Replay.BulkLimit()))
+		cond, args := taskCond(f, id, posAt, posID)
+		cs, claimAt, err := ts.Replay.claim(ctx, newestFirst(cond), append(args, limit))
+		if err != nil {
+			stepErr = err
+			break
+		}
+		if int64(len(cs)) < limit {
+			res.Done = true
+		}
+		if len(cs) == 0 {
+			break
+		}
+		first := seq
+		last := cs[len(cs)-1]
+		seq += int64(len(cs))
+		posAt, posID = last.failedAt, last.id
+		n -= int64(len(cs))
+		plan := sendPlan{
+			delay: func(i int) time.Duration {
+				return time.Duration((max(s.at(first+int64(i))-nowMs, 0)+999)/1000) * time.Second
+			},
+			destination: dest.String,
+			settle: func(ids []int64, delays []time.Duration) []sqlbatch.Stmt {
+				pairs := make([][2]int64, len(ids))
+				for i, rid := range ids {
+					pairs[i] = [2]int64{rid, nowMs + delays[i].Milliseconds()}
+				}
+				pjs, _ := json.Marshal(pairs)
+				return []sqlbatch.Stmt{
+					{SQL: `INSERT OR IGNORE INTO replay_task_rows(task_id, dlq_id, deliver_at)
+						SELECT ?, value ->> '$[0]', value ->> '$[1]' FROM json_each(?)`, Args: []any{id, string(pjs)}},
+					{SQL: `UPDATE replay_tasks SET sent = sent + ?, send_failed = send_failed + ?, slot_origin = ?, slot_base = ?,
+						pos_failed_at = ?, pos_id = ?, updated_at = ? WHERE id = ? AND steps = ?`,
+						Args: []any{int64(len(ids)), int64(len(cs) - len(ids)), s.origin, s.base, posAt, posID, nowMs, id, steps}},
+				}
+			},
+		}
+		var rr ReplayResult
+		if err := ts.Replay.sendAndSettle(ctx, cs, claimAt, plan, &rr); err != nil {
+			stepErr = err
+			break
+		}
+		res.Sent += rr.ReplayedCount
+		res.SendFailed += rr.FailedCount
+	}
+	done := int64(0)
+	if res.Done && stepErr == nil {
+		done = 1
+	}
+	if _, err := ts.Replay.DB.ExecContext(ctx, `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?1, updated_at = ?1,
+			finished_at = CASE WHEN ?2 AND state = 'running' THEN ?1 ELSE finished_at END,
+			state = CASE WHEN ?2 AND state = 'running' THEN 'done' ELSE state END
+		WHERE id = ?3 AND steps = ?4`, nowMs, done, id, steps); err != nil {
+		stepErr = errors.Join(stepErr, fmt.Errorf("replay task release: %w", err))
+	}
+	res.Done = done == 1
+	return res, stepErr
+}

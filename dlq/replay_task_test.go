@@ -1,0 +1,256 @@
+package dlq
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+var taskT0 = time.UnixMilli(1_750_000_000_000)
+
+func newTasks(db *sql.DB, s queue.Sender, now time.Time) ReplayTasks {
+	r := newReplay(db, s)
+	r.Clock = func() time.Time { return now }
+	r.Destinations = []string{"beer-enrichment", "staging"}
+	return ReplayTasks{Replay: r}
+}
+
+func seedPending(t *testing.T, db *sql.DB, n int, failedAt int64) []int64 {
+	t.Helper()
+	rows := make([]adminRow, n)
+	for i := range rows {
+		rows[i] = adminRow{beerID: fmt.Sprint(i), beerName: fmt.Sprintf("Beer %d", i), failedAt: failedAt + int64(i)}
+	}
+	return insert(t, db, rows...)
+}
+
+// deliveries returns the deliver_at of each row a task sent, and checks
+// that no row was sent twice.
+func deliveries(t *testing.T, db *sql.DB, task int64) []int64 {
+	t.Helper()
+	rows, err := db.Query(`SELECT deliver_at FROM replay_task_rows WHERE task_id = ? ORDER BY deliver_at`, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var at int64
+		rows.Scan(&at)
+		out = append(out, at)
+	}
+	return out
+}
+
+// maxPerMinute is the most deliveries in any 60 s window starting on a whole second.
+func maxPerMinute(ats []int64) int {
+	best := 0
+	for i := range ats {
+		j := sort.Search(len(ats), func(j int) bool { return ats[j] >= ats[i]+60_000 })
+		best = max(best, j-i)
+	}
+	return best
+}
+
+func TestReplayTaskDeliversEvenlyAtItsRateOnce(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := seedPending(t, db, 700, taskT0.UnixMilli()-1_000_000)
+	s := &queuetest.Sender{}
+	ts := newTasks(db, s, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{RequestID: "r", KeyFingerprint: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != TaskRunning || task.Matched != 700 || task.Remaining != 700 {
+		t.Fatalf("created %+v", task)
+	}
+	// Steps at the cron's times: 300 each (5 minutes at 60/min), then 100.
+	var sentPerStep []int
+	for i := range 4 {
+		st, err := ts.Step(ctx, task.ID, taskT0.Add(time.Duration(i)*5*time.Minute+time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sentPerStep = append(sentPerStep, st.Sent)
+	}
+	if fmt.Sprint(sentPerStep) != "[300 300 100 0]" {
+		t.Fatalf("sent per step %v", sentPerStep)
+	}
+	got, _ := ts.Get(ctx, task.ID)
+	if got.State != TaskDone || got.Sent != 700 || got.Remaining != 0 || got.EstimatedFinishAt != nil {
+		t.Fatalf("task %+v", got)
+	}
+	ats := deliveries(t, db, task.ID)
+	if len(ats) != 700 || maxPerMinute(ats) > 60 {
+		t.Fatalf("%d deliveries, at most %d in a minute", len(ats), maxPerMinute(ats))
+	}
+	// 700 messages at 60/min: 11 min 39 s from the first to the last.
+	if span := ats[len(ats)-1] - ats[0]; span != 699_000 {
+		t.Fatalf("span %d ms", span)
+	}
+	sent := sentRows(t, db, s, "beer-enrichment")
+	if len(sent) != 700 || count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replay_count = 1`) != 700 {
+		t.Fatalf("sent %d", len(sent))
+	}
+	seen := map[int64]bool{}
+	for _, id := range sent {
+		if seen[id] {
+			t.Fatalf("row %d sent twice", id)
+		}
+		seen[id] = true
+	}
+	// Delays put each message on its slot: the first step asks for 0..299 s.
+	first := s.Sent["beer-enrichment"][:300]
+	if first[0].Delay != 0 || first[299].Delay != 299*time.Second {
+		t.Fatalf("delays %v .. %v", first[0].Delay, first[299].Delay)
+	}
+	_ = ids
+}
+
+func TestReplayTaskDelaySecondsStartsLater(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 10, 1000)
+	s := &queuetest.Sender{}
+	ts := newTasks(db, s, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 120, DelaySeconds: 600}, Requester{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := ts.Step(ctx, task.ID, taskT0.Add(time.Minute)); st.Sent != 0 || st.Done {
+		t.Fatalf("before its start: %+v", st)
+	}
+	if st, _ := ts.Step(ctx, task.ID, taskT0.Add(6*time.Minute)); st.Sent != 10 || !st.Done {
+		t.Fatalf("after: %+v", st)
+	}
+	// Slots start at creation + 600 s: the step at +6 min asks for 240 s and more.
+	if d := s.Sent["beer-enrichment"][0].Delay; d != 240*time.Second {
+		t.Fatalf("first delay %v", d)
+	}
+}
+
+func TestReplayTaskPauseResumeCancel(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 50, 1000)
+	s := &queuetest.Sender{}
+	ts := newTasks(db, s, taskT0)
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 2}, Requester{})
+	if st, _ := ts.Step(ctx, task.ID, taskT0); st.Sent != 10 {
+		t.Fatalf("step 1 %+v", st)
+	}
+	if p, err := ts.Act(ctx, task.ID, TaskPause); err != nil || p.State != TaskPaused {
+		t.Fatalf("pause %+v %v", p, err)
+	}
+	if st, _ := ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute)); st.Held || st.Sent != 0 {
+		t.Fatalf("a paused task took a step: %+v", st)
+	}
+	var se *TaskStateError
+	if _, err := ts.Act(ctx, task.ID, TaskPause); !errors.As(err, &se) {
+		t.Fatalf("pausing twice: %v", err)
+	}
+	if r, err := ts.Act(ctx, task.ID, TaskResume); err != nil || r.State != TaskRunning {
+		t.Fatalf("resume %+v %v", r, err)
+	}
+	// Resumed an hour later: it starts from then, not in a burst.
+	st, _ := ts.Step(ctx, task.ID, taskT0.Add(time.Hour))
+	if st.Sent != 10 {
+		t.Fatalf("after resume %+v", st)
+	}
+	if c, err := ts.Act(ctx, task.ID, TaskCancel); err != nil || c.State != TaskCancelled || c.FinishedAt == nil || c.Remaining != 0 {
+		t.Fatalf("cancel %+v %v", c, err)
+	}
+	if st, _ := ts.Step(ctx, task.ID, taskT0.Add(2*time.Hour)); st.Held {
+		t.Fatal("a cancelled task took a step")
+	}
+	if _, err := ts.Act(ctx, task.ID, TaskResume); !errors.As(err, &se) {
+		t.Fatalf("resuming a cancelled task: %v", err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`); n != 30 {
+		t.Fatalf("%d rows pending after cancel, want 30 (never sent)", n)
+	}
+	if _, err := ts.Act(ctx, 999, TaskPause); !errors.Is(err, ErrTaskNotFound) {
+		t.Fatalf("unknown task: %v", err)
+	}
+}
+
+func TestReplayTaskAndAdHocReplaysSendEachRowOnce(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := seedPending(t, db, 400, 1000)
+	s := &queuetest.Sender{}
+	ts := newTasks(db, s, taskT0)
+	ts.Replay.BulkMax = 50 // many claims, interleaved with the ad-hoc replays
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 600}, Requester{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g * 5; i < 400; i += 40 {
+				if _, err := ts.Replay.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids[i : i+5]}}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Add(2)
+	for k := range 2 { // two overlapping cron runs: one holds the task
+		go func() {
+			defer wg.Done()
+			if _, err := ts.Step(ctx, task.ID, taskT0.Add(time.Duration(k)*time.Millisecond)); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute))
+	sent := sentRows(t, db, s, "beer-enrichment")
+	seen := map[int64]int{}
+	for _, id := range sent {
+		seen[id]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("row %d sent %d times", id, n)
+		}
+	}
+	if len(seen) != 400 {
+		t.Fatalf("%d rows sent, want 400", len(seen))
+	}
+}
+
+func TestReplayTaskRejectsBadInputAndForeignDestinations(t *testing.T) {
+	db := sqlitetest.New(t)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	for _, req := range []TaskRequest{
+		{RatePerMinute: 0}, {RatePerMinute: MaxTaskRate + 1}, {RatePerMinute: 1, DelaySeconds: -1},
+		{RatePerMinute: 1, Filter: Filter{Status: "replayed"}}, {RatePerMinute: 1, Destination: "somewhere-else"},
+	} {
+		var ie *InputError
+		if _, err := ts.Create(ctx, req, Requester{}); !errors.As(err, &ie) {
+			t.Fatalf("%+v: %v", req, err)
+		}
+	}
+	seedPending(t, db, 3, 1000)
+	s := &queuetest.Sender{}
+	ts = newTasks(db, s, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 10, Destination: "staging"}, Requester{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Step(ctx, task.ID, taskT0)
+	if len(s.Sent["staging"]) != 3 || len(s.Sent["beer-enrichment"]) != 0 {
+		t.Fatalf("sent %v", s.Sent)
+	}
+}

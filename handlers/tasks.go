@@ -1,0 +1,151 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// The replay task routes (README "Replay tasks"): create, list, get, pause,
+// resume, cancel. Every action is audited (dlq.Audit) like a replay.
+
+func (a *API) replayTasks() dlq.ReplayTasks {
+	return dlq.ReplayTasks{Replay: a.replayService()}
+}
+
+type taskBody struct {
+	Filter        json.RawMessage `json:"filter"`
+	RatePerMinute json.RawMessage `json:"rate_per_minute"`
+	DelaySeconds  json.RawMessage `json:"delay_seconds"`
+	Destination   string          `json:"destination"`
+}
+
+// taskCreate serves POST /admin/dlq/replay-tasks: 202 with the new task.
+func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
+	var body taskBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	f, err := jsonFilter(body.Filter)
+	if err != nil {
+		return err
+	}
+	if f == nil {
+		f = &dlq.Filter{}
+	}
+	req := dlq.TaskRequest{Filter: *f, Destination: body.Destination}
+	rate, given, err := jsonInt(body.RatePerMinute, "INVALID_RATE", fmt.Sprintf("rate_per_minute must be an integer in 1..%d", dlq.MaxTaskRate))
+	if err != nil {
+		return err
+	}
+	if !given {
+		return badRequest("INVALID_RATE", fmt.Sprintf("rate_per_minute is required: an integer in 1..%d", dlq.MaxTaskRate))
+	}
+	req.RatePerMinute = rate
+	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
+		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
+		return err
+	}
+	svc := a.replayTasks()
+	nf, err := svc.Check(req)
+	if err != nil {
+		return err
+	}
+	start := dlq.AuditStart{Action: dlq.ActionReplayTask, Filter: &nf}
+	return a.auditedStatus(w, r, http.StatusAccepted, start, auditAround, func(ctx context.Context) (any, string, any, error) {
+		t, err := svc.Create(ctx, req, requester(r))
+		counts := map[string]any{"task_id": t.ID, "matched": t.Matched, "rate_per_minute": req.RatePerMinute,
+			"delay_seconds": req.DelaySeconds, "destination": req.Destination}
+		return t, dlq.OutcomeOK, counts, err
+	})
+}
+
+// taskListParams are the query parameters GET /admin/dlq/replay-tasks accepts.
+var taskListParams = map[string]bool{"limit": true}
+
+// taskList serves GET /admin/dlq/replay-tasks: the newest tasks first.
+func (a *API) taskList(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r.URL, taskListParams)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(q)
+	if err != nil {
+		return err
+	}
+	if limit == 0 {
+		limit = dlq.DefaultListLimit
+	}
+	tasks, err := a.replayTasks().List(r.Context(), limit)
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, map[string]any{"tasks": tasks})
+	return nil
+}
+
+// taskID reads the {id} of a task route; not a positive integer: 404.
+func taskID(r *http.Request) (int64, error) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 1 {
+		return 0, taskNotFound(raw)
+	}
+	return id, nil
+}
+
+func taskNotFound(raw string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no replay task with id " + quote(raw)}
+}
+
+// taskError turns the task service's errors into envelopes.
+func taskError(err error, raw string) error {
+	var se *dlq.TaskStateError
+	switch {
+	case errors.Is(err, dlq.ErrTaskNotFound):
+		return taskNotFound(raw)
+	case errors.As(err, &se):
+		return &APIError{Status: http.StatusConflict, Code: "INVALID_STATE", Message: se.Error()}
+	}
+	return err
+}
+
+// taskGet serves GET /admin/dlq/replay-tasks/{id}.
+func (a *API) taskGet(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r.URL, nil); err != nil {
+		return err
+	}
+	id, err := taskID(r)
+	if err != nil {
+		return err
+	}
+	t, err := a.replayTasks().Get(r.Context(), id)
+	if err != nil {
+		return taskError(err, r.PathValue("id"))
+	}
+	respond(w, r, http.StatusOK, t)
+	return nil
+}
+
+// taskAction serves POST /admin/dlq/replay-tasks/{id}/pause, resume and cancel.
+func (a *API) taskAction(action string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := query(r.URL, nil); err != nil {
+			return err
+		}
+		id, err := taskID(r)
+		if err != nil {
+			return err
+		}
+		start := dlq.AuditStart{Action: dlq.ActionReplayTask + "_" + action}
+		return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
+			t, err := a.replayTasks().Act(ctx, id, action)
+			return t, dlq.OutcomeOK, map[string]any{"task_id": id, "state": t.State}, taskError(err, r.PathValue("id"))
+		})
+	}
+}
