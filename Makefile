@@ -38,7 +38,7 @@ build/worker.mjs: build/mode platform/worker/worker.mjs platform/worker/queuebod
 
 build/app.wasm: build/mode build/worker.mjs $(GO_SOURCES)
 ifeq ($(BUILD_MODE),tinygo)
-	nice -n 10 scripts/tinygo.sh build build/app.wasm -ldflags "-X main.version=$(VERSION) -X github.com/redrive/redrive.version=$(VERSION)"
+	nice -n 10 scripts/tinygo.sh build build/app.wasm -ldflags "-X main.version=$(VERSION)"
 else
 	GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o build/app.wasm .
 endif
