@@ -2,16 +2,18 @@
 SHELL := bash
 WRANGLER := npx --no-install wrangler
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' -not -path './build/*' -not -name '*_test.go') go.mod go.sum
+GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' -not -path './build/*' -not -path './.tinygo/*' -not -path './third_party/*' -not -name '*_test.go') go.mod go.sum
+# TINYGO=1 builds the wasm with TinyGo (scripts/tinygo.sh) instead of standard Go.
+BUILD_MODE := $(if $(filter 1,$(TINYGO)),tinygo,go)
 PERSIST := .wrangler/state
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: help bench bench-retention bench-rows build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules mutate
+.PHONY: FORCE tinygo help bench bench-init bench-retention bench-rows build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules mutate
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: build/app.wasm build/console/index.html ## build the worker (build/worker.mjs + build/app.wasm) and the console (build/console)
+build: build/app.wasm build/console/index.html ## build the worker (build/worker.mjs + build/app.wasm) and the console (build/console); TINYGO=1 builds the wasm with TinyGo
 
 # The operator console: console/src bundled by esbuild (pinned in
 # package-lock.json) with console/public into build/console, which
@@ -20,15 +22,29 @@ CONSOLE_SOURCES := $(wildcard console/src/* console/public/*) console/build.mjs
 build/console/index.html: node_modules/.package-lock.json $(CONSOLE_SOURCES)
 	node console/build.mjs
 
-# workers-assets-gen provides wasm_exec.js; redrive's own entry module
-# (one Go instance per isolate, see platform/worker/worker.mjs) replaces its worker.mjs.
-build/worker.mjs: platform/worker/worker.mjs platform/worker/queuebody.mjs
-	go run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o build
+# build/mode names the toolchain of the last build (go or tinygo): switching
+# rebuilds wasm_exec.js and app.wasm.
+build/mode: FORCE
+	@mkdir -p build; [ "$$(cat $@ 2>/dev/null)" = "$(BUILD_MODE)" ] || echo $(BUILD_MODE) >$@
+
+# workers-assets-gen provides wasm_exec.js (standard Go's or TinyGo's, same
+# interface); redrive's own entry module (one Go instance per isolate, see
+# platform/worker/worker.mjs) replaces its worker.mjs.
+build/worker.mjs: build/mode platform/worker/worker.mjs platform/worker/queuebody.mjs
+	go run github.com/syumai/workers/cmd/workers-assets-gen -mode=$(BUILD_MODE) -o build
+	echo $(BUILD_MODE) >build/mode # workers-assets-gen empties build/
 	rm -f build/runtime.mjs
 	cp platform/worker/worker.mjs platform/worker/queuebody.mjs build/
 
-build/app.wasm: build/worker.mjs $(GO_SOURCES)
+build/app.wasm: build/mode build/worker.mjs $(GO_SOURCES)
+ifeq ($(BUILD_MODE),tinygo)
+	nice -n 10 scripts/tinygo.sh build build/app.wasm -ldflags "-X main.version=$(VERSION)"
+else
 	GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o build/app.wasm .
+endif
+
+tinygo: ## install the TinyGo toolchain under .tinygo/ (Debian's LLVM 19, wasi-libc; see scripts/tinygo.sh)
+	scripts/tinygo.sh setup
 
 node_modules: node_modules/.package-lock.json
 node_modules/.package-lock.json: package.json package-lock.json
@@ -55,7 +71,7 @@ vet: ## go vet, native and js/wasm
 	GOOS=js GOARCH=wasm go vet . ./platform
 
 fmt: ## gofmt -w
-	gofmt -w $$(git ls-files '*.go')
+	gofmt -w $$(git ls-files '*.go' ':!third_party')
 
 test-native: ## unit tests against SQLite, and the entry module's own under node
 	go test -count=1 ./...
@@ -66,8 +82,20 @@ test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)
 
 test: vet test-native test-e2e ## everything CI runs
 
-bench: node_modules build ## measure the worker in workerd; writes bench-results/latest.json, retention1m.json and rows.json
+bench: node_modules build bench-init ## measure the worker in workerd (TINYGO=1: the TinyGo build); writes bench-results/latest.json, retention1m.json, rows.json and init.json
 	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^(TestBench.*|TestRowsBench)$$' -timeout 90m -v ./e2e
+
+# Both builds side by side in V8 (Node): wasm size raw and gzipped, time and
+# CPU from a new isolate to main() ready, per-call overhead (bench/init/init.mjs).
+# Builds each into build/ in turn, then leaves build/ as TINYGO says.
+bench-init: ## start-up cost per new isolate and wasm size of the standard-Go and TinyGo builds: bench-results/init.json
+	@mkdir -p bench-results
+	$(MAKE) --no-print-directory build/app.wasm TINYGO=
+	rm -rf bench-results/wasm-go && mkdir -p bench-results/wasm-go && cp build/app.wasm build/wasm_exec.js bench-results/wasm-go/
+	$(MAKE) --no-print-directory build/app.wasm TINYGO=1
+	rm -rf bench-results/wasm-tinygo && mkdir -p bench-results/wasm-tinygo && cp build/app.wasm build/wasm_exec.js bench-results/wasm-tinygo/
+	$(MAKE) --no-print-directory build TINYGO=$(TINYGO)
+	node bench/init/init.mjs go=bench-results/wasm-go tinygo=bench-results/wasm-tinygo | tee bench-results/init.json
 
 bench-retention: node_modules build ## only the retention figure at 1,000,000 expired rows (bench-results/retention1m.json)
 	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestBenchRetention1M$$' -timeout 45m -v ./e2e

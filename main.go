@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"github.com/redrive/redrive/alerts"
@@ -29,8 +30,10 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
-// version is set by the Makefile (-ldflags "-X main.version=...").
-var version = "dev"
+// version is set by the Makefile (-ldflags "-X main.version=..."); empty
+// means "dev". It has no initializer: TinyGo's -X sets only the variable's
+// static value, which a package initializer would then overwrite.
+var version string
 
 // Queues of the e2e environment's JavaScript worker (e2e/jsconsumer; bound
 // only in wrangler.jsonc's env.e2e).
@@ -108,7 +111,7 @@ func (w worker) api() *handlers.API {
 		Log:      w.log,
 		Meter:    w.meter,
 		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
-		Version:  version,
+		Version:  cmp.Or(version, "dev"),
 		Instance: handlers.NewInstance(time.Now()),
 		Beers:    &enrichment.Registry{DB: w.db, Sender: w.sender},
 
