@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // Counters the capture adds to (metrics.Counters), once per batch.
@@ -77,7 +78,15 @@ type Capture struct {
 	Cause func(queueName string) (class, reason string)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Batch runs each store's statements in one round trip (D1's batch()
+	// in the worker); nil: a transaction on DB (native tests).
+	Batch sqlbatch.Runner
+	// Version is the worker version stamped on rows whose attempts name
+	// none (dlq.Version.Stamp).
+	Version string
 }
+
+func (c *Capture) store() Store { return Store{DB: c.DB, Batch: c.Batch} }
 
 func (c *Capture) now() time.Time {
 	if c.Now != nil {
@@ -139,7 +148,7 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 	text, ct := m.Body()
 	// Class and Reason stay empty: the store statement takes them (and the
 	// true attempt count) from the message's attempt record.
-	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, ContentType: ct, Attempts: m.Attempts(), FailedAt: now}
+	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, ContentType: ct, Attempts: m.Attempts(), FailedAt: now, Version: c.Version}
 	b := parseBody(text, ct == queue.Bytes)
 	f.parsed = &b
 	cm := &captured{msg: m, failure: f}
@@ -157,7 +166,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	for i, cm := range chunk {
 		fs[i] = cm.failure
 	}
-	outcomes, err := Store{DB: c.DB}.Save(ctx, fs)
+	outcomes, err := c.store().Save(ctx, fs)
 	if err == nil {
 		for _, cm := range chunk {
 			c.settleStored(cm, outcomes[cm.msg.ID()])
@@ -171,7 +180,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	c.Log.WarnContext(ctx, "dlq: batch store failed while D1 answers; storing messages one by one", "messages", len(chunk), "error", err.Error())
 	for _, cm := range chunk {
 		if len(chunk) > 1 {
-			outcomes, err = Store{DB: c.DB}.Save(ctx, []Failure{cm.failure})
+			outcomes, err = c.store().Save(ctx, []Failure{cm.failure})
 			if err == nil {
 				c.settleStored(cm, outcomes[cm.msg.ID()])
 				continue
@@ -198,7 +207,7 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		f.parsed = &body{Problem: "unstorable"}
 		f.Class = "poison"
 		f.Reason = text.Clip("unstorable: "+cause.Error(), maxReason)
-		outcomes, err := Store{DB: c.DB}.Save(ctx, []Failure{f})
+		outcomes, err := c.store().Save(ctx, []Failure{f})
 		if err == nil {
 			cm.poison, cm.failure = true, f
 			c.Log.WarnContext(ctx, "dlq: message could not be stored; kept as a minimal poison row", "message_id", m.ID(), "attempt", m.Attempts(), "error", cause.Error())

@@ -156,14 +156,14 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 		cond, args = newestFirst(cond), append(args, int64(limit))
 	}
 	// The claim and its counts (pending -> replaying) in one batch.
-	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
+	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`), signatureMove(cond, args, `'replaying'`),
 		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
 			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("replay claim: %w", err)
 	}
 	var rows []claimedRow
-	if err := json.Unmarshal(out[1], &rows); err != nil {
+	if err := json.Unmarshal(out[len(out)-1], &rows); err != nil {
 		return ReplayResult{}, fmt.Errorf("replay claim rows: %w", err)
 	}
 	cs := make([]claimed, len(rows))
@@ -317,6 +317,7 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	settled := 0
 	out, err := batchOf(r.Batch, r.DB).Batch(ctx,
 		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
+		signatureMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
 		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
 		counterAdd(CounterReplayed, sentCond, sentArgs),
 		sqlbatch.Stmt{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}})

@@ -31,7 +31,7 @@ var (
 	reQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^'\n]*'|` + "`[^`\\n]*`")
 	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	// Query values and key=value pairs: the key stays, its value goes.
-	reQueryValue = regexp.MustCompile(`([?&;][A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)]*`)
+	reQueryValue = regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`)
 	// Words with a digit: all digits (a number, a status, a count) or
 	// digits mixed with letters (ids, hashes, tokens).
 	reWord   = regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`)

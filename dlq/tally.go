@@ -62,3 +62,17 @@ func batchOf(r sqlbatch.Runner, db *sql.DB) sqlbatch.Runner {
 	}
 	return r
 }
+
+// signatureMove returns the statement that moves the rows matching cond
+// from their status to newStatus in their signatures' counts
+// (dlq_signatures), one row written per signature among them.
+func signatureMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
+	return sqlbatch.Stmt{SQL: `UPDATE dlq_signatures SET pending = pending + c.dp, replaying = replaying + c.dr,
+			replayed = replayed + c.dd, acknowledged = acknowledged + c.da
+		FROM (SELECT sig, SUM((ns = 'pending') - (os = 'pending')) AS dp, SUM((ns = 'replaying') - (os = 'replaying')) AS dr,
+				SUM((ns = 'replayed') - (os = 'replayed')) AS dd, SUM((ns = 'acknowledged') - (os = 'acknowledged')) AS da
+			FROM (SELECT signature AS sig, status AS os, ` + newStatus + ` AS ns FROM dlq_messages WHERE ` + cond + `)
+			WHERE sig IS NOT NULL GROUP BY sig) AS c
+		WHERE dlq_signatures.signature = c.sig AND (c.dp <> 0 OR c.dr <> 0 OR c.dd <> 0 OR c.da <> 0)`,
+		Args: append([]any(nil), args...)}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"github.com/redrive/redrive/internal/text"
+	"github.com/redrive/redrive/version"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -35,6 +36,9 @@ type API struct {
 	Auth Auth
 	// Version is reported by /health.
 	Version string
+	// Running is the running worker's version (id, tag, timestamp, build),
+	// reported by the stats as current_version.
+	Running version.Info
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Sender sends replayed DLQ messages back to their source queues.

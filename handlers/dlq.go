@@ -40,7 +40,8 @@ func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.curso
 
 // listParams are the query parameters GET /admin/dlq accepts.
 var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true, "cursor": true, "include_raw": true,
-	"source_queue": true, "failed_after": true, "failed_before": true, "q": true}
+	"source_queue": true, "failed_after": true, "failed_before": true, "q": true,
+	"signature": true, "version": true, "version_not": true}
 
 // query returns the single value of each known parameter. Unknown or
 // repeated parameters, invalid percent-escapes and text that is not UTF-8
@@ -110,7 +111,7 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
-		SourceQueue: q["source_queue"], Q: q["q"]}}
+		SourceQueue: q["source_queue"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
 	if p.Limit, err = queryLimit(q); err != nil {
 		return err
 	}
