@@ -132,6 +132,26 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true, "version": true}
+
+// dlqGroups serves GET /admin/dlq/groups.
+func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r.URL, groupsParams)
+	if err != nil {
+		return err
+	}
+	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"]}
+	if p.Limit, err = queryLimit(q); err != nil {
+		return err
+	}
+	page, err := dlq.Groups{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, page)
+	return nil
+}
+
 // dlqStats serves GET /admin/dlq/stats.
 func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r.URL, nil); err != nil {
@@ -141,6 +161,11 @@ func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	v := a.Running
+	if v.Build == "" {
+		v.Build = a.Version
+	}
+	rep.CurrentVersion = &dlq.CurrentVersion{Stamp: v.Stamp(), ID: v.ID, Tag: v.Tag, Timestamp: v.Timestamp, Build: v.Build}
 	respond(w, r, http.StatusOK, rep)
 	return nil
 }

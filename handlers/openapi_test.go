@@ -89,6 +89,7 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"BeerState":     enrichment.BeerState{},
 		"MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{}, "Series": dlq.Series{}, "Bucket": dlq.Bucket{},
 		"QueueFailures": dlq.QueueFailures{}, "AlertState": dlq.AlertState{}, "AlertList": dlq.AlertList{},
+		"Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 	} {
 		var documented []string
