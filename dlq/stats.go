@@ -39,9 +39,10 @@ type StatsReport struct {
 	// TopFailureReasons counts: every pending row while there are at most
 	// StatsReasonSample of them, else that many.
 	TopFailureReasonsSample int64 `json:"top_failure_reasons_sample"`
-	// CurrentVersion is the version live now (set by the handler): filter
+	// CurrentVersion is the version live now (set by the handler; absent
+	// without one): filter
 	// {"version_not": current_version.stamp} selects every failure of older code.
-	CurrentVersion *CurrentVersion `json:"current_version"`
+	CurrentVersion *CurrentVersion `json:"current_version,omitempty"`
 }
 
 // CurrentVersion is the running worker's version in the stats.
