@@ -213,7 +213,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 				enrichment.BreakerOpenCondition{DB: db},
 				enrichment.AuthFailingCondition{DB: db},
 				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
-			}},
+			}, Announcers: []alerts.Announcer{dlq.NewFailureSignature{DB: db}}},
 		},
 		// After retention: counts what it deleted again (dlq_tally, dlq_activity).
 		jobs.Daily: {retention, auditRetention, &dlq.TallyCheck{DB: db, Batch: w.batch}},
