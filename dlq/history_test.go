@@ -268,3 +268,23 @@ func TestTallyCheckRecountsSignatures(t *testing.T) {
 		t.Errorf("pending %d acknowledged %d, want 2 and 2 in one signature", p, a)
 	}
 }
+
+// A redelivered message (its attempt record already used) changes no
+// group and creates none.
+func TestRedeliveryCreatesNoSignature(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	if err := (Attempts{DB: db}).Record(ctx, Attempt{MessageID: "m1", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "status 500", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, c, queuetest.New("m1", beer("1")))
+	c.Now = func() time.Time { return t0.Add(time.Minute) }
+	consume(t, c, queuetest.New("m1", beer("1")))
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_signatures`); n != 1 {
+		t.Errorf("%d signatures after a redelivery, want 1", n)
+	}
+	if n := count(t, db, `SELECT pending FROM dlq_signatures`); n != 1 {
+		t.Errorf("pending %d after a redelivery, want 1", n)
+	}
+}

@@ -224,7 +224,13 @@ var ensureSignaturesSQL = `INSERT INTO dlq_signatures(signature, class, text, fi
 		COALESCE(j.value ->> '$.sig_text', a.signature_text, '` + unknownSignature.Text + `'),
 		j.value ->> '$.failed_at', j.value ->> '$.failed_at'
 	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
-	WHERE true
+	-- Not for redeliveries (their attempt record is gone: they would name
+	-- the unknown signature): a first failure stored, or a repeat failure
+	-- stored (found as putSQL finds it, through the lineage index).
+	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.value ->> '$.message_id')
+		AND NOT EXISTS (SELECT 1 FROM dlq_messages d
+			WHERE d.source_queue = j.value ->> '$.source' AND d.body_hash = j.value ->> '$.hash' AND ` + lineageIndexCond + `
+				AND d.last_message_id = j.value ->> '$.message_id')
 	ON CONFLICT(signature) DO NOTHING`
 
 // countSignaturesSQL adds the rows a batch's putSQL created (new rows: its
