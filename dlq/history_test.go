@@ -288,3 +288,22 @@ func TestRedeliveryCreatesNoSignature(t *testing.T) {
 		t.Errorf("pending %d after a redelivery, want 1", n)
 	}
 }
+
+// The same attempt recorded twice (a redelivery before its Retry took
+// effect) replaces its entry instead of adding one; an older attempt's
+// late write changes nothing.
+func TestAttemptRecordedTwiceIsOneEntry(t *testing.T) {
+	db := sqlitetest.New(t)
+	a := Attempts{DB: db}
+	recordAttempts(t, a, "m1", 1, 2, "transient", "boom %d", "v1", t0)
+	recordAttempts(t, a, "m1", 2, 2, "rate_limited", "slow %d", "v1", t0)
+	recordAttempts(t, a, "m1", 1, 1, "transient", "late %d", "v1", t0)
+	var h string
+	if err := db.QueryRow(`SELECT history FROM message_attempts WHERE message_id = 'm1'`).Scan(&h); err != nil {
+		t.Fatal(err)
+	}
+	var entries []HistoryEntry
+	if err := json.Unmarshal([]byte(h), &entries); err != nil || len(entries) != 2 || entries[1].Class != "rate_limited" || entries[0].Error != "boom 1" {
+		t.Fatalf("history %s (%v)", h, err)
+	}
+}
