@@ -34,15 +34,19 @@ var (
 	reQueryValue = regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`)
 	// Words with a digit: all digits (a number, a status, a count) or
 	// digits mixed with letters (ids, hashes, tokens).
-	reWord   = regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`)
-	reHex    = regexp.MustCompile(`^(?:0x)?[0-9a-fA-F]{8,}$`)
+	reWord = regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`)
+	reHex  = regexp.MustCompile(`^(?:0x)?[0-9a-fA-F]{8,}$`)
+	// A name with a short number after it (base64, sha256, utf8, int64,
+	// http2) is a name, not an id.
+	reName   = regexp.MustCompile(`^[A-Za-z]{2,}[0-9]{1,3}$`)
 	reDigits = regexp.MustCompile(`^[0-9]+(?:\.[0-9]+)?$`)
 	reSpace  = regexp.MustCompile(`\s+`)
 )
 
 // NormalizeReason returns a failure reason without its variable parts:
 // quoted values become <q>, UUIDs <uuid>, long hex strings <hex>, numbers
-// <n>, other words of 4 or more characters containing digits <id>, URL query values <v> (URL paths
+// <n>, other words of 4 or more characters containing digits <id> (but
+// not names such as base64 or sha256: letters and up to 3 digits), URL query values <v> (URL paths
 // keep their fixed segments, their numeric or id segments become <n>/<id>);
 // whitespace runs become one space; the result is cut to 200 bytes. It never
 // fails: any text, valid UTF-8 or not, gives a (valid UTF-8) result.
@@ -57,8 +61,8 @@ func NormalizeReason(reason string) string {
 			return phNumber
 		case reHex.MatchString(w):
 			return phHex
-		case len(w) <= 3:
-			return w // v1, h2, s3: names, not ids
+		case len(w) <= 3 || reName.MatchString(w):
+			return w // v1, h2, base64, sha256: names, not ids
 		default:
 			return phID
 		}

@@ -19,6 +19,7 @@ func TestNormalizeReason(t *testing.T) {
 		{"GET https://api.example.com/v1/items/a1b2c3d4e5f6a7b8: 500", "GET https://api.example.com/v1/items/<hex>: <n>"},
 		{"  many   spaces\n\tand lines  ", "many spaces and lines"},
 		{"", ""},
+		{"binary body (48 base64 characters), sha256 abc1234", "binary body (<n> base64 characters), sha256 <id>"},
 		{"rate limit for key id=3e7 exceeded (12/100)", "rate limit for key id=<v> exceeded (<n>/<n>)"},
 		{"no attempt record", "no attempt record"},
 	} {

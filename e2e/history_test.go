@@ -131,8 +131,8 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 			case 0: // binary bodies of many lengths
 				msgs = append(msgs, map[string]any{"body": base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", 1+n%50))), "content_type": "bytes"})
 				causes["binary"]++
-			case 1: // text that is not JSON, starting with different letters
-				msgs = append(msgs, map[string]any{"body": fmt.Sprintf("%c-%d oops", 'a'+n%20, n)})
+			case 1: // text that is not JSON, starting with different letters (none a JSON literal's)
+				msgs = append(msgs, map[string]any{"body": fmt.Sprintf("%c-%d oops", 'A'+n%20, n)})
 				causes["text"]++
 			default: // JSON whose beer_id is a number
 				msgs = append(msgs, map[string]any{"body": fmt.Sprintf(`{"beer_id":%d,"beer_name":"Poison %d"}`, n, n), "content_type": "json"})
