@@ -360,7 +360,10 @@ BEGIN
         versions = CASE WHEN signature IS NOT NEW.signature OR NEW.version IS NULL
                 OR EXISTS (SELECT 1 FROM json_each(versions) WHERE value = NEW.version) THEN versions
             ELSE (SELECT json_group_array(v) FROM (SELECT v FROM (SELECT NEW.version AS v, -1 AS k
-                UNION ALL SELECT value, key FROM json_each(versions)) ORDER BY k LIMIT 10)) END
+                UNION ALL SELECT value, key FROM json_each(versions)) ORDER BY k LIMIT 10)) END,
+        sample_ids = CASE WHEN signature IS NEW.signature AND json_array_length(sample_ids) < 5
+                AND NOT EXISTS (SELECT 1 FROM json_each(sample_ids) WHERE value = NEW.id)
+            THEN json_insert(sample_ids, '$[#]', NEW.id) ELSE sample_ids END
     WHERE signature IN (OLD.signature, NEW.signature);
 END;
 

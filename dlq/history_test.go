@@ -101,7 +101,7 @@ func TestHistoryFollowsTheMessageAcrossReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	old, now := groupOf(t, g, sig), groupOf(t, g, sig2)
-	if old.Counts != (GroupCounts{}) || now.Counts != (GroupCounts{Pending: 1}) || !now.ReplayWillFail || old.ReplayWillFail {
+	if old.Counts != (GroupCounts{}) || now.Counts != (GroupCounts{Pending: 1}) || !now.ReplayWillFail || old.ReplayWillFail || len(now.SampleIDs) != 1 {
 		t.Errorf("groups after the repeat failure: old %+v, new %+v", old, now)
 	}
 	if len(now.Versions) != 1 || now.Versions[0] != "v2" {

@@ -58,7 +58,7 @@ func TestConsoleGroupsAndHistory(t *testing.T) {
 
 	br.Do(chromedp.Navigate("about:blank")) // the page reads the credentials when it loads
 	br.Do(chromedp.Navigate(w.URL + "/#/groups"))
-	br.Wait("groups", `document.querySelectorAll('table.groups tbody tr').length === 4`)
+	br.Wait("groups", `document.querySelectorAll('table.groups tbody tr').length === 4 && document.body.innerText.includes('Live version:')`)
 	text := br.Text()
 	for _, want := range []string{"unparseable: body is not JSON: invalid character <q> looking for beginning of value", "unparseable: beer_id is not a string",
 		"unparseable: no beer_id", "status <n>: upstream busy", "replaying them unchanged fails again", "Live version:"} {
