@@ -307,3 +307,78 @@ func TestAttemptRecordedTwiceIsOneEntry(t *testing.T) {
 		t.Fatalf("history %s (%v)", h, err)
 	}
 }
+
+// A realistic mixed failure set (the closing note of issue 18): 1,150
+// failures, ids, addresses, counts and quoted values differing inside each
+// kind, are the 5 kinds of failure they really are. go test -v -run
+// TestMixedFailureSetGroups ./dlq prints the groups.
+func TestMixedFailureSetGroups(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	c.Version = "8d2c1f7e-capture"
+	a := Attempts{DB: db}
+	kinds := []struct {
+		n       int
+		class   string
+		error   func(n int) string
+		version string
+	}{
+		{600, "transient", func(n int) string {
+			return fmt.Sprintf("status 503: upstream 10.0.%d.%d busy (request %08x-1b4d-4e8f-9a0b-123456789abc)", n%7, n*31%255, n*7919)
+		}, "6f1c2a90-old"},
+		{300, "rate_limited", func(n int) string {
+			return fmt.Sprintf("status 429: rate limit exceeded for key_id=%x (%d/%d per minute)", n*7919, n%60, 60)
+		}, "6f1c2a90-old"},
+		{150, "transient", func(n int) string {
+			return fmt.Sprintf("timeout: Post \"https://api.perplexity.ai/chat/completions?req=%d\": no answer after %d ms", n*7919, 15000+n%9)
+		}, "8d2c1f7e-new"},
+		{80, "permanent", func(n int) string {
+			return fmt.Sprintf("status 400: model 'sonar-%d' does not exist (beer %d)", n%3, n)
+		}, "8d2c1f7e-new"},
+	}
+	n := 0
+	for _, k := range kinds {
+		var batch []*queuetest.Message
+		for i := 0; i < k.n; i++ {
+			n++
+			id := fmt.Sprintf("mix-%04d", n)
+			errText := k.error(n)
+			for at := 1; at <= 4; at++ {
+				if err := a.Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: at, Class: k.class, Error: errText,
+					At: t0.Add(time.Duration(n) * time.Second), Status: 503, Duration: 300 * time.Millisecond, Version: k.version}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			batch = append(batch, queuetest.New(id, beer(fmt.Sprint(n))))
+			if len(batch) == 100 {
+				consume(t, c, batch...)
+				batch = nil
+			}
+		}
+		consume(t, c, batch...)
+	}
+	var poison []*queuetest.Message
+	for i := 0; i < 20; i++ {
+		poison = append(poison, queuetest.New(fmt.Sprintf("poison-%d", i), fmt.Sprintf("Beer #%d, no JSON", i)))
+	}
+	consume(t, c, poison...)
+	g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Groups) != 5 {
+		t.Fatalf("%d groups: %+v", len(g.Groups), g.Groups)
+	}
+	for i, want := range []int64{600, 300, 150, 80, 20} {
+		if g.Groups[i].Counts.Pending != want {
+			t.Errorf("group %d %q: %d pending, want %d", i, g.Groups[i].Text, g.Groups[i].Counts.Pending, want)
+		}
+	}
+	var js strings.Builder
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(g)
+	t.Logf("GET /admin/dlq/groups:\n%s", js.String())
+}
