@@ -108,9 +108,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if p.Version != "" {
 		cond, args = cond+" AND EXISTS (SELECT 1 FROM json_each(versions) WHERE value = ?)", append(args, p.Version)
 	}
-	rows, err := g.DB.QueryContext(ctx, `SELECT signature, class, text, pending, replaying, replayed, acknowledged,
-			first_seen, last_seen, versions, sample_ids, announced_at
-		FROM dlq_signatures WHERE `+cond+` ORDER BY pending DESC, signature LIMIT ?`, append(args, int64(p.Limit+1))...)
+	rows, err := g.DB.QueryContext(ctx, groupsSQL(cond), append(args, int64(p.Limit+1))...)
 	if err != nil {
 		return GroupsPage{}, fmt.Errorf("dlq groups: %w", err)
 	}
@@ -152,4 +150,11 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil
+}
+
+// groupsSQL is a page of groups matching cond, through idx_dlq_signatures_pending.
+func groupsSQL(cond string) string {
+	return `SELECT signature, class, text, pending, replaying, replayed, acknowledged,
+			first_seen, last_seen, versions, sample_ids, announced_at
+		FROM dlq_signatures WHERE ` + cond + ` ORDER BY pending DESC, signature LIMIT ?`
 }
