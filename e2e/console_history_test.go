@@ -57,6 +57,8 @@ func TestConsoleGroupsAndHistory(t *testing.T) {
 	Eval[bool](br, fmt.Sprintf(`(sessionStorage.setItem('redrive.apiKey', %q), sessionStorage.setItem('redrive.adminSecret', %q), true)`, TestAPIKey, TestAdminSecret))
 
 	br.Do(chromedp.Navigate("about:blank")) // the page reads the credentials when it loads
+	br.Do(chromedp.Navigate(w.URL + "/#/"))
+	br.Wait("the overview names the live version", `document.querySelector('.version-line')?.textContent.includes('Live version')`)
 	br.Do(chromedp.Navigate(w.URL + "/#/groups"))
 	br.Wait("groups", `document.querySelectorAll('table.groups tbody tr').length === 4 && document.body.innerText.includes('Live version:')`)
 	text := br.Text()
