@@ -145,7 +145,7 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 func (a Acknowledge) bookkeeping(now time.Time, cond string, args []any) []sqlbatch.Stmt {
 	return []sqlbatch.Stmt{
 		tallyMove(cond, args, `'acknowledged'`),
-		signatureMove(cond, args, `'acknowledged'`),
+		signatureMove(cond, args, `'acknowledged'`, StatusPending, StatusAcknowledged),
 		activityAdd(StatusAcknowledged, now.UnixMilli(), cond, args),
 		counterAdd(CounterAcknowledged, cond, args),
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -381,4 +382,38 @@ func TestMixedFailureSetGroups(t *testing.T) {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(g)
 	t.Logf("GET /admin/dlq/groups:\n%s", js.String())
+}
+
+// Replay moves a group's counts: claimed rows to replaying, sent rows to
+// replayed, rows whose send failed back to pending.
+func TestReplayMovesGroupCounts(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	for i := 0; i < 4; i++ {
+		id := fmt.Sprintf("m%d", i)
+		if err := (Attempts{DB: db}).Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: fmt.Sprintf("status 50%d", i), At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		consume(t, c, queuetest.New(id, beer(fmt.Sprint(i))))
+	}
+	counts := func() GroupCounts {
+		g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+		if err != nil || len(g.Groups) != 1 {
+			t.Fatalf("groups %+v (%v)", g, err)
+		}
+		return g.Groups[0].Counts
+	}
+	if _, err := newReplay(db, &queuetest.Sender{}).Run(ctx, ReplayRequest{Selection: Selection{IDs: []int64{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != (GroupCounts{Pending: 2, Replayed: 2}) {
+		t.Errorf("after a replay: %+v", got)
+	}
+	if _, err := newReplay(db, &queuetest.Sender{Err: errors.New("queue down")}).Run(ctx, ReplayRequest{Selection: Selection{IDs: []int64{3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != (GroupCounts{Pending: 2, Replayed: 2}) {
+		t.Errorf("after a failed send: %+v", got)
+	}
 }

@@ -156,7 +156,7 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 		cond, args = newestFirst(cond), append(args, int64(limit))
 	}
 	// The claim and its counts (pending -> replaying) in one batch.
-	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`), signatureMove(cond, args, `'replaying'`),
+	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`), signatureMove(cond, args, `'replaying'`, StatusPending, StatusReplaying),
 		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
 			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
 	if err != nil {
@@ -317,7 +317,7 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt, delayS
 	settled := 0
 	out, err := batchOf(r.Batch, r.DB).Batch(ctx,
 		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
-		signatureMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
+		settledSignatures(cond, args, sentJSON, len(sent) == len(all)),
 		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
 		counterAdd(CounterReplayed, sentCond, sentArgs),
 		sqlbatch.Stmt{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}})
@@ -485,4 +485,15 @@ func (r Replay) progress(ctx context.Context, sel Selection, cs []claimed, limit
 	}
 	next := r.Cursors.encode(pos)
 	return &BulkProgress{NextCursor: &next, HasMore: true}, nil
+}
+
+// settledSignatures moves the settled rows' signature counts: replaying to
+// replayed, or back to pending for rows whose send failed (pending's
+// counts, and their index entries, are written only when some failed).
+func settledSignatures(cond string, args []any, sentJSON string, allSent bool) sqlbatch.Stmt {
+	if allSent {
+		return signatureMove(cond, args, `'replayed'`, StatusReplaying, StatusReplayed)
+	}
+	return signatureMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`,
+		StatusPending, StatusReplaying, StatusReplayed)
 }
