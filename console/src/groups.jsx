@@ -75,8 +75,7 @@ export function Groups({ params }) {
               <th scope="col" class="num">Pending</th>
               <th scope="col" class="num">Replayed</th>
               <th scope="col" class="num">Acknowledged</th>
-              <th scope="col">First seen</th>
-              <th scope="col">Last seen</th>
+              <th scope="col">First and last seen</th>
               <th scope="col">Versions</th>
               <th scope="col">Act on the group</th>
             </tr>
@@ -84,7 +83,7 @@ export function Groups({ params }) {
           <tbody>
             {!list.loading && groups.length === 0 && (
               <tr>
-                <td colSpan={9} class="muted">
+                <td colSpan={8} class="muted">
                   No failure groups.
                 </td>
               </tr>
@@ -114,10 +113,9 @@ export function Groups({ params }) {
                 <td class="num">{g.counts.pending}</td>
                 <td class="num">{g.counts.replayed}</td>
                 <td class="num">{g.counts.acknowledged}</td>
-                <td class="nowrap">
+                <td class="small">
                   <Time ms={g.first_seen} />
-                </td>
-                <td class="nowrap">
+                  <br />
                   <Time ms={g.last_seen} />
                 </td>
                 <td class="small">
