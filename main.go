@@ -28,6 +28,7 @@ import (
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/platform"
 	"github.com/redrive/redrive/queue"
+	ver "github.com/redrive/redrive/version"
 )
 
 // version is set by the Makefile (-ldflags "-X main.version=..."); empty
@@ -59,7 +60,11 @@ func main() {
 		log.Error("startup: no D1 binding", "error", err.Error())
 	}
 	meter.DB = db
-	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter,
+	// The version failures are stamped with: the version metadata binding's
+	// id when the runtime gives one, else the build's version string.
+	running := ver.Info{Build: cmp.Or(version, "dev")}
+	running.ID, running.Tag, running.Timestamp = platform.VersionMetadata("CF_VERSION_METADATA")
+	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running,
 		sender: platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}}
 
 	router := w.queueRouter() // first: it may bind the e2e JavaScript queue to the sender
@@ -100,6 +105,8 @@ type worker struct {
 	meter *metrics.Meter
 	// sender sends to the queues this worker produces to.
 	sender platform.Sender
+	// version is the running worker's version (stamped on failures).
+	version ver.Info
 }
 
 // api builds the HTTP API (fetch).
@@ -112,6 +119,7 @@ func (w worker) api() *handlers.API {
 		Meter:    w.meter,
 		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
 		Version:  cmp.Or(version, "dev"),
+		Running:  w.version,
 		Instance: handlers.NewInstance(time.Now()),
 		Beers:    &enrichment.Registry{DB: w.db, Sender: w.sender},
 
@@ -154,7 +162,7 @@ func (w worker) destinations() []string {
 // queueRouter builds the consumers of every queue (queue).
 func (w worker) queueRouter() *handlers.QueueRouter {
 	cfg, db, log := w.cfg, w.db, w.log
-	capture := &dlq.Capture{DB: db, Log: log, RetryBase: cfg.D1RetryBase,
+	capture := &dlq.Capture{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, RetryBase: cfg.D1RetryBase,
 		SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}}
 	consumers := map[string]handlers.BatchConsumer{queue.EnrichmentDLQ: capture}
 	if platform.HasBinding("E2E_JS_QUEUE") {
@@ -167,7 +175,7 @@ func (w worker) queueRouter() *handlers.QueueRouter {
 	// Sender: messages that fail through no fault of their own (D1
 	// unavailable, auth, config, quota, breaker open) go back to the queue
 	// as fresh delayed copies instead of spending their attempts.
-	consumers[queue.Enrichment] = &enrichment.Consumer{DB: db, Log: log, Sender: w.sender,
+	consumers[queue.Enrichment] = &enrichment.Consumer{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, Sender: w.sender,
 		Provider: enrichment.ChatProvider{
 			URL:     cfg.EnrichmentAPIURL,
 			Model:   cfg.EnrichmentModel,
@@ -184,11 +192,11 @@ func (w worker) queueRouter() *handlers.QueueRouter {
 			D1RetryBase:      cfg.D1RetryBase,
 		},
 	}
-	return &handlers.QueueRouter{Log: log, Consumers: consumers, Meter: w.meter,
-		// A queue with a consumer in wrangler.jsonc but none here: its
-		// messages become DLQ rows (class unroutable) instead of being dropped.
-		Unroutable: dlq.Unroutable(db, log, cfg.D1RetryBase),
-	}
+	// A queue with a consumer in wrangler.jsonc but none here: its
+	// messages become DLQ rows (class unroutable) instead of being dropped.
+	unroutable := dlq.Unroutable(db, log, cfg.D1RetryBase)
+	unroutable.Batch, unroutable.Version = w.batch, w.version.Stamp()
+	return &handlers.QueueRouter{Log: log, Consumers: consumers, Meter: w.meter, Unroutable: unroutable}
 }
 
 // cronRouter builds the scheduled jobs of each cron (scheduled).
@@ -224,7 +232,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 				enrichment.BreakerOpenCondition{DB: db},
 				enrichment.AuthFailingCondition{DB: db},
 				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
-			}},
+			}, Announcers: []alerts.Announcer{dlq.NewFailureSignature{DB: db}}},
 		},
 		// After retention: counts what it deleted again (dlq_tally, dlq_activity).
 		jobs.Daily: {retention, auditRetention, &dlq.TallyCheck{DB: db, Batch: w.batch}},

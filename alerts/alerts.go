@@ -59,6 +59,9 @@ type Engine struct {
 	Notifier Notifier
 	// Reminder is ALERT_REMINDER_MINUTES.
 	Reminder time.Duration
+	// Announcers are checked after the conditions: each new item is
+	// announced once (announce.go).
+	Announcers []Announcer
 }
 
 // Name implements jobs.Job.
@@ -99,7 +102,9 @@ func (a *Engine) Run(ctx context.Context, now time.Time) (map[string]any, error)
 			errs = append(errs, fmt.Errorf("alert %s: %w", name, err))
 		}
 	}
-	return map[string]any{"firing": firing, "notified": notified}, errors.Join(errs...)
+	sent, aerrs := a.announce(ctx, now)
+	errs = append(errs, aerrs...)
+	return map[string]any{"firing": firing, "notified": notified, "announced": sent}, errors.Join(errs...)
 }
 
 func (a *Engine) states(ctx context.Context) (map[string]alertState, error) {

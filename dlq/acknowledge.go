@@ -168,6 +168,7 @@ func (a Acknowledge) bulk(ctx context.Context, u ackUpdate) (AcknowledgeResult, 
 func (a Acknowledge) bookkeeping(now time.Time, cond string, args []any) []sqlbatch.Stmt {
 	return []sqlbatch.Stmt{
 		tallyMove(cond, args, `'acknowledged'`),
+		signatureMove(cond, args, `'acknowledged'`, StatusPending, StatusAcknowledged),
 		activityAdd(StatusAcknowledged, now.UnixMilli(), cond, args),
 		counterAdd(CounterAcknowledged, cond, args),
 	}

@@ -3,13 +3,26 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/internal/text"
 	"time"
+
+	"github.com/redrive/redrive/internal/text"
 )
 
 // maxAttemptError caps the error text kept per attempt (bytes).
 const maxAttemptError = 500
+
+// maxEntryError caps the error text of one history entry (bytes): short,
+// since a row keeps up to maxHistory of them.
+const maxEntryError = 200
+
+// History bounds: a row keeps the first historyHead attempts and the newest
+// maxHistory-historyHead; history_dropped counts the ones in between.
+const (
+	maxHistory  = 50
+	historyHead = 5
+)
 
 // Attempt is the latest failed attempt of a message on its source queue.
 // A consumer records it before calling Retry; the DLQ consumer reads it for
@@ -30,6 +43,46 @@ type Attempt struct {
 	// records by it, and a time that stays put costs no index write per
 	// attempt.
 	At time.Time
+	// Status is the provider's HTTP status (0 when no response arrived).
+	Status int
+	// Duration is how long the provider call took (0 when none was made).
+	Duration time.Duration
+	// Version is the worker version the attempt ran on (Version.Stamp).
+	Version string
+}
+
+// HistoryEntry is one failed attempt in a message's history
+// (message_attempts.history, dlq_messages.history).
+type HistoryEntry struct {
+	At         int64  `json:"at"`
+	Attempt    int    `json:"attempt"`
+	Class      string `json:"class"`
+	Status     *int   `json:"status"`
+	Error      string `json:"error"`
+	DurationMS *int64 `json:"duration_ms"`
+	Version    string `json:"version,omitempty"`
+	MessageID  string `json:"message_id"`
+}
+
+// entry is the attempt as a history entry.
+func (a Attempt) entry() HistoryEntry {
+	e := HistoryEntry{At: a.At.UnixMilli(), Attempt: a.Attempt, Class: a.Class, Error: text.Clip(a.Error, maxEntryError),
+		Version: a.Version, MessageID: a.MessageID}
+	if a.Status > 0 {
+		st := a.Status
+		e.Status = &st
+	}
+	if a.Duration > 0 {
+		ms := a.Duration.Milliseconds()
+		e.DurationMS = &ms
+	}
+	return e
+}
+
+// entryJSON is the attempt's history entry as JSON text.
+func (a Attempt) entryJSON() string {
+	js, _ := json.Marshal(a.entry())
+	return string(js)
 }
 
 // Attempts reads and writes message_attempts.
@@ -37,26 +90,52 @@ type Attempts struct {
 	DB *sql.DB
 }
 
-// RecordSQL upserts one attempt record. recorded_at is set by the first
-// attempt only: the record's later updates rewrite the row alone (1 row
-// written), not its entry in idx_attempts_recorded_at too. A message's
-// record costs 3 rows written when created (row, primary key, recorded_at),
-// 1 per later attempt and 1 when the DLQ consumer removes it: 7 for the 4
-// attempts of a message that ends in the DLQ (README "What it costs").
-const RecordSQL = `INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at)
-		VALUES (?, ?, ?, ?, ?, ?)
+// RecordSQL upserts one attempt record: ?1 message id, ?2 queue, ?3
+// attempt, ?4 class, ?5 error, ?6 time, ?7 the history entry (JSON), ?8
+// signature, ?9 its text, ?10 version. The entry is appended to the
+// record's history (a redelivery of the same attempt number replaces the
+// last entry instead; beyond maxHistory entries the second oldest goes).
+// recorded_at is set by the first attempt only: the record's later updates
+// rewrite the row alone (1 row written), not its entry in
+// idx_attempts_recorded_at too. A message's record costs 3 rows written
+// when created (row, primary key, recorded_at), 1 per later attempt and 1
+// when the DLQ consumer removes it: 7 for the 4 attempts of a message that
+// ends in the DLQ (README "What it costs"); the history is in the same row.
+const RecordSQL = `INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at,
+			history, signature, signature_text, version)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, json_array(json(?7)), ?8, ?9, ?10)
 		ON CONFLICT(message_id) DO UPDATE SET queue = excluded.queue, attempt = excluded.attempt,
-			error_class = excluded.error_class, error = excluded.error
+			error_class = excluded.error_class, error = excluded.error,
+			signature = excluded.signature, signature_text = excluded.signature_text, version = excluded.version,
+			history = CASE
+				WHEN json_array_length(COALESCE(message_attempts.history, '[]')) = 0 THEN json_array(json(?7))
+				WHEN excluded.attempt = message_attempts.attempt THEN json_set(message_attempts.history, '$[#-1]', json(?7))
+				WHEN json_array_length(message_attempts.history) >= ` + maxHistorySQL + `
+					THEN json_insert(json_remove(message_attempts.history, '$[1]'), '$[#]', json(?7))
+				ELSE json_insert(message_attempts.history, '$[#]', json(?7)) END
 			WHERE excluded.attempt >= message_attempts.attempt`
+
+// maxHistorySQL is maxHistory for SQL text.
+const maxHistorySQL = "50"
 
 // Record upserts the attempt in one statement. An attempt never overwrites
 // a record with a higher attempt number (late writes of an earlier attempt
 // are ignored).
 func (a Attempts) Record(ctx context.Context, at Attempt) error {
+	sig := SignatureOf(at.Class, at.Error)
 	_, err := a.DB.ExecContext(ctx, RecordSQL,
-		at.MessageID, at.Queue, int64(at.Attempt), at.Class, text.Clip(at.Error, maxAttemptError), at.At.UnixMilli())
+		at.MessageID, at.Queue, int64(at.Attempt), at.Class, text.Clip(at.Error, maxAttemptError), at.At.UnixMilli(),
+		at.entryJSON(), sig.Key, sig.Text, nullIfEmpty(at.Version))
 	if err != nil {
 		return fmt.Errorf("record attempt of %s: %w", at.MessageID, err)
 	}
 	return nil
+}
+
+// nullIfEmpty is s as a statement argument: nil when empty.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

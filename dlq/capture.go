@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // Counters of the capture (metrics.Declare): CounterDuplicates is added once
@@ -76,9 +77,17 @@ type Capture struct {
 	// class and reason instead of those of its attempt record (Unroutable
 	// uses it for queues without a consumer).
 	Cause func(queueName string) (class, reason string)
-	// Now is the clock; time.Now when nil.
+	// Clock is the time of capture.
 	Clock clock.Clock
+	// Batch runs each store's statements in one round trip (D1's batch()
+	// in the worker); nil: a transaction on DB (native tests).
+	Batch sqlbatch.Runner
+	// Version is the worker version stamped on rows whose attempts name
+	// none (dlq.Version.Stamp).
+	Version string
 }
+
+func (c *Capture) store() Store { return Store{DB: c.DB, Batch: c.Batch} }
 
 // captured is the state of one message of a batch.
 type captured struct {
@@ -133,7 +142,7 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 	text, ct := m.Body()
 	// Class and Reason stay empty: the store statement takes them (and the
 	// true attempt count) from the message's attempt record.
-	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, ContentType: ct, Attempts: m.Attempts(), FailedAt: now}
+	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, ContentType: ct, Attempts: m.Attempts(), FailedAt: now, Version: c.Version}
 	b := parseBody(text, ct == queue.Bytes)
 	f.parsed = &b
 	cm := &captured{msg: m, failure: f}
@@ -151,7 +160,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	for i, cm := range chunk {
 		fs[i] = cm.failure
 	}
-	outcomes, err := Store{DB: c.DB}.Save(ctx, fs)
+	outcomes, err := c.store().Save(ctx, fs)
 	if err == nil {
 		for _, cm := range chunk {
 			c.settleStored(cm, outcomes[cm.msg.ID()])
@@ -165,7 +174,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	c.Log.WarnContext(ctx, "dlq: batch store failed while D1 answers; storing messages one by one", "messages", len(chunk), "error", err.Error())
 	for _, cm := range chunk {
 		if len(chunk) > 1 {
-			outcomes, err = Store{DB: c.DB}.Save(ctx, []Failure{cm.failure})
+			outcomes, err = c.store().Save(ctx, []Failure{cm.failure})
 			if err == nil {
 				c.settleStored(cm, outcomes[cm.msg.ID()])
 				continue
@@ -192,7 +201,7 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		f.parsed = &body{Problem: "unstorable"}
 		f.Class = "poison"
 		f.Reason = text.Clip("unstorable: "+cause.Error(), maxReason)
-		outcomes, err := Store{DB: c.DB}.Save(ctx, []Failure{f})
+		outcomes, err := c.store().Save(ctx, []Failure{f})
 		if err == nil {
 			cm.poison, cm.failure = true, f
 			c.Log.WarnContext(ctx, "dlq: message could not be stored; kept as a minimal poison row", "message_id", m.ID(), "attempt", m.Attempts(), "error", cause.Error())

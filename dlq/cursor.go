@@ -32,6 +32,7 @@ const (
 	cursorList   = "dlq"
 	cursorReplay = "replay"
 	cursorAudit  = "audit"
+	cursorGroups = "groups"
 )
 
 // maxCursorLen bounds what is even looked at (real cursors are ~100 bytes).
@@ -48,6 +49,9 @@ type position struct {
 	Total *int64 `json:"n,omitempty"`
 	// Bounded: Total is a lower bound (the list's total_count_exact is false).
 	Bounded bool `json:"b,omitempty"`
+	// Key is the last group's signature (groups cursors; ID is then its
+	// pending count + 1).
+	Key string `json:"s,omitempty"`
 }
 
 func (c Cursors) mac(payload []byte) []byte {

@@ -22,8 +22,8 @@ var ErrMessageNotFound = errors.New("dlq message not found")
 
 // Detail reads one dlq_messages row for GET /admin/dlq/{id}: every field,
 // the body, its lineage and the audit entries that touched it. Two
-// statements; rows read: 1 (the row) + at most relatedLimit (lineage index)
-// + at most AuditWindow (admin_audit, newest first).
+// statements; rows read: 1 (the row) + 1 (its signature) + at most
+// relatedLimit (lineage index) + at most AuditWindow (admin_audit, newest first).
 type Detail struct {
 	DB *sql.DB
 }
@@ -45,6 +45,38 @@ type MessageDetail struct {
 	Audit []RowAuditEntry `json:"audit"`
 	// AuditWindow is how many of the newest audit entries were searched.
 	AuditWindow int `json:"audit_window"`
+	// History is every failed attempt kept for the message, oldest first,
+	// across its replays: the first 5 and the newest 45 (empty for rows
+	// captured before histories were kept).
+	History []HistoryEntry `json:"history"`
+	// HistoryDropped counts the attempts left out between them.
+	HistoryDropped int64 `json:"history_dropped"`
+	// Signature is the failure group of the latest failure (null for rows
+	// captured before signatures), with its class and normalised text.
+	Signature *RowSignature `json:"signature"`
+	// Version is the worker version the latest failure happened on (null when unknown).
+	Version *string `json:"version"`
+	// Replays are the replays of the row found in the audit window (not dry
+	// runs), newest first: when, by which key fingerprint, with what outcome.
+	Replays []RowReplay `json:"replays"`
+}
+
+// RowSignature is a row's failure group.
+type RowSignature struct {
+	Signature      string `json:"signature"`
+	Class          string `json:"class"`
+	Text           string `json:"text"`
+	ReplayWillFail bool   `json:"replay_will_fail"`
+}
+
+// RowReplay is one replay of a row (from its audit entry).
+type RowReplay struct {
+	At             int64  `json:"at"`
+	FinishedAt     *int64 `json:"finished_at"`
+	KeyFingerprint string `json:"key_fingerprint"`
+	RequestID      string `json:"request_id"`
+	Outcome        string `json:"outcome"`
+	MatchedBy      string `json:"matched_by"`
 }
 
 // RowAuditEntry is an audit entry and how it was tied to the row.
@@ -59,7 +91,10 @@ type RowAuditEntry struct {
 // detailRowSQL reads the row: its Message JSON and the fields the rest of
 // the detail needs.
 var detailRowSQL = `SELECT json_object(` + messageFields(true) + `) AS message, last_message_id, body_hash,
-	source_queue, beer_id, acknowledged_at, replayed_at, replaying_at FROM dlq_messages WHERE id = ?`
+	source_queue, beer_id, acknowledged_at, replayed_at, replaying_at,
+	COALESCE(history, '[]') AS history_json, history_dropped, signature AS sig, version AS ver,
+	(SELECT json_object('class', s.class, 'text', s.text) FROM dlq_signatures s WHERE s.signature = dlq_messages.signature) AS sig_group
+	FROM dlq_messages WHERE id = ?`
 
 // detailAuditSQL returns related_ids and the matching audit entries as JSON
 // (one round trip). ?1 id, ?2 source_queue, ?3 body_hash, ?4 acknowledged_at,
@@ -93,8 +128,11 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 		out                        = MessageDetail{AuditWindow: AuditWindow}
 		hash                       sql.NullString
 		ackAt, replayedAt, claimAt sql.NullInt64
+		history                    string
+		sig, ver, sigGroup         sql.NullString
 	)
-	err := d.DB.QueryRowContext(ctx, detailRowSQL, id).Scan(&msg, &out.LastMessageID, &hash, &source, &beer, &ackAt, &replayedAt, &claimAt)
+	err := d.DB.QueryRowContext(ctx, detailRowSQL, id).Scan(&msg, &out.LastMessageID, &hash, &source, &beer, &ackAt, &replayedAt, &claimAt,
+		&history, &out.HistoryDropped, &sig, &ver, &sigGroup)
 	if errors.Is(err, sql.ErrNoRows) {
 		return MessageDetail{}, ErrMessageNotFound
 	}
@@ -106,6 +144,21 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 	}
 	if hash.Valid {
 		out.BodyHash = &hash.String
+	}
+	out.History = []HistoryEntry{}
+	if err := json.Unmarshal([]byte(history), &out.History); err != nil {
+		return MessageDetail{}, fmt.Errorf("dlq detail history: %w", err)
+	}
+	if sig.Valid {
+		rs := RowSignature{Signature: sig.String}
+		if sigGroup.Valid {
+			_ = json.Unmarshal([]byte(sigGroup.String), &rs)
+		}
+		rs.ReplayWillFail = replayWillFail(rs.Class)
+		out.Signature = &rs
+	}
+	if ver.Valid {
+		out.Version = &ver.String
 	}
 	var related, audit string
 	err = d.DB.QueryRowContext(ctx, detailAuditSQL, id, source, nullable(hash), nullable(ackAt), nullable(replayedAt),
@@ -151,6 +204,13 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 			a.FinishedAt = &f
 		}
 		out.Audit[i] = RowAuditEntry{AuditEntry: a, MatchedBy: e.MatchedBy}
+		if a.Action == ActionReplay && !a.DryRun {
+			out.Replays = append(out.Replays, RowReplay{At: a.At, FinishedAt: a.FinishedAt, KeyFingerprint: a.KeyFingerprint,
+				RequestID: a.RequestID, Outcome: a.Outcome, MatchedBy: e.MatchedBy})
+		}
+	}
+	if out.Replays == nil {
+		out.Replays = []RowReplay{}
 	}
 	return out, nil
 }

@@ -66,6 +66,16 @@ type Filter struct {
 	// Q keeps rows whose beer_name, brewer or failure_reason contains it
 	// (case-insensitive for ASCII letters; %, _ and \ are literal).
 	Q string `json:"q,omitempty"`
+	// Signature keeps the rows of one failure group (GET /admin/dlq/groups'
+	// signature: 16 lowercase hex digits).
+	Signature string `json:"signature,omitempty"`
+	// Version keeps rows whose latest failure happened on this worker version.
+	Version string `json:"version,omitempty"`
+	// VersionNot keeps rows whose latest failure happened on any other
+	// version (or on an unknown one: rows captured before versions were
+	// stamped): with the live version (the stats' current_version), every
+	// failure of older code.
+	VersionNot string `json:"version_not,omitempty"`
 }
 
 // CheckLimit is the one check of a page or bulk limit: an integer in
@@ -90,7 +100,11 @@ func (f Filter) Normalize() (Filter, error) {
 	default:
 		return f, inputErr("INVALID_STATUS", "status must be one of pending, replaying, replayed, acknowledged, all; got %q", f.Status)
 	}
-	for _, t := range []struct{ name, v string }{{"beer_id", f.BeerID}, {"source_queue", f.SourceQueue}, {"q", f.Q}} {
+	if f.Signature != "" && !validSignatureKey(f.Signature) {
+		return f, inputErr("INVALID_FILTER", "signature must be 16 lowercase hex digits (a signature of GET /admin/dlq/groups)")
+	}
+	for _, t := range []struct{ name, v string }{{"beer_id", f.BeerID}, {"source_queue", f.SourceQueue}, {"q", f.Q},
+		{"version", f.Version}, {"version_not", f.VersionNot}} {
 		if len(t.v) > MaxFilterText {
 			return f, inputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
 		}
@@ -154,6 +168,15 @@ func (f Filter) where() (string, []any) {
 	}
 	if f.FailedBefore != nil {
 		conds, args = append(conds, "failed_at < ?"), append(args, *f.FailedBefore)
+	}
+	if f.Signature != "" {
+		conds, args = append(conds, "signature = ?"), append(args, f.Signature)
+	}
+	if f.Version != "" {
+		conds, args = append(conds, "version = ?"), append(args, f.Version)
+	}
+	if f.VersionNot != "" {
+		conds, args = append(conds, "version IS NOT ?"), append(args, f.VersionNot)
 	}
 	if f.Q != "" {
 		// A substring test, not LIKE: D1 refuses LIKE patterns over 50

@@ -231,16 +231,25 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 // there, so a first page reads at most that many rows for it.
 const ListCountMax = 1000
 
-// countedByTally reports whether total_count comes from dlq_tally: the
-// filters are a status (or all) and a source queue at most.
+// countedByTally reports whether total_count comes from kept counts: the
+// filters are a status (or all) and a source queue at most (dlq_tally), or
+// a status and a signature (dlq_signatures).
 func (f Filter) countedByTally() bool {
-	return f.BeerID == "" && f.FailedAfter == nil && f.FailedBefore == nil && f.Q == ""
+	return f.BeerID == "" && f.FailedAfter == nil && f.FailedBefore == nil && f.Q == "" && f.Version == "" && f.VersionNot == "" &&
+		(f.Signature == "" || f.SourceQueue == "")
 }
 
 // totalSQL is the list's total_count as an SQL expression, with its
 // arguments: the sum of dlq_tally's counts for the status and source queue,
 // or else the matching rows counted up to ListCountMax + 1.
 func (f Filter) totalSQL() (string, []any) {
+	if f.countedByTally() && f.Signature != "" {
+		n := "pending + replaying + replayed + acknowledged"
+		if f.Status != StatusAll {
+			n = f.Status // a validated status: a column of dlq_signatures
+		}
+		return `(SELECT COALESCE((SELECT ` + n + ` FROM dlq_signatures WHERE signature = ?), 0))`, []any{f.Signature}
+	}
 	if f.countedByTally() {
 		var conds []string
 		var args []any

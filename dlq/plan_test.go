@@ -189,3 +189,25 @@ func TestAlertCountsAreBounded(t *testing.T) {
 		t.Fatalf("repeat failures: %v %q %v", on, detail, err)
 	}
 }
+
+// A page of groups reads the signatures in the order of
+// idx_dlq_signatures_pending (no sort of every signature), and the
+// announcement finds its work in the partial index of unannounced ones.
+func TestSignatureStatementPlans(t *testing.T) {
+	db := sqlitetest.New(t)
+	for name, s := range map[string]struct {
+		query, want string
+		args        []any
+	}{
+		"first page": {groupsSQL("1 = 1"), "USING INDEX idx_dlq_signatures_pending", []any{int64(51)}},
+		"next page": {groupsSQL("(pending < ? OR (pending = ? AND signature > ?))"), "USING INDEX idx_dlq_signatures_pending",
+			[]any{int64(5), int64(5), "0123456789abcdef", int64(51)}},
+		"unannounced": {`SELECT signature FROM dlq_signatures WHERE announced_at IS NULL ORDER BY first_seen LIMIT 20`,
+			"USING INDEX idx_dlq_signatures_unannounced", nil},
+	} {
+		plan := strings.Join(sqlitetest.Plan(t, db, s.query, s.args...), "\n")
+		if !strings.Contains(plan, s.want) || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s:\n%s", name, plan)
+		}
+	}
+}

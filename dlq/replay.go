@@ -204,13 +204,14 @@ func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, 
 	claimAt := r.Clock.Now().UnixMilli()
 	// The claim and its counts (pending -> replaying) in one batch.
 	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
+		signatureMove(cond, args, `'replaying'`, StatusPending, StatusReplaying),
 		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
 			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
 	if err != nil {
 		return nil, 0, fmt.Errorf("replay claim: %w", err)
 	}
 	var rows []claimedRow
-	if err := json.Unmarshal(out[1], &rows); err != nil {
+	if err := json.Unmarshal(out[len(out)-1], &rows); err != nil {
 		return nil, 0, fmt.Errorf("replay claim rows: %w", err)
 	}
 	cs := make([]claimed, len(rows))
@@ -367,6 +368,7 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 	settled := 0
 	stmts := []sqlbatch.Stmt{
 		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
+		settledSignatures(cond, args, sentJSON, len(sent) == len(all)),
 		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
 		counterAdd(CounterReplayed, sentCond, sentArgs),
 		{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}}}
@@ -543,4 +545,15 @@ func (r Replay) progress(ctx context.Context, sel Selection, cs []claimed, limit
 	}
 	next := r.Cursors.encode(pos)
 	return &BulkProgress{NextCursor: &next, HasMore: true}, nil
+}
+
+// settledSignatures moves the settled rows' signature counts: replaying to
+// replayed, or back to pending for rows whose send failed (pending's
+// counts, and their index entries, are written only when some failed).
+func settledSignatures(cond string, args []any, sentJSON string, allSent bool) sqlbatch.Stmt {
+	if allSent {
+		return signatureMove(cond, args, `'replayed'`, StatusReplaying, StatusReplayed)
+	}
+	return signatureMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`,
+		StatusPending, StatusReplaying, StatusReplayed)
 }

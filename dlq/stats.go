@@ -40,6 +40,21 @@ type StatsReport struct {
 	// TopFailureReasons counts: every pending row while there are at most
 	// StatsReasonSample of them, else that many.
 	TopFailureReasonsSample int64 `json:"top_failure_reasons_sample"`
+	// CurrentVersion is the version live now (set by the handler; absent
+	// without one): filter
+	// {"version_not": current_version.stamp} selects every failure of older code.
+	CurrentVersion *CurrentVersion `json:"current_version,omitempty"`
+}
+
+// CurrentVersion is the running worker's version in the stats.
+type CurrentVersion struct {
+	// Stamp is what failures of this version are stamped with (the version
+	// filter's value): the version id, else the build's version string.
+	Stamp     string `json:"stamp"`
+	ID        string `json:"id"`
+	Tag       string `json:"tag"`
+	Timestamp string `json:"timestamp"`
+	Build     string `json:"build"`
 }
 
 // ByStatus counts rows per status.

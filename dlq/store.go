@@ -9,11 +9,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/internal/text"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/internal/text"
+
 	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // UnparseableBeerID is the beer_id stored for bodies without a usable beer_id.
@@ -45,6 +48,13 @@ type Failure struct {
 	Reason string
 	// FailedAt is when the failure was recorded.
 	FailedAt time.Time
+	// Attempt, when set, is the failed attempt this failure is (a
+	// permanent failure stored at once, without an attempt record): it is
+	// appended to the history the message's attempt record carries.
+	Attempt *Attempt
+	// Version is the worker version storing the failure: the row's
+	// version when neither Attempt nor the attempt record names one.
+	Version string
 
 	// parsed is Body already parsed (by Capture), so it is parsed once.
 	parsed *body
@@ -92,6 +102,9 @@ const (
 // Store writes failures to dlq_messages.
 type Store struct {
 	DB *sql.DB
+	// Batch runs Save's statements in one round trip (D1's batch() in the
+	// worker); nil: a transaction on DB (native tests).
+	Batch sqlbatch.Runner
 }
 
 // Put stores failures in one statement (see Save) and discards the outcomes.
@@ -133,9 +146,9 @@ func (s Store) Put(ctx context.Context, fs []Failure) error {
 // RETURNING lists each row written: message_id = last_message_id for a new
 // row, message_id <> last_message_id for a lineage update. Messages absent
 // from the result were duplicates.
-const putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
+var putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
 		failure_reason, failure_class, source_queue, raw_message, raw_encoding, content_type, body_hash,
-		last_message_id, first_failed_at, updated_at)
+		last_message_id, first_failed_at, updated_at, history, history_dropped, signature, version)
 	SELECT COALESCE(
 			(SELECT d.id FROM dlq_messages d
 				WHERE d.source_queue = j.value ->> '$.source' AND d.body_hash = j.value ->> '$.hash' AND ` + lineageIndexCond + `
@@ -155,7 +168,11 @@ const putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, bre
 			COALESCE(a.error_class || ': ' || a.error, 'no attempt record'), 1, ` + maxReasonSQL + `)),
 		COALESCE(j.value ->> '$.class', CASE WHEN j.value ->> '$.problem' IS NULL THEN COALESCE(a.error_class, 'unknown') ELSE 'poison' END),
 		j.value ->> '$.source', j.value ->> '$.raw', j.value ->> '$.encoding', j.value ->> '$.content_type', j.value ->> '$.hash',
-		j.value ->> '$.message_id', j.value ->> '$.failed_at', j.value ->> '$.failed_at'
+		j.value ->> '$.message_id', j.value ->> '$.failed_at', j.value ->> '$.failed_at',
+		` + historyKeepSQL("a.history", "j.value -> '$.entries'") + `,
+		` + historyDroppedSQL("a.history", "j.value -> '$.entries'") + `,
+		` + signatureSQL + `,
+		COALESCE(j.value ->> '$.entry_version', a.version, j.value ->> '$.version')
 	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
 	WHERE true
 	ON CONFLICT(id) DO UPDATE SET status = 'pending', failed_at = excluded.failed_at,
@@ -164,10 +181,82 @@ const putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, bre
 		updated_at = excluded.updated_at,
 		-- A repeat failure that overtakes its replay's final update: that update
 		-- (conditional on replaying_at) then matches nothing, so count the replay here.
-		replay_count = dlq_messages.replay_count + (dlq_messages.status = 'replaying'), replaying_at = NULL
+		replay_count = dlq_messages.replay_count + (dlq_messages.status = 'replaying'), replaying_at = NULL,
+		-- The repeat failure's attempts follow the earlier ones.
+		history = ` + historyKeepSQL("dlq_messages.history", "excluded.history") + `,
+		history_dropped = dlq_messages.history_dropped + excluded.history_dropped + ` + historyDroppedSQL("dlq_messages.history", "excluded.history") + `,
+		signature = excluded.signature, version = excluded.version
 		WHERE dlq_messages.last_message_id <> excluded.last_message_id
 	ON CONFLICT(message_id) DO NOTHING
 	RETURNING message_id, last_message_id`
+
+// historyKeepSQL is the JSON array of the entries of the JSON arrays a and
+// b (SQL expressions, NULL counts as empty), a's first: the first
+// historyHead and the newest maxHistory-historyHead of them.
+func historyKeepSQL(a, b string) string {
+	return fmt.Sprintf(`(SELECT json_group_array(json(value)) FROM (
+			SELECT value, ROW_NUMBER() OVER (ORDER BY k) AS i, COUNT(*) OVER () AS n FROM (
+				SELECT value, key AS k FROM json_each(COALESCE(%[1]s, '[]'))
+				UNION ALL SELECT value, 1000000 + key FROM json_each(COALESCE(%[2]s, '[]')))
+			ORDER BY k) WHERE i <= %[3]d OR i > n - %[4]d)`, a, b, historyHead, maxHistory-historyHead)
+}
+
+// historyDroppedSQL is how many entries historyKeepSQL(a, b) leaves out.
+func historyDroppedSQL(a, b string) string {
+	return fmt.Sprintf(`max(0, json_array_length(COALESCE(%s, '[]')) + json_array_length(COALESCE(%s, '[]')) - %d)`, a, b, maxHistory)
+}
+
+// unknownSignature is the signature of a failure without an attempt record
+// (class unknown, reason "no attempt record").
+var unknownSignature = SignatureOf("unknown", "no attempt record")
+
+// signatureSQL is a stored failure's signature in putSQL and
+// ensureSignaturesSQL: the one Go computed (explicit class and reason,
+// poison), else its attempt record's, else unknownSignature's.
+var signatureSQL = `COALESCE(j.value ->> '$.sig', a.signature, '` + unknownSignature.Key + `')`
+
+// ensureSignaturesSQL creates the dlq_signatures row of every signature of
+// a batch not seen before (before putSQL, which removes the attempt records
+// that name them). Known signatures cost nothing (DO NOTHING).
+var ensureSignaturesSQL = `INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen)
+	SELECT ` + signatureSQL + `,
+		COALESCE(j.value ->> '$.sig_class', a.error_class, '` + unknownSignature.Class + `'),
+		COALESCE(j.value ->> '$.sig_text', a.signature_text, '` + unknownSignature.Text + `'),
+		j.value ->> '$.failed_at', j.value ->> '$.failed_at'
+	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
+	-- Not for redeliveries (their attempt record is gone: they would name
+	-- the unknown signature): a first failure stored, or a repeat failure
+	-- stored (found as putSQL finds it, through the lineage index).
+	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.value ->> '$.message_id')
+		AND NOT EXISTS (SELECT 1 FROM dlq_messages d
+			WHERE d.source_queue = j.value ->> '$.source' AND d.body_hash = j.value ->> '$.hash' AND ` + lineageIndexCond + `
+				AND d.last_message_id = j.value ->> '$.message_id')
+	ON CONFLICT(signature) DO NOTHING`
+
+// countSignaturesSQL adds the rows a batch's putSQL created (new rows: its
+// message id is their message_id and last_message_id, their first failure
+// is the batch's) to their signatures' pending counts, one row written per
+// signature: last seen, versions seen (newest first, at most 10) and the
+// first 5 sample ids. Repeat failures (rows updated by putSQL) are counted
+// by the trigger dlq_messages_signature_moved.
+const countSignaturesSQL = `UPDATE dlq_signatures SET pending = pending + c.n, last_seen = max(last_seen, c.last),
+		versions = CASE WHEN NOT EXISTS (SELECT 1 FROM json_each(c.vs) WHERE value IS NOT NULL
+				AND value NOT IN (SELECT value FROM json_each(dlq_signatures.versions))) THEN versions
+			ELSE (SELECT json_group_array(v) FROM (SELECT v FROM (
+				SELECT value AS v, key - 1000 AS k FROM json_each(c.vs)
+					WHERE value IS NOT NULL AND value NOT IN (SELECT value FROM json_each(dlq_signatures.versions))
+				UNION ALL SELECT value, key FROM json_each(dlq_signatures.versions)) ORDER BY k LIMIT 10)) END,
+		sample_ids = CASE WHEN json_array_length(sample_ids) >= 5 THEN sample_ids
+			ELSE (SELECT json_group_array(v) FROM (SELECT v FROM (
+				SELECT value AS v, key AS k FROM json_each(dlq_signatures.sample_ids)
+				UNION ALL SELECT value, 1000 + key FROM json_each(c.ids)) ORDER BY k LIMIT 5)) END
+	FROM (SELECT d.signature AS sig, COUNT(*) AS n, MAX(d.failed_at) AS last,
+			json_group_array(DISTINCT d.version) AS vs, json_group_array(d.id) AS ids
+		FROM json_each(?) AS j JOIN dlq_messages d ON d.message_id = j.value ->> '$.message_id'
+		WHERE d.last_message_id = d.message_id AND d.first_failed_at = j.value ->> '$.failed_at'
+			AND d.status = 'pending' AND d.signature IS NOT NULL
+		GROUP BY d.signature) AS c
+	WHERE dlq_signatures.signature = c.sig`
 
 // lineageIndexCond is idx_dlq_replay_lineage's condition (schema.sql), for
 // table alias d. A query uses a partial index only when its WHERE contains
@@ -195,6 +284,16 @@ type putRow struct {
 	Reason   *string `json:"reason"`
 	Problem  *string `json:"problem"`
 	FailedAt int64   `json:"failed_at"`
+	// Sig, SigClass and SigText are the signature when Go knows it (an
+	// explicit class and reason, or a poison body); else the attempt
+	// record's is used (signatureSQL).
+	Sig      *string `json:"sig"`
+	SigClass *string `json:"sig_class"`
+	SigText  *string `json:"sig_text"`
+	// Entries are history entries after the attempt record's (Failure.Attempt).
+	Entries      []HistoryEntry `json:"entries"`
+	EntryVersion *string        `json:"entry_version"`
+	Version      *string        `json:"version"`
 }
 
 // encodeBatch builds the JSON parameter of putSQL.
@@ -222,9 +321,29 @@ func encodeBatch(fs []Failure) ([]byte, error) {
 		rows[i] = putRow{MessageID: f.MessageID, BeerID: beerID, BeerName: b.BeerName, Brewer: b.Brewer,
 			Attempts: f.Attempts, Source: f.SourceQueue, Raw: raw, Encoding: enc,
 			ContentType: string(ct), Hash: BodyHash(ct, f.Body),
-			Class: nonEmpty(f.Class), Reason: nonEmpty(f.Reason), Problem: nonEmpty(b.Problem), FailedAt: f.FailedAt.UnixMilli()}
+			Class: nonEmpty(f.Class), Reason: nonEmpty(f.Reason), Problem: nonEmpty(b.Problem), FailedAt: f.FailedAt.UnixMilli(),
+			Entries: []HistoryEntry{}, Version: nonEmpty(f.Version)}
+		if sig, ok := f.signature(b); ok {
+			rows[i].Sig, rows[i].SigClass, rows[i].SigText = &sig.Key, &sig.Class, &sig.Text
+		}
+		if f.Attempt != nil {
+			rows[i].Entries = append(rows[i].Entries, f.Attempt.entry())
+			rows[i].EntryVersion = nonEmpty(f.Attempt.Version)
+		}
 	}
 	return json.Marshal(rows)
+}
+
+// signature is f's signature when Go knows it: an explicit class (its
+// reason without the "<class>: " prefix), or a poison body's problem.
+func (f Failure) signature(b *body) (Signature, bool) {
+	switch {
+	case f.Class != "":
+		return SignatureOf(f.Class, strings.TrimPrefix(f.Reason, f.Class+": ")), true
+	case b.Problem != "":
+		return SignatureOf("poison", "unparseable: "+b.Problem), true
+	}
+	return Signature{}, false
 }
 
 func nonEmpty(s string) *string {
@@ -234,7 +353,7 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
-// Save stores failures in ONE statement and reports, per message id, what
+// Save stores failures in ONE batch (one round trip) and reports, per message id, what
 // it did (OutcomeNew, OutcomeRepeat or OutcomeDuplicate). It is idempotent
 // on message id and follows lineage by body hash (see putSQL): a redelivered
 // message never creates a second row and never changes a stored one; a
@@ -250,28 +369,32 @@ func (s Store) Save(ctx context.Context, fs []Failure) (map[string]Outcome, erro
 	if err != nil {
 		return nil, fmt.Errorf("dlq store encode: %w", err)
 	}
-	rows, err := s.DB.QueryContext(ctx, putSQL, string(js))
+	// One round trip, all or nothing: the batch's new signatures, the rows,
+	// the signatures' counts of the new rows.
+	res, err := batchOf(s.Batch, s.DB).Batch(ctx,
+		sqlbatch.Stmt{SQL: ensureSignaturesSQL, Args: []any{string(js)}},
+		sqlbatch.Stmt{SQL: putSQL, Args: []any{string(js)}},
+		sqlbatch.Stmt{SQL: countSignaturesSQL, Args: []any{string(js)}})
 	if err != nil {
 		return nil, fmt.Errorf("dlq store %d failures: %w", len(fs), err)
 	}
-	defer rows.Close()
+	var written []struct {
+		First string `json:"message_id"`
+		Last  string `json:"last_message_id"`
+	}
+	if err := json.Unmarshal(res[1], &written); err != nil {
+		return nil, fmt.Errorf("dlq store result: %w", err)
+	}
 	out := make(map[string]Outcome, len(fs))
 	for _, f := range fs {
 		out[f.MessageID] = OutcomeDuplicate
 	}
-	for rows.Next() {
-		var first, last string
-		if err := rows.Scan(&first, &last); err != nil {
-			return nil, fmt.Errorf("dlq store scan: %w", err)
-		}
-		if first == last {
-			out[last] = OutcomeNew
+	for _, w := range written {
+		if w.First == w.Last {
+			out[w.Last] = OutcomeNew
 		} else {
-			out[last] = OutcomeRepeat
+			out[w.Last] = OutcomeRepeat
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dlq store %d failures: %w", len(fs), err)
 	}
 	return out, nil
 }

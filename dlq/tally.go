@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"database/sql"
+	"strings"
 
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -61,4 +62,25 @@ func batchOf(r sqlbatch.Runner, db *sql.DB) sqlbatch.Runner {
 		return sqlbatch.Tx{DB: db}
 	}
 	return r
+}
+
+// signatureMove returns the statement that moves the rows matching cond
+// from their status to newStatus in their signatures' counts
+// (dlq_signatures), one row written per signature among them. statuses are
+// the counts that can change (the rows' status and every newStatus can
+// give): only they are set, so a move that leaves pending alone does not
+// rewrite idx_dlq_signatures_pending's entries.
+func signatureMove(cond string, args []any, newStatus string, statuses ...string) sqlbatch.Stmt {
+	var set, sums, changed []string
+	for _, st := range statuses {
+		set = append(set, st+" = "+st+" + c.d_"+st)
+		sums = append(sums, "SUM((ns = '"+st+"') - (os = '"+st+"')) AS d_"+st)
+		changed = append(changed, "c.d_"+st+" <> 0")
+	}
+	return sqlbatch.Stmt{SQL: `UPDATE dlq_signatures SET ` + strings.Join(set, ", ") + `
+		FROM (SELECT sig, ` + strings.Join(sums, ", ") + `
+			FROM (SELECT signature AS sig, status AS os, ` + newStatus + ` AS ns FROM dlq_messages WHERE ` + cond + `)
+			WHERE sig IS NOT NULL GROUP BY sig) AS c
+		WHERE dlq_signatures.signature = c.sig AND (` + strings.Join(changed, " OR ") + `)`,
+		Args: append([]any(nil), args...)}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/sqlbatch"
@@ -18,7 +19,8 @@ const TallyJobName = "dlq_tally"
 // capture events stay in dlq_captured_total) and deleted.
 const activityKeep = SeriesHours * time.Hour
 
-// TallyCheck is the daily job that keeps dlq_tally and dlq_activity exact
+// TallyCheck is the daily job that keeps dlq_tally, dlq_activity and the
+// acknowledged and replayed counts of dlq_signatures exact
 // where no trigger can: retention deletes acknowledged and replayed rows
 // without a trigger (one would double the rows it writes, and D1 would add
 // the trigger's writes to the changes it reports). So when retention has
@@ -74,6 +76,31 @@ func RecountStatements(now time.Time) []sqlbatch.Stmt {
 	return recountStatements(now, true, true, true)
 }
 
+// signatureRecount counts the acknowledged and replayed rows of every
+// signature again (every status when full): retention deletes those rows
+// without a trigger, as for dlq_tally. It reads the rows it counts once.
+func signatureRecount(full bool) []sqlbatch.Stmt {
+	cols := []string{"replayed", "acknowledged"}
+	if full {
+		cols = []string{"pending", "replaying", "replayed", "acknowledged"}
+	}
+	var zero, nonzero, set, sums, in []string
+	for _, c := range cols {
+		zero = append(zero, c+" = 0")
+		nonzero = append(nonzero, c+" <> 0")
+		set = append(set, c+" = c."+c)
+		sums = append(sums, "SUM(status = '"+c+"') AS "+c)
+		in = append(in, "'"+c+"'")
+	}
+	return []sqlbatch.Stmt{
+		{SQL: `UPDATE dlq_signatures SET ` + strings.Join(zero, ", ") + ` WHERE ` + strings.Join(nonzero, " OR ")},
+		{SQL: `UPDATE dlq_signatures SET ` + strings.Join(set, ", ") + `
+			FROM (SELECT signature AS sig, ` + strings.Join(sums, ", ") + ` FROM dlq_messages
+				WHERE status IN (` + strings.Join(in, ", ") + `) AND signature IS NOT NULL GROUP BY signature) AS c
+			WHERE dlq_signatures.signature = c.sig`},
+	}
+}
+
 // recountStatements counts again: the acknowledged and replayed counts
 // (statuses; every status when full), the hours from 25 hours before now
 // (hours; all activityKeep when full), then prunes.
@@ -93,6 +120,7 @@ func recountStatements(now time.Time, statuses, hours, full bool) []sqlbatch.Stm
 				SELECT status, source_queue, ` + brewerKeySQL("status") + `, COUNT(*) FROM dlq_messages
 				WHERE status IN (` + which + `) GROUP BY 1, 2, 3
 				ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = excluded.n`})
+		out = append(out, signatureRecount(full)...)
 	}
 	if hours {
 		out = append(out,

@@ -74,6 +74,11 @@ func (c *Capture) probe(ctx context.Context) error {
 }
 
 func probeStore(ctx context.Context, db *sql.DB) error {
+	for _, q := range []string{ensureSignaturesSQL, countSignaturesSQL} {
+		if _, err := db.ExecContext(ctx, q, "[]"); err != nil {
+			return err
+		}
+	}
 	rows, err := db.QueryContext(ctx, putSQL, "[]")
 	if err != nil {
 		return err

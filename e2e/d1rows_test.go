@@ -143,12 +143,26 @@ func execMeasured(t testing.TB, w *Worker, stmts ...[]any) []sqlResult {
 // them: with their content type and body hash (rows captured before
 // migrations/0011 have neither; a replay sets the hash first, see
 // "replay 50 ids captured before 0011").
+//
+// Their failures fall into 12 signatures (one per reason; the worker's
+// normalisation would make them one, which would understate what moving
+// rows between groups costs) on one version.
 func seedCapturedSQL(n int, now int64) string {
 	q := seedAdminSQL(n, now, true)
-	q = strings.Replace(q, `first_failed_at, updated_at)`, `first_failed_at, updated_at, content_type, body_hash)`, 1)
+	q = strings.Replace(q, `first_failed_at, updated_at)`, `first_failed_at, updated_at, content_type, body_hash, signature, version)`, 1)
 	i := strings.LastIndex(q, `FROM seq`)
-	return q[:i] + `, 'json', lower(hex(randomblob(16))) ` + q[i:]
+	return q[:i] + `, 'json', lower(hex(randomblob(16))), printf('%016x', i % 12), 'seed-version' ` + q[i:]
 }
+
+// seedSignaturesSQL counts the seeded rows into dlq_signatures (as captures
+// would have).
+const seedSignaturesSQL = `INSERT INTO dlq_signatures(signature, class, text, pending, replaying, replayed, acknowledged,
+		first_seen, last_seen, versions, sample_ids)
+	SELECT signature, 'transient', 'provider status <n> #' || signature, SUM(status = 'pending'), SUM(status = 'replaying'),
+		SUM(status = 'replayed'), SUM(status = 'acknowledged'), MIN(failed_at), MAX(failed_at), '["seed-version"]', json_array(MIN(id))
+	FROM dlq_messages WHERE signature IS NOT NULL GROUP BY signature
+	ON CONFLICT(signature) DO UPDATE SET pending = excluded.pending, replaying = excluded.replaying,
+		replayed = excluded.replayed, acknowledged = excluded.acknowledged`
 
 // rowsRun seeds n DLQ rows (the bench's mix: 70% pending, 15% replayed, 15%
 // acknowledged, 5% on another queue, 50 brewers, 12 reasons) on a fresh
@@ -165,6 +179,7 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 	if n > 0 { // (0: measure the rows already there again)
 		seedStart := time.Now()
 		w.Exec(t, seedCapturedSQL(n, now))
+		w.Exec(t, seedSignaturesSQL)
 		t.Logf("seeded %d rows in %s", n, time.Since(seedStart).Round(time.Millisecond))
 	}
 	base := w.Int(t, `SELECT MIN(id) FROM dlq_messages`)
@@ -209,6 +224,7 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 	measure("list, next page", 0, opIs("GET /admin/dlq"), get("/admin/dlq?cursor="+url.QueryEscape(next)))
 	measure("list, first page of every status (100)", 0, opIs("GET /admin/dlq"), get("/admin/dlq?status=all&limit=100"))
 	measure("list, beer_id filter", 0, opIs("GET /admin/dlq"), get("/admin/dlq?status=all&beer_id=beer-4242"))
+	measure("groups, first page (GET /admin/dlq/groups)", 0, opIs("GET /admin/dlq/groups"), get("/admin/dlq/groups"))
 	// The scrape's own statements are flushed after it: the next scrape shows them.
 	d1Usage(t, w)
 	before := d1Usage(t, w)
@@ -255,6 +271,12 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 	measure("replay 50 ids", 50, opIs("POST /admin/dlq/replay"), replay(30_000))
 	w.Exec(t, fmt.Sprintf(`UPDATE dlq_messages SET body_hash = NULL, content_type = NULL WHERE id IN (%s)`, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ids(40_000, 50))), ","), "[]")))
 	measure("replay 50 ids captured before 0011", 50, opIs("POST /admin/dlq/replay"), replay(40_000))
+	// The detail reads its row, its signature and the newest audit entries
+	// with the ids they name (json_each's rows count as rows read): measured
+	// once the acknowledge and the replays above are in the audit log. It
+	// reads what the audit log holds (at most AuditWindow entries), not the table.
+	measure("detail of one row (GET /admin/dlq/{id})", 0, opIs("GET /admin/dlq/{id}"),
+		get(fmt.Sprintf("/admin/dlq/%d", w.Int(t, `SELECT MIN(id) FROM dlq_messages WHERE status = 'pending'`))))
 
 	// Capture: 100 messages sent to the DLQ in one sendBatch (no attempt records).
 	prefix := unique("rows-cap")
@@ -279,7 +301,11 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 	msgID := unique("rows-att")
 	var stmts [][]any
 	for a := 1; a <= 4; a++ {
-		stmts = append(stmts, []any{dlq.RecordSQL, msgID, "beer-enrichment", a, "transient", "status 500: fake", now + int64(a)*1000})
+		entry := fmt.Sprintf(`{"at":%d,"attempt":%d,"class":"transient","status":500,"error":"status 500: fake","duration_ms":120,"version":"v","message_id":%q}`,
+			now+int64(a)*1000, a, msgID)
+		sig := dlq.SignatureOf("transient", "status 500: fake")
+		stmts = append(stmts, []any{dlq.RecordSQL, msgID, "beer-enrichment", a, "transient", "status 500: fake", now + int64(a)*1000,
+			entry, sig.Key, sig.Text, "v"})
 	}
 	var att rowsFigure
 	att.Name, att.Rows, att.Per = "attempt tracking, 4 failed attempts of one message", n, 4
@@ -318,8 +344,9 @@ func captureWithAttempts(t *testing.T, w *Worker, n int) (capture, consumer rows
 	if left := w.Int(t, `SELECT COUNT(*) FROM message_attempts`); left != 0 {
 		t.Errorf("%d attempt records left after the capture", left)
 	}
-	if bad := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND (failure_count <> 4 OR failure_reason NOT LIKE 'transient: status 500%')`, token+"-%"); bad != 0 {
-		t.Errorf("%d captured rows without their 4 attempts and reason", bad)
+	if bad := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND (failure_count <> 4 OR failure_reason NOT LIKE 'transient: status 500%'
+			OR json_array_length(history) <> 4 OR signature IS NULL OR version IS NULL)`, token+"-%"); bad != 0 {
+		t.Errorf("%d captured rows without their 4 attempts, reason, history, signature and version", bad)
 	}
 	d := usageDelta(before, after, opIs(metrics.QueueOp("beer-enrichment-dlq")))
 	capture = rowsFigure{Name: fmt.Sprintf("capture of %d messages that failed 4 attempts (attempt records removed)", n), Read: d.RowsRead, Written: d.RowsWritten, Statements: d.Statements, Per: n}
@@ -342,6 +369,8 @@ func TestD1RowsBudget(t *testing.T) {
 		"list, first page (50, pending)":                     {5_000, 0},
 		"list, next page":                                    {5_000, 0},
 		"list, first page of every status (100)":             {5_000, 0},
+		"groups, first page (GET /admin/dlq/groups)":         {1_000, 0},
+		"detail of one row (GET /admin/dlq/{id})":            {1_000, 0},
 		"metrics scrape (GET /admin/metrics)":                {1_000, 0},
 		"acknowledge 99 ids":                                 {0, 495}, // the original: 495
 		"replay 50 ids":                                      {0, 450}, // the original: 50 × (4 claim + 5 final update)

@@ -55,6 +55,11 @@ type Verdict struct {
 	// Reason is a short single-line description for logs, attempt records and
 	// DLQ rows (the caller redacts secrets).
 	Reason string
+	// Status is the response's HTTP status (0 when none arrived), and
+	// Duration how long the call took: set by the consumer for the
+	// attempt's history entry.
+	Status   int
+	Duration time.Duration
 }
 
 // Classify turns the result of one provider call (the response, or the

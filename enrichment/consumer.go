@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // Counters of the consumer, added once per batch.
@@ -93,7 +94,16 @@ type Consumer struct {
 	Clock clock.Clock
 	// Rand returns uniform values in [0, 1) for jitter; rand.Float64 when nil.
 	Rand func() float64
+	// Version is the worker version stamped on each failed attempt and on
+	// the DLQ rows this consumer stores (dlq.Version.Stamp).
+	Version string
+	// Batch runs a DLQ store's statements in one round trip (D1's batch()
+	// in the worker); nil: a transaction on DB (native tests).
+	Batch sqlbatch.Runner
 }
+
+// store is the DLQ store of permanent and poison failures.
+func (c *Consumer) store() dlq.Store { return dlq.Store{DB: c.DB, Batch: c.Batch} }
 
 func (c *Consumer) backoff(attempt int) time.Duration {
 	rnd := rand.Float64
@@ -120,6 +130,10 @@ type delivery struct {
 	ct   queue.ContentType // how body was sent; stored with a DLQ row for replay
 	beer Beer
 	log  *slog.Logger
+	// status and took describe the provider call of this delivery, for its
+	// history entry (0: no response, no call).
+	status int
+	took   time.Duration
 }
 
 // tally counts what a batch did, for one counters statement.
@@ -304,6 +318,10 @@ func (c *Consumer) call(ctx context.Context, b *batchRun, d delivery, adm admiss
 	after := c.Clock.Now()
 	v := Classify(resp, callErr, after)
 	v.Reason = c.Provider.redact(v.Reason)
+	if callErr == nil {
+		v.Status = resp.Status
+	}
+	v.Duration = after.Sub(adm.now)
 	d.log.InfoContext(ctx, "enrichment: provider answered", "outcome", string(v.Outcome), "status", resp.Status,
 		"duration_ms", after.Sub(adm.now).Milliseconds(), "reason", v.Reason)
 	return v, after
@@ -314,6 +332,7 @@ func (c *Consumer) call(ctx context.Context, b *batchRun, d delivery, adm admiss
 // attempt); auth failures defer; anything else is a permanent DLQ row.
 func (c *Consumer) settle(ctx context.Context, b *batchRun, d delivery, adm admission, v Verdict, after time.Time) {
 	t := b.t
+	d.status, d.took = v.Status, v.Duration
 	openUntil := c.recordBreaker(ctx, adm.breaker, adm.Admission, v, after, d, t)
 	switch v.Outcome {
 	case Enriched, NotFound:
@@ -416,7 +435,8 @@ func (c *Consumer) retry(ctx context.Context, b *batchRun, d delivery, class, re
 	delay = queueDelay(delay)
 	attempt := d.m.Attempts()
 	last := attempt >= c.Policy.MaxAttempts
-	rec := dlq.Attempt{MessageID: d.m.ID(), Queue: b.queue, Attempt: attempt, Class: class, Error: reason, At: now}
+	rec := dlq.Attempt{MessageID: d.m.ID(), Queue: b.queue, Attempt: attempt, Class: class, Error: reason, At: now,
+		Status: d.status, Duration: d.took, Version: c.Version}
 	if err := (dlq.Attempts{DB: c.DB}).Record(ctx, rec); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not record the attempt", "error", err.Error())
 	}
@@ -527,8 +547,10 @@ func (c *Consumer) sendDeferred(ctx context.Context, b *batchRun) {
 func (c *Consumer) permanent(ctx context.Context, b *batchRun, d delivery, reason string, now time.Time) {
 	t := b.t
 	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: b.queue, Body: d.body, ContentType: d.ct, Attempts: d.m.Attempts(),
-		Class: ClassPermanent, Reason: ClassPermanent + ": " + reason, FailedAt: now}
-	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
+		Class: ClassPermanent, Reason: ClassPermanent + ": " + reason, FailedAt: now, Version: c.Version,
+		Attempt: &dlq.Attempt{MessageID: d.m.ID(), Queue: b.queue, Attempt: d.m.Attempts(), Class: ClassPermanent, Error: reason,
+			At: now, Status: d.status, Duration: d.took, Version: c.Version}}
+	if err := c.store().Put(ctx, []dlq.Failure{f}); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not store the permanent failure; retrying instead", "error", err.Error())
 		c.retry(ctx, b, d, ClassPermanent, reason, c.backoff(d.m.Attempts()), now)
 		return
@@ -545,8 +567,8 @@ func (c *Consumer) permanent(ctx context.Context, b *batchRun, d delivery, reaso
 func (c *Consumer) poison(ctx context.Context, queueName string, m queue.Message, body string, ct queue.ContentType, problem string, t tally) {
 	log := c.Log.With("message_id", m.ID(), "attempt", m.Attempts())
 	f := dlq.Failure{MessageID: m.ID(), SourceQueue: queueName, Body: body, ContentType: ct, Attempts: m.Attempts(),
-		Class: "poison", Reason: "poison: " + problem, FailedAt: c.Clock.Now()}
-	if err := (dlq.Store{DB: c.DB}).Put(ctx, []dlq.Failure{f}); err != nil {
+		Class: "poison", Reason: "poison: " + problem, FailedAt: c.Clock.Now(), Version: c.Version}
+	if err := c.store().Put(ctx, []dlq.Failure{f}); err != nil {
 		log.ErrorContext(ctx, "enrichment: could not store a poison message; retrying it", "error", err.Error())
 		m.Retry(queueDelay(c.backoff(m.Attempts())))
 		t[CounterRetried]++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/redrive/redrive/clock"
 	"github.com/redrive/redrive/internal/text"
+	"github.com/redrive/redrive/version"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -37,6 +38,9 @@ type API struct {
 	Auth Auth
 	// Version is reported by /health.
 	Version string
+	// Running is the running worker's version (id, tag, timestamp, build),
+	// reported by the stats as current_version.
+	Running version.Info
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
 	// Sender sends replayed DLQ messages back to their source queues.
@@ -216,6 +220,7 @@ func (a *API) routeTable() []route {
 
 		{"GET /admin/dlq", a.admin(a.dlqList)},
 		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},
+		{"GET /admin/dlq/groups", a.admin(a.dlqGroups)},
 		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
 		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
 		{"GET /admin/audit", a.admin(a.auditList)},

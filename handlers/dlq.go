@@ -34,7 +34,8 @@ func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.curso
 
 // listParams are the query parameters GET /admin/dlq accepts.
 var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true, "cursor": true, "include_raw": true,
-	"source_queue": true, "failed_after": true, "failed_before": true, "q": true}
+	"source_queue": true, "failed_after": true, "failed_before": true, "q": true,
+	"signature": true, "version": true, "version_not": true}
 
 // query returns the single value of each known parameter. Unknown or
 // repeated parameters, invalid percent-escapes and text that is not UTF-8
@@ -104,7 +105,7 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
-		SourceQueue: q["source_queue"], Q: q["q"]}}
+		SourceQueue: q["source_queue"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
 	if p.Limit, err = queryLimit(q); err != nil {
 		return err
 	}
@@ -125,6 +126,26 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true, "version": true}
+
+// dlqGroups serves GET /admin/dlq/groups.
+func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r.URL, groupsParams)
+	if err != nil {
+		return err
+	}
+	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"]}
+	if p.Limit, err = queryLimit(q); err != nil {
+		return err
+	}
+	page, err := dlq.Groups{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, page)
+	return nil
+}
+
 // dlqStats serves GET /admin/dlq/stats.
 func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r.URL, nil); err != nil {
@@ -134,6 +155,11 @@ func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	v := a.Running
+	if v.Build == "" {
+		v.Build = a.Version
+	}
+	rep.CurrentVersion = &dlq.CurrentVersion{Stamp: v.Stamp(), ID: v.ID, Tag: v.Tag, Timestamp: v.Timestamp, Build: v.Build}
 	respond(w, r, http.StatusOK, rep)
 	return nil
 }

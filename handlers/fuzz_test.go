@@ -65,6 +65,7 @@ func FuzzDecodeStrict(f *testing.F) {
 func FuzzFilter(f *testing.F) {
 	f.Add([]byte(`{"q":"` + strings.Repeat("%", dlq.MaxFilterText) + `"}`))
 	f.Add([]byte(`{"beer_id":"b1","failed_after":0,"failed_before":9007199254740991}`))
+	f.Add([]byte(`{"signature":"0123456789abcdef","version":"v1","version_not":"v2"}`))
 	db := sqlitetest.New(f)
 	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason, raw_message)
 		VALUES ('m1', 'b1', 'Hop 100%_off \ Ünï', 'Brewer', 5, 'transient: status 500', '{"beer_id":"b1"}')`); err != nil {
@@ -151,10 +152,11 @@ func checkResponse(t *testing.T, input string, rec *httptest.ResponseRecorder) {
 func FuzzQuery(f *testing.F) {
 	f.Add("status=all&q=" + strings.Repeat("x", 51) + "&limit=100")
 	f.Add("q=%zz")
+	f.Add("signature=0123456789abcdef&version_not=6f1c2a&class=permanent&version=v1")
 	api := fuzzAPI(f)
 	h := api.Handler()
 	f.Fuzz(func(t *testing.T, rawQuery string) {
-		for _, p := range []string{"/admin/dlq", "/admin/audit", "/admin/dlq/stats"} {
+		for _, p := range []string{"/admin/dlq", "/admin/audit", "/admin/dlq/stats", "/admin/dlq/groups"} {
 			rec, _ := serveTarget(h, "GET", p+"?"+rawQuery, adminHeaders)
 			checkResponse(t, p+"?"+rawQuery, rec)
 		}

@@ -138,3 +138,19 @@ func jsBody(m queue.Outgoing) (js.Value, queue.ContentType, error) {
 		return js.Value{}, ct, fmt.Errorf("content type %q cannot be sent", ct)
 	}
 }
+
+// VersionMetadata reads Cloudflare's version metadata binding (id, tag,
+// timestamp); empty strings when the binding is absent.
+func VersionMetadata(binding string) (id, tag, timestamp string) {
+	v := cloudflare.GetBinding(binding)
+	if v.IsUndefined() || v.IsNull() {
+		return "", "", ""
+	}
+	str := func(k string) string {
+		if x := v.Get(k); x.Type() == js.TypeString {
+			return x.String()
+		}
+		return ""
+	}
+	return str("id"), str("tag"), str("timestamp")
+}

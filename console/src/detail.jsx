@@ -113,6 +113,87 @@ export function Detail({ id }) {
           )}
         </section>
       </div>
+      <section aria-labelledby="h-history">
+        <h2 id="h-history">Why it failed</h2>
+        <p>
+          {d.signature ? (
+            <>
+              Failure group{" "}
+              <a href={href("/failures", { signature: d.signature.signature, status: "all" })}>
+                <span class="reason">{d.signature.text || d.signature.signature}</span>
+              </a>{" "}
+              ({d.signature.class}).{" "}
+            </>
+          ) : (
+            "No failure group (captured before groups were kept). "
+          )}
+          {d.version ? (
+            <>
+              Latest failure on version <code class="version">{d.version}</code>.
+            </>
+          ) : null}
+        </p>
+        {d.signature?.replay_will_fail && (
+          <p class="warn" role="note">
+            These failures are {d.signature.class}: replaying this row unchanged fails again.
+          </p>
+        )}
+        {d.history.length ? (
+          <Scroll label="Attempt history">
+            <table class="rows history">
+              <caption class="sr-only">Every failed attempt, oldest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Failed</th>
+                  <th scope="col" class="num">Attempt</th>
+                  <th scope="col">Class</th>
+                  <th scope="col" class="num">HTTP</th>
+                  <th scope="col" class="num">Took</th>
+                  <th scope="col">Error</th>
+                  <th scope="col">Version</th>
+                  <th scope="col">Message id</th>
+                </tr>
+              </thead>
+              <tbody>
+                {d.history.map((e, i) => (
+                  <tr key={i}>
+                    <td class="nowrap">
+                      <Time ms={e.at} />
+                    </td>
+                    <td class="num">{e.attempt}</td>
+                    <td>{e.class}</td>
+                    <td class="num">{e.status ?? "—"}</td>
+                    <td class="num nowrap">{e.duration_ms == null ? "—" : `${e.duration_ms} ms`}</td>
+                    <td class="reason">{e.error}</td>
+                    <td>
+                      <code class="version">{(e.version || "—").slice(0, 8)}</code>
+                    </td>
+                    <td class="small">{e.message_id}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroll>
+        ) : (
+          <p class="muted">No attempt history (captured before histories were kept, or never retried).</p>
+        )}
+        {d.history_dropped > 0 && (
+          <p class="small muted">
+            {d.history_dropped} attempts between the first 5 and the newest 45 are not kept.
+          </p>
+        )}
+        {d.replays.length > 0 && (
+          <p class="small">
+            Replays:{" "}
+            {d.replays.map((r, i) => (
+              <span key={i}>
+                {i ? "; " : ""}
+                <Time ms={r.at} /> by key <code>{r.key_fingerprint}</code>, {r.outcome}
+              </span>
+            ))}
+          </p>
+        )}
+      </section>
       <section aria-labelledby="h-payload">
         <h2 id="h-payload">Payload</h2>
         <p class="small muted">

@@ -20,6 +20,9 @@ export function filterOf(p) {
   if (p.q) f.q = p.q;
   if (p.failed_after) f.failed_after = Number(p.failed_after);
   if (p.failed_before) f.failed_before = Number(p.failed_before);
+  if (p.signature) f.signature = p.signature;
+  if (p.version) f.version = p.version;
+  if (p.version_not) f.version_not = p.version_not;
   return f;
 }
 
@@ -128,6 +131,28 @@ export function Failures({ params }) {
           Clear filters
         </button>
       </form>
+      {(filter.signature || filter.version || filter.version_not) && (
+        <p class="small" role="note">
+          {filter.signature && (
+            <>
+              Failure group <code>{filter.signature}</code> (<a href={href("/groups")}>groups</a>).{" "}
+            </>
+          )}
+          {filter.version && (
+            <>
+              Failed on version <code class="version">{filter.version}</code>.{" "}
+            </>
+          )}
+          {filter.version_not && (
+            <>
+              Failed on a version other than <code class="version">{filter.version_not}</code>.{" "}
+            </>
+          )}
+          <button type="button" class="link" onClick={() => set({ signature: "", version: "", version_not: "" })}>
+            Remove
+          </button>
+        </p>
+      )}
 
       <div class="toolbar" role="group" aria-label="Actions">
         <span aria-live="polite" class="count">

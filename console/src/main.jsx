@@ -5,6 +5,7 @@ import { signedIn, signOut, whenSignedOut } from "./api.js";
 import { Audit } from "./audit.jsx";
 import { Detail } from "./detail.jsx";
 import { Failures } from "./failures.jsx";
+import { Groups } from "./groups.jsx";
 import { Overview } from "./overview.jsx";
 import { href, route } from "./router.js";
 import { SignIn } from "./signin.jsx";
@@ -14,6 +15,7 @@ import { utc, zone } from "./time.js";
 const PAGES = [
   ["/", "Overview"],
   ["/failures", "Failures"],
+  ["/groups", "Groups"],
   ["/audit", "Audit log"],
 ];
 
@@ -23,6 +25,8 @@ function page(path, params) {
   switch (path) {
     case "/failures":
       return { title: "Failures", body: <Failures params={params} />, nav: path };
+    case "/groups":
+      return { title: "Failure groups", body: <Groups params={params} />, nav: path };
     case "/audit":
       return { title: "Audit log", body: <Audit params={params} />, nav: path };
     case "/":

@@ -65,6 +65,13 @@ export function Overview() {
           Refresh
         </button>
       </p>
+      {stats.current_version && (
+        <p class="small version-line">
+          Live version <code class="version live">{stats.current_version.stamp}</code>
+          {stats.current_version.tag ? ` (${stats.current_version.tag})` : ""}. <a href={href("/groups")}>Failure groups</a> ·{" "}
+          <a href={href("/failures", { version_not: stats.current_version.stamp })}>failures of older versions</a>
+        </p>
+      )}
       <ErrorBox error={error} />
       <section aria-labelledby="h-status">
         <h2 id="h-status">Dead-lettered messages</h2>

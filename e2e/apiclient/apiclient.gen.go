@@ -270,6 +270,24 @@ func (e MessageStatus) Valid() bool {
 	}
 }
 
+// Defines values for MessageDetailReplaysMatchedBy.
+const (
+	MessageDetailReplaysMatchedByFilter MessageDetailReplaysMatchedBy = "filter"
+	MessageDetailReplaysMatchedByIds    MessageDetailReplaysMatchedBy = "ids"
+)
+
+// Valid indicates whether the value is a known member of the MessageDetailReplaysMatchedBy enum.
+func (e MessageDetailReplaysMatchedBy) Valid() bool {
+	switch e {
+	case MessageDetailReplaysMatchedByFilter:
+		return true
+	case MessageDetailReplaysMatchedByIds:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReplayResultSkippedReason.
 const (
 	ReplayResultSkippedReasonNotFound      ReplayResultSkippedReason = "not_found"
@@ -625,13 +643,63 @@ type Filter struct {
 	// Q Substring of beer_name, brewer or failure_reason (case-insensitive for ASCII letters; %, _ and \ are literal); at most 200 bytes. At most 200 bytes of UTF-8 (maxLength counts characters; a longer text is 400 INVALID_FILTER).
 	Q *string `json:"q,omitempty"`
 
+	// Signature A failure group's signature (GET /admin/dlq/groups): the rows whose latest failure has it.
+	Signature *string `json:"signature,omitempty"`
+
 	// SourceQueue At most 200 bytes of UTF-8 (maxLength counts characters; a longer text is 400 INVALID_FILTER).
 	SourceQueue *string       `json:"source_queue,omitempty"`
 	Status      *FilterStatus `json:"status,omitempty"`
+
+	// Version Rows whose latest failure happened on this worker version (the version id, or the build's version string without the version metadata binding).
+	Version *string `json:"version,omitempty"`
+
+	// VersionNot Rows whose latest failure happened on any other version, or on an unknown one (rows captured before versions were stamped). With current_version.stamp of GET /admin/dlq/stats: every failure of older code.
+	VersionNot *string `json:"version_not,omitempty"`
 }
 
 // FilterStatus defines model for Filter.Status.
 type FilterStatus string
+
+// Group defines model for Group.
+type Group struct {
+	Advice *string `json:"advice,omitempty"`
+
+	// AnnouncedAt When dlq_new_failure_signature announced it.
+	AnnouncedAt *int   `json:"announced_at"`
+	Class       string `json:"class"`
+	Counts      struct {
+		Acknowledged *int `json:"acknowledged,omitempty"`
+		Pending      *int `json:"pending,omitempty"`
+		Replayed     *int `json:"replayed,omitempty"`
+		Replaying    *int `json:"replaying,omitempty"`
+	} `json:"counts"`
+	FirstSeen int `json:"first_seen"`
+	LastSeen  int `json:"last_seen"`
+
+	// ReplayWillFail The class is permanent or poison: replaying the rows unchanged fails again.
+	ReplayWillFail bool `json:"replay_will_fail"`
+
+	// SampleIds Ids of its first rows (at most 5).
+	SampleIds []int `json:"sample_ids"`
+
+	// Signature The group's key: the signature filter of list, replay and acknowledge.
+	Signature string `json:"signature"`
+
+	// Text The reason normalised: numbers <n>, ids <id>, hex <hex>, UUIDs <uuid>, quoted values <q>, key=value and query values <v>.
+	Text  string `json:"text"`
+	Total int    `json:"total"`
+
+	// Versions Versions its failures happened on, newest first, at most 10.
+	Versions []string `json:"versions"`
+}
+
+// GroupsPage defines model for GroupsPage.
+type GroupsPage struct {
+	Groups     []Group `json:"groups"`
+	HasMore    bool    `json:"has_more"`
+	Limit      int     `json:"limit"`
+	NextCursor *string `json:"next_cursor"`
+}
 
 // Health defines model for Health.
 type Health struct {
@@ -664,6 +732,33 @@ type HealthUnavailable struct {
 	} `json:"error"`
 	RequestId openapi_types.UUID `json:"requestId"`
 	Success   interface{}        `json:"success"`
+}
+
+// HistoryEntry One failed attempt.
+type HistoryEntry struct {
+	// At When it failed (epoch ms).
+	At int `json:"at"`
+
+	// Attempt Attempt number on the source queue (from 1; a replayed message starts again at 1).
+	Attempt int `json:"attempt"`
+
+	// Class transient, rate_limited, permanent, ...
+	Class string `json:"class"`
+
+	// DurationMs How long the provider call took.
+	DurationMs *int `json:"duration_ms"`
+
+	// Error Short error text (no secrets), at most 200 bytes.
+	Error string `json:"error"`
+
+	// MessageId Queue message id of the delivery (a replay's message has a new one).
+	MessageId string `json:"message_id"`
+
+	// Status The provider's HTTP status; null when no response arrived.
+	Status *int `json:"status"`
+
+	// Version Worker version the attempt ran on.
+	Version *string `json:"version,omitempty"`
 }
 
 // JobList defines model for JobList.
@@ -740,6 +835,12 @@ type MessageDetail struct {
 	// BodyHash Replay lineage key: hex of the first 16 bytes of SHA-256 over content type, "\n" and the body (null until captured with it or claimed by a replay).
 	BodyHash *string `json:"body_hash"`
 
+	// History Every failed attempt kept, oldest first, across replays: the first 5 and the newest 45 (empty for rows captured before histories were kept).
+	History []HistoryEntry `json:"history"`
+
+	// HistoryDropped Attempts left out between the first 5 and the newest 45.
+	HistoryDropped int `json:"history_dropped"`
+
 	// LastMessageId Queue message id of the latest failure stored (message_id is the first); they differ once a replay failed again. Empty for rows captured before it was recorded.
 	LastMessageId string `json:"last_message_id"`
 
@@ -748,7 +849,31 @@ type MessageDetail struct {
 
 	// RelatedIds Other rows of the same source queue and body that a replay has claimed, newest first.
 	RelatedIds []int `json:"related_ids"`
+
+	// Replays Replays of the row found in the audit window (not dry runs), newest first.
+	Replays []struct {
+		At             *int                           `json:"at,omitempty"`
+		FinishedAt     *int                           `json:"finished_at,omitempty"`
+		KeyFingerprint *string                        `json:"key_fingerprint,omitempty"`
+		MatchedBy      *MessageDetailReplaysMatchedBy `json:"matched_by,omitempty"`
+		Outcome        *string                        `json:"outcome,omitempty"`
+		RequestId      *string                        `json:"request_id,omitempty"`
+	} `json:"replays"`
+
+	// Signature The latest failure's group (GET /admin/dlq/groups).
+	Signature *struct {
+		Class          *string `json:"class,omitempty"`
+		ReplayWillFail *bool   `json:"replay_will_fail,omitempty"`
+		Signature      *string `json:"signature,omitempty"`
+		Text           *string `json:"text,omitempty"`
+	} `json:"signature"`
+
+	// Version Worker version the latest failure happened on.
+	Version *string `json:"version"`
 }
+
+// MessageDetailReplaysMatchedBy defines model for MessageDetail.Replays.MatchedBy.
+type MessageDetailReplaysMatchedBy string
 
 // Page defines model for Page.
 type Page struct {
@@ -908,6 +1033,20 @@ type StatsReport struct {
 		Replayed     int `json:"replayed"`
 		Replaying    int `json:"replaying"`
 	} `json:"by_status"`
+
+	// CurrentVersion The version live now. {"version_not": stamp} as a filter selects every failure of older code.
+	CurrentVersion *struct {
+		// Build The build's version string.
+		Build *string `json:"build,omitempty"`
+
+		// Id Workers version id (CF_VERSION_METADATA; empty without it).
+		Id *string `json:"id,omitempty"`
+
+		// Stamp What failures of this version are stamped with: the version id, else the build's version string.
+		Stamp     *string `json:"stamp,omitempty"`
+		Tag       *string `json:"tag,omitempty"`
+		Timestamp *string `json:"timestamp,omitempty"`
+	} `json:"current_version,omitempty"`
 	Last24h struct {
 		Acknowledged24h int `json:"acknowledged_24h"`
 		NewFailures24h  int `json:"new_failures_24h"`
@@ -1110,6 +1249,15 @@ type ListDLQParams struct {
 
 	// IncludeRaw Include raw_message and raw_encoding.
 	IncludeRaw *bool `form:"include_raw,omitempty" json:"include_raw,omitempty"`
+
+	// Signature Filter by failure group (a signature of GET /admin/dlq/groups).
+	Signature *string `form:"signature,omitempty" json:"signature,omitempty"`
+
+	// Version Filter by the worker version the latest failure happened on (exact).
+	Version *string `form:"version,omitempty" json:"version,omitempty"`
+
+	// VersionNot Rows whose latest failure happened on another (or an unknown) version.
+	VersionNot *string `form:"version_not,omitempty" json:"version_not,omitempty"`
 }
 
 // ListDLQParamsStatus defines parameters for ListDLQ.
@@ -1118,6 +1266,20 @@ type ListDLQParamsStatus string
 // AcknowledgeDLQ200JSONResponseBody_Data defines parameters for AcknowledgeDLQ.
 type AcknowledgeDLQ200JSONResponseBody_Data struct {
 	union json.RawMessage
+}
+
+// DlqGroupsParams defines parameters for DlqGroups.
+type DlqGroupsParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor next_cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Class Only groups of this class.
+	Class *string `form:"class,omitempty" json:"class,omitempty"`
+
+	// Version Only groups whose versions seen include this one.
+	Version *string `form:"version,omitempty" json:"version,omitempty"`
 }
 
 // ReplayDLQ200JSONResponseBody_Data defines parameters for ReplayDLQ.
@@ -1694,6 +1856,13 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 	AcknowledgeDLQ(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DlqGroups Failures grouped by signature
+	//
+	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+	//
+	// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
+	DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReplayDLQWithBody Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 	//
 	// Each claimed row's stored body is sent unchanged, with its content_type (json as the parsed value, text as a string, bytes as binary); nothing is added to it. A replayed message that fails again updates the same row (matched by source_queue and a hash of content type and body). Skipped with reason not_replayable: v8 bodies and json bodies that are not valid JSON.
@@ -1775,9 +1944,9 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/dlq/timeseries (the `DlqTimeseries` operationId).
 	DlqTimeseries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DlqMessage One DLQ row with its body, lineage and audit entries
+	// DlqMessage One DLQ row with its body, attempt history, lineage and audit entries
 	//
-	// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Cost: two statements reading 1 row, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
+	// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Also its attempt history (every failed attempt kept, across replays: the first 5 and the newest 45), its failure group and version, and its replays (when, by which key fingerprint, outcome). Cost: two statements reading 1 row, its signature, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
 	//
 	// Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 	DlqMessage(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1905,6 +2074,23 @@ func (c *Client) AcknowledgeDLQWithBody(ctx context.Context, contentType string,
 // Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 func (c *Client) AcknowledgeDLQ(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAcknowledgeDLQRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DlqGroups Failures grouped by signature
+//
+// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+//
+// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
+func (c *Client) DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDlqGroupsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2106,9 +2292,9 @@ func (c *Client) DlqTimeseries(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
-// DlqMessage One DLQ row with its body, lineage and audit entries
+// DlqMessage One DLQ row with its body, attempt history, lineage and audit entries
 //
-// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Cost: two statements reading 1 row, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
+// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Also its attempt history (every failed attempt kept, across replays: the first 5 and the newest 45), its failure group and version, and its replays (when, by which key fingerprint, outcome). Cost: two statements reading 1 row, its signature, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
 //
 // Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 func (c *Client) DlqMessage(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2494,6 +2680,42 @@ func NewListDLQRequest(server string, params *ListDLQParams) (*http.Request, err
 
 		}
 
+		if params.Signature != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "signature", *params.Signature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VersionNot != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version_not", *params.VersionNot, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2544,6 +2766,96 @@ func NewAcknowledgeDLQRequestWithBody(server string, contentType string, body io
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDlqGroupsRequest constructs an http.Request for the DlqGroups method
+func NewDlqGroupsRequest(server string, params *DlqGroupsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Class != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "class", *params.Class, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3142,6 +3454,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 	AcknowledgeDLQWithResponse(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeDLQResponse, error)
 
+	// DlqGroupsWithResponse Failures grouped by signature
+	//
+	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
+	DlqGroupsWithResponse(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*DlqGroupsResponse, error)
+
 	// ReplayDLQWithBodyWithResponse Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 	//
 	// Each claimed row's stored body is sent unchanged, with its content_type (json as the parsed value, text as a string, bytes as binary); nothing is added to it. A replayed message that fails again updates the same row (matched by source_queue and a hash of content type and body). Skipped with reason not_replayable: v8 bodies and json bodies that are not valid JSON.
@@ -3237,9 +3558,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin/dlq/timeseries (the `DlqTimeseries` operationId).
 	DlqTimeseriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DlqTimeseriesResponse, error)
 
-	// DlqMessageWithResponse One DLQ row with its body, lineage and audit entries
+	// DlqMessageWithResponse One DLQ row with its body, attempt history, lineage and audit entries
 	//
-	// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Cost: two statements reading 1 row, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
+	// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Also its attempt history (every failed attempt kept, across replays: the first 5 and the newest 45), its failure group and version, and its replays (when, by which key fingerprint, outcome). Cost: two statements reading 1 row, its signature, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3967,6 +4288,132 @@ func (r AcknowledgeDLQResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AcknowledgeDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DlqGroupsResponse200Headers the declared response headers of an HTTP 200 response for DlqGroups
+type DlqGroupsResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// DlqGroupsResponse400Headers the declared response headers of an HTTP 400 response for DlqGroups
+type DlqGroupsResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// DlqGroupsResponse401Headers the declared response headers of an HTTP 401 response for DlqGroups
+type DlqGroupsResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// DlqGroupsResponse403Headers the declared response headers of an HTTP 403 response for DlqGroups
+type DlqGroupsResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// DlqGroupsResponse500Headers the declared response headers of an HTTP 500 response for DlqGroups
+type DlqGroupsResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// DlqGroupsResponse503Headers the declared response headers of an HTTP 503 response for DlqGroups
+type DlqGroupsResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type DlqGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      GroupsPage         `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DlqGroupsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DlqGroupsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DlqGroupsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DlqGroupsResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DlqGroupsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DlqGroupsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DlqGroupsResponse) GetJSON200() *struct {
+	Data      GroupsPage         `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DlqGroupsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DlqGroupsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DlqGroupsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DlqGroupsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DlqGroupsResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DlqGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DlqGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DlqGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DlqGroupsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6087,6 +6534,21 @@ func (c *ClientWithResponses) AcknowledgeDLQWithResponse(ctx context.Context, bo
 	return ParseAcknowledgeDLQResponse(rsp)
 }
 
+// DlqGroupsWithResponse Failures grouped by signature
+//
+// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
+func (c *ClientWithResponses) DlqGroupsWithResponse(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*DlqGroupsResponse, error) {
+	rsp, err := c.DlqGroups(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDlqGroupsResponse(rsp)
+}
+
 // ReplayDLQWithBodyWithResponse Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 //
 // Each claimed row's stored body is sent unchanged, with its content_type (json as the parsed value, text as a string, bytes as binary); nothing is added to it. A replayed message that fails again updates the same row (matched by source_queue and a hash of content type and body). Skipped with reason not_replayable: v8 bodies and json bodies that are not valid JSON.
@@ -6248,9 +6710,9 @@ func (c *ClientWithResponses) DlqTimeseriesWithResponse(ctx context.Context, req
 	return ParseDlqTimeseriesResponse(rsp)
 }
 
-// DlqMessageWithResponse One DLQ row with its body, lineage and audit entries
+// DlqMessageWithResponse One DLQ row with its body, attempt history, lineage and audit entries
 //
-// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Cost: two statements reading 1 row, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
+// Every field of the row (raw_message and raw_encoding included), the ids of the latest and first delivery, the replay lineage (other rows of the same source queue and body that a replay claimed, at most 10) and the audit entries that touched it: those that named its id, and bulk actions (not dry runs) whose filter fits the row and whose run covers its latest acknowledge or replay time. Only the newest audit_window (500) audit entries are searched; older ones are in GET /admin/audit. Also its attempt history (every failed attempt kept, across replays: the first 5 and the newest 45), its failure group and version, and its replays (when, by which key fingerprint, outcome). Cost: two statements reading 1 row, its signature, at most 10 lineage index entries and at most 500 admin_audit rows, whatever the backlog.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7016,6 +7478,134 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers AcknowledgeDLQResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDlqGroupsResponse parses an HTTP response from a DlqGroupsWithResponse call
+func ParseDlqGroupsResponse(rsp *http.Response) (*DlqGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DlqGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      GroupsPage         `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DlqGroupsResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers DlqGroupsResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DlqGroupsResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DlqGroupsResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers DlqGroupsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DlqGroupsResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

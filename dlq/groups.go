@@ -1,0 +1,160 @@
+package dlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+)
+
+// Groups reads GET /admin/dlq/groups: failures grouped by signature, from
+// the counts dlq_signatures keeps as rows change (never counted per call).
+// A page reads its groups (at most limit + 1 rows of dlq_signatures,
+// through idx_dlq_signatures_pending) and nothing else.
+type Groups struct {
+	DB      *sql.DB
+	Cursors Cursors
+}
+
+// GroupsParams are the groups route's query parameters.
+type GroupsParams struct {
+	// Limit is 1..MaxListLimit (DefaultListLimit when 0).
+	Limit int
+	// Cursor continues a previous page (its next_cursor).
+	Cursor string
+	// Class keeps groups of one class (transient, permanent, ...).
+	Class string
+	// Version keeps groups whose versions seen include it.
+	Version string
+}
+
+// GroupCounts are a group's rows per status.
+type GroupCounts struct {
+	Pending      int64 `json:"pending"`
+	Replaying    int64 `json:"replaying"`
+	Replayed     int64 `json:"replayed"`
+	Acknowledged int64 `json:"acknowledged"`
+}
+
+// Group is one failure signature and its rows.
+type Group struct {
+	// Signature is the group's key: the signature filter of list, replay
+	// and acknowledge.
+	Signature string `json:"signature"`
+	Class     string `json:"class"`
+	// Text is the normalised reason (variable parts as <n>, <id>, <hex>,
+	// <uuid>, <q>, <v>).
+	Text   string      `json:"text"`
+	Counts GroupCounts `json:"counts"`
+	// Total is the sum of Counts.
+	Total     int64 `json:"total"`
+	FirstSeen int64 `json:"first_seen"`
+	LastSeen  int64 `json:"last_seen"`
+	// Versions are the worker versions its failures happened on, newest first (at most 10).
+	Versions []string `json:"versions"`
+	// SampleIDs are row ids of its first failures (at most 5; a row may
+	// have been deleted by retention since).
+	SampleIDs []int64 `json:"sample_ids"`
+	// ReplayWillFail: the failures are permanent (or poison): replaying the
+	// rows unchanged fails again; fix the cause (or acknowledge them) first.
+	ReplayWillFail bool `json:"replay_will_fail"`
+	// Advice says so in words (empty when there is nothing to say).
+	Advice string `json:"advice,omitempty"`
+	// AnnouncedAt is when dlq_new_failure_signature announced it (null: not yet).
+	AnnouncedAt *int64 `json:"announced_at"`
+}
+
+// GroupsPage is the groups route's response: groups by pending rows, most first.
+type GroupsPage struct {
+	Groups     []Group `json:"groups"`
+	Limit      int     `json:"limit"`
+	NextCursor *string `json:"next_cursor"`
+	HasMore    bool    `json:"has_more"`
+}
+
+// replayWillFail reports whether failures of class fail again when replayed unchanged.
+func replayWillFail(class string) bool {
+	return class == "permanent" || class == "poison"
+}
+
+// Page returns one page of groups, most pending rows first (then by signature).
+func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
+	if p.Limit == 0 {
+		p.Limit = DefaultListLimit
+	}
+	if p.Limit < 1 || p.Limit > MaxListLimit {
+		return GroupsPage{}, inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
+	}
+	for _, t := range []struct{ name, v string }{{"class", p.Class}, {"version", p.Version}} {
+		if len(t.v) > MaxFilterText {
+			return GroupsPage{}, inputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
+		}
+	}
+	fp := Filter{Status: "groups", SourceQueue: p.Class, Version: p.Version}.fingerprint()
+	cond, args := "1 = 1", []any{}
+	if p.Cursor != "" {
+		pos, err := g.Cursors.decode(p.Cursor, cursorGroups, fp)
+		if err != nil {
+			return GroupsPage{}, err
+		}
+		if !validSignatureKey(pos.Key) {
+			return GroupsPage{}, inputErr("INVALID_CURSOR", "cursor is not valid here: malformed")
+		}
+		cond, args = "(pending < ? OR (pending = ? AND signature > ?))", []any{pos.ID - 1, pos.ID - 1, pos.Key}
+	}
+	if p.Class != "" {
+		cond, args = cond+" AND class = ?", append(args, p.Class)
+	}
+	if p.Version != "" {
+		cond, args = cond+" AND EXISTS (SELECT 1 FROM json_each(versions) WHERE value = ?)", append(args, p.Version)
+	}
+	rows, err := g.DB.QueryContext(ctx, groupsSQL(cond), append(args, int64(p.Limit+1))...)
+	if err != nil {
+		return GroupsPage{}, fmt.Errorf("dlq groups: %w", err)
+	}
+	defer rows.Close()
+	out := GroupsPage{Groups: []Group{}, Limit: p.Limit}
+	for rows.Next() {
+		var gr Group
+		var versions, samples string
+		var announced sql.NullInt64
+		c := &gr.Counts
+		if err := rows.Scan(&gr.Signature, &gr.Class, &gr.Text, &c.Pending, &c.Replaying, &c.Replayed, &c.Acknowledged,
+			&gr.FirstSeen, &gr.LastSeen, &versions, &samples, &announced); err != nil {
+			return GroupsPage{}, fmt.Errorf("dlq groups scan: %w", err)
+		}
+		gr.Total = c.Pending + c.Replaying + c.Replayed + c.Acknowledged
+		gr.Versions = []string{}
+		_ = json.Unmarshal([]byte(versions), &gr.Versions)
+		var ids []float64 // D1 may give integers in JSON as REAL
+		_ = json.Unmarshal([]byte(samples), &ids)
+		gr.SampleIDs = make([]int64, len(ids))
+		for i, v := range ids {
+			gr.SampleIDs[i] = int64(v)
+		}
+		if announced.Valid {
+			gr.AnnouncedAt = &announced.Int64
+		}
+		if gr.ReplayWillFail = replayWillFail(gr.Class); gr.ReplayWillFail {
+			gr.Advice = "these failures are " + gr.Class + ": replaying them unchanged fails again; fix the cause or acknowledge them"
+		}
+		out.Groups = append(out.Groups, gr)
+	}
+	if err := rows.Err(); err != nil {
+		return GroupsPage{}, fmt.Errorf("dlq groups rows: %w", err)
+	}
+	if len(out.Groups) > p.Limit {
+		out.Groups = out.Groups[:p.Limit]
+		last := out.Groups[p.Limit-1]
+		next := g.Cursors.encode(position{Kind: cursorGroups, Filter: fp, ID: last.Counts.Pending + 1, Key: last.Signature})
+		out.NextCursor, out.HasMore = &next, true
+	}
+	return out, nil
+}
+
+// groupsSQL is a page of groups matching cond, through idx_dlq_signatures_pending.
+func groupsSQL(cond string) string {
+	return `SELECT signature, class, text, pending, replaying, replayed, acknowledged,
+			first_seen, last_seen, versions, sample_ids, announced_at
+		FROM dlq_signatures WHERE ` + cond + ` ORDER BY pending DESC, signature LIMIT ?`
+}

@@ -1,0 +1,419 @@
+package dlq
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+// historyOf reads a row's history, dropped count, signature and version.
+func historyOf(t *testing.T, db *sql.DB, where string, args ...any) (entries []HistoryEntry, dropped int64, sig, version string) {
+	t.Helper()
+	var h, s, v *string
+	if err := db.QueryRow(`SELECT history, history_dropped, signature, version FROM dlq_messages WHERE `+where, args...).Scan(&h, &dropped, &s, &v); err != nil {
+		t.Fatal(err)
+	}
+	if h != nil {
+		if err := json.Unmarshal([]byte(*h), &entries); err != nil {
+			t.Fatalf("history %s: %v", *h, err)
+		}
+	}
+	if s != nil {
+		sig = *s
+	}
+	if v != nil {
+		version = *v
+	}
+	return entries, dropped, sig, version
+}
+
+func recordAttempts(t *testing.T, a Attempts, msgID string, from, to int, class, errText, version string, at time.Time) {
+	t.Helper()
+	for n := from; n <= to; n++ {
+		err := a.Record(ctx, Attempt{MessageID: msgID, Queue: "beer-enrichment", Attempt: n, Class: class,
+			Error: fmt.Sprintf(errText, n), At: at.Add(time.Duration(n) * time.Minute), Status: 500, Duration: 1200 * time.Millisecond, Version: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func groupOf(t *testing.T, g GroupsPage, sig string) Group {
+	t.Helper()
+	for _, gr := range g.Groups {
+		if gr.Signature == sig {
+			return gr
+		}
+	}
+	t.Fatalf("no group %s in %+v", sig, g.Groups)
+	return Group{}
+}
+
+// A message that fails 4 times and is dead-lettered has 4 history entries
+// with their classes; replayed and failing twice more, 6 on the same row.
+// The row carries the signature and version of its latest failure, and the
+// group's counts follow the row.
+func TestHistoryFollowsTheMessageAcrossReplays(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	c.Version = "v-capture"
+	a := Attempts{DB: db}
+	recordAttempts(t, a, "m1", 1, 2, "transient", "status 503: upstream busy (req %d)", "v1", t0)
+	recordAttempts(t, a, "m1", 3, 4, "rate_limited", "status 429: slow down, retry in %d s", "v1", t0)
+	consume(t, c, queuetest.New("m1", beer("1")))
+	h, dropped, sig, ver := historyOf(t, db, `message_id = 'm1'`)
+	if len(h) != 4 || dropped != 0 {
+		t.Fatalf("history = %+v (dropped %d), want 4 entries", h, dropped)
+	}
+	for i, want := range []string{"transient", "transient", "rate_limited", "rate_limited"} {
+		e := h[i]
+		if e.Class != want || e.Attempt != i+1 || e.Status == nil || *e.Status != 500 || e.DurationMS == nil || *e.DurationMS != 1200 ||
+			e.Version != "v1" || e.MessageID != "m1" || e.Error == "" {
+			t.Errorf("entry %d = %+v, want class %s", i, e, want)
+		}
+	}
+	if want := SignatureOf("rate_limited", "status 429: slow down, retry in 4 s").Key; sig != want || ver != "v1" {
+		t.Errorf("signature %q version %q, want %q v1", sig, ver, want)
+	}
+
+	// Replayed; the replayed message (a new id) fails twice more.
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1, replayed_at = 5 WHERE message_id = 'm1'`)
+	recordAttempts(t, a, "m9", 1, 2, "permanent", "status 400: model %d unknown", "v2", t0.Add(time.Hour))
+	c.Clock = func() time.Time { return t0.Add(2 * time.Hour) }
+	consume(t, c, queuetest.New("m9", beer("1")))
+	h, _, sig2, ver := historyOf(t, db, `message_id = 'm1'`)
+	if len(h) != 6 || h[4].MessageID != "m9" || h[5].Class != "permanent" || h[0].MessageID != "m1" || ver != "v2" {
+		t.Fatalf("after the repeat failure: %d entries %+v, version %q", len(h), h, ver)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+	g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, now := groupOf(t, g, sig), groupOf(t, g, sig2)
+	if old.Counts != (GroupCounts{}) || now.Counts != (GroupCounts{Pending: 1}) || !now.ReplayWillFail || old.ReplayWillFail || len(now.SampleIDs) != 1 {
+		t.Errorf("groups after the repeat failure: old %+v, new %+v", old, now)
+	}
+	if len(now.Versions) != 1 || now.Versions[0] != "v2" {
+		t.Errorf("versions %v", now.Versions)
+	}
+}
+
+// A message failing hundreds of times keeps its first 5 and newest 45 attempts.
+func TestHistoryIsBounded(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	recordAttempts(t, Attempts{DB: db}, "m1", 1, 30, "transient", "boom %d", "v1", t0)
+	consume(t, c, queuetest.New("m1", beer("1")))
+	for r := 0; r < 5; r++ {
+		mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = replay_count + 1 WHERE message_id = 'm1'`)
+		id := fmt.Sprintf("r%d", r)
+		recordAttempts(t, Attempts{DB: db}, id, 1, 30, "transient", "boom %d", "v1", t0)
+		c.Clock = func() time.Time { return t0.Add(time.Duration(r+1) * time.Hour) }
+		consume(t, c, queuetest.New(id, beer("1")))
+	}
+	h, dropped, _, _ := historyOf(t, db, `message_id = 'm1'`)
+	if len(h) != maxHistory || dropped != 6*30-maxHistory {
+		t.Fatalf("%d entries, %d dropped; want %d and %d", len(h), dropped, maxHistory, 6*30-maxHistory)
+	}
+	if h[0].MessageID != "m1" || h[0].Attempt != 1 || h[4].Attempt != 5 || h[5].MessageID != "r3" || h[len(h)-1].MessageID != "r4" || h[len(h)-1].Attempt != 30 {
+		t.Errorf("kept %+v ... %+v", h[:6], h[len(h)-1])
+	}
+}
+
+// 1,000 failures with 3 distinct causes (ids and numbers differing inside
+// the messages) make exactly 3 groups with the right counts; acknowledging
+// one group by its signature moves exactly that group.
+func TestThousandFailuresMakeThreeGroups(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	a := Attempts{DB: db}
+	causes := []struct{ class, text string }{
+		{"transient", "status 503: upstream %d.%d.0.1 timed out after %d ms"},
+		{"rate_limited", "status 429: rate limit for key id=%x exceeded (%d/%d)"},
+		{"permanent", "status 400: beer \"%d-%d\" has no field %d"},
+	}
+	want := map[string]int64{}
+	for b := 0; b < 10; b++ {
+		var batch []*queuetest.Message
+		for i := 0; i < 100; i++ {
+			n := b*100 + i
+			cause := causes[n%3]
+			if n%7 == 0 {
+				cause = causes[0]
+			}
+			id := fmt.Sprintf("m%04d", n)
+			errText := fmt.Sprintf(cause.text, n, n*7, n*13+1)
+			if err := a.Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: 4, Class: cause.class, Error: errText, At: t0, Version: "v1"}); err != nil {
+				t.Fatal(err)
+			}
+			want[SignatureOf(cause.class, errText).Key]++
+			batch = append(batch, queuetest.New(id, beer(fmt.Sprint(n))))
+		}
+		consume(t, c, batch...)
+	}
+	if len(want) != 3 {
+		t.Fatalf("the test's causes make %d signatures", len(want))
+	}
+	g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Groups) != 3 {
+		t.Fatalf("%d groups: %+v", len(g.Groups), g.Groups)
+	}
+	for i, gr := range g.Groups {
+		if gr.Counts != (GroupCounts{Pending: want[gr.Signature]}) || gr.Total != want[gr.Signature] || len(gr.SampleIDs) != 5 {
+			t.Errorf("group %s %q: %+v, want %d pending", gr.Signature, gr.Text, gr, want[gr.Signature])
+		}
+		if i > 0 && gr.Counts.Pending > g.Groups[i-1].Counts.Pending {
+			t.Errorf("groups not sorted by pending rows")
+		}
+		if rows := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE signature = ?`, gr.Signature); rows != want[gr.Signature] {
+			t.Errorf("%d rows carry %s, want %d", rows, gr.Signature, want[gr.Signature])
+		}
+	}
+	if !strings.Contains(g.Groups[0].Text, "<n>") || strings.ContainsAny(g.Groups[0].Text, "0123456789") {
+		t.Errorf("text %q", g.Groups[0].Text)
+	}
+
+	// Acknowledge the rate-limited group by its signature.
+	target := SignatureOf("rate_limited", fmt.Sprintf(causes[1].text, 1, 7, 14)).Key
+	res, err := Acknowledge{DB: db, BulkMax: 5000, Clock: func() time.Time { return t0.Add(time.Hour) }}.Run(ctx,
+		AcknowledgeRequest{Selection: Selection{Filter: &Filter{Signature: target}}, Note: "known rate limit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AcknowledgedCount != want[target] {
+		t.Errorf("acknowledged %d, want %d", res.AcknowledgedCount, want[target])
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND signature <> ?`, target); n != 0 {
+		t.Errorf("%d rows of other groups acknowledged", n)
+	}
+	g, _ = Groups{DB: db}.Page(ctx, GroupsParams{})
+	for _, gr := range g.Groups {
+		wantCounts := GroupCounts{Pending: want[gr.Signature]}
+		if gr.Signature == target {
+			wantCounts = GroupCounts{Acknowledged: want[gr.Signature]}
+		}
+		if gr.Counts != wantCounts {
+			t.Errorf("after acknowledge, group %s: %+v, want %+v", gr.Signature, gr.Counts, wantCounts)
+		}
+	}
+
+	// Paging: one group per page, each exactly once.
+	seen := map[string]bool{}
+	p := GroupsParams{Limit: 1}
+	cur := NewCursors("secret")
+	for pages := 0; ; pages++ {
+		page, err := Groups{DB: db, Cursors: cur}.Page(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gr := range page.Groups {
+			if seen[gr.Signature] {
+				t.Errorf("group %s twice", gr.Signature)
+			}
+			seen[gr.Signature] = true
+		}
+		if !page.HasMore {
+			break
+		}
+		p.Cursor = *page.NextCursor
+	}
+	if len(seen) != 3 {
+		t.Errorf("paging saw %d groups", len(seen))
+	}
+}
+
+// Retention deletes acknowledged and replayed rows without a trigger; the
+// daily dlq_tally job counts them again per signature.
+func TestTallyCheckRecountsSignatures(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	for i := 0; i < 6; i++ {
+		id := fmt.Sprintf("m%d", i)
+		if err := (Attempts{DB: db}).Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: fmt.Sprintf("status 50%d", i), At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		consume(t, c, queuetest.New(id, beer(fmt.Sprint(i))))
+	}
+	if _, err := (Acknowledge{DB: db, BulkMax: 10, Clock: func() time.Time { return t0 }}).Run(ctx,
+		AcknowledgeRequest{Selection: Selection{IDs: []int64{1, 2, 3, 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, `DELETE FROM dlq_messages WHERE id IN (1, 2)`) // as retention does
+	mustExec(t, db, `INSERT INTO counters(name, value) VALUES (?, 2)`, CounterRetentionAge)
+	if _, err := (&TallyCheck{DB: db}).Run(ctx, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var p, a int64
+	if err := db.QueryRow(`SELECT pending, acknowledged FROM dlq_signatures`).Scan(&p, &a); err != nil {
+		t.Fatal(err)
+	}
+	if p != 2 || a != 2 || count(t, db, `SELECT COUNT(*) FROM dlq_signatures`) != 1 {
+		t.Errorf("pending %d acknowledged %d, want 2 and 2 in one signature", p, a)
+	}
+}
+
+// A redelivered message (its attempt record already used) changes no
+// group and creates none.
+func TestRedeliveryCreatesNoSignature(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	if err := (Attempts{DB: db}).Record(ctx, Attempt{MessageID: "m1", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "status 500", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	consume(t, c, queuetest.New("m1", beer("1")))
+	c.Clock = func() time.Time { return t0.Add(time.Minute) }
+	consume(t, c, queuetest.New("m1", beer("1")))
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_signatures`); n != 1 {
+		t.Errorf("%d signatures after a redelivery, want 1", n)
+	}
+	if n := count(t, db, `SELECT pending FROM dlq_signatures`); n != 1 {
+		t.Errorf("pending %d after a redelivery, want 1", n)
+	}
+}
+
+// The same attempt recorded twice (a redelivery before its Retry took
+// effect) replaces its entry instead of adding one; an older attempt's
+// late write changes nothing.
+func TestAttemptRecordedTwiceIsOneEntry(t *testing.T) {
+	db := sqlitetest.New(t)
+	a := Attempts{DB: db}
+	recordAttempts(t, a, "m1", 1, 2, "transient", "boom %d", "v1", t0)
+	recordAttempts(t, a, "m1", 2, 2, "rate_limited", "slow %d", "v1", t0)
+	recordAttempts(t, a, "m1", 1, 1, "transient", "late %d", "v1", t0)
+	var h string
+	if err := db.QueryRow(`SELECT history FROM message_attempts WHERE message_id = 'm1'`).Scan(&h); err != nil {
+		t.Fatal(err)
+	}
+	var entries []HistoryEntry
+	if err := json.Unmarshal([]byte(h), &entries); err != nil || len(entries) != 2 || entries[1].Class != "rate_limited" || entries[0].Error != "boom 1" {
+		t.Fatalf("history %s (%v)", h, err)
+	}
+}
+
+// A realistic mixed failure set (the closing note of issue 18): 1,150
+// failures, ids, addresses, counts and quoted values differing inside each
+// kind, are the 5 kinds of failure they really are. go test -v -run
+// TestMixedFailureSetGroups ./dlq prints the groups.
+func TestMixedFailureSetGroups(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	c.Version = "8d2c1f7e-capture"
+	a := Attempts{DB: db}
+	kinds := []struct {
+		n       int
+		class   string
+		error   func(n int) string
+		version string
+	}{
+		{600, "transient", func(n int) string {
+			return fmt.Sprintf("status 503: upstream 10.0.%d.%d busy (request %08x-1b4d-4e8f-9a0b-123456789abc)", n%7, n*31%255, n*7919)
+		}, "6f1c2a90-old"},
+		{300, "rate_limited", func(n int) string {
+			return fmt.Sprintf("status 429: rate limit exceeded for key_id=%x (%d/%d per minute)", n*7919, n%60, 60)
+		}, "6f1c2a90-old"},
+		{150, "transient", func(n int) string {
+			return fmt.Sprintf("timeout: Post \"https://api.perplexity.ai/chat/completions?req=%d\": no answer after %d ms", n*7919, 15000+n%9)
+		}, "8d2c1f7e-new"},
+		{80, "permanent", func(n int) string {
+			return fmt.Sprintf("status 400: model 'sonar-%d' does not exist (beer %d)", n%3, n)
+		}, "8d2c1f7e-new"},
+	}
+	n := 0
+	for _, k := range kinds {
+		var batch []*queuetest.Message
+		for i := 0; i < k.n; i++ {
+			n++
+			id := fmt.Sprintf("mix-%04d", n)
+			errText := k.error(n)
+			for at := 1; at <= 4; at++ {
+				if err := a.Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: at, Class: k.class, Error: errText,
+					At: t0.Add(time.Duration(n) * time.Second), Status: 503, Duration: 300 * time.Millisecond, Version: k.version}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			batch = append(batch, queuetest.New(id, beer(fmt.Sprint(n))))
+			if len(batch) == 100 {
+				consume(t, c, batch...)
+				batch = nil
+			}
+		}
+		consume(t, c, batch...)
+	}
+	var poison []*queuetest.Message
+	for i := 0; i < 20; i++ {
+		poison = append(poison, queuetest.New(fmt.Sprintf("poison-%d", i), fmt.Sprintf("Beer #%d, no JSON", i)))
+	}
+	consume(t, c, poison...)
+	g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Groups) != 5 {
+		t.Fatalf("%d groups: %+v", len(g.Groups), g.Groups)
+	}
+	for i, want := range []int64{600, 300, 150, 80, 20} {
+		if g.Groups[i].Counts.Pending != want {
+			t.Errorf("group %d %q: %d pending, want %d", i, g.Groups[i].Text, g.Groups[i].Counts.Pending, want)
+		}
+	}
+	var js strings.Builder
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(g)
+	t.Logf("GET /admin/dlq/groups:\n%s", js.String())
+}
+
+// Replay moves a group's counts: claimed rows to replaying, sent rows to
+// replayed, rows whose send failed back to pending.
+func TestReplayMovesGroupCounts(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	for i := 0; i < 4; i++ {
+		id := fmt.Sprintf("m%d", i)
+		if err := (Attempts{DB: db}).Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: fmt.Sprintf("status 50%d", i), At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		consume(t, c, queuetest.New(id, beer(fmt.Sprint(i))))
+	}
+	counts := func() GroupCounts {
+		g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+		if err != nil || len(g.Groups) != 1 {
+			t.Fatalf("groups %+v (%v)", g, err)
+		}
+		return g.Groups[0].Counts
+	}
+	if _, err := newReplay(db, &queuetest.Sender{}).Run(ctx, ReplayRequest{Selection: Selection{IDs: []int64{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != (GroupCounts{Pending: 2, Replayed: 2}) {
+		t.Errorf("after a replay: %+v", got)
+	}
+	if _, err := newReplay(db, &queuetest.Sender{Err: errors.New("queue down")}).Run(ctx, ReplayRequest{Selection: Selection{IDs: []int64{3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != (GroupCounts{Pending: 2, Replayed: 2}) {
+		t.Errorf("after a failed send: %+v", got)
+	}
+}

@@ -1,0 +1,103 @@
+package dlq
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+
+	"github.com/redrive/redrive/internal/text"
+)
+
+// A failure signature groups failures that are the same failure: the
+// reason with its variable parts (numbers, ids, quoted values, URL query
+// values) replaced by placeholders, plus its class. 2,000 rows that differ
+// only by beer id, request id or byte count are one signature.
+
+// maxSignatureText caps a signature's normalised text (bytes).
+const maxSignatureText = 200
+
+// Placeholders of NormalizeReason.
+const (
+	phQuoted = "<q>"
+	phUUID   = "<uuid>"
+	phHex    = "<hex>"
+	phNumber = "<n>"
+	phID     = "<id>"
+	phValue  = "<v>"
+)
+
+var (
+	reQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^'\n]*'|` + "`[^`\\n]*`")
+	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	// Query values and key=value pairs: the key stays, its value goes.
+	reQueryValue = regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`)
+	// Words with a digit: all digits (a number, a status, a count) or
+	// digits mixed with letters (ids, hashes, tokens).
+	reWord = regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`)
+	reHex  = regexp.MustCompile(`^(?:0x)?[0-9a-fA-F]{8,}$`)
+	// A name with a short number after it (base64, sha256, utf8, int64,
+	// http2) is a name, not an id.
+	reName   = regexp.MustCompile(`^[A-Za-z]{2,}[0-9]{1,3}$`)
+	reDigits = regexp.MustCompile(`^[0-9]+(?:\.[0-9]+)?$`)
+	reSpace  = regexp.MustCompile(`\s+`)
+)
+
+// NormalizeReason returns a failure reason without its variable parts:
+// quoted values become <q>, UUIDs <uuid>, long hex strings <hex>, numbers
+// <n>, other words of 4 or more characters containing digits <id> (but
+// not names such as base64 or sha256: letters and up to 3 digits), URL query values <v> (URL paths
+// keep their fixed segments, their numeric or id segments become <n>/<id>);
+// whitespace runs become one space; the result is cut to 200 bytes. It never
+// fails: any text, valid UTF-8 or not, gives a (valid UTF-8) result.
+func NormalizeReason(reason string) string {
+	s := strings.ToValidUTF8(reason, "\uFFFD")
+	s = reQuoted.ReplaceAllString(s, phQuoted)
+	s = reUUID.ReplaceAllString(s, phUUID)
+	s = reQueryValue.ReplaceAllString(s, "${1}"+phValue)
+	s = reWord.ReplaceAllStringFunc(s, func(w string) string {
+		switch {
+		case reDigits.MatchString(w):
+			return phNumber
+		case reHex.MatchString(w):
+			return phHex
+		case len(w) <= 3 || reName.MatchString(w):
+			return w // v1, h2, base64, sha256: names, not ids
+		default:
+			return phID
+		}
+	})
+	s = strings.TrimSpace(reSpace.ReplaceAllString(s, " "))
+	return text.Clip(s, maxSignatureText)
+}
+
+// Signature is a failure's group: its class and normalised reason, and
+// their key (what dlq_messages.signature and the signature filter hold).
+type Signature struct {
+	Key   string
+	Class string
+	Text  string
+}
+
+// SignatureOf returns the signature of a failure of class with reason
+// (the error text without the "<class>: " prefix).
+func SignatureOf(class, reason string) Signature {
+	n := NormalizeReason(reason)
+	return Signature{Key: signatureKey(class, n), Class: class, Text: n}
+}
+
+// signatureKey is the first 8 bytes of SHA-256 over class, "\n" and the
+// normalised text, in hex (16 characters).
+func signatureKey(class, normalized string) string {
+	h := sha256.Sum256([]byte(class + "\n" + normalized))
+	return hex.EncodeToString(h[:8])
+}
+
+// validSignatureKey reports whether s has a signature key's form.
+func validSignatureKey(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
+}
