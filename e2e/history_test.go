@@ -162,9 +162,9 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 	}
 	binary := byText["unparseable: binary body (<n> base64 characters)"]
 	for text, want := range map[string]int64{
-		"unparseable: binary body (<n> base64 characters)":                               causes["binary"],
+		"unparseable: binary body (<n> base64 characters)":                                    causes["binary"],
 		"unparseable: body is not JSON: invalid character <q> looking for beginning of value": causes["text"],
-		"unparseable: beer_id is not a string":                                           causes["number"],
+		"unparseable: beer_id is not a string":                                                causes["number"],
 	} {
 		if got := byText[text].Counts; got != (dlq.GroupCounts{Pending: want}) {
 			t.Errorf("group %q: %+v, want %d pending (groups %+v)", text, got, want, groups)

@@ -139,7 +139,7 @@ func (a *API) Handler() http.Handler {
 			// statements read and write are counted under that name.
 			ctx, _ := metrics.Start(r.Context(), pattern)
 			mux.ServeHTTP(w, r.WithContext(ctx)) // (not h: only the mux sets path values like {id})
-			a.Meter.Flush(ctx) // a nil Meter counts nothing
+			a.Meter.Flush(ctx)                   // a nil Meter counts nothing
 			return
 		}
 		// No route: let the mux decide between 404 and 405, then answer

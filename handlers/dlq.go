@@ -29,7 +29,6 @@ func (a *API) acknowledgeService() dlq.Acknowledge {
 	return dlq.Acknowledge{DB: a.DB, Batch: a.Batch, BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
 }
 
-
 func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.cursors(), Clock: a.Clock} }
 
 // listParams are the query parameters GET /admin/dlq accepts.
