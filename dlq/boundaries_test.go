@@ -1,0 +1,67 @@
+package dlq
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/sqlbatch"
+)
+
+// Limits hold at their exact value: a note of MaxNoteLength bytes is
+// accepted (one more is refused: TestAcknowledgeRejectsBadInput).
+func TestAcknowledgeNoteOfExactlyTheMaximum(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1})
+	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100}
+	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, Note: strings.Repeat("n", MaxNoteLength)})
+	if err != nil || res.AcknowledgedCount != 1 {
+		t.Fatalf("note of %d bytes: %+v, %v", MaxNoteLength, res, err)
+	}
+}
+
+// A page that holds exactly the last rows says there is no more (no cursor
+// to an empty page), and a bounded total of exactly ListCountMax matches is
+// exact.
+func TestListLastFullPageAndTheCountBound(t *testing.T) {
+	db := sqlitetest.New(t)
+	generate(t, db, "lf", ListCountMax, 1, 1_700_000_000_000)
+	l := List{DB: db, Cursors: NewCursors("s")}
+	cursor, pages, rows := "", 0, 0
+	for {
+		p, err := l.Page(ctx, ListParams{Filter: Filter{Q: "lf-"}, Limit: 100, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		rows += len(decoded(t, p))
+		if p.TotalCount != ListCountMax || !p.TotalCountExact {
+			t.Fatalf("page %d: total %d exact %v, want %d exact", pages, p.TotalCount, p.TotalCountExact, ListCountMax)
+		}
+		if !p.HasMore {
+			if p.NextCursor != nil {
+				t.Fatal("the last page has a cursor")
+			}
+			break
+		}
+		if pages > 10 {
+			t.Fatal("more than 10 pages of 100 for 1000 rows")
+		}
+		cursor = *p.NextCursor
+	}
+	if pages != 10 || rows != ListCountMax {
+		t.Fatalf("%d rows in %d pages, want %d in 10", rows, pages, ListCountMax)
+	}
+}
+
+// The detail's id range starts at 1: the first row reads back.
+func TestDetailOfTheFirstID(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "first", failedAt: 1})
+	if ids[0] != 1 {
+		t.Fatalf("first id %d", ids[0])
+	}
+	if _, err := (Detail{DB: db}).Read(ctx, 1); err != nil {
+		t.Fatalf("detail of id 1: %v", err)
+	}
+}
