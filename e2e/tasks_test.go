@@ -134,8 +134,10 @@ func TestReplayTaskDeliversEvenlyOnceAtItsRate(t *testing.T) {
 	w.FireCron(t, cronFrequent, at)
 	read, written := lastStepUsage(t, w)
 	t.Logf("one step of 300 rows: %d rows read, %d written (%.1f / %.1f per row)", read, written, float64(read)/300, float64(written)/300)
-	if written > 300*10+100 || read > 300*50+1000 {
-		t.Errorf("a step of 300 rows read %d and wrote %d rows: over its budget (50 read, 10 written per row)", read, written)
+	// 60 read per row: the replay's claim and settle with their tally and
+	// failure-group bookkeeping, the task's own rows (README "Replay tasks").
+	if written > 300*10+100 || read > 300*60+1000 {
+		t.Errorf("a step of 300 rows read %d and wrote %d rows: over its budget (60 read, 10 written per row)", read, written)
 	}
 	w.FireCron(t, cronFrequent, at.Add(5*time.Minute))
 	got := getTask(t, w, task.ID)
