@@ -216,6 +216,7 @@ func (a *API) routeTable() []route {
 
 		{"GET /admin/dlq", a.admin(a.dlqList)},
 		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},
+		{"GET /admin/dlq/export", a.admin(a.dlqExport)},
 		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
 		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
 		{"GET /admin/audit", a.admin(a.auditList)},

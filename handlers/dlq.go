@@ -97,24 +97,35 @@ func queryMillis(q map[string]string, name string) (*int64, error) {
 	return &n, nil
 }
 
+// parseListParams reads the list's query parameters (GET /admin/dlq and
+// GET /admin/dlq/export).
+func parseListParams(q map[string]string) (dlq.ListParams, error) {
+	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
+		SourceQueue: q["source_queue"], Q: q["q"]}}
+	var err error
+	if p.Limit, err = queryLimit(q); err != nil {
+		return p, err
+	}
+	if p.IncludeRaw, err = queryBool(q, "include_raw"); err != nil {
+		return p, err
+	}
+	if p.Filter.FailedAfter, err = queryMillis(q, "failed_after"); err != nil {
+		return p, err
+	}
+	if p.Filter.FailedBefore, err = queryMillis(q, "failed_before"); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
 // dlqList serves GET /admin/dlq.
 func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	q, err := query(r.URL, listParams)
 	if err != nil {
 		return err
 	}
-	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
-		SourceQueue: q["source_queue"], Q: q["q"]}}
-	if p.Limit, err = queryLimit(q); err != nil {
-		return err
-	}
-	if p.IncludeRaw, err = queryBool(q, "include_raw"); err != nil {
-		return err
-	}
-	if p.Filter.FailedAfter, err = queryMillis(q, "failed_after"); err != nil {
-		return err
-	}
-	if p.Filter.FailedBefore, err = queryMillis(q, "failed_before"); err != nil {
+	p, err := parseListParams(q)
+	if err != nil {
 		return err
 	}
 	page, err := dlq.List{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)

@@ -154,9 +154,12 @@ func FuzzQuery(f *testing.F) {
 	api := fuzzAPI(f)
 	h := api.Handler()
 	f.Fuzz(func(t *testing.T, rawQuery string) {
-		for _, p := range []string{"/admin/dlq", "/admin/audit", "/admin/dlq/stats"} {
+		for _, p := range []string{"/admin/dlq", "/admin/audit", "/admin/dlq/stats", "/admin/dlq/export"} {
 			rec, _ := serveTarget(h, "GET", p+"?"+rawQuery, adminHeaders)
 			checkResponse(t, p+"?"+rawQuery, rec)
+		}
+		if _, err := query(&url.URL{RawQuery: rawQuery}, exportParams); err != nil {
+			checkInputError(t, rawQuery, err)
 		}
 		if _, err := query(&url.URL{RawQuery: rawQuery}, listParams); err != nil {
 			checkInputError(t, rawQuery, err)

@@ -111,6 +111,7 @@ const (
 	INVALIDDELAY       ErrorEnvelopeErrorCode = "INVALID_DELAY"
 	INVALIDDESTINATION ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
 	INVALIDFILTER      ErrorEnvelopeErrorCode = "INVALID_FILTER"
+	INVALIDFORMAT      ErrorEnvelopeErrorCode = "INVALID_FORMAT"
 	INVALIDLIMIT       ErrorEnvelopeErrorCode = "INVALID_LIMIT"
 	INVALIDRATE        ErrorEnvelopeErrorCode = "INVALID_RATE"
 	INVALIDREQUEST     ErrorEnvelopeErrorCode = "INVALID_REQUEST"
@@ -140,6 +141,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case INVALIDDESTINATION:
 		return true
 	case INVALIDFILTER:
+		return true
+	case INVALIDFORMAT:
 		return true
 	case INVALIDLIMIT:
 		return true
@@ -444,6 +447,51 @@ func (e ListDLQParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ExportDLQParamsFormat.
+const (
+	Csv    ExportDLQParamsFormat = "csv"
+	Ndjson ExportDLQParamsFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the ExportDLQParamsFormat enum.
+func (e ExportDLQParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Ndjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportDLQParamsStatus.
+const (
+	ExportDLQParamsStatusAcknowledged ExportDLQParamsStatus = "acknowledged"
+	ExportDLQParamsStatusAll          ExportDLQParamsStatus = "all"
+	ExportDLQParamsStatusPending      ExportDLQParamsStatus = "pending"
+	ExportDLQParamsStatusReplayed     ExportDLQParamsStatus = "replayed"
+	ExportDLQParamsStatusReplaying    ExportDLQParamsStatus = "replaying"
+)
+
+// Valid indicates whether the value is a known member of the ExportDLQParamsStatus enum.
+func (e ExportDLQParamsStatus) Valid() bool {
+	switch e {
+	case ExportDLQParamsStatusAcknowledged:
+		return true
+	case ExportDLQParamsStatusAll:
+		return true
+	case ExportDLQParamsStatusPending:
+		return true
+	case ExportDLQParamsStatusReplayed:
+		return true
+	case ExportDLQParamsStatusReplaying:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcknowledgeRequest Either ids (the seed's form) or filter (bulk: at most DLQ_BULK_ACKNOWLEDGE_MAX rows per call; call again while has_more). Only pending rows move. dry_run: true changes nothing. Exactly one of ids and filter.
 type AcknowledgeRequest struct {
 	DryRun *bool   `json:"dry_run,omitempty"`
@@ -600,7 +648,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`
@@ -1119,6 +1167,45 @@ type ListDLQParamsStatus string
 type AcknowledgeDLQ200JSONResponseBody_Data struct {
 	union json.RawMessage
 }
+
+// ExportDLQParams defines parameters for ExportDLQ.
+type ExportDLQParams struct {
+	// Format ndjson: one Message object per line; csv: RFC 4180 with a header row (CRLF line ends, a null is an empty cell; a cell that begins with =, +, -, @, tab, CR or ' gets a leading ', so removing one leading ' gives the value back). Anything else is 400 INVALID_FORMAT.
+	Format *ExportDLQParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Status Filter by status.
+	Status *ExportDLQParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// BeerId Filter by beer ID (exact).
+	BeerId *string `form:"beer_id,omitempty" json:"beer_id,omitempty"`
+
+	// SourceQueue Filter by the queue the message failed on (exact).
+	SourceQueue *string `form:"source_queue,omitempty" json:"source_queue,omitempty"`
+
+	// FailedAfter Keep rows with failed_at >= this (epoch ms, inclusive).
+	FailedAfter *int `form:"failed_after,omitempty" json:"failed_after,omitempty"`
+
+	// FailedBefore Keep rows with failed_at < this (epoch ms, exclusive).
+	FailedBefore *int `form:"failed_before,omitempty" json:"failed_before,omitempty"`
+
+	// Q Substring of beer_name, brewer or failure_reason (case-insensitive for ASCII letters; %, _ and \ are literal); at most 200 bytes (longer: 400 INVALID_FILTER).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Limit Rows per page read (the export reads at most 50 pages per request); out of range is 400 INVALID_LIMIT.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor X-Next-Cursor of the previous export response (or next_cursor of a list page), with the same filters; anything else is 400 INVALID_CURSOR.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IncludeRaw Include raw_message and raw_encoding (CSV: two more columns).
+	IncludeRaw *bool `form:"include_raw,omitempty" json:"include_raw,omitempty"`
+}
+
+// ExportDLQParamsFormat defines parameters for ExportDLQ.
+type ExportDLQParamsFormat string
+
+// ExportDLQParamsStatus defines parameters for ExportDLQ.
+type ExportDLQParamsStatus string
 
 // ReplayDLQ200JSONResponseBody_Data defines parameters for ReplayDLQ.
 type ReplayDLQ200JSONResponseBody_Data struct {
@@ -1694,6 +1781,11 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 	AcknowledgeDLQ(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ExportDLQ Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+	//
+	// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+	ExportDLQ(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReplayDLQWithBody Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 	//
 	// Each claimed row's stored body is sent unchanged, with its content_type (json as the parsed value, text as a string, bytes as binary); nothing is added to it. A replayed message that fails again updates the same row (matched by source_queue and a hash of content type and body). Skipped with reason not_replayable: v8 bodies and json bodies that are not valid JSON.
@@ -1905,6 +1997,21 @@ func (c *Client) AcknowledgeDLQWithBody(ctx context.Context, contentType string,
 // Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 func (c *Client) AcknowledgeDLQ(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAcknowledgeDLQRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportDLQ Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+//
+// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+func (c *Client) ExportDLQ(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportDLQRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2548,6 +2655,168 @@ func NewAcknowledgeDLQRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
+// NewExportDLQRequest constructs an http.Request for the ExportDLQ method
+func NewExportDLQRequest(server string, params *ExportDLQParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BeerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "beer_id", *params.BeerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SourceQueue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source_queue", *params.SourceQueue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FailedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "failed_after", *params.FailedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FailedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "failed_before", *params.FailedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeRaw != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_raw", *params.IncludeRaw, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReplayDLQRequest calls the generic ReplayDLQ builder with application/json body
 func NewReplayDLQRequest(server string, body ReplayDLQJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3141,6 +3410,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 	AcknowledgeDLQWithResponse(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeDLQResponse, error)
+
+	// ExportDLQWithResponse Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+	ExportDLQWithResponse(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*ExportDLQResponse, error)
 
 	// ReplayDLQWithBodyWithResponse Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 	//
@@ -3967,6 +4243,119 @@ func (r AcknowledgeDLQResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AcknowledgeDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportDLQResponse200Headers the declared response headers of an HTTP 200 response for ExportDLQ
+type ExportDLQResponse200Headers struct {
+	XExportRows int
+	XNextCursor *string
+	XRequestID  openapi_types.UUID
+}
+
+// ExportDLQResponse400Headers the declared response headers of an HTTP 400 response for ExportDLQ
+type ExportDLQResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse401Headers the declared response headers of an HTTP 401 response for ExportDLQ
+type ExportDLQResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse403Headers the declared response headers of an HTTP 403 response for ExportDLQ
+type ExportDLQResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse500Headers the declared response headers of an HTTP 500 response for ExportDLQ
+type ExportDLQResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse503Headers the declared response headers of an HTTP 503 response for ExportDLQ
+type ExportDLQResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ExportDLQResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportDLQResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ExportDLQResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportDLQResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ExportDLQResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ExportDLQResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportDLQResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportDLQResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportDLQResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExportDLQResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExportDLQResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportDLQResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportDLQResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportDLQResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportDLQResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportDLQResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6087,6 +6476,19 @@ func (c *ClientWithResponses) AcknowledgeDLQWithResponse(ctx context.Context, bo
 	return ParseAcknowledgeDLQResponse(rsp)
 }
 
+// ExportDLQWithResponse Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+func (c *ClientWithResponses) ExportDLQWithResponse(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*ExportDLQResponse, error) {
+	rsp, err := c.ExportDLQ(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportDLQResponse(rsp)
+}
+
 // ReplayDLQWithBodyWithResponse Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 //
 // Each claimed row's stored body is sent unchanged, with its content_type (json as the parsed value, text as a string, bytes as binary); nothing is added to it. A replayed message that fails again updates the same row (matched by source_queue and a hash of content type and body). Skipped with reason not_replayable: v8 bodies and json bodies that are not valid JSON.
@@ -7016,6 +7418,137 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers AcknowledgeDLQResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportDLQResponse parses an HTTP response from a ExportDLQWithResponse call
+func ParseExportDLQResponse(rsp *http.Response) (*ExportDLQResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportDLQResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportDLQResponse200Headers
+		if values := rsp.Header.Values("X-Export-Rows"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Export-Rows", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XExportRows = value
+		}
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ExportDLQResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportDLQResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ExportDLQResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers ExportDLQResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportDLQResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
