@@ -134,13 +134,13 @@ type claimed struct {
 	raw      string
 	encoding string
 	ct       queue.ContentType
-	noHash   bool // body_hash is NULL (captured before migrations/0010)
+	hash     string // body_hash ("" when NULL: captured before migrations/0010)
 	failedAt int64
 }
 
 // claimReturning is what the claim returns of each row (claimedRow).
 const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + contentTypeSQL + ` AS ct,
-	body_hash IS NULL AS no_hash, failed_at`
+	COALESCE(body_hash, '') AS hash, failed_at`
 
 // claimedRow is one row of claimReturning as the batch returns it.
 type claimedRow struct {
@@ -149,7 +149,7 @@ type claimedRow struct {
 	RawMessage  *string `json:"raw_message"`
 	RawEncoding string  `json:"raw_encoding"`
 	CT          string  `json:"ct"`
-	NoHash      int64   `json:"no_hash"`
+	Hash        string  `json:"hash"`
 	FailedAt    int64   `json:"failed_at"`
 }
 
@@ -216,7 +216,7 @@ func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, 
 	cs := make([]claimed, len(rows))
 	for i, c := range rows {
 		cs[i] = claimed{id: c.ID, source: c.SourceQueue, encoding: c.RawEncoding, ct: queue.ContentType(c.CT),
-			noHash: c.NoHash != 0, failedAt: c.FailedAt}
+			hash: c.Hash, failedAt: c.FailedAt}
 		if c.RawMessage != nil {
 			cs[i].raw = *c.RawMessage
 		}
@@ -316,8 +316,11 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 			failed = append(failed, c.id)
 			continue
 		}
-		if c.noHash {
-			hashes = append(hashes, rowHash{ID: c.id, Hash: BodyHash(c.ct, text)})
+		if h := BodyHash(c.ct, text); h != c.hash {
+			// The lineage key is the hash of what is sent: a row captured
+			// before body_hash existed, or sent edited (ReplayEdited), or
+			// sent as stored after an edited replay.
+			hashes = append(hashes, rowHash{ID: c.id, Hash: h})
 		}
 		ob := byQueue[dest]
 		delay := plan.delay(i)
@@ -327,7 +330,8 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 	}
 	slices.Sort(queues)
 	res.QueuedTo = strings.Join(queues, ",")
-	// Rows captured before body_hash existed get it before their message is
+	// Rows whose body_hash is not the hash of what is sent (captured before
+	// body_hash existed, or an edited body) get it before their message is
 	// sent, so that a repeat failure finds them. Without it nothing is sent.
 	hashErr := r.setHashes(ctx, hashes)
 	var sent []int64
@@ -440,13 +444,13 @@ type rowHash struct {
 	Hash string `json:"h"`
 }
 
-// setHashSQL sets body_hash on claimed rows that lack it, in one statement.
+// setHashSQL sets body_hash on claimed rows, in one statement.
 const setHashSQL = `UPDATE dlq_messages SET body_hash = j.value ->> '$.h'
-	FROM json_each(?) AS j WHERE dlq_messages.id = j.value ->> '$.id' AND dlq_messages.body_hash IS NULL`
+	FROM json_each(?) AS j WHERE dlq_messages.id = j.value ->> '$.id' AND +dlq_messages.status = 'replaying'`
 
-// setHashes sets the body hash of rows captured before body_hash existed
-// (nothing to do, and no statement, when every claimed row has one). The
-// hash is of the stored text: a json row stored in another spelling than
+// setHashes sets the body hash of claimed rows whose body_hash is not the
+// hash of what is sent (nothing to do, and no statement, in the usual
+// case). The hash is of the stored text (or of the edited body): a json row stored in another spelling than
 // JSON.stringify's (whitespace, escapes), which new captures never are,
 // comes back from the queue respelled and is then captured as a new row.
 func (r Replay) setHashes(ctx context.Context, hs []rowHash) error {

@@ -37,6 +37,7 @@ func FuzzDecodeStrict(f *testing.F) {
 		func() any { return new(devSendRequest) },
 		func() any { return new(dlq.Filter) },
 		func() any { return new(taskBody) },
+		func() any { return new(editedReplayBody) },
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, newV := range targets {

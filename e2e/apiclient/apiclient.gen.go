@@ -22,6 +22,7 @@ import (
 const (
 	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
 	AuditEntryActionReplay           AuditEntryAction = "replay"
+	AuditEntryActionReplayEdited     AuditEntryAction = "replay_edited"
 	AuditEntryActionReplayTask       AuditEntryAction = "replay_task"
 	AuditEntryActionReplayTaskCancel AuditEntryAction = "replay_task_cancel"
 	AuditEntryActionReplayTaskPause  AuditEntryAction = "replay_task_pause"
@@ -34,6 +35,8 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionAcknowledge:
 		return true
 	case AuditEntryActionReplay:
+		return true
+	case AuditEntryActionReplayEdited:
 		return true
 	case AuditEntryActionReplayTask:
 		return true
@@ -298,6 +301,7 @@ func (e ReplayResultSkippedReason) Valid() bool {
 const (
 	RowAuditEntryActionAcknowledge      RowAuditEntryAction = "acknowledge"
 	RowAuditEntryActionReplay           RowAuditEntryAction = "replay"
+	RowAuditEntryActionReplayEdited     RowAuditEntryAction = "replay_edited"
 	RowAuditEntryActionReplayTask       RowAuditEntryAction = "replay_task"
 	RowAuditEntryActionReplayTaskCancel RowAuditEntryAction = "replay_task_cancel"
 	RowAuditEntryActionReplayTaskPause  RowAuditEntryAction = "replay_task_pause"
@@ -310,6 +314,8 @@ func (e RowAuditEntryAction) Valid() bool {
 	case RowAuditEntryActionAcknowledge:
 		return true
 	case RowAuditEntryActionReplay:
+		return true
+	case RowAuditEntryActionReplayEdited:
 		return true
 	case RowAuditEntryActionReplayTask:
 		return true
@@ -394,6 +400,7 @@ func (e TaskState) Valid() bool {
 const (
 	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
 	AuditLogParamsActionReplay           AuditLogParamsAction = "replay"
+	AuditLogParamsActionReplayEdited     AuditLogParamsAction = "replay_edited"
 	AuditLogParamsActionReplayTask       AuditLogParamsAction = "replay_task"
 	AuditLogParamsActionReplayTaskCancel AuditLogParamsAction = "replay_task_cancel"
 	AuditLogParamsActionReplayTaskPause  AuditLogParamsAction = "replay_task_pause"
@@ -406,6 +413,8 @@ func (e AuditLogParamsAction) Valid() bool {
 	case AuditLogParamsActionAcknowledge:
 		return true
 	case AuditLogParamsActionReplay:
+		return true
+	case AuditLogParamsActionReplayEdited:
 		return true
 	case AuditLogParamsActionReplayTask:
 		return true
@@ -625,6 +634,35 @@ type Bucket struct {
 
 	// Start Start of the hour, epoch ms.
 	Start int `json:"start"`
+}
+
+// EditedReplayRequest An edited body for one pending json row. The row's raw_message is kept; the edited value is sent (compact JSON, content type json) and its hash becomes the row's body_hash, so a repeat failure of the edited message comes back to this row.
+type EditedReplayRequest struct {
+	// Body The edited JSON value to send (any JSON value but null); at most 128,000 bytes as compact JSON.
+	Body         interface{} `json:"body"`
+	DelaySeconds *int        `json:"delay_seconds,omitempty"`
+
+	// Destination A queue the worker has a producer binding for, instead of the row's source_queue (400 INVALID_DESTINATION otherwise).
+	Destination *string `json:"destination,omitempty"`
+
+	// Note Why the body was edited (audited); 1..1000 bytes of UTF-8 (maxLength counts characters).
+	Note string `json:"note"`
+}
+
+// EditedReplayResult defines model for EditedReplayResult.
+type EditedReplayResult struct {
+	DelaySeconds int `json:"delay_seconds"`
+
+	// EditedBodyHash The hash of the body sent: now the row's body_hash (the lineage key).
+	EditedBodyHash string `json:"edited_body_hash"`
+	Id             int    `json:"id"`
+
+	// OriginalBodyHash The lineage hash of the stored body (raw_message, unchanged).
+	OriginalBodyHash string `json:"original_body_hash"`
+	QueuedTo         string `json:"queued_to"`
+
+	// Replayed true: sent, the row is replayed; false: the send failed and the row is pending again.
+	Replayed bool `json:"replayed"`
 }
 
 // EnrichRequest defines model for EnrichRequest.
@@ -1097,6 +1135,15 @@ type NotConfigured struct {
 	Success   interface{}        `json:"success"`
 }
 
+// NotFound defines model for NotFound.
+type NotFound struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+}
+
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge struct {
 	Error struct {
@@ -1225,6 +1272,9 @@ type ReplayDLQJSONRequestBody = ReplayRequest
 
 // CreateReplayTaskJSONRequestBody defines body for CreateReplayTask for application/json ContentType.
 type CreateReplayTaskJSONRequestBody = TaskRequest
+
+// ReplayEditedJSONRequestBody defines body for ReplayEdited for application/json ContentType.
+type ReplayEditedJSONRequestBody = EditedReplayRequest
 
 // EnrichJSONRequestBody defines body for Enrich for application/json ContentType.
 type EnrichJSONRequestBody = EnrichRequest
@@ -1874,6 +1924,24 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 	DlqMessage(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReplayEditedWithBody Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEditedWithBody(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayEdited Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEdited(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// EnrichWithBody Register up to 100 beers and enqueue those not yet enriched
 	//
 	// Takes any type of body and a specified content type.
@@ -2220,6 +2288,44 @@ func (c *Client) DlqTimeseries(ctx context.Context, reqEditors ...RequestEditorF
 // Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 func (c *Client) DlqMessage(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDlqMessageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayEditedWithBody Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *Client) ReplayEditedWithBody(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayEditedRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayEdited Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *Client) ReplayEdited(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayEditedRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3175,6 +3281,53 @@ func NewDlqMessageRequest(server string, id int) (*http.Request, error) {
 	return req, nil
 }
 
+// NewReplayEditedRequest calls the generic ReplayEdited builder with application/json body
+func NewReplayEditedRequest(server string, id int, body ReplayEditedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplayEditedRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewReplayEditedRequestWithBody constructs an http.Request for the ReplayEdited method, with any body, and a specified content type
+func NewReplayEditedRequestWithBody(server string, id int, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/%s/replay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewEnrichRequest calls the generic Enrich builder with application/json body
 func NewEnrichRequest(server string, body EnrichJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3521,6 +3674,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 	DlqMessageWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*DlqMessageResponse, error)
+
+	// ReplayEditedWithBodyWithResponse Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEditedWithBodyWithResponse(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error)
+
+	// ReplayEditedWithResponse Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEditedWithResponse(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error)
 
 	// EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
 	//
@@ -5833,6 +6004,174 @@ func (r DlqMessageResponse) ContentType() string {
 	return ""
 }
 
+// ReplayEditedResponse200Headers the declared response headers of an HTTP 200 response for ReplayEdited
+type ReplayEditedResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse400Headers the declared response headers of an HTTP 400 response for ReplayEdited
+type ReplayEditedResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse401Headers the declared response headers of an HTTP 401 response for ReplayEdited
+type ReplayEditedResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse403Headers the declared response headers of an HTTP 403 response for ReplayEdited
+type ReplayEditedResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse404Headers the declared response headers of an HTTP 404 response for ReplayEdited
+type ReplayEditedResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse409Headers the declared response headers of an HTTP 409 response for ReplayEdited
+type ReplayEditedResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse413Headers the declared response headers of an HTTP 413 response for ReplayEdited
+type ReplayEditedResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse500Headers the declared response headers of an HTTP 500 response for ReplayEdited
+type ReplayEditedResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse503Headers the declared response headers of an HTTP 503 response for ReplayEdited
+type ReplayEditedResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ReplayEditedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      EditedReplayResult `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReplayEditedResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReplayEditedResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReplayEditedResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReplayEditedResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReplayEditedResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReplayEditedResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReplayEditedResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReplayEditedResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReplayEditedResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReplayEditedResponse) GetJSON200() *struct {
+	Data      EditedReplayResult `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReplayEditedResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReplayEditedResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReplayEditedResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReplayEditedResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReplayEditedResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReplayEditedResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReplayEditedResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReplayEditedResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReplayEditedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayEditedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayEditedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplayEditedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // EnrichResponse200Headers the declared response headers of an HTTP 200 response for Enrich
 type EnrichResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -6663,6 +7002,36 @@ func (c *ClientWithResponses) DlqMessageWithResponse(ctx context.Context, id int
 		return nil, err
 	}
 	return ParseDlqMessageResponse(rsp)
+}
+
+// ReplayEditedWithBodyWithResponse Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *ClientWithResponses) ReplayEditedWithBodyWithResponse(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error) {
+	rsp, err := c.ReplayEditedWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayEditedResponse(rsp)
+}
+
+// ReplayEditedWithResponse Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *ClientWithResponses) ReplayEditedWithResponse(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error) {
+	rsp, err := c.ReplayEdited(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayEditedResponse(rsp)
 }
 
 // EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
@@ -9041,6 +9410,185 @@ func ParseDlqMessageResponse(rsp *http.Response) (*DlqMessageResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers DlqMessageResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReplayEditedResponse parses an HTTP response from a ReplayEditedWithResponse call
+func ParseReplayEditedResponse(rsp *http.Response) (*ReplayEditedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayEditedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      EditedReplayResult `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReplayEditedResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReplayEditedResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReplayEditedResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReplayEditedResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReplayEditedResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReplayEditedResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReplayEditedResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReplayEditedResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReplayEditedResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
