@@ -110,6 +110,7 @@ const (
 	D1UNAVAILABLE      ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
 	FORBIDDEN          ErrorEnvelopeErrorCode = "FORBIDDEN"
 	INTERNALERROR      ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDCANARY      ErrorEnvelopeErrorCode = "INVALID_CANARY"
 	INVALIDCURSOR      ErrorEnvelopeErrorCode = "INVALID_CURSOR"
 	INVALIDDELAY       ErrorEnvelopeErrorCode = "INVALID_DELAY"
 	INVALIDDESTINATION ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
@@ -136,6 +137,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case FORBIDDEN:
 		return true
 	case INTERNALERROR:
+		return true
+	case INVALIDCANARY:
 		return true
 	case INVALIDCURSOR:
 		return true
@@ -374,22 +377,25 @@ func (e SeriesBucketMs) Valid() bool {
 
 // Defines values for TaskState.
 const (
-	Cancelled TaskState = "cancelled"
-	Done      TaskState = "done"
-	Paused    TaskState = "paused"
-	Running   TaskState = "running"
+	TaskStateCanary    TaskState = "canary"
+	TaskStateCancelled TaskState = "cancelled"
+	TaskStateDone      TaskState = "done"
+	TaskStatePaused    TaskState = "paused"
+	TaskStateRunning   TaskState = "running"
 )
 
 // Valid indicates whether the value is a known member of the TaskState enum.
 func (e TaskState) Valid() bool {
 	switch e {
-	case Cancelled:
+	case TaskStateCanary:
 		return true
-	case Done:
+	case TaskStateCancelled:
 		return true
-	case Paused:
+	case TaskStateDone:
 		return true
-	case Running:
+	case TaskStatePaused:
+		return true
+	case TaskStateRunning:
 		return true
 	default:
 		return false
@@ -636,6 +642,32 @@ type Bucket struct {
 	Start int `json:"start"`
 }
 
+// Canary defines model for Canary.
+type Canary struct {
+	// MinSuccessRatio The task continues if succeeded/size >= this; else it pauses itself and the alert replay_canary_failed fires.
+	MinSuccessRatio float32 `json:"min_success_ratio"`
+
+	// ObserveMinutes A canary row without a new failure this long after its delivery counts as succeeded (as does one whose beer was enriched after it).
+	ObserveMinutes int `json:"observe_minutes"`
+
+	// Size The first size rows go alone.
+	Size int `json:"size"`
+}
+
+// CanaryResult defines model for CanaryResult.
+type CanaryResult struct {
+	// At When the canary was judged (epoch ms).
+	At          int     `json:"at"`
+	FailedAgain int     `json:"failed_again"`
+	Passed      bool    `json:"passed"`
+	Ratio       float32 `json:"ratio"`
+
+	// Reasons Distinct failure reasons of the canary rows that failed again (at most 5).
+	Reasons   *[]string `json:"reasons"`
+	Sent      int       `json:"sent"`
+	Succeeded int       `json:"succeeded"`
+}
+
 // EditedReplayRequest An edited body for one pending json row. The row's raw_message is kept; the edited value is sent (compact JSON, content type json) and its hash becomes the row's body_hash, so a repeat failure of the edited message comes back to this row.
 type EditedReplayRequest struct {
 	// Body The edited JSON value to send (any JSON value but null); at most 128,000 bytes as compact JSON.
@@ -686,7 +718,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`
@@ -1023,7 +1055,11 @@ type StatsReport struct {
 
 // Task A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
 type Task struct {
-	CreatedAt int `json:"created_at"`
+	Canary *Canary `json:"canary"`
+
+	// CanaryResult How the canary ended; null while undecided or without a canary.
+	CanaryResult *CanaryResult `json:"canary_result"`
+	CreatedAt    int           `json:"created_at"`
 
 	// CreatedBy Key fingerprint.
 	CreatedBy    string  `json:"created_by"`
@@ -1068,6 +1104,9 @@ type TaskList struct {
 
 // TaskRequest A durable replay: the pending rows matching filter that failed at or before the task's creation, newest failure first, delivered at rate_per_minute by the 5-minute cron (each step sends the next 5 minutes' worth with staggered per-message delays).
 type TaskRequest struct {
+	// Canary Optional: state canary until the first size rows are judged (README "Canary").
+	Canary *Canary `json:"canary,omitempty"`
+
 	// DelaySeconds The first delivery is this long after creation.
 	DelaySeconds *int `json:"delay_seconds,omitempty"`
 
