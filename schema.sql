@@ -32,7 +32,9 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     content_type TEXT,                      -- json | text | bytes | v8: how the message was sent
     body_hash TEXT,                         -- replay lineage key: hex(SHA-256(content_type || "\n" || text form)[:16])
     -- migrations/0012
-    tally_seq INTEGER NOT NULL DEFAULT 0    -- incremented by statements that keep dlq_tally/dlq_activity themselves (the triggers skip those rows)
+    tally_seq INTEGER NOT NULL DEFAULT 0,   -- incremented by statements that keep dlq_tally/dlq_activity themselves (the triggers skip those rows)
+    -- migrations/0021
+    body_edited INTEGER                     -- 1: body_hash is the hash of an edited body sent by POST /admin/dlq/{id}/replay, not of raw_message
 );
 
 -- (migrations/0008 and 0012 dropped indexes no query needed; see there.)

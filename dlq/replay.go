@@ -136,11 +136,14 @@ type claimed struct {
 	ct       queue.ContentType
 	hash     string // body_hash ("" when NULL: captured before migrations/0010)
 	failedAt int64
+	// wasEdited: body_hash is an edited body's (body_edited); edited: this
+	// replay sends an edited body (ReplayEdited).
+	wasEdited, edited bool
 }
 
 // claimReturning is what the claim returns of each row (claimedRow).
 const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + contentTypeSQL + ` AS ct,
-	COALESCE(body_hash, '') AS hash, failed_at`
+	COALESCE(body_hash, '') AS hash, failed_at, COALESCE(body_edited, 0) AS edited`
 
 // claimedRow is one row of claimReturning as the batch returns it.
 type claimedRow struct {
@@ -150,6 +153,7 @@ type claimedRow struct {
 	RawEncoding string  `json:"raw_encoding"`
 	CT          string  `json:"ct"`
 	Hash        string  `json:"hash"`
+	Edited      int64   `json:"edited"`
 	FailedAt    int64   `json:"failed_at"`
 }
 
@@ -216,7 +220,7 @@ func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, 
 	cs := make([]claimed, len(rows))
 	for i, c := range rows {
 		cs[i] = claimed{id: c.ID, source: c.SourceQueue, encoding: c.RawEncoding, ct: queue.ContentType(c.CT),
-			hash: c.Hash, failedAt: c.FailedAt}
+			hash: c.Hash, failedAt: c.FailedAt, wasEdited: c.Edited != 0}
 		if c.RawMessage != nil {
 			cs[i].raw = *c.RawMessage
 		}
@@ -316,11 +320,16 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 			failed = append(failed, c.id)
 			continue
 		}
-		if h := BodyHash(c.ct, text); h != c.hash {
-			// The lineage key is the hash of what is sent: a row captured
-			// before body_hash existed, or sent edited (ReplayEdited), or
-			// sent as stored after an edited replay.
-			hashes = append(hashes, rowHash{ID: c.id, Hash: h})
+		if c.hash == "" || c.edited || c.wasEdited {
+			// The lineage key becomes the hash of what is sent: for a row
+			// captured before body_hash existed, one sent edited
+			// (RunEdited), or one sent as stored after an edited replay.
+			// (Otherwise body_hash is the stored body's, set by capture.)
+			rh := rowHash{ID: c.id, Hash: BodyHash(c.ct, text)}
+			if c.edited {
+				rh.Edited = 1
+			}
+			hashes = append(hashes, rh)
 		}
 		ob := byQueue[dest]
 		delay := plan.delay(i)
@@ -440,12 +449,13 @@ func (c claimed) body() (string, error) {
 
 // rowHash is a body hash to set on a claimed row.
 type rowHash struct {
-	ID   int64  `json:"id"`
-	Hash string `json:"h"`
+	ID     int64  `json:"id"`
+	Hash   string `json:"h"`
+	Edited int64  `json:"e,omitempty"`
 }
 
 // setHashSQL sets body_hash on claimed rows, in one statement.
-const setHashSQL = `UPDATE dlq_messages SET body_hash = j.value ->> '$.h'
+const setHashSQL = `UPDATE dlq_messages SET body_hash = j.value ->> '$.h', body_edited = j.value ->> '$.e'
 	FROM json_each(?) AS j WHERE dlq_messages.id = j.value ->> '$.id' AND +dlq_messages.status = 'replaying'`
 
 // setHashes sets the body hash of claimed rows whose body_hash is not the

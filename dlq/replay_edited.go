@@ -120,7 +120,7 @@ func (r Replay) RunEdited(ctx context.Context, req EditedReplayRequest) (EditedR
 			res.OriginalBodyHash = BodyHash(c.ct, text)
 		}
 	}
-	c.raw, c.encoding, c.ct = body, "", queue.JSON
+	c.raw, c.encoding, c.ct, c.edited = body, "", queue.JSON, true
 	delay := time.Duration(req.DelaySeconds) * time.Second
 	var rr ReplayResult
 	err = r.sendAndSettle(ctx, cs, claimAt, sendPlan{delay: func(int) time.Duration { return delay }, destination: req.Destination}, &rr)

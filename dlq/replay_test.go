@@ -657,11 +657,9 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 		t.Fatalf("rows = %d, want 3", n)
 	}
 
-	// Rows whose hash is their body's: claim and settle only.
+	// Rows with a hash: claim and settle only.
 	more := insert(t, plain, adminRow{beerID: "4", failedAt: 4})
-	var raw string
-	plain.QueryRow(`SELECT raw_message FROM dlq_messages WHERE id = ?`, more[0]).Scan(&raw)
-	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = ? WHERE id = ?`, BodyHash(queue.JSON, raw), more[0])
+	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = 'x' WHERE id = ?`, more[0])
 	stmts.Store(0)
 	if res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: more}}); err != nil || res.ReplayedCount != 1 {
 		t.Fatalf("%+v %v", res, err)
