@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import "./app.css";
 import { signedIn, signOut, whenSignedOut } from "./api.js";
 import { Audit } from "./audit.jsx";
+import { Tasks } from "./tasks.jsx";
 import { Detail } from "./detail.jsx";
 import { Failures } from "./failures.jsx";
 import { Overview } from "./overview.jsx";
@@ -14,6 +15,7 @@ import { utc, zone } from "./time.js";
 const PAGES = [
   ["/", "Overview"],
   ["/failures", "Failures"],
+  ["/tasks", "Replay tasks"],
   ["/audit", "Audit log"],
 ];
 
@@ -23,6 +25,8 @@ function page(path, params) {
   switch (path) {
     case "/failures":
       return { title: "Failures", body: <Failures params={params} />, nav: path };
+    case "/tasks":
+      return { title: "Replay tasks", body: <Tasks />, nav: path };
     case "/audit":
       return { title: "Audit log", body: <Audit params={params} />, nav: path };
     case "/":
