@@ -227,6 +227,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
 				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},
 				dlq.RepeatFailures{DB: db, MaxReplays: 2},
+				dlq.ReplayCanaryFailed{DB: db},
 				dlq.CapEvicting{DB: db},
 				alerts.JobFailing{DB: db},
 				enrichment.BreakerOpenCondition{DB: db},

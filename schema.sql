@@ -37,7 +37,9 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     history TEXT,                           -- JSON array of failed attempts: the first 5 and the newest 45
     history_dropped INTEGER NOT NULL DEFAULT 0, -- attempts left out of history
     signature TEXT,                         -- dlq_signatures.signature of the latest failure
-    version TEXT                            -- worker version the latest failure happened on
+    version TEXT,                           -- worker version the latest failure happened on
+    -- migrations/0021
+    body_edited INTEGER                     -- 1: body_hash is the hash of an edited body sent by POST /admin/dlq/{id}/replay, not of raw_message
 );
 
 -- (migrations/0008 and 0012 dropped indexes no query needed; see there.)
@@ -292,7 +294,7 @@ CREATE TABLE IF NOT EXISTS replay_tasks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
-    state TEXT NOT NULL,                    -- running | paused | done | cancelled
+    state TEXT NOT NULL,                    -- canary | running | paused | done | cancelled
     filter TEXT NOT NULL,                   -- the normalized dlq.Filter, JSON
     rate_per_minute INTEGER NOT NULL,
     delay_seconds INTEGER NOT NULL DEFAULT 0,
@@ -309,10 +311,12 @@ CREATE TABLE IF NOT EXISTS replay_tasks (
     last_step_at INTEGER,
     finished_at INTEGER,
     created_by TEXT NOT NULL,               -- key fingerprint
-    request_id TEXT NOT NULL
+    request_id TEXT NOT NULL,
+    canary TEXT,                            -- JSON {size, min_success_ratio, observe_minutes}; NULL: none (0021)
+    canary_result TEXT                      -- JSON {succeeded, failed_again, ratio, passed, reasons}; NULL while undecided
 );
 -- The cron reads only the tasks it may advance.
-CREATE INDEX IF NOT EXISTS idx_replay_tasks_running ON replay_tasks(id) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS idx_replay_tasks_active ON replay_tasks(id) WHERE state IN ('running', 'canary');
 
 -- replay_task_rows: every row a task sent and when it asked the queue to
 -- deliver it: a row is sent at most once per task (the step's claim skips

@@ -226,3 +226,48 @@ func (c RetentionBehind) Check(ctx context.Context, now time.Time) (bool, string
 	}
 	return false, "every retention job's last run finished", nil
 }
+
+// ReplayCanaryFailed fires while a replay task whose canary failed is
+// paused (README "Canary"): its detail names the tasks, their canary
+// ratios and the failure reasons. It resolves when the task is resumed or
+// cancelled. One read of replay_tasks (a handful of rows).
+type ReplayCanaryFailed struct {
+	DB *sql.DB
+}
+
+// ReplayCanaryFailedName is the alert's name.
+const ReplayCanaryFailedName = "replay_canary_failed"
+
+// Name implements Condition.
+func (ReplayCanaryFailed) Name() string { return ReplayCanaryFailedName }
+
+// Check implements Condition.
+func (c ReplayCanaryFailed) Check(ctx context.Context, _ time.Time) (bool, string, error) {
+	rows, err := c.DB.QueryContext(ctx, `SELECT id, canary, canary_result FROM replay_tasks
+		WHERE state = 'paused' AND canary_result ->> '$.passed' = 0 ORDER BY id DESC LIMIT 5`)
+	if err != nil {
+		return false, "", fmt.Errorf("replay canaries: %w", err)
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var id int64
+		var cj, rj string
+		if err := rows.Scan(&id, &cj, &rj); err != nil {
+			return false, "", fmt.Errorf("replay canaries: %w", err)
+		}
+		var can Canary
+		var res CanaryResult
+		_ = json.Unmarshal([]byte(cj), &can)
+		_ = json.Unmarshal([]byte(rj), &res)
+		parts = append(parts, fmt.Sprintf("replay task %d paused: canary %d/%d succeeded (ratio %.2f < %.2f), %d failed again: %s",
+			id, res.Succeeded, res.Sent, res.Ratio, can.MinSuccessRatio, res.FailedAgain, strings.Join(res.Reasons, "; ")))
+	}
+	if err := rows.Err(); err != nil {
+		return false, "", fmt.Errorf("replay canaries: %w", err)
+	}
+	if len(parts) == 0 {
+		return false, "no replay task paused by its canary", nil
+	}
+	return true, strings.Join(parts, " | "), nil
+}

@@ -22,7 +22,7 @@ const (
 )
 
 // auditActions are the actions GET /admin/audit filters by.
-var auditActions = []string{ActionReplay, ActionAcknowledge, ActionReplayTask,
+var auditActions = []string{ActionReplay, ActionAcknowledge, ActionReplayEdited, ActionReplayTask,
 	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel}
 
 // Audit outcomes.

@@ -134,13 +134,16 @@ type claimed struct {
 	raw      string
 	encoding string
 	ct       queue.ContentType
-	noHash   bool // body_hash is NULL (captured before migrations/0010)
+	hash     string // body_hash ("" when NULL: captured before migrations/0010)
 	failedAt int64
+	// wasEdited: body_hash is an edited body's (body_edited); edited: this
+	// replay sends an edited body (ReplayEdited).
+	wasEdited, edited bool
 }
 
 // claimReturning is what the claim returns of each row (claimedRow).
 const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + contentTypeSQL + ` AS ct,
-	body_hash IS NULL AS no_hash, failed_at`
+	COALESCE(body_hash, '') AS hash, failed_at, COALESCE(body_edited, 0) AS edited`
 
 // claimedRow is one row of claimReturning as the batch returns it.
 type claimedRow struct {
@@ -149,7 +152,8 @@ type claimedRow struct {
 	RawMessage  *string `json:"raw_message"`
 	RawEncoding string  `json:"raw_encoding"`
 	CT          string  `json:"ct"`
-	NoHash      int64   `json:"no_hash"`
+	Hash        string  `json:"hash"`
+	Edited      int64   `json:"edited"`
 	FailedAt    int64   `json:"failed_at"`
 }
 
@@ -217,7 +221,7 @@ func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, 
 	cs := make([]claimed, len(rows))
 	for i, c := range rows {
 		cs[i] = claimed{id: c.ID, source: c.SourceQueue, encoding: c.RawEncoding, ct: queue.ContentType(c.CT),
-			noHash: c.NoHash != 0, failedAt: c.FailedAt}
+			hash: c.Hash, failedAt: c.FailedAt, wasEdited: c.Edited != 0}
 		if c.RawMessage != nil {
 			cs[i].raw = *c.RawMessage
 		}
@@ -317,8 +321,16 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 			failed = append(failed, c.id)
 			continue
 		}
-		if c.noHash {
-			hashes = append(hashes, rowHash{ID: c.id, Hash: BodyHash(c.ct, text)})
+		if c.hash == "" || c.edited || c.wasEdited {
+			// The lineage key becomes the hash of what is sent: for a row
+			// captured before body_hash existed, one sent edited
+			// (RunEdited), or one sent as stored after an edited replay.
+			// (Otherwise body_hash is the stored body's, set by capture.)
+			rh := rowHash{ID: c.id, Hash: BodyHash(c.ct, text)}
+			if c.edited {
+				rh.Edited = 1
+			}
+			hashes = append(hashes, rh)
 		}
 		ob := byQueue[dest]
 		delay := plan.delay(i)
@@ -328,7 +340,8 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 	}
 	slices.Sort(queues)
 	res.QueuedTo = strings.Join(queues, ",")
-	// Rows captured before body_hash existed get it before their message is
+	// Rows whose body_hash is not the hash of what is sent (captured before
+	// body_hash existed, or an edited body) get it before their message is
 	// sent, so that a repeat failure finds them. Without it nothing is sent.
 	hashErr := r.setHashes(ctx, hashes)
 	var sent []int64
@@ -438,17 +451,18 @@ func (c claimed) body() (string, error) {
 
 // rowHash is a body hash to set on a claimed row.
 type rowHash struct {
-	ID   int64  `json:"id"`
-	Hash string `json:"h"`
+	ID     int64  `json:"id"`
+	Hash   string `json:"h"`
+	Edited int64  `json:"e,omitempty"`
 }
 
-// setHashSQL sets body_hash on claimed rows that lack it, in one statement.
-const setHashSQL = `UPDATE dlq_messages SET body_hash = j.value ->> '$.h'
-	FROM json_each(?) AS j WHERE dlq_messages.id = j.value ->> '$.id' AND dlq_messages.body_hash IS NULL`
+// setHashSQL sets body_hash on claimed rows, in one statement.
+const setHashSQL = `UPDATE dlq_messages SET body_hash = j.value ->> '$.h', body_edited = j.value ->> '$.e'
+	FROM json_each(?) AS j WHERE dlq_messages.id = j.value ->> '$.id' AND +dlq_messages.status = 'replaying'`
 
-// setHashes sets the body hash of rows captured before body_hash existed
-// (nothing to do, and no statement, when every claimed row has one). The
-// hash is of the stored text: a json row stored in another spelling than
+// setHashes sets the body hash of claimed rows whose body_hash is not the
+// hash of what is sent (nothing to do, and no statement, in the usual
+// case). The hash is of the stored text (or of the edited body): a json row stored in another spelling than
 // JSON.stringify's (whitespace, escapes), which new captures never are,
 // comes back from the queue respelled and is then captured as a new row.
 func (r Replay) setHashes(ctx context.Context, hs []rowHash) error {

@@ -14,7 +14,9 @@ import (
 
 // Replay task states (replay_tasks.state).
 const (
-	TaskRunning   = "running"
+	TaskRunning = "running"
+	// TaskCanary: the task sent its canary rows and waits for their outcome.
+	TaskCanary    = "canary"
 	TaskPaused    = "paused"
 	TaskDone      = "done"
 	TaskCancelled = "cancelled"
@@ -85,6 +87,41 @@ type TaskRequest struct {
 	DelaySeconds int64
 	// Destination replaces each row's source_queue (see Replay.Destinations).
 	Destination string
+	// Canary, when set, sends the first Size rows alone and continues only
+	// if enough of them succeed (see Canary).
+	Canary *Canary
+}
+
+// Canary limits.
+const (
+	MaxCanarySize    = 100
+	MaxCanaryObserve = 24 * 60
+)
+
+// Canary is a task's trial: its first Size rows go alone (state canary);
+// each then either succeeds (its beer enriched after its delivery, or no
+// new failure within ObserveMinutes of it) or fails again (a repeat
+// failure after its delivery, found by lineage). Once every canary row is
+// decided, the task continues (running) if succeeded/size >=
+// MinSuccessRatio, else it pauses itself and the alert replay_canary_failed
+// fires with the failure reasons, until it is resumed or cancelled.
+type Canary struct {
+	Size            int64   `json:"size"`
+	MinSuccessRatio float64 `json:"min_success_ratio"`
+	ObserveMinutes  int64   `json:"observe_minutes"`
+}
+
+// CanaryResult is how a task's canary ended.
+type CanaryResult struct {
+	// Sent is the number of canary rows sent; Succeeded and FailedAgain split them.
+	Sent        int64   `json:"sent"`
+	Succeeded   int64   `json:"succeeded"`
+	FailedAgain int64   `json:"failed_again"`
+	Ratio       float64 `json:"ratio"`
+	Passed      bool    `json:"passed"`
+	// Reasons are the distinct failure reasons of the rows that failed again (at most 5).
+	Reasons []string `json:"reasons"`
+	At      int64    `json:"at"`
 }
 
 // Task is a replay task as the admin API shows it (handlers/openapi.json).
@@ -117,21 +154,38 @@ type Task struct {
 	LastStepAt        *int64 `json:"last_step_at"`
 	FinishedAt        *int64 `json:"finished_at"`
 	CreatedBy         string `json:"created_by"`
+	// Canary is the task's canary (null: none); CanaryResult how it ended
+	// (null while undecided, or without a canary).
+	Canary       *Canary       `json:"canary"`
+	CanaryResult *CanaryResult `json:"canary_result"`
 
 	slotOrigin, slotBase int64
 }
 
 const taskColumns = `id, state, filter, rate_per_minute, delay_seconds, destination, matched, sent, send_failed,
-	steps, created_at, updated_at, last_step_at, finished_at, created_by, slot_origin, slot_base`
+	steps, created_at, updated_at, last_step_at, finished_at, created_by, slot_origin, slot_base, canary, canary_result`
 
 func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
 	var t Task
 	var filter string
 	var dest sql.NullString
 	var last, fin sql.NullInt64
+	var canary, result sql.NullString
 	if err := sc.Scan(&t.ID, &t.State, &filter, &t.RatePerMinute, &t.DelaySeconds, &dest, &t.Matched, &t.Sent, &t.SendFailed,
-		&t.Steps, &t.CreatedAt, &t.UpdatedAt, &last, &fin, &t.CreatedBy, &t.slotOrigin, &t.slotBase); err != nil {
+		&t.Steps, &t.CreatedAt, &t.UpdatedAt, &last, &fin, &t.CreatedBy, &t.slotOrigin, &t.slotBase, &canary, &result); err != nil {
 		return t, err
+	}
+	if canary.Valid {
+		t.Canary = new(Canary)
+		if err := json.Unmarshal([]byte(canary.String), t.Canary); err != nil {
+			return t, fmt.Errorf("task canary: %w", err)
+		}
+	}
+	if result.Valid {
+		t.CanaryResult = new(CanaryResult)
+		if err := json.Unmarshal([]byte(result.String), t.CanaryResult); err != nil {
+			return t, fmt.Errorf("task canary result: %w", err)
+		}
 	}
 	t.Filter = json.RawMessage(filter)
 	if dest.Valid {
@@ -149,7 +203,7 @@ func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
 // derive fills Remaining and EstimatedFinishAt at now (ms).
 func (t *Task) derive(now int64) {
 	t.Remaining = 0
-	if t.State == TaskRunning || t.State == TaskPaused {
+	if t.State == TaskRunning || t.State == TaskPaused || t.State == TaskCanary {
 		t.Remaining = max(t.Matched-t.Sent-t.SendFailed, 0)
 	}
 	t.EstimatedFinishAt = nil
@@ -194,6 +248,17 @@ func (ts ReplayTasks) Check(req TaskRequest) (Filter, error) {
 	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
 		return f, inputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
 	}
+	if c := req.Canary; c != nil {
+		if c.Size < 1 || c.Size > MaxCanarySize {
+			return f, inputErr("INVALID_CANARY", "canary.size must be an integer in 1..%d", MaxCanarySize)
+		}
+		if !(c.MinSuccessRatio >= 0 && c.MinSuccessRatio <= 1) {
+			return f, inputErr("INVALID_CANARY", "canary.min_success_ratio must be a number in 0..1")
+		}
+		if c.ObserveMinutes < 1 || c.ObserveMinutes > MaxCanaryObserve {
+			return f, inputErr("INVALID_CANARY", "canary.observe_minutes must be an integer in 1..%d", MaxCanaryObserve)
+		}
+	}
 	return f, ts.Replay.CheckDestination(req.Destination)
 }
 
@@ -204,7 +269,7 @@ func taskCond(f Filter, id, posFailedAt, posID int64) (string, []any) {
 	sel := Selection{Filter: &f}
 	cond, args := sel.where(true, &position{FailedAt: posFailedAt, ID: posID})
 	cond += ` AND id NOT IN (SELECT dlq_id FROM replay_task_rows WHERE task_id = ?)
-		AND EXISTS (SELECT 1 FROM replay_tasks WHERE id = ? AND state = 'running')`
+		AND EXISTS (SELECT 1 FROM replay_tasks WHERE id = ? AND state IN ('running', 'canary'))`
 	return cond, append(args, id, id)
 }
 
@@ -219,16 +284,21 @@ func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by Requester)
 	fjs, _ := json.Marshal(f)
 	sel := Selection{Filter: &f}
 	cond, args := sel.where(true, &position{FailedAt: now, ID: maxSafeInteger})
-	var dest any
+	var dest, canary any
 	if req.Destination != "" {
 		dest = req.Destination
 	}
-	all := []any{now, now, string(fjs), req.RatePerMinute, req.DelaySeconds, dest, ceilSecond(now + req.DelaySeconds*1000),
+	state := TaskRunning
+	if req.Canary != nil {
+		js, _ := json.Marshal(req.Canary)
+		canary, state = string(js), TaskCanary
+	}
+	all := []any{now, now, state, canary, string(fjs), req.RatePerMinute, req.DelaySeconds, dest, ceilSecond(now + req.DelaySeconds*1000),
 		now, int64(maxSafeInteger), by.KeyFingerprint, by.RequestID}
 	all = append(all, args...)
-	row := ts.Replay.DB.QueryRowContext(ctx, `INSERT INTO replay_tasks(created_at, updated_at, state, filter, rate_per_minute,
+	row := ts.Replay.DB.QueryRowContext(ctx, `INSERT INTO replay_tasks(created_at, updated_at, state, canary, filter, rate_per_minute,
 			delay_seconds, destination, slot_origin, pos_failed_at, pos_id, created_by, request_id, matched)
-		SELECT ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`)
 		RETURNING `+taskColumns, all...)
 	t, err := scanTask(row)
 	if err != nil {
@@ -298,11 +368,11 @@ func (ts ReplayTasks) Act(ctx context.Context, id int64, action string) (Task, e
 	var from, to string
 	switch action {
 	case TaskPause:
-		from, to = `state = 'running'`, TaskPaused
+		from, to = `state IN ('running', 'canary')`, TaskPaused
 	case TaskResume:
 		from, to = `state = 'paused'`, TaskRunning
 	case TaskCancel:
-		from, to = `state IN ('running', 'paused')`, TaskCancelled
+		from, to = `state IN ('running', 'paused', 'canary')`, TaskCancelled
 	default:
 		return Task{}, inputErr("INVALID_REQUEST", "unknown task action %q", action)
 	}
@@ -336,14 +406,14 @@ func (j *ReplayTaskJob) Name() string { return "dlq_replay_tasks" }
 // Due implements jobs.DueJob.
 func (j *ReplayTaskJob) Due(ctx context.Context, _ time.Time) (bool, error) {
 	var due bool
-	err := j.Tasks.Replay.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM replay_tasks WHERE state = 'running')`).Scan(&due)
+	err := j.Tasks.Replay.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM replay_tasks WHERE state IN ('running', 'canary'))`).Scan(&due)
 	return due, err
 }
 
 // Run takes one step of each running task (at most maxTasksPerRun, while
 // the budget lasts).
 func (j *ReplayTaskJob) Run(ctx context.Context, now time.Time) (map[string]any, error) {
-	rows, err := j.Tasks.Replay.DB.QueryContext(ctx, `SELECT id FROM replay_tasks WHERE state = 'running' ORDER BY id LIMIT ?`,
+	rows, err := j.Tasks.Replay.DB.QueryContext(ctx, `SELECT id FROM replay_tasks WHERE state IN ('running', 'canary') ORDER BY id LIMIT ?`,
 		int64(maxTasksPerRun+1))
 	if err != nil {
 		return nil, fmt.Errorf("replay tasks: %w", err)
@@ -395,6 +465,8 @@ type StepResult struct {
 	Sent, SendFailed int
 	// Done: the task has no matching rows left and is now done.
 	Done bool
+	// CanaryPassed / CanaryFailed: this step judged the task's canary.
+	CanaryPassed, CanaryFailed bool
 }
 
 // Step advances task id at scheduled time now: it holds the task (one
@@ -409,10 +481,14 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 	var filter string
 	var dest sql.NullString
 	var steps, rate, sent, failed, origin, base, posAt, posID int64
+	var state string
+	var canaryJS sql.NullString
 	err := ts.Replay.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET steps = steps + 1, step_at = ?1, updated_at = ?1
-		WHERE id = ?2 AND state = 'running' AND (step_at IS NULL OR step_at <= ?3)
-		RETURNING steps, filter, rate_per_minute, destination, sent, send_failed, slot_origin, slot_base, pos_failed_at, pos_id`,
-		nowMs, id, nowMs-taskLease.Milliseconds()).Scan(&steps, &filter, &rate, &dest, &sent, &failed, &origin, &base, &posAt, &posID)
+		WHERE id = ?2 AND state IN ('running', 'canary') AND (step_at IS NULL OR step_at <= ?3)
+		RETURNING steps, filter, rate_per_minute, destination, sent, send_failed, slot_origin, slot_base, pos_failed_at, pos_id,
+			state, canary`,
+		nowMs, id, nowMs-taskLease.Milliseconds()).Scan(&steps, &filter, &rate, &dest, &sent, &failed, &origin, &base, &posAt, &posID,
+		&state, &canaryJS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return res, nil
 	}
@@ -436,6 +512,30 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 		n++
 	}
 	var stepErr error
+	if state == TaskCanary {
+		var c Canary
+		if err := json.Unmarshal([]byte(canaryJS.String), &c); err != nil {
+			stepErr = fmt.Errorf("replay task canary: %w", err)
+			n = 0
+		} else if seq == 0 {
+			// The canary rows go alone.
+			n = min(n, c.Size)
+		} else {
+			// Sent: once every canary row is decided, go on (in this very
+			// step) or pause; until then, wait.
+			decided, passed, err := ts.judgeCanary(ctx, id, steps, c, nowMs)
+			switch {
+			case err != nil:
+				stepErr, n = err, 0
+			case !decided:
+				n = 0
+			case passed:
+				res.CanaryPassed = true
+			default:
+				res.CanaryFailed, n = true, 0
+			}
+		}
+	}
 	for n > 0 && !res.Done {
 		limit := min(n, int64(ts.Replay.BulkLimit()))
 		cond, args := taskCond(f, id, posAt, posID)
@@ -488,11 +588,62 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 		done = 1
 	}
 	if _, err := ts.Replay.DB.ExecContext(ctx, `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?1, updated_at = ?1,
-			finished_at = CASE WHEN ?2 AND state = 'running' THEN ?1 ELSE finished_at END,
-			state = CASE WHEN ?2 AND state = 'running' THEN 'done' ELSE state END
+			finished_at = CASE WHEN ?2 AND state IN ('running', 'canary') THEN ?1 ELSE finished_at END,
+			state = CASE WHEN ?2 AND state IN ('running', 'canary') THEN 'done' ELSE state END
 		WHERE id = ?3 AND steps = ?4`, nowMs, done, id, steps); err != nil {
 		stepErr = errors.Join(stepErr, fmt.Errorf("replay task release: %w", err))
 	}
 	res.Done = done == 1
 	return res, stepErr
+}
+
+// judgeCanary decides task id's canary (its rows sent so far, all of them
+// canary rows) at now: undecided while a canary row has neither succeeded
+// nor failed again; else the task moves on to running (passed) or pauses
+// itself, with its canary_result, in one conditional statement. Reads
+// about 3 rows per canary row (at most MaxCanarySize).
+func (ts ReplayTasks) judgeCanary(ctx context.Context, id, steps int64, c Canary, now int64) (decided, passed bool, err error) {
+	var r CanaryResult
+	var reasons string
+	if err := ts.Replay.DB.QueryRowContext(ctx, `SELECT COUNT(*) AS canary_sent,
+			COALESCE(SUM(m.failed_at < r.deliver_at AND ((b.status = 'enriched' AND b.enriched_at >= r.deliver_at)
+				OR r.deliver_at + ?1 <= ?2)), 0) AS canary_ok,
+			COALESCE(SUM(m.failed_at >= r.deliver_at), 0) AS canary_again,
+			(SELECT json_group_array(reason) FROM (SELECT DISTINCT m2.failure_reason AS reason
+				FROM replay_task_rows r2 JOIN dlq_messages m2 ON m2.id = r2.dlq_id
+				WHERE r2.task_id = ?3 AND m2.failed_at >= r2.deliver_at AND m2.failure_reason IS NOT NULL LIMIT 5)) AS canary_reasons
+		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id
+		WHERE r.task_id = ?3`, c.ObserveMinutes*60_000, now, id).Scan(&r.Sent, &r.Succeeded, &r.FailedAgain, &reasons); err != nil {
+		return false, false, fmt.Errorf("replay task canary: %w", err)
+	}
+	if r.Succeeded+r.FailedAgain < r.Sent {
+		return false, false, nil
+	}
+	if err := json.Unmarshal([]byte(reasons), &r.Reasons); err != nil {
+		return false, false, fmt.Errorf("replay task canary reasons: %w", err)
+	}
+	if r.Sent > 0 {
+		r.Ratio = float64(r.Succeeded) / float64(r.Sent)
+	} else {
+		r.Reasons = append(r.Reasons, "no canary row could be sent")
+	}
+	r.Passed, r.At = r.Sent > 0 && r.Ratio >= c.MinSuccessRatio, now
+	js, _ := json.Marshal(r)
+	to := TaskPaused
+	if r.Passed {
+		to = TaskRunning
+	}
+	res, err := ts.Replay.DB.ExecContext(ctx, `UPDATE replay_tasks SET state = ?, canary_result = ?, updated_at = ?
+		WHERE id = ? AND state = 'canary' AND steps = ?`, to, string(js), now, id, steps)
+	if err != nil {
+		return false, false, fmt.Errorf("replay task canary verdict: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, false, nil // paused or cancelled meanwhile
+	}
+	if ts.Replay.Log != nil {
+		ts.Replay.Log.InfoContext(ctx, "replay task: canary judged", "task_id", id, "passed", r.Passed, "sent", r.Sent,
+			"succeeded", r.Succeeded, "failed_again", r.FailedAgain)
+	}
+	return true, r.Passed, nil
 }

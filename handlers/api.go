@@ -127,7 +127,7 @@ func (a *API) Handler() http.Handler {
 			fail(w, r, a.Log, err)
 			return
 		}
-		if p := r.URL.EscapedPath(); p != path.Clean(p) {
+		if p := r.URL.EscapedPath(); p != path.Clean(p) || dotSegment(r.URL.Path) {
 			// The mux would redirect to the clean path (//admin/dlq,
 			// /admin/./dlq, /admin/dlq/): no route is ever reached that way.
 			fail(w, r, a.Log, notFound(r))
@@ -154,6 +154,17 @@ func (a *API) Handler() http.Handler {
 		}
 		fail(w, r, a.Log, notFound(r))
 	}))
+}
+
+// dotSegment reports whether a decoded path has a "." or ".." segment
+// (sent escaped, %2e): the mux would take it as a {id}.
+func dotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 func notFound(r *http.Request) *APIError {
@@ -221,8 +232,10 @@ func (a *API) routeTable() []route {
 		{"GET /admin/dlq", a.admin(a.dlqList)},
 		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},
 		{"GET /admin/dlq/groups", a.admin(a.dlqGroups)},
+		{"GET /admin/dlq/export", a.admin(a.dlqExport)},
 		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
 		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
+		{"POST /admin/dlq/{id}/replay", a.admin(a.dlqReplayEdited)},
 		{"GET /admin/audit", a.admin(a.auditList)},
 		{"POST /admin/dlq/replay-tasks", a.admin(a.taskCreate)},
 		{"GET /admin/dlq/replay-tasks", a.admin(a.taskList)},

@@ -97,24 +97,35 @@ func queryMillis(q map[string]string, name string) (*int64, error) {
 	return &n, nil
 }
 
+// parseListParams reads the list's query parameters (GET /admin/dlq and
+// GET /admin/dlq/export).
+func parseListParams(q map[string]string) (dlq.ListParams, error) {
+	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
+		SourceQueue: q["source_queue"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
+	var err error
+	if p.Limit, err = queryLimit(q); err != nil {
+		return p, err
+	}
+	if p.IncludeRaw, err = queryBool(q, "include_raw"); err != nil {
+		return p, err
+	}
+	if p.Filter.FailedAfter, err = queryMillis(q, "failed_after"); err != nil {
+		return p, err
+	}
+	if p.Filter.FailedBefore, err = queryMillis(q, "failed_before"); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
 // dlqList serves GET /admin/dlq.
 func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	q, err := query(r.URL, listParams)
 	if err != nil {
 		return err
 	}
-	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
-		SourceQueue: q["source_queue"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
-	if p.Limit, err = queryLimit(q); err != nil {
-		return err
-	}
-	if p.IncludeRaw, err = queryBool(q, "include_raw"); err != nil {
-		return err
-	}
-	if p.Filter.FailedAfter, err = queryMillis(q, "failed_after"); err != nil {
-		return err
-	}
-	if p.Filter.FailedBefore, err = queryMillis(q, "failed_before"); err != nil {
+	p, err := parseListParams(q)
+	if err != nil {
 		return err
 	}
 	page, err := dlq.List{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
@@ -455,4 +466,68 @@ func (a *API) auditList(w http.ResponseWriter, r *http.Request) error {
 	}
 	respond(w, r, http.StatusOK, page)
 	return nil
+}
+
+type editedReplayBody struct {
+	Body         json.RawMessage `json:"body"`
+	Note         string          `json:"note"`
+	DelaySeconds json.RawMessage `json:"delay_seconds"`
+	Destination  string          `json:"destination"`
+}
+
+// rowNotFound is the 404 of a DLQ row route.
+func rowNotFound(raw string) *APIError {
+	return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no DLQ message with id " + quote(raw)}
+}
+
+// dlqReplayEdited serves POST /admin/dlq/{id}/replay: {body, note,
+// delay_seconds?, destination?} sends the edited JSON value in place of a
+// pending json row's body (raw_message is kept); audited with both body
+// hashes and the note.
+func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r.URL, nil); err != nil {
+		return err
+	}
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 1 {
+		return rowNotFound(raw)
+	}
+	var body editedReplayBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		return err
+	}
+	req := dlq.EditedReplayRequest{ID: id, Body: body.Body, Note: body.Note, Destination: body.Destination}
+	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
+		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
+		return err
+	}
+	svc := a.replayService()
+	if _, err := svc.CheckEdited(req); err != nil {
+		if errors.Is(err, dlq.ErrRowNotFound) {
+			return rowNotFound(raw)
+		}
+		return err
+	}
+	start := dlq.AuditStart{Action: dlq.ActionReplayEdited, IDs: []int64{id}, Note: body.Note}
+	return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
+		res, err := svc.RunEdited(ctx, req)
+		var se *dlq.RowStateError
+		switch {
+		case errors.Is(err, dlq.ErrRowNotFound):
+			err = rowNotFound(raw)
+		case errors.As(err, &se):
+			err = &APIError{Status: http.StatusConflict, Code: "INVALID_STATE", Message: se.Error()}
+		}
+		counts := map[string]any{"replayed": res.Replayed, "queued_to": res.QueuedTo, "delay_seconds": res.DelaySeconds,
+			"original_body_hash": res.OriginalBodyHash, "edited_body_hash": res.EditedBodyHash}
+		if req.Destination != "" {
+			counts["destination"] = req.Destination
+		}
+		outcome := dlq.OutcomeOK
+		if err == nil && !res.Replayed {
+			outcome = dlq.OutcomeFailed
+		}
+		return res, outcome, counts, err
+	})
 }

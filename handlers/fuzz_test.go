@@ -37,6 +37,7 @@ func FuzzDecodeStrict(f *testing.F) {
 		func() any { return new(devSendRequest) },
 		func() any { return new(dlq.Filter) },
 		func() any { return new(taskBody) },
+		func() any { return new(editedReplayBody) },
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, newV := range targets {
@@ -156,9 +157,12 @@ func FuzzQuery(f *testing.F) {
 	api := fuzzAPI(f)
 	h := api.Handler()
 	f.Fuzz(func(t *testing.T, rawQuery string) {
-		for _, p := range []string{"/admin/dlq", "/admin/audit", "/admin/dlq/stats", "/admin/dlq/groups"} {
+		for _, p := range []string{"/admin/dlq", "/admin/audit", "/admin/dlq/stats", "/admin/dlq/groups", "/admin/dlq/export"} {
 			rec, _ := serveTarget(h, "GET", p+"?"+rawQuery, adminHeaders)
 			checkResponse(t, p+"?"+rawQuery, rec)
+		}
+		if _, err := query(&url.URL{RawQuery: rawQuery}, exportParams); err != nil {
+			checkInputError(t, rawQuery, err)
 		}
 		if _, err := query(&url.URL{RawQuery: rawQuery}, listParams); err != nil {
 			checkInputError(t, rawQuery, err)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,35 @@ type taskBody struct {
 	RatePerMinute json.RawMessage `json:"rate_per_minute"`
 	DelaySeconds  json.RawMessage `json:"delay_seconds"`
 	Destination   string          `json:"destination"`
+	Canary        json.RawMessage `json:"canary"`
+}
+
+// jsonCanary parses the canary field strictly (nil when absent or null).
+func jsonCanary(raw json.RawMessage) (*dlq.Canary, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var c struct {
+		Size            json.RawMessage `json:"size"`
+		MinSuccessRatio *float64        `json:"min_success_ratio"`
+		ObserveMinutes  json.RawMessage `json:"observe_minutes"`
+	}
+	bad := badRequest("INVALID_CANARY", fmt.Sprintf("canary must be {size: 1..%d, min_success_ratio: 0..1, observe_minutes: 1..%d}",
+		dlq.MaxCanarySize, dlq.MaxCanaryObserve))
+	if err := decodeStrictAt(raw, &c, "canary"); err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			return nil, badRequest("INVALID_CANARY", apiErr.Message)
+		}
+		return nil, err
+	}
+	size, ok1, err1 := jsonInt(c.Size, "INVALID_CANARY", bad.Message)
+	obs, ok2, err2 := jsonInt(c.ObserveMinutes, "INVALID_CANARY", bad.Message)
+	if err := errors.Join(err1, err2); err != nil || !ok1 || !ok2 || c.MinSuccessRatio == nil {
+		return nil, bad
+	}
+	return &dlq.Canary{Size: size, MinSuccessRatio: *c.MinSuccessRatio, ObserveMinutes: obs}, nil
 }
 
 // taskCreate serves POST /admin/dlq/replay-tasks: 202 with the new task.
@@ -39,6 +69,9 @@ func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
 		f = &dlq.Filter{}
 	}
 	req := dlq.TaskRequest{Filter: *f, Destination: body.Destination}
+	if req.Canary, err = jsonCanary(body.Canary); err != nil {
+		return err
+	}
 	rate, given, err := jsonInt(body.RatePerMinute, "INVALID_RATE", fmt.Sprintf("rate_per_minute must be an integer in 1..%d", dlq.MaxTaskRate))
 	if err != nil {
 		return err
@@ -61,6 +94,9 @@ func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
 		t, err := svc.Create(ctx, req, requester(r))
 		counts := map[string]any{"task_id": t.ID, "matched": t.Matched, "rate_per_minute": req.RatePerMinute,
 			"delay_seconds": req.DelaySeconds, "destination": req.Destination}
+		if req.Canary != nil {
+			counts["canary"] = req.Canary
+		}
 		return t, dlq.OutcomeOK, counts, err
 	})
 }

@@ -4,6 +4,7 @@ import { ActionDialog, ResultSummary } from "./action.jsx";
 import { Copy, ErrorBox, Pre, Scroll, Time, useLoad } from "./components.jsx";
 import { href } from "./router.js";
 import { AuditTable } from "./audit.jsx";
+import { EditReplayDialog } from "./edit.jsx";
 
 // payloadText is the stored body for reading: JSON pretty-printed, text as
 // it is, bytes as their base64 (and the text they hold, when they are text).
@@ -59,6 +60,11 @@ export function Detail({ id }) {
         <button type="button" disabled={m.status !== "pending"} onClick={() => setAction("acknowledge")}>
           Acknowledge
         </button>
+        {m.content_type === "json" && (
+          <button type="button" disabled={m.status !== "pending"} onClick={() => setAction("edit")}>
+            Edit and replay
+          </button>
+        )}
       </div>
       {result && (
         <div class="result" role="status">
@@ -207,7 +213,19 @@ export function Detail({ id }) {
         <p class="small muted">Among the newest {d.audit_window} audit entries: those that named this row, and bulk actions that moved it.</p>
         {d.audit.length ? <AuditTable entries={d.audit} /> : <p class="muted">None.</p>}
       </section>
-      {action && (
+      {action === "edit" && (
+        <EditReplayDialog
+          message={m}
+          onClose={(res) => {
+            setAction(null);
+            if (res) {
+              setResult(res);
+              reload();
+            }
+          }}
+        />
+      )}
+      {action && action !== "edit" && (
         <ActionDialog
           kind={action}
           selection={{ ids: [m.id] }}

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { get } from "./api.js";
+import { exportRows, get } from "./api.js";
 import { ActionDialog, ResultSummary } from "./action.jsx";
 import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
@@ -175,6 +175,8 @@ export function Failures({ params }) {
         >
           Acknowledge all matching
         </button>
+        <ExportButton filter={filter} format="csv" />
+        <ExportButton filter={filter} format="ndjson" />
         {status !== "pending" && <span class="muted small">Actions on everything matching need status pending.</span>}
         {ids.length > 50 && <span class="muted small">Replay takes at most 50 selected rows.</span>}
       </div>
@@ -257,5 +259,38 @@ export function Failures({ params }) {
       </nav>
       {action && <ActionDialog kind={action.kind} selection={action.selection} onClose={done} />}
     </div>
+  );
+}
+
+// ExportButton downloads every row matching the current filter.
+function ExportButton({ filter, format }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(null);
+  const run = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      const { blob } = await exportRows(filter, format);
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = "dlq-export." + format;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (e) {
+      setError(e.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button type="button" disabled={busy} onClick={run}>
+        {busy ? "Exporting…" : "Export " + format.toUpperCase()}
+      </button>
+      {error && <span class="error small">{error}</span>}
+    </>
   );
 }

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import "./app.css";
 import { signedIn, signOut, whenSignedOut } from "./api.js";
 import { Audit } from "./audit.jsx";
+import { Tasks } from "./tasks.jsx";
 import { Detail } from "./detail.jsx";
 import { Failures } from "./failures.jsx";
 import { Groups } from "./groups.jsx";
@@ -16,6 +17,7 @@ const PAGES = [
   ["/", "Overview"],
   ["/failures", "Failures"],
   ["/groups", "Groups"],
+  ["/tasks", "Replay tasks"],
   ["/audit", "Audit log"],
 ];
 
@@ -27,6 +29,8 @@ function page(path, params) {
       return { title: "Failures", body: <Failures params={params} />, nav: path };
     case "/groups":
       return { title: "Failure groups", body: <Groups params={params} />, nav: path };
+    case "/tasks":
+      return { title: "Replay tasks", body: <Tasks />, nav: path };
     case "/audit":
       return { title: "Audit log", body: <Audit params={params} />, nav: path };
     case "/":

@@ -22,6 +22,7 @@ import (
 const (
 	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
 	AuditEntryActionReplay           AuditEntryAction = "replay"
+	AuditEntryActionReplayEdited     AuditEntryAction = "replay_edited"
 	AuditEntryActionReplayTask       AuditEntryAction = "replay_task"
 	AuditEntryActionReplayTaskCancel AuditEntryAction = "replay_task_cancel"
 	AuditEntryActionReplayTaskPause  AuditEntryAction = "replay_task_pause"
@@ -34,6 +35,8 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionAcknowledge:
 		return true
 	case AuditEntryActionReplay:
+		return true
+	case AuditEntryActionReplayEdited:
 		return true
 	case AuditEntryActionReplayTask:
 		return true
@@ -107,10 +110,12 @@ const (
 	D1UNAVAILABLE      ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
 	FORBIDDEN          ErrorEnvelopeErrorCode = "FORBIDDEN"
 	INTERNALERROR      ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDCANARY      ErrorEnvelopeErrorCode = "INVALID_CANARY"
 	INVALIDCURSOR      ErrorEnvelopeErrorCode = "INVALID_CURSOR"
 	INVALIDDELAY       ErrorEnvelopeErrorCode = "INVALID_DELAY"
 	INVALIDDESTINATION ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
 	INVALIDFILTER      ErrorEnvelopeErrorCode = "INVALID_FILTER"
+	INVALIDFORMAT      ErrorEnvelopeErrorCode = "INVALID_FORMAT"
 	INVALIDLIMIT       ErrorEnvelopeErrorCode = "INVALID_LIMIT"
 	INVALIDRATE        ErrorEnvelopeErrorCode = "INVALID_RATE"
 	INVALIDREQUEST     ErrorEnvelopeErrorCode = "INVALID_REQUEST"
@@ -133,6 +138,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case INTERNALERROR:
 		return true
+	case INVALIDCANARY:
+		return true
 	case INVALIDCURSOR:
 		return true
 	case INVALIDDELAY:
@@ -140,6 +147,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case INVALIDDESTINATION:
 		return true
 	case INVALIDFILTER:
+		return true
+	case INVALIDFORMAT:
 		return true
 	case INVALIDLIMIT:
 		return true
@@ -313,6 +322,7 @@ func (e ReplayResultSkippedReason) Valid() bool {
 const (
 	RowAuditEntryActionAcknowledge      RowAuditEntryAction = "acknowledge"
 	RowAuditEntryActionReplay           RowAuditEntryAction = "replay"
+	RowAuditEntryActionReplayEdited     RowAuditEntryAction = "replay_edited"
 	RowAuditEntryActionReplayTask       RowAuditEntryAction = "replay_task"
 	RowAuditEntryActionReplayTaskCancel RowAuditEntryAction = "replay_task_cancel"
 	RowAuditEntryActionReplayTaskPause  RowAuditEntryAction = "replay_task_pause"
@@ -325,6 +335,8 @@ func (e RowAuditEntryAction) Valid() bool {
 	case RowAuditEntryActionAcknowledge:
 		return true
 	case RowAuditEntryActionReplay:
+		return true
+	case RowAuditEntryActionReplayEdited:
 		return true
 	case RowAuditEntryActionReplayTask:
 		return true
@@ -383,22 +395,25 @@ func (e SeriesBucketMs) Valid() bool {
 
 // Defines values for TaskState.
 const (
-	Cancelled TaskState = "cancelled"
-	Done      TaskState = "done"
-	Paused    TaskState = "paused"
-	Running   TaskState = "running"
+	TaskStateCanary    TaskState = "canary"
+	TaskStateCancelled TaskState = "cancelled"
+	TaskStateDone      TaskState = "done"
+	TaskStatePaused    TaskState = "paused"
+	TaskStateRunning   TaskState = "running"
 )
 
 // Valid indicates whether the value is a known member of the TaskState enum.
 func (e TaskState) Valid() bool {
 	switch e {
-	case Cancelled:
+	case TaskStateCanary:
 		return true
-	case Done:
+	case TaskStateCancelled:
 		return true
-	case Paused:
+	case TaskStateDone:
 		return true
-	case Running:
+	case TaskStatePaused:
+		return true
+	case TaskStateRunning:
 		return true
 	default:
 		return false
@@ -409,6 +424,7 @@ func (e TaskState) Valid() bool {
 const (
 	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
 	AuditLogParamsActionReplay           AuditLogParamsAction = "replay"
+	AuditLogParamsActionReplayEdited     AuditLogParamsAction = "replay_edited"
 	AuditLogParamsActionReplayTask       AuditLogParamsAction = "replay_task"
 	AuditLogParamsActionReplayTaskCancel AuditLogParamsAction = "replay_task_cancel"
 	AuditLogParamsActionReplayTaskPause  AuditLogParamsAction = "replay_task_pause"
@@ -421,6 +437,8 @@ func (e AuditLogParamsAction) Valid() bool {
 	case AuditLogParamsActionAcknowledge:
 		return true
 	case AuditLogParamsActionReplay:
+		return true
+	case AuditLogParamsActionReplayEdited:
 		return true
 	case AuditLogParamsActionReplayTask:
 		return true
@@ -456,6 +474,51 @@ func (e ListDLQParamsStatus) Valid() bool {
 	case ListDLQParamsStatusReplayed:
 		return true
 	case ListDLQParamsStatusReplaying:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportDLQParamsFormat.
+const (
+	Csv    ExportDLQParamsFormat = "csv"
+	Ndjson ExportDLQParamsFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the ExportDLQParamsFormat enum.
+func (e ExportDLQParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Ndjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportDLQParamsStatus.
+const (
+	ExportDLQParamsStatusAcknowledged ExportDLQParamsStatus = "acknowledged"
+	ExportDLQParamsStatusAll          ExportDLQParamsStatus = "all"
+	ExportDLQParamsStatusPending      ExportDLQParamsStatus = "pending"
+	ExportDLQParamsStatusReplayed     ExportDLQParamsStatus = "replayed"
+	ExportDLQParamsStatusReplaying    ExportDLQParamsStatus = "replaying"
+)
+
+// Valid indicates whether the value is a known member of the ExportDLQParamsStatus enum.
+func (e ExportDLQParamsStatus) Valid() bool {
+	switch e {
+	case ExportDLQParamsStatusAcknowledged:
+		return true
+	case ExportDLQParamsStatusAll:
+		return true
+	case ExportDLQParamsStatusPending:
+		return true
+	case ExportDLQParamsStatusReplayed:
+		return true
+	case ExportDLQParamsStatusReplaying:
 		return true
 	default:
 		return false
@@ -597,6 +660,61 @@ type Bucket struct {
 	Start int `json:"start"`
 }
 
+// Canary defines model for Canary.
+type Canary struct {
+	// MinSuccessRatio The task continues if succeeded/size >= this; else it pauses itself and the alert replay_canary_failed fires.
+	MinSuccessRatio float32 `json:"min_success_ratio"`
+
+	// ObserveMinutes A canary row without a new failure this long after its delivery counts as succeeded (as does one whose beer was enriched after it).
+	ObserveMinutes int `json:"observe_minutes"`
+
+	// Size The first size rows go alone.
+	Size int `json:"size"`
+}
+
+// CanaryResult defines model for CanaryResult.
+type CanaryResult struct {
+	// At When the canary was judged (epoch ms).
+	At          int     `json:"at"`
+	FailedAgain int     `json:"failed_again"`
+	Passed      bool    `json:"passed"`
+	Ratio       float32 `json:"ratio"`
+
+	// Reasons Distinct failure reasons of the canary rows that failed again (at most 5).
+	Reasons   *[]string `json:"reasons"`
+	Sent      int       `json:"sent"`
+	Succeeded int       `json:"succeeded"`
+}
+
+// EditedReplayRequest An edited body for one pending json row. The row's raw_message is kept; the edited value is sent (compact JSON, content type json) and its hash becomes the row's body_hash, so a repeat failure of the edited message comes back to this row.
+type EditedReplayRequest struct {
+	// Body The edited JSON value to send (any JSON value but null); at most 128,000 bytes as compact JSON.
+	Body         interface{} `json:"body"`
+	DelaySeconds *int        `json:"delay_seconds,omitempty"`
+
+	// Destination A queue the worker has a producer binding for, instead of the row's source_queue (400 INVALID_DESTINATION otherwise).
+	Destination *string `json:"destination,omitempty"`
+
+	// Note Why the body was edited (audited); 1..1000 bytes of UTF-8 (maxLength counts characters).
+	Note string `json:"note"`
+}
+
+// EditedReplayResult defines model for EditedReplayResult.
+type EditedReplayResult struct {
+	DelaySeconds int `json:"delay_seconds"`
+
+	// EditedBodyHash The hash of the body sent: now the row's body_hash (the lineage key).
+	EditedBodyHash string `json:"edited_body_hash"`
+	Id             int    `json:"id"`
+
+	// OriginalBodyHash The lineage hash of the stored body (raw_message, unchanged).
+	OriginalBodyHash string `json:"original_body_hash"`
+	QueuedTo         string `json:"queued_to"`
+
+	// Replayed true: sent, the row is replayed; false: the send failed and the row is pending again.
+	Replayed bool `json:"replayed"`
+}
+
 // EnrichRequest defines model for EnrichRequest.
 type EnrichRequest struct {
 	// Beers 1..100 beers; each beer_id at most once in a request (400 otherwise).
@@ -618,7 +736,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`
@@ -1076,7 +1194,11 @@ type StatsReport struct {
 
 // Task A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
 type Task struct {
-	CreatedAt int `json:"created_at"`
+	Canary *Canary `json:"canary"`
+
+	// CanaryResult How the canary ended; null while undecided or without a canary.
+	CanaryResult *CanaryResult `json:"canary_result"`
+	CreatedAt    int           `json:"created_at"`
 
 	// CreatedBy Key fingerprint.
 	CreatedBy    string  `json:"created_by"`
@@ -1121,6 +1243,9 @@ type TaskList struct {
 
 // TaskRequest A durable replay: the pending rows matching filter that failed at or before the task's creation, newest failure first, delivered at rate_per_minute by the 5-minute cron (each step sends the next 5 minutes' worth with staggered per-message delays).
 type TaskRequest struct {
+	// Canary Optional: state canary until the first size rows are judged (README "Canary").
+	Canary *Canary `json:"canary,omitempty"`
+
 	// DelaySeconds The first delivery is this long after creation.
 	DelaySeconds *int `json:"delay_seconds,omitempty"`
 
@@ -1181,6 +1306,15 @@ type MethodNotAllowed struct {
 
 // NotConfigured defines model for NotConfigured.
 type NotConfigured struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+}
+
+// NotFound defines model for NotFound.
+type NotFound struct {
 	Error struct {
 		Code interface{} `json:"code,omitempty"`
 	} `json:"error"`
@@ -1268,6 +1402,54 @@ type AcknowledgeDLQ200JSONResponseBody_Data struct {
 	union json.RawMessage
 }
 
+// ExportDLQParams defines parameters for ExportDLQ.
+type ExportDLQParams struct {
+	// Format ndjson: one Message object per line; csv: RFC 4180 with a header row (CRLF line ends, a null is an empty cell; a cell that begins with =, +, -, @, tab, CR or ' gets a leading ', so removing one leading ' gives the value back). Anything else is 400 INVALID_FORMAT.
+	Format *ExportDLQParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Status Filter by status.
+	Status *ExportDLQParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// BeerId Filter by beer ID (exact).
+	BeerId *string `form:"beer_id,omitempty" json:"beer_id,omitempty"`
+
+	// SourceQueue Filter by the queue the message failed on (exact).
+	SourceQueue *string `form:"source_queue,omitempty" json:"source_queue,omitempty"`
+
+	// FailedAfter Keep rows with failed_at >= this (epoch ms, inclusive).
+	FailedAfter *int `form:"failed_after,omitempty" json:"failed_after,omitempty"`
+
+	// FailedBefore Keep rows with failed_at < this (epoch ms, exclusive).
+	FailedBefore *int `form:"failed_before,omitempty" json:"failed_before,omitempty"`
+
+	// Q Substring of beer_name, brewer or failure_reason (case-insensitive for ASCII letters; %, _ and \ are literal); at most 200 bytes (longer: 400 INVALID_FILTER).
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Limit Rows per page read (the export reads at most 50 pages per request); out of range is 400 INVALID_LIMIT.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor X-Next-Cursor of the previous export response (or next_cursor of a list page), with the same filters; anything else is 400 INVALID_CURSOR.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IncludeRaw Include raw_message and raw_encoding (CSV: two more columns).
+	IncludeRaw *bool `form:"include_raw,omitempty" json:"include_raw,omitempty"`
+
+	// Signature Filter by failure group (a signature of GET /admin/dlq/groups).
+	Signature *string `form:"signature,omitempty" json:"signature,omitempty"`
+
+	// Version Filter by the worker version the latest failure happened on (exact).
+	Version *string `form:"version,omitempty" json:"version,omitempty"`
+
+	// VersionNot Rows whose latest failure happened on another (or an unknown) version.
+	VersionNot *string `form:"version_not,omitempty" json:"version_not,omitempty"`
+}
+
+// ExportDLQParamsFormat defines parameters for ExportDLQ.
+type ExportDLQParamsFormat string
+
+// ExportDLQParamsStatus defines parameters for ExportDLQ.
+type ExportDLQParamsStatus string
+
 // DlqGroupsParams defines parameters for DlqGroups.
 type DlqGroupsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1300,6 +1482,9 @@ type ReplayDLQJSONRequestBody = ReplayRequest
 
 // CreateReplayTaskJSONRequestBody defines body for CreateReplayTask for application/json ContentType.
 type CreateReplayTaskJSONRequestBody = TaskRequest
+
+// ReplayEditedJSONRequestBody defines body for ReplayEdited for application/json ContentType.
+type ReplayEditedJSONRequestBody = EditedReplayRequest
 
 // EnrichJSONRequestBody defines body for Enrich for application/json ContentType.
 type EnrichJSONRequestBody = EnrichRequest
@@ -1856,6 +2041,11 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 	AcknowledgeDLQ(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ExportDLQ Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+	//
+	// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+	ExportDLQ(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DlqGroups Failures grouped by signature
 	//
 	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
@@ -1950,6 +2140,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 	DlqMessage(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayEditedWithBody Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEditedWithBody(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayEdited Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEdited(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// EnrichWithBody Register up to 100 beers and enqueue those not yet enriched
 	//
@@ -2074,6 +2282,21 @@ func (c *Client) AcknowledgeDLQWithBody(ctx context.Context, contentType string,
 // Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 func (c *Client) AcknowledgeDLQ(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAcknowledgeDLQRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportDLQ Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+//
+// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+func (c *Client) ExportDLQ(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportDLQRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2299,6 +2522,44 @@ func (c *Client) DlqTimeseries(ctx context.Context, reqEditors ...RequestEditorF
 // Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 func (c *Client) DlqMessage(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDlqMessageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayEditedWithBody Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *Client) ReplayEditedWithBody(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayEditedRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayEdited Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *Client) ReplayEdited(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayEditedRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2770,6 +3031,204 @@ func NewAcknowledgeDLQRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
+// NewExportDLQRequest constructs an http.Request for the ExportDLQ method
+func NewExportDLQRequest(server string, params *ExportDLQParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BeerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "beer_id", *params.BeerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SourceQueue != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source_queue", *params.SourceQueue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FailedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "failed_after", *params.FailedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FailedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "failed_before", *params.FailedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeRaw != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_raw", *params.IncludeRaw, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Signature != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "signature", *params.Signature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VersionNot != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version_not", *params.VersionNot, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDlqGroupsRequest constructs an http.Request for the DlqGroups method
 func NewDlqGroupsRequest(server string, params *DlqGroupsParams) (*http.Request, error) {
 	var err error
@@ -3218,6 +3677,53 @@ func NewDlqMessageRequest(server string, id int) (*http.Request, error) {
 	return req, nil
 }
 
+// NewReplayEditedRequest calls the generic ReplayEdited builder with application/json body
+func NewReplayEditedRequest(server string, id int, body ReplayEditedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplayEditedRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewReplayEditedRequestWithBody constructs an http.Request for the ReplayEdited method, with any body, and a specified content type
+func NewReplayEditedRequestWithBody(server string, id int, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/%s/replay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewEnrichRequest calls the generic Enrich builder with application/json body
 func NewEnrichRequest(server string, body EnrichJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3454,6 +3960,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/dlq/acknowledge (the `AcknowledgeDLQ` operationId).
 	AcknowledgeDLQWithResponse(ctx context.Context, body AcknowledgeDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeDLQResponse, error)
 
+	// ExportDLQWithResponse Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+	ExportDLQWithResponse(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*ExportDLQResponse, error)
+
 	// DlqGroupsWithResponse Failures grouped by signature
 	//
 	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
@@ -3566,6 +4079,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/dlq/{id} (the `DlqMessage` operationId).
 	DlqMessageWithResponse(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*DlqMessageResponse, error)
+
+	// ReplayEditedWithBodyWithResponse Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEditedWithBodyWithResponse(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error)
+
+	// ReplayEditedWithResponse Replay one pending json row with an edited body
+	//
+	// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+	ReplayEditedWithResponse(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error)
 
 	// EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
 	//
@@ -4288,6 +4819,119 @@ func (r AcknowledgeDLQResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AcknowledgeDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportDLQResponse200Headers the declared response headers of an HTTP 200 response for ExportDLQ
+type ExportDLQResponse200Headers struct {
+	XExportRows int
+	XNextCursor *string
+	XRequestID  openapi_types.UUID
+}
+
+// ExportDLQResponse400Headers the declared response headers of an HTTP 400 response for ExportDLQ
+type ExportDLQResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse401Headers the declared response headers of an HTTP 401 response for ExportDLQ
+type ExportDLQResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse403Headers the declared response headers of an HTTP 403 response for ExportDLQ
+type ExportDLQResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse500Headers the declared response headers of an HTTP 500 response for ExportDLQ
+type ExportDLQResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ExportDLQResponse503Headers the declared response headers of an HTTP 503 response for ExportDLQ
+type ExportDLQResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ExportDLQResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportDLQResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ExportDLQResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportDLQResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ExportDLQResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ExportDLQResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportDLQResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportDLQResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportDLQResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExportDLQResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExportDLQResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportDLQResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportDLQResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportDLQResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportDLQResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportDLQResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5891,6 +6535,174 @@ func (r DlqMessageResponse) ContentType() string {
 	return ""
 }
 
+// ReplayEditedResponse200Headers the declared response headers of an HTTP 200 response for ReplayEdited
+type ReplayEditedResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse400Headers the declared response headers of an HTTP 400 response for ReplayEdited
+type ReplayEditedResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse401Headers the declared response headers of an HTTP 401 response for ReplayEdited
+type ReplayEditedResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse403Headers the declared response headers of an HTTP 403 response for ReplayEdited
+type ReplayEditedResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse404Headers the declared response headers of an HTTP 404 response for ReplayEdited
+type ReplayEditedResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse409Headers the declared response headers of an HTTP 409 response for ReplayEdited
+type ReplayEditedResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse413Headers the declared response headers of an HTTP 413 response for ReplayEdited
+type ReplayEditedResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse500Headers the declared response headers of an HTTP 500 response for ReplayEdited
+type ReplayEditedResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReplayEditedResponse503Headers the declared response headers of an HTTP 503 response for ReplayEdited
+type ReplayEditedResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ReplayEditedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      EditedReplayResult `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReplayEditedResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReplayEditedResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReplayEditedResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReplayEditedResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReplayEditedResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReplayEditedResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReplayEditedResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReplayEditedResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReplayEditedResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReplayEditedResponse) GetJSON200() *struct {
+	Data      EditedReplayResult `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReplayEditedResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReplayEditedResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReplayEditedResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReplayEditedResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReplayEditedResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReplayEditedResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReplayEditedResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReplayEditedResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReplayEditedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayEditedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayEditedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplayEditedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // EnrichResponse200Headers the declared response headers of an HTTP 200 response for Enrich
 type EnrichResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -6534,6 +7346,19 @@ func (c *ClientWithResponses) AcknowledgeDLQWithResponse(ctx context.Context, bo
 	return ParseAcknowledgeDLQResponse(rsp)
 }
 
+// ExportDLQWithResponse Export every DLQ message matching the list's filters as NDJSON or CSV, newest failure first, page by page with a continuation cursor
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/dlq/export (the `ExportDLQ` operationId).
+func (c *ClientWithResponses) ExportDLQWithResponse(ctx context.Context, params *ExportDLQParams, reqEditors ...RequestEditorFn) (*ExportDLQResponse, error) {
+	rsp, err := c.ExportDLQ(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportDLQResponse(rsp)
+}
+
 // DlqGroupsWithResponse Failures grouped by signature
 //
 // Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
@@ -6723,6 +7548,36 @@ func (c *ClientWithResponses) DlqMessageWithResponse(ctx context.Context, id int
 		return nil, err
 	}
 	return ParseDlqMessageResponse(rsp)
+}
+
+// ReplayEditedWithBodyWithResponse Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *ClientWithResponses) ReplayEditedWithBodyWithResponse(ctx context.Context, id int, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error) {
+	rsp, err := c.ReplayEditedWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayEditedResponse(rsp)
+}
+
+// ReplayEditedWithResponse Replay one pending json row with an edited body
+//
+// Sends the edited JSON value instead of the stored body, through the same claim and settle as any replay (pending -> replaying -> replayed; back to pending if the send fails). raw_message is not changed. Audited (action replay_edited) with the note and both hashes in counts (original_body_hash, edited_body_hash). 409 INVALID_STATE when the row is not pending or not a json row.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/{id}/replay (the `ReplayEdited` operationId).
+func (c *ClientWithResponses) ReplayEditedWithResponse(ctx context.Context, id int, body ReplayEditedJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayEditedResponse, error) {
+	rsp, err := c.ReplayEdited(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayEditedResponse(rsp)
 }
 
 // EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
@@ -7478,6 +8333,137 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers AcknowledgeDLQResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportDLQResponse parses an HTTP response from a ExportDLQWithResponse call
+func ParseExportDLQResponse(rsp *http.Response) (*ExportDLQResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportDLQResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportDLQResponse200Headers
+		if values := rsp.Header.Values("X-Export-Rows"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Export-Rows", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XExportRows = value
+		}
+		if values := rsp.Header.Values("X-Next-Cursor"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Next-Cursor", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XNextCursor = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ExportDLQResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportDLQResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ExportDLQResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers ExportDLQResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportDLQResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
@@ -9098,6 +10084,185 @@ func ParseDlqMessageResponse(rsp *http.Response) (*DlqMessageResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers DlqMessageResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReplayEditedResponse parses an HTTP response from a ReplayEditedWithResponse call
+func ParseReplayEditedResponse(rsp *http.Response) (*ReplayEditedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayEditedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      EditedReplayResult `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReplayEditedResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReplayEditedResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReplayEditedResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReplayEditedResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReplayEditedResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReplayEditedResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReplayEditedResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReplayEditedResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReplayEditedResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

@@ -22,6 +22,32 @@ import (
 	"github.com/google/uuid"
 )
 
+func init() {
+	// GET /admin/dlq/export answers newline-delimited JSON: checked as the
+	// array of its lines' values.
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", ndjsonDecoder)
+}
+
+// ndjsonDecoder reads one JSON value per non-empty line into an array.
+func ndjsonDecoder(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	out := []any{}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			return nil, fmt.Errorf("ndjson line %d: %w", i+1, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // Validator holds a loaded and validated document.
 type Validator struct {
 	doc    *openapi3.T

@@ -1,0 +1,92 @@
+import { useState } from "preact/hooks";
+import { get, post } from "./api.js";
+import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
+
+const ACTIONS = {
+  canary: ["pause", "cancel"],
+  running: ["pause", "cancel"],
+  paused: ["resume", "cancel"],
+};
+
+// Tasks lists the replay tasks (GET /admin/dlq/replay-tasks), newest first,
+// with a progress bar each (sent and failed sends of the rows matched) and
+// pause, resume and cancel.
+export function Tasks() {
+  const [list, reload] = useLoad(() => get("/admin/dlq/replay-tasks", { limit: 50 }), []);
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(null);
+  const act = async (id, action) => {
+    setBusy(id);
+    setError(null);
+    try {
+      await post(`/admin/dlq/replay-tasks/${id}/${action}`);
+      reload();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(null);
+    }
+  };
+  if (list.error) return <ErrorBox error={list.error} />;
+  const tasks = list.data?.tasks;
+  if (!tasks) return <p aria-busy="true">Loading…</p>;
+  return (
+    <div>
+      <p class="small muted">
+        Replay tasks are advanced by the 5-minute cron at their rate. Create one with POST /admin/dlq/replay-tasks (README "Replay tasks").
+      </p>
+      <ErrorBox error={error} />
+      {tasks.length === 0 ? (
+        <p class="muted">No replay tasks.</p>
+      ) : (
+        <Scroll label="Replay tasks">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col" class="num">Id</th>
+                <th scope="col">State</th>
+                <th scope="col">Filter</th>
+                <th scope="col" class="num">Rate / min</th>
+                <th scope="col">Progress</th>
+                <th scope="col">Finish (estimate)</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {tasks.map((t) => {
+                const total = Math.max(t.matched, 1);
+                return (
+                  <tr key={t.id}>
+                    <td class="num">{t.id}</td>
+                    <td>
+                      {t.state}
+                      {t.canary_result && !t.canary_result.passed && <span class="badge">canary failed</span>}
+                    </td>
+                    <td>
+                      <code>{JSON.stringify(t.filter)}</code>
+                    </td>
+                    <td class="num">{t.rate_per_minute}</td>
+                    <td>
+                      <progress max={total} value={t.sent + t.send_failed} aria-label={`Task ${t.id} progress`} />{" "}
+                      <span class="small">
+                        {t.sent} sent{t.send_failed ? `, ${t.send_failed} failed` : ""} of {t.matched}
+                      </span>
+                    </td>
+                    <td>{t.estimated_finish_at ? <Time ms={t.estimated_finish_at} /> : "—"}</td>
+                    <td>
+                      {(ACTIONS[t.state] || []).map((a) => (
+                        <button key={a} type="button" disabled={busy === t.id} onClick={() => act(t.id, a)}>
+                          {a[0].toUpperCase() + a.slice(1)}
+                        </button>
+                      ))}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </Scroll>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,169 @@
+package dlq
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Export reads every row matching a list filter for GET /admin/dlq/export,
+// page by page through the list's keyset pagination (List.Page), at most
+// ExportMaxPages pages per call. When that budget runs out before the last
+// matching row, the call returns the list cursor to continue with (the same
+// next_cursor GET /admin/dlq would give after that row): the admin API
+// sends it as the X-Next-Cursor header.
+type Export struct {
+	List List
+}
+
+// Export budget: pages of ListParams.Limit rows (DefaultExportPageSize
+// when 0), at most ExportMaxPages of them per call: 5,000 rows by default.
+const (
+	DefaultExportPageSize = MaxListLimit
+	ExportMaxPages        = 50
+)
+
+// ExportResult says how far a call went.
+type ExportResult struct {
+	// Rows is the number of rows written.
+	Rows int
+	// Pages is the number of list pages read.
+	Pages int
+	// NextCursor continues after the last row written; nil when every
+	// matching row was written.
+	NextCursor *string
+}
+
+// Run reads the pages of p (p.Cursor continues a previous call) and hands
+// each page's messages to visit, newest failure first.
+func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMessage) error) (ExportResult, error) {
+	if p.Limit == 0 {
+		p.Limit = DefaultExportPageSize
+	}
+	var res ExportResult
+	for res.Pages < ExportMaxPages {
+		page, err := e.List.Page(ctx, p)
+		if err != nil {
+			return res, err
+		}
+		res.Pages++
+		var rows []json.RawMessage
+		if len(page.Messages) > 0 {
+			if err := json.Unmarshal(page.Messages, &rows); err != nil {
+				return res, fmt.Errorf("dlq export: page: %w", err)
+			}
+		}
+		if err := visit(rows); err != nil {
+			return res, err
+		}
+		res.Rows += len(rows)
+		if !page.HasMore {
+			res.NextCursor = nil
+			return res, nil
+		}
+		p.Cursor = *page.NextCursor
+		res.NextCursor = page.NextCursor
+	}
+	return res, nil
+}
+
+// ExportColumns are the CSV export's columns, in order (the Message fields;
+// raw_message and raw_encoding only with include_raw).
+var ExportColumns = []string{"id", "message_id", "beer_id", "beer_name", "brewer", "failed_at", "failure_count",
+	"failure_reason", "source_queue", "status", "replay_count", "replayed_at", "acknowledged_at", "failure_class",
+	"first_failed_at", "replaying_at", "acknowledged_note", "updated_at", "content_type"}
+
+// ExportRawColumns follow ExportColumns with include_raw.
+var ExportRawColumns = []string{"raw_message", "raw_encoding"}
+
+// CSVExport writes export rows as CSV (RFC 4180, CRLF line ends, a header
+// row first). A null is an empty cell. A cell a spreadsheet would run as a
+// formula (first character =, +, -, @, tab or CR) is written with a
+// leading ', and so is a cell that begins with ' (so that removing one
+// leading ' from a cell that has one always gives the value back).
+type CSVExport struct {
+	w   *csv.Writer
+	raw bool
+}
+
+// NewCSVExport writes the header row to w.
+func NewCSVExport(w io.Writer, raw bool) (*CSVExport, error) {
+	c := &CSVExport{w: csv.NewWriter(w), raw: raw}
+	c.w.UseCRLF = true
+	cols := ExportColumns
+	if raw {
+		cols = append(append([]string{}, cols...), ExportRawColumns...)
+	}
+	if err := c.w.Write(cols); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Write writes one page of rows (Message objects as the list gives them).
+func (c *CSVExport) Write(rows []json.RawMessage) error {
+	for _, js := range rows {
+		var m Message
+		if err := json.Unmarshal(js, &m); err != nil {
+			return fmt.Errorf("dlq export: row: %w", err)
+		}
+		rec := []string{exportInt(m.ID), m.MessageID, m.BeerID, str(m.BeerName), str(m.Brewer), exportInt(m.FailedAt),
+			intp(m.FailureCount), str(m.FailureReason), m.SourceQueue, m.Status, exportInt(m.ReplayCount),
+			intp(m.ReplayedAt), intp(m.AcknowledgedAt), str(m.FailureClass), exportInt(m.FirstFailedAt),
+			intp(m.ReplayingAt), str(m.AcknowledgedNote), exportInt(m.UpdatedAt), m.ContentType}
+		if c.raw {
+			var raw *string
+			if len(m.RawMessage) > 0 {
+				if err := json.Unmarshal(m.RawMessage, &raw); err != nil {
+					return fmt.Errorf("dlq export: raw_message: %w", err)
+				}
+			}
+			rec = append(rec, str(raw), m.RawEncoding)
+		}
+		for i, v := range rec {
+			rec[i] = NeutralizeCell(v)
+		}
+		if err := c.w.Write(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush ends the CSV.
+func (c *CSVExport) Flush() error {
+	c.w.Flush()
+	return c.w.Error()
+}
+
+// NeutralizeCell prefixes ' to a cell that begins with =, +, -, @, tab,
+// CR or ' (see CSVExport).
+func NeutralizeCell(v string) string {
+	if v == "" {
+		return v
+	}
+	switch v[0] {
+	case '=', '+', '-', '@', '\t', '\r', '\'':
+		return "'" + v
+	}
+	return v
+}
+
+func exportInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+func intp(n *int64) string {
+	if n == nil {
+		return ""
+	}
+	return exportInt(*n)
+}
+
+func str(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,103 @@
+package dlq
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+// An edited replay sends the edited value (compact, json), keeps
+// raw_message, makes the edited hash the row's lineage key: the edited
+// message failing again comes back to the row. A plain replay after it
+// sends the stored body and moves the key back.
+func TestReplayEditedSendsTheEditAndKeepsLineage(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, contentType: "json"}, adminRow{beerID: "2", failedAt: 2, raw: "plain", contentType: "text"})
+	var raw, origHash string
+	db.QueryRow(`SELECT raw_message, body_hash FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&raw, &origHash)
+	s := &queuetest.Sender{}
+	r := newReplay(db, s)
+	res, err := r.RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(`{ "beer_id": "1", "beer_name": "Fixed" }`), Note: "fix name"})
+	if err != nil || !res.Replayed || res.QueuedTo != "beer-enrichment" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	sent := s.Sent["beer-enrichment"]
+	edited := `{"beer_id":"1","beer_name":"Fixed"}`
+	if len(sent) != 1 || sent[0].Body != edited || sent[0].ContentType != queue.JSON {
+		t.Fatalf("sent %+v", sent)
+	}
+	if res.EditedBodyHash != BodyHash(queue.JSON, edited) || res.OriginalBodyHash != BodyHash(queue.JSON, raw) || (origHash != "" && origHash != res.OriginalBodyHash) {
+		t.Fatalf("hashes %+v (stored %q)", res, origHash)
+	}
+	var nowRaw, nowHash, status string
+	var replays int64
+	db.QueryRow(`SELECT raw_message, body_hash, status, replay_count FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&nowRaw, &nowHash, &status, &replays)
+	if nowRaw != raw || nowHash != res.EditedBodyHash || status != StatusReplayed || replays != 1 {
+		t.Fatalf("row: raw %q hash %q %s %d", nowRaw, nowHash, status, replays)
+	}
+	// The edited message fails again: the same row, pending again.
+	c := newCapture(db, &bytes.Buffer{})
+	consume(t, c, &queuetest.Message{MsgID: "again-1", Attempt: 4, Text: edited, Type: queue.JSON})
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 2 {
+		t.Fatalf("%d rows: the repeat failure of the edited message made a new row", n)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'pending' AND last_message_id = 'again-1' AND raw_message = ?`, ids[0], raw); n != 1 {
+		t.Fatal("the repeat failure did not come back to the row (or changed raw_message)")
+	}
+	// A plain replay sends the stored body and its hash is the key again.
+	if res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids[:1]}}); err != nil || res.ReplayedCount != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	consume(t, c, &queuetest.Message{MsgID: "again-2", Attempt: 4, Text: raw, Type: queue.JSON})
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'pending' AND last_message_id = 'again-2' AND replay_count = 2`, ids[0]); n != 1 {
+		t.Fatal("the plain replay's repeat failure did not come back to the row")
+	}
+
+	// Not pending, not json, missing: nothing changes, nothing is sent.
+	r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids[:1]}})
+	before := s.Calls
+	var se *RowStateError
+	if _, err := r.RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(`{}`), Note: "n"}); !errors.As(err, &se) || se.Status != StatusReplayed {
+		t.Fatalf("replayed row: %v", err)
+	}
+	if _, err := r.RunEdited(ctx, EditedReplayRequest{ID: ids[1], Body: json.RawMessage(`"x"`), Note: "n"}); !errors.As(err, &se) || se.ContentType != "text" {
+		t.Fatalf("text row: %v", err)
+	}
+	if _, err := r.RunEdited(ctx, EditedReplayRequest{ID: 999, Body: json.RawMessage(`{}`), Note: "n"}); !errors.Is(err, ErrRowNotFound) {
+		t.Fatalf("missing row: %v", err)
+	}
+	if s.Calls != before || count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'pending'`, ids[1]) != 1 {
+		t.Fatal("a refused edited replay changed something")
+	}
+}
+
+func TestReplayEditedChecksItsInput(t *testing.T) {
+	r := newReplay(sqlitetest.New(t), &queuetest.Sender{})
+	r.Destinations = []string{"staging"}
+	for _, c := range []struct {
+		req  EditedReplayRequest
+		code string
+	}{
+		{EditedReplayRequest{ID: 1, Note: "n"}, "INVALID_REQUEST"},
+		{EditedReplayRequest{ID: 1, Body: json.RawMessage(`null`), Note: "n"}, "INVALID_REQUEST"},
+		{EditedReplayRequest{ID: 1, Body: json.RawMessage(`{"a":`), Note: "n"}, "INVALID_REQUEST"},
+		{EditedReplayRequest{ID: 1, Body: json.RawMessage(`{}`)}, "INVALID_REQUEST"},
+		{EditedReplayRequest{ID: 1, Body: json.RawMessage(`"` + string(bytes.Repeat([]byte("x"), MaxEditedBody)) + `"`), Note: "n"}, "INVALID_REQUEST"},
+		{EditedReplayRequest{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: -1}, "INVALID_DELAY"},
+		{EditedReplayRequest{ID: 1, Body: json.RawMessage(`{}`), Note: "n", Destination: "prod"}, "INVALID_DESTINATION"},
+	} {
+		_, err := r.CheckEdited(c.req)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Code != c.code {
+			t.Errorf("%+v: %v, want %s", c.req.Note, err, c.code)
+		}
+	}
+	if body, err := r.CheckEdited(EditedReplayRequest{ID: 1, Body: json.RawMessage(" [1, 2] "), Note: "n", Destination: "staging"}); err != nil || body != "[1,2]" {
+		t.Fatalf("%q %v", body, err)
+	}
+}

@@ -1,0 +1,88 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// exportParams are the query parameters GET /admin/dlq/export accepts:
+// the list's, and format.
+var exportParams = func() map[string]bool {
+	m := map[string]bool{"format": true}
+	for k := range listParams {
+		m[k] = true
+	}
+	return m
+}()
+
+// Export content types.
+const (
+	contentNDJSON = "application/x-ndjson"
+	contentCSV    = "text/csv; charset=utf-8"
+)
+
+// dlqExport serves GET /admin/dlq/export?format=ndjson|csv with the list's
+// filters: every matching row, newest failure first, read page by page
+// (dlq.Export: at most dlq.ExportMaxPages pages of limit rows per call).
+// When rows remain, X-Next-Cursor carries the cursor to continue with
+// (?cursor=, same filters); without it the export is complete. The
+// worker's bridge buffers every response (platform/serve.go), so the
+// budget also bounds the response's size.
+func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
+	q, err := query(r.URL, exportParams)
+	if err != nil {
+		return err
+	}
+	format := q["format"]
+	if format == "" {
+		format = "ndjson"
+	}
+	if format != "ndjson" && format != "csv" {
+		return badRequest("INVALID_FORMAT", "format must be ndjson or csv")
+	}
+	p, err := parseListParams(q)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	visit := func(rows []json.RawMessage) error {
+		for _, row := range rows {
+			buf.Write(row)
+			buf.WriteByte('\n')
+		}
+		return nil
+	}
+	var cw *dlq.CSVExport
+	if format == "csv" {
+		if cw, err = dlq.NewCSVExport(&buf, p.IncludeRaw); err != nil {
+			return err
+		}
+		visit = cw.Write
+	}
+	res, err := dlq.Export{List: dlq.List{DB: a.DB, Cursors: a.cursors()}}.Run(r.Context(), p, visit)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	if cw != nil {
+		if err := cw.Flush(); err != nil {
+			return err
+		}
+		h.Set("Content-Type", contentCSV)
+		h.Set("Content-Disposition", `attachment; filename="dlq-export.csv"`)
+	} else {
+		h.Set("Content-Type", contentNDJSON)
+		h.Set("Content-Disposition", `attachment; filename="dlq-export.ndjson"`)
+	}
+	h.Set("X-Export-Rows", strconv.Itoa(res.Rows))
+	if res.NextCursor != nil {
+		h.Set("X-Next-Cursor", *res.NextCursor)
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+	return nil
+}

@@ -1,0 +1,184 @@
+package handlers
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// exportAll follows X-Next-Cursor until the export is complete and returns
+// each response's body.
+func exportAll(t *testing.T, h http.Handler, query string) []string {
+	t.Helper()
+	var bodies []string
+	cursor := ""
+	for i := 0; i < 20; i++ {
+		q := query
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		rec, _ := do(h, "GET", "/admin/dlq/export?"+q, "", adminHeaders)
+		if rec.Code != 200 {
+			t.Fatalf("export %s: %d %s", q, rec.Code, rec.Body)
+		}
+		bodies = append(bodies, rec.Body.String())
+		if cursor = rec.Header().Get("X-Next-Cursor"); cursor == "" {
+			return bodies
+		}
+	}
+	t.Fatal("export never ended")
+	return nil
+}
+
+func TestExportNDJSONAndCSVGiveEveryRowOnce(t *testing.T) {
+	api, _ := newDLQAPI(t)
+	n := 250
+	seedRows(t, api.DB, n)
+	if _, err := api.DB.Exec(`UPDATE dlq_messages SET beer_name = '=HYPERLINK("http://x")', brewer = '-2+3', failure_reason = 'a,"b"' || char(10) || 'c'
+		WHERE message_id = 'm7'`); err != nil {
+		t.Fatal(err)
+	}
+	h := api.Handler()
+	// limit=2: 50 pages of 2 rows = 100 rows per request, so 3 requests.
+	bodies := exportAll(t, h, "format=ndjson&limit=2&include_raw=true")
+	if len(bodies) != 3 {
+		t.Fatalf("%d requests, want 3", len(bodies))
+	}
+	var got []dlq.Message
+	for _, b := range bodies {
+		for _, line := range strings.Split(strings.TrimSuffix(b, "\n"), "\n") {
+			var m dlq.Message
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			got = append(got, m)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d rows, want %d", len(got), n)
+	}
+	seen := map[int64]bool{}
+	for i, m := range got {
+		if seen[m.ID] || (i > 0 && m.FailedAt > got[i-1].FailedAt) {
+			t.Fatalf("row %d (id %d) repeated or out of order", i, m.ID)
+		}
+		seen[m.ID] = true
+		if len(m.RawMessage) == 0 {
+			t.Fatalf("row %d without raw_message", m.ID)
+		}
+	}
+
+	csvBodies := exportAll(t, h, "format=csv&limit=2&include_raw=true")
+	if len(csvBodies) != 3 {
+		t.Fatalf("csv: %d requests, want 3", len(csvBodies))
+	}
+	var recs [][]string
+	for _, b := range csvBodies {
+		r, err := csv.NewReader(strings.NewReader(b)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Join(append(append([]string{}, dlq.ExportColumns...), dlq.ExportRawColumns...), ",")
+		if strings.Join(r[0], ",") != want {
+			t.Fatalf("header %v", r[0])
+		}
+		recs = append(recs, r[1:]...)
+	}
+	if len(recs) != n {
+		t.Fatalf("csv: %d rows, want %d", len(recs), n)
+	}
+	for i, rec := range recs {
+		m := got[i]
+		var raw string
+		_ = json.Unmarshal(m.RawMessage, &raw)
+		want := []string{fmt.Sprint(m.ID), m.MessageID, m.BeerID, deref(m.BeerName), deref(m.Brewer), fmt.Sprint(m.FailedAt)}
+		for j, w := range want {
+			if unneutralize(rec[j]) != w {
+				t.Fatalf("csv row %d col %s: %q, want %q", i, dlq.ExportColumns[j], rec[j], w)
+			}
+		}
+		if unneutralize(rec[7]) != deref(m.FailureReason) || rec[9] != m.Status || rec[len(rec)-2] != raw {
+			t.Fatalf("csv row %d: %q", i, rec)
+		}
+		if m.MessageID == "m7" {
+			if rec[3] != `'=HYPERLINK("http://x")` || rec[4] != "'-2+3" {
+				t.Fatalf("formula cells not neutralised: %q", rec)
+			}
+		}
+	}
+	if !strings.Contains(csvBodies[0], "\r\n") || !strings.HasPrefix(csvBodies[0], "id,message_id,") {
+		t.Fatalf("csv is not RFC 4180 with a header: %.100q", csvBodies[0])
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// unneutralize undoes dlq.NeutralizeCell: one leading ' goes.
+func unneutralize(v string) string { return strings.TrimPrefix(v, "'") }
+
+func TestExportHeadersFiltersAndBadInput(t *testing.T) {
+	api, _ := newDLQAPI(t)
+	seedRows(t, api.DB, 5)
+	h := api.Handler()
+	rec, _ := do(h, "GET", "/admin/dlq/export?beer_id=b3", "", adminHeaders)
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/x-ndjson" || rec.Header().Get("X-Export-Rows") != "1" ||
+		rec.Header().Get("X-Next-Cursor") != "" || strings.Count(rec.Body.String(), "\n") != 1 || !strings.Contains(rec.Body.String(), `"beer_id":"b3"`) {
+		t.Fatalf("ndjson: %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+	rec, _ = do(h, "GET", "/admin/dlq/export?format=csv&status=acknowledged", "", adminHeaders)
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/csv; charset=utf-8" || rec.Header().Get("X-Export-Rows") != "0" ||
+		rec.Body.String() != strings.Join(dlq.ExportColumns, ",")+"\r\n" {
+		t.Fatalf("empty csv: %d %v %q", rec.Code, rec.Header(), rec.Body)
+	}
+	for _, c := range []struct{ q, code string }{
+		{"format=xml", "INVALID_FORMAT"},
+		{"format=csv&format=csv", "INVALID_REQUEST"},
+		{"status=nope", "INVALID_STATUS"},
+		{"limit=101", "INVALID_LIMIT"},
+		{"cursor=abc", "INVALID_CURSOR"},
+		{"failed_after=x", "INVALID_FILTER"},
+		{"nope=1", "INVALID_REQUEST"},
+	} {
+		rec, env := do(h, "GET", "/admin/dlq/export?"+c.q, "", adminHeaders)
+		if rec.Code != 400 || env.Error == nil || env.Error.Code != c.code {
+			t.Errorf("%s: %d %s", c.q, rec.Code, rec.Body)
+		}
+	}
+	// A cursor of another filter is refused.
+	seedRows(t, api.DB, 0)
+	rec, _ = do(h, "GET", "/admin/dlq?limit=1", "", adminHeaders)
+	var page struct {
+		Data struct {
+			NextCursor string `json:"next_cursor"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(rec.Body.Bytes(), &page)
+	rec, _ = do(h, "GET", "/admin/dlq/export?limit=1&cursor="+url.QueryEscape(page.Data.NextCursor), "", adminHeaders)
+	if rec.Code != 200 || rec.Header().Get("X-Export-Rows") != "4" {
+		t.Fatalf("list cursor continues the export: %d %v", rec.Code, rec.Header())
+	}
+	rec, _ = do(h, "GET", "/admin/dlq/export?beer_id=b1&limit=1&cursor="+url.QueryEscape(page.Data.NextCursor), "", adminHeaders)
+	if rec.Code != 400 {
+		t.Fatalf("cursor of other filters: %d", rec.Code)
+	}
+}
+
+func TestNeutralizeCell(t *testing.T) {
+	for in, want := range map[string]string{"": "", "=1+2": "'=1+2", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)",
+		"\tx": "'\tx", "\rx": "'\rx", "'x": "''x", "a=b": "a=b", "Beer": "Beer"} {
+		if got := dlq.NeutralizeCell(in); got != want || unneutralize(got) != in {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
