@@ -3,6 +3,7 @@ package dlq
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/sqlbatch"
@@ -63,5 +64,33 @@ func TestDetailOfTheFirstID(t *testing.T) {
 	}
 	if _, err := (Detail{DB: db}).Read(ctx, 1); err != nil {
 		t.Fatalf("detail of id 1: %v", err)
+	}
+}
+
+// An audit page that holds exactly the last entries has no more.
+func TestAuditLastFullPage(t *testing.T) {
+	db := sqlitetest.New(t)
+	a := Audit{DB: db, Cursors: NewCursors("s"), Clock: fixedClock}
+	for i := 0; i < 3; i++ {
+		if err := a.Record(ctx, AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "r", KeyFingerprint: "fp"}, DryRun: true,
+			IDs: []int64{int64(i + 1)}}, OutcomeOK, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := a.Page(ctx, AuditParams{Limit: 3})
+	if err != nil || len(p.Entries) != 3 || p.HasMore || p.NextCursor != nil {
+		t.Fatalf("3 entries, limit 3: %d entries, has_more %v, cursor %v (%v)", len(p.Entries), p.HasMore, p.NextCursor, err)
+	}
+}
+
+// A failure in an hour after the clock's (a clock behind the capturing
+// worker's) is outside the window, not counted in its last hour.
+func TestTimeSeriesLeavesOutHoursAfterNow(t *testing.T) {
+	db := sqlitetest.New(t)
+	now := fixedClock()
+	insert(t, db, adminRow{beerID: "now", failedAt: now.UnixMilli()}, adminRow{beerID: "later", failedAt: now.Add(time.Hour).UnixMilli()})
+	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
+	if err != nil || s.Total != 1 || s.Hourly[SeriesHours-1].Failures != 1 {
+		t.Fatalf("total %d, last hour %+v (%v)", s.Total, s.Hourly[SeriesHours-1], err)
 	}
 }
