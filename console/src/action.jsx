@@ -153,6 +153,20 @@ export function ActionDialog({ kind, selection, onClose }) {
 }
 
 // ResultSummary says what an action did.
+// ResultBox shows an action's result with a way to dismiss it; nothing
+// while there is no result.
+export function ResultBox({ result, onDismiss }) {
+  if (!result) return null;
+  return (
+    <div class="result" role="status">
+      <ResultSummary result={result} />
+      <button type="button" class="link" onClick={onDismiss}>
+        Dismiss
+      </button>
+    </div>
+  );
+}
+
 export function ResultSummary({ result }) {
   const { kind, totals, skipped, failedIds, hasMore } = result;
   return (

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { exportRows, get } from "./api.js";
-import { ActionDialog, ResultSummary } from "./action.jsx";
+import { ActionDialog, ResultBox } from "./action.jsx";
 import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 import { useSignal } from "./state.js";
@@ -181,14 +181,7 @@ export function Failures({ params }) {
         {ids.length > 50 && <span class="muted small">Replay takes at most 50 selected rows.</span>}
       </div>
 
-      {result && (
-        <div class="result" role="status">
-          <ResultSummary result={result} />
-          <button type="button" class="link" onClick={() => setResult(null)}>
-            Dismiss
-          </button>
-        </div>
-      )}
+      <ResultBox result={result} onDismiss={() => setResult(null)} />
       <ErrorBox error={list.error} />
 
       <Scroll label="Failures">

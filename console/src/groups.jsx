@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { get } from "./api.js";
-import { ActionDialog, ResultSummary } from "./action.jsx";
+import { ActionDialog, ResultBox } from "./action.jsx";
 import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 
@@ -56,14 +56,7 @@ export function Groups({ params }) {
           Clear filters
         </button>
       </form>
-      {result && (
-        <div class="result" role="status">
-          <ResultSummary result={result} />
-          <button type="button" class="link" onClick={() => setResult(null)}>
-            Dismiss
-          </button>
-        </div>
-      )}
+      <ResultBox result={result} onDismiss={() => setResult(null)} />
       <ErrorBox error={list.error} />
       <Scroll label="Failure groups">
         <table class="rows groups" aria-busy={list.loading ? "true" : "false"}>
