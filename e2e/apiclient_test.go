@@ -25,10 +25,10 @@ func TestGeneratedClientReplaysAndAcknowledges(t *testing.T) {
 	ids := ownIDs(t, shared, prefix)
 	// Through the harness's client: each exchange is checked against the document too.
 	doer := doerFunc(func(req *http.Request) (*http.Response, error) {
-		req, mismatch := withContractResult(req)
+		req, ex := withExchange(req)
 		resp, err := client.Do(req)
-		if *mismatch != nil {
-			t.Error(*mismatch)
+		if ex.Mismatch != nil {
+			t.Error(ex.Mismatch)
 		}
 		return resp, err
 	})

@@ -162,9 +162,10 @@ type benchTarget struct {
 func timeCall(t *testing.T, name string, bt benchTarget, i int) (float64, error) {
 	t.Helper()
 	method, path, body := bt.req(i)
-	start := time.Now()
 	resp := bt.w.Admin(t, method, path, body)
-	el := float64(time.Since(start).Microseconds()) / 1000
+	// The exchange alone: redrive's answers are also checked against the
+	// API document in this process, which is not the worker's time.
+	el := float64(resp.Elapsed.Microseconds()) / 1000
 	check := bt.check
 	if check == nil {
 		check = status200
@@ -555,9 +556,8 @@ func benchPagination(t *testing.T, w, ref *Worker, n int, rep *benchReport) {
 			if x.cursor != "" {
 				path += "&cursor=" + url.QueryEscape(x.cursor)
 			}
-			start := time.Now()
 			r := x.w.Admin(t, http.MethodGet, path, nil)
-			el := time.Since(start)
+			el := r.Elapsed // the exchange, without the contract check
 			x.took += el
 			x.ms = append(x.ms, float64(el.Microseconds())/1000)
 			if r.Status != http.StatusOK {

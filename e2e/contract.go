@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/internal/apicontract"
@@ -77,24 +78,34 @@ func contractWorker(workerURL string) error {
 	return nil
 }
 
-type contractResultKey struct{}
+type exchangeKey struct{}
 
-// withContractResult returns req with a slot the transport fills with the
-// exchange's mismatch (nil when it matched or was not checked).
-func withContractResult(req *http.Request) (*http.Request, *error) {
-	slot := new(error)
-	return req.WithContext(context.WithValue(req.Context(), contractResultKey{}, slot)), slot
+// exchange is what the transport learns of one exchange besides the
+// response: how it does not match the document, and how long it took.
+type exchange struct {
+	// Mismatch is how the exchange does not match handlers/openapi.json
+	// (nil when it matched or was not checked).
+	Mismatch error
+	// Elapsed is the exchange alone: from sending the request to the last
+	// byte of the response, before the contract check (which runs in this
+	// process and would otherwise be timed as the worker's).
+	Elapsed time.Duration
 }
 
-// contractTransport is the harness client's transport (see client).
+// withExchange returns req with a slot the transport fills in.
+func withExchange(req *http.Request) (*http.Request, *exchange) {
+	slot := new(exchange)
+	return req.WithContext(context.WithValue(req.Context(), exchangeKey{}, slot)), slot
+}
+
+// contractTransport is the harness client's transport (see client). It reads
+// every response whole, timing the exchange, then checks it when checked.
 type contractTransport struct{ base http.RoundTripper }
 
 func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !checked(req) {
-		return c.base.RoundTrip(req)
-	}
+	check := checked(req)
 	var reqBody []byte
-	if req.Body != nil && req.Body != http.NoBody {
+	if check && req.Body != nil && req.Body != http.NoBody {
 		var err error
 		reqBody, err = io.ReadAll(req.Body)
 		req.Body.Close()
@@ -105,6 +116,11 @@ func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		r.Body = io.NopCloser(bytes.NewReader(reqBody))
 		req = r
 	}
+	slot, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if slot == nil {
+		slot = new(exchange)
+	}
+	start := time.Now()
 	resp, err := c.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
@@ -114,7 +130,11 @@ func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil {
 		return nil, err
 	}
+	slot.Elapsed = time.Since(start)
 	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if !check {
+		return resp, nil
+	}
 	seen := req
 	if p := runtimePath(req.URL); p != req.URL.EscapedPath() {
 		seen = req.Clone(req.Context())
@@ -130,9 +150,7 @@ func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		contract.mismatches = append(contract.mismatches, mismatch.Error())
 	}
 	contract.mu.Unlock()
-	if slot, ok := req.Context().Value(contractResultKey{}).(*error); ok {
-		*slot = mismatch
-	}
+	slot.Mismatch = mismatch
 	return resp, nil
 }
 

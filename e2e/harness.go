@@ -242,10 +242,13 @@ type Response struct {
 	// Contract is how the exchange does not match handlers/openapi.json
 	// (nil when it does, or was not checked: see contract.go).
 	Contract error
-	Success  bool            `json:"success"`
-	ReqID    string          `json:"requestId"`
-	Data     json.RawMessage `json:"data"`
-	Error    *struct {
+	// Elapsed is the exchange's time on the wire, without the harness's
+	// contract check (what the benchmarks time).
+	Elapsed time.Duration
+	Success bool            `json:"success"`
+	ReqID   string          `json:"requestId"`
+	Data    json.RawMessage `json:"data"`
+	Error   *struct {
 		Message string `json:"message"`
 		Code    string `json:"code"`
 	} `json:"error"`
@@ -284,7 +287,7 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	req, mismatch := withContractResult(req)
+	req, ex := withExchange(req)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
@@ -294,7 +297,7 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 	if err != nil {
 		return nil, err
 	}
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw, Contract: *mismatch}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw, Contract: ex.Mismatch, Elapsed: ex.Elapsed}
 	_ = json.Unmarshal(raw, out)
 	return out, nil
 }

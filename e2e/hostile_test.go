@@ -87,7 +87,7 @@ func (w *Worker) sendRaw(method, target string, body []byte, hdr map[string]stri
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req, mismatch := withContractResult(req)
+	req, ex := withExchange(req)
 	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (w *Worker) sendRaw(method, target string, body []byte, hdr map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw, Contract: *mismatch}
+	out := &Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw, Contract: ex.Mismatch}
 	_ = json.Unmarshal(raw, out)
 	return out, nil
 }
