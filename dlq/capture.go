@@ -93,6 +93,9 @@ func (c *Capture) store() Store { return Store{DB: c.DB, Batch: c.Batch} }
 type captured struct {
 	msg     queue.Message
 	failure Failure
+	// enc is failure encoded for the store statements (encErr: why not).
+	enc     encoded
+	encErr  error
 	poison  bool
 	problem string  // why the body is poison
 	outcome Outcome // "" while not stored
@@ -120,6 +123,7 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 		class, reason := c.Cause(queueName)
 		for _, cm := range batch {
 			cm.failure.Class, cm.failure.Reason = class, text.Clip(reason, maxReason)
+			cm.enc, cm.encErr = encodeFailure(cm.failure)
 		}
 	}
 
@@ -149,6 +153,7 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 	if b.Problem != "" {
 		cm.poison, cm.problem = true, b.Problem
 	}
+	cm.enc, cm.encErr = encodeFailure(f)
 	return cm
 }
 
@@ -156,11 +161,18 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 // when the statement fails while D1 answers. It returns an error only when
 // D1 is unavailable (the chunk's messages stay unsettled).
 func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
-	fs := make([]Failure, len(chunk))
+	fs, encs := make([]Failure, len(chunk)), make([]encoded, len(chunk))
+	var err error
 	for i, cm := range chunk {
-		fs[i] = cm.failure
+		fs[i], encs[i] = cm.failure, cm.enc
+		if cm.encErr != nil {
+			err = fmt.Errorf("dlq store encode: %w", cm.encErr)
+		}
 	}
-	outcomes, err := c.store().Save(ctx, fs)
+	var outcomes map[string]Outcome
+	if err == nil {
+		outcomes, err = c.store().saveEncoded(ctx, fs, encs)
+	}
 	if err == nil {
 		for _, cm := range chunk {
 			c.settleStored(cm, outcomes[cm.msg.ID()])
@@ -279,7 +291,7 @@ func chunks(batch []*captured, limit int) [][]*captured {
 	var cur []*captured
 	size := 0
 	for _, cm := range batch {
-		n := encodedSize(cm.failure)
+		n := encodedSize(cm)
 		if len(cur) > 0 && size+n > limit {
 			out = append(out, cur)
 			cur, size = nil, 0
@@ -293,11 +305,11 @@ func chunks(batch []*captured, limit int) [][]*captured {
 	return out
 }
 
-// encodedSize is the size of f in the store statement's JSON parameter.
-func encodedSize(f Failure) int {
-	js, err := encodeBatch([]Failure{f})
-	if err != nil {
-		return len(f.Body) + 1024
+// encodedSize is the size of cm's failure in the store statement's JSON
+// parameter, as an array of its own (the brackets included).
+func encodedSize(cm *captured) int {
+	if cm.encErr != nil {
+		return len(cm.failure.Body) + 1024
 	}
-	return len(js)
+	return len(cm.enc.put) + 2
 }

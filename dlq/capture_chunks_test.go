@@ -24,7 +24,7 @@ func TestChunksFillUpToTheLimit(t *testing.T) {
 	}
 	size := make([]int, len(batch))
 	for i, cm := range batch {
-		size[i] = encodedSize(cm.failure)
+		size[i] = encodedSize(cm)
 		if js, _ := encodeBatch([]Failure{cm.failure}); size[i] != len(js) {
 			t.Fatalf("encodedSize %d, encoded %d bytes", size[i], len(js))
 		}

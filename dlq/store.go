@@ -252,7 +252,7 @@ const countSignaturesSQL = `UPDATE dlq_signatures SET pending = pending + c.n, l
 				UNION ALL SELECT value, 1000 + key FROM json_each(c.ids)) ORDER BY k LIMIT 5)) END
 	FROM (SELECT d.signature AS sig, COUNT(*) AS n, MAX(d.failed_at) AS last,
 			json_group_array(DISTINCT d.version) AS vs, json_group_array(d.id) AS ids
-		FROM json_each(?) AS j JOIN dlq_messages d ON d.message_id = j.value ->> '$.message_id'
+		FROM json_each(?) AS j CROSS JOIN dlq_messages d ON d.message_id = j.value ->> '$.message_id'
 		WHERE d.last_message_id = d.message_id AND d.first_failed_at = j.value ->> '$.failed_at'
 			AND d.status = 'pending' AND d.signature IS NOT NULL
 		GROUP BY d.signature) AS c
@@ -296,42 +296,95 @@ type putRow struct {
 	Version      *string        `json:"version"`
 }
 
+// keyRow is one element of the JSON batch bound to ensureSignaturesSQL and
+// countSignaturesSQL: what they read of a failure (its putRow without the
+// body and beer, so that D1 parses a few kilobytes for them, not the batch).
+type keyRow struct {
+	MessageID string  `json:"message_id"`
+	Source    string  `json:"source"`
+	Hash      string  `json:"hash"`
+	FailedAt  int64   `json:"failed_at"`
+	Sig       *string `json:"sig"`
+	SigClass  *string `json:"sig_class"`
+	SigText   *string `json:"sig_text"`
+}
+
+// encoded is one failure as the store statements' JSON elements: its
+// putRow and its keyRow.
+type encoded struct{ put, key []byte }
+
+// encodeFailure builds f's elements of the store statements' parameters.
+func encodeFailure(f Failure) (encoded, error) {
+	ct := f.contentType()
+	b := f.parsed
+	if b == nil {
+		p := parseBody(f.Body, ct == queue.Bytes)
+		b = &p
+	}
+	raw, enc := f.Body, "text"
+	switch {
+	case ct == queue.Bytes:
+		enc = "base64" // the text form of bytes is base64 already
+	case f.asBase64 || !utf8.ValidString(raw):
+		// JSON cannot carry invalid UTF-8: keep the exact bytes as base64.
+		raw, enc = base64.StdEncoding.EncodeToString([]byte(raw)), "base64"
+	}
+	beerID := b.BeerID
+	if b.Problem != "" {
+		beerID = UnparseableBeerID
+	}
+	row := putRow{MessageID: f.MessageID, BeerID: beerID, BeerName: b.BeerName, Brewer: b.Brewer,
+		Attempts: f.Attempts, Source: f.SourceQueue, Raw: raw, Encoding: enc,
+		ContentType: string(ct), Hash: BodyHash(ct, f.Body),
+		Class: nonEmpty(f.Class), Reason: nonEmpty(f.Reason), Problem: nonEmpty(b.Problem), FailedAt: f.FailedAt.UnixMilli(),
+		Entries: []HistoryEntry{}, Version: nonEmpty(f.Version)}
+	if sig, ok := f.signature(b); ok {
+		row.Sig, row.SigClass, row.SigText = &sig.Key, &sig.Class, &sig.Text
+	}
+	if f.Attempt != nil {
+		row.Entries = append(row.Entries, f.Attempt.entry())
+		row.EntryVersion = nonEmpty(f.Attempt.Version)
+	}
+	put, err := json.Marshal(row)
+	if err != nil {
+		return encoded{}, err
+	}
+	key, err := json.Marshal(keyRow{MessageID: row.MessageID, Source: row.Source, Hash: row.Hash, FailedAt: row.FailedAt,
+		Sig: row.Sig, SigClass: row.SigClass, SigText: row.SigText})
+	if err != nil {
+		return encoded{}, err
+	}
+	return encoded{put: put, key: key}, nil
+}
+
 // encodeBatch builds the JSON parameter of putSQL.
 func encodeBatch(fs []Failure) ([]byte, error) {
-	rows := make([]putRow, len(fs))
+	put := make([][]byte, len(fs))
 	for i, f := range fs {
-		ct := f.contentType()
-		b := f.parsed
-		if b == nil {
-			p := parseBody(f.Body, ct == queue.Bytes)
-			b = &p
+		e, err := encodeFailure(f)
+		if err != nil {
+			return nil, err
 		}
-		raw, enc := f.Body, "text"
-		switch {
-		case ct == queue.Bytes:
-			enc = "base64" // the text form of bytes is base64 already
-		case f.asBase64 || !utf8.ValidString(raw):
-			// JSON cannot carry invalid UTF-8: keep the exact bytes as base64.
-			raw, enc = base64.StdEncoding.EncodeToString([]byte(raw)), "base64"
-		}
-		beerID := b.BeerID
-		if b.Problem != "" {
-			beerID = UnparseableBeerID
-		}
-		rows[i] = putRow{MessageID: f.MessageID, BeerID: beerID, BeerName: b.BeerName, Brewer: b.Brewer,
-			Attempts: f.Attempts, Source: f.SourceQueue, Raw: raw, Encoding: enc,
-			ContentType: string(ct), Hash: BodyHash(ct, f.Body),
-			Class: nonEmpty(f.Class), Reason: nonEmpty(f.Reason), Problem: nonEmpty(b.Problem), FailedAt: f.FailedAt.UnixMilli(),
-			Entries: []HistoryEntry{}, Version: nonEmpty(f.Version)}
-		if sig, ok := f.signature(b); ok {
-			rows[i].Sig, rows[i].SigClass, rows[i].SigText = &sig.Key, &sig.Class, &sig.Text
-		}
-		if f.Attempt != nil {
-			rows[i].Entries = append(rows[i].Entries, f.Attempt.entry())
-			rows[i].EntryVersion = nonEmpty(f.Attempt.Version)
-		}
+		put[i] = e.put
 	}
-	return json.Marshal(rows)
+	return joinJSON(put), nil
+}
+
+// joinJSON is the JSON array of the encoded elements.
+func joinJSON(elems [][]byte) []byte {
+	n := 2
+	for _, e := range elems {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, e := range elems {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']')
 }
 
 // signature is f's signature when Go knows it: an explicit class (its
@@ -362,19 +415,33 @@ func nonEmpty(s string) *string {
 // The batch is bound as one JSON parameter: keep it under D1's 1 MB value
 // limit (Capture splits large batches; see maxBatchBytes).
 func (s Store) Save(ctx context.Context, fs []Failure) (map[string]Outcome, error) {
+	encs := make([]encoded, len(fs))
+	for i, f := range fs {
+		e, err := encodeFailure(f)
+		if err != nil {
+			return nil, fmt.Errorf("dlq store encode: %w", err)
+		}
+		encs[i] = e
+	}
+	return s.saveEncoded(ctx, fs, encs)
+}
+
+// saveEncoded is Save of failures already encoded (encs[i] is fs[i]'s).
+func (s Store) saveEncoded(ctx context.Context, fs []Failure, encs []encoded) (map[string]Outcome, error) {
 	if len(fs) == 0 {
 		return map[string]Outcome{}, nil
 	}
-	js, err := encodeBatch(fs)
-	if err != nil {
-		return nil, fmt.Errorf("dlq store encode: %w", err)
+	put, keys := make([][]byte, len(encs)), make([][]byte, len(encs))
+	for i, e := range encs {
+		put[i], keys[i] = e.put, e.key
 	}
+	putJS, keysJS := string(joinJSON(put)), string(joinJSON(keys))
 	// One round trip, all or nothing: the batch's new signatures, the rows,
 	// the signatures' counts of the new rows.
 	res, err := batchOf(s.Batch, s.DB).Batch(ctx,
-		sqlbatch.Stmt{SQL: ensureSignaturesSQL, Args: []any{string(js)}},
-		sqlbatch.Stmt{SQL: putSQL, Args: []any{string(js)}},
-		sqlbatch.Stmt{SQL: countSignaturesSQL, Args: []any{string(js)}})
+		sqlbatch.Stmt{SQL: ensureSignaturesSQL, Args: []any{keysJS}},
+		sqlbatch.Stmt{SQL: putSQL, Args: []any{putJS}},
+		sqlbatch.Stmt{SQL: countSignaturesSQL, Args: []any{keysJS}})
 	if err != nil {
 		return nil, fmt.Errorf("dlq store %d failures: %w", len(fs), err)
 	}

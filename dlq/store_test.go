@@ -367,6 +367,21 @@ func TestSaveLineageLookupUsesThePartialIndex(t *testing.T) {
 	}
 }
 
+// The capture's signature count finds the batch's rows by message id. A
+// plain JOIN let SQLite (without statistics) walk every pending row
+// through idx_dlq_status_failed and test it against the batch: a capture
+// of 100 then took 75 ms natively on an empty table and grew with the
+// backlog (1.6 s at 5,000 pending rows), against 12 ms flat now.
+func TestSaveCountsSignaturesByMessageID(t *testing.T) {
+	db := sqlitetest.New(t)
+	plan := sqlitetest.Plan(t, db, countSignaturesSQL, `[]`)
+	joined := strings.Join(plan, "\n")
+	if !strings.Contains(joined, "SEARCH d USING INDEX sqlite_autoindex_dlq_messages_1 (message_id=?)") ||
+		strings.Contains(joined, "idx_dlq_status_failed") || strings.Contains(joined, "SCAN d") {
+		t.Fatalf("the signature count does not look the batch's rows up by message id:\n%s", joined)
+	}
+}
+
 func TestSaveStoresBodiesExactly(t *testing.T) {
 	db := sqlitetest.New(t)
 	s := Store{DB: db}
