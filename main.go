@@ -18,7 +18,6 @@ import (
 
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare/cron"
-	"github.com/syumai/workers/cloudflare/queues"
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
@@ -76,9 +75,7 @@ func main() {
 		api.DevCron = crons.Run
 	}
 	platform.Serve(api.Handler(), handlers.MaxBodyBytes)
-	queues.ConsumeNonBlock(func(b *queues.MessageBatch) error {
-		return router.Consume(context.Background(), b.Queue, platform.Messages(b))
-	})
+	platform.Consume(router.Consume)
 	// The cron task always returns nil: syumai's cron turns an error into a
 	// panic that ends this Go instance. Job failures are logged at ERROR,
 	// recorded in job_runs and alerted on by CronRouter.Run and the alerts job.

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/syumai/workers/cloudflare"
-	"github.com/syumai/workers/cloudflare/queues"
 
 	"github.com/redrive/redrive/queue"
 )
@@ -26,52 +25,10 @@ func Getenv(name string) string { return cloudflare.Getenv(name) }
 // HasBinding reports whether env has a binding (or var) of that name.
 func HasBinding(name string) bool { return !cloudflare.GetBinding(name).IsUndefined() }
 
-// message adapts *queues.Message to queue.Message.
-type message struct{ m *queues.Message }
-
-func (m message) ID() string           { return m.m.ID }
-func (m message) Attempts() int        { return m.m.Attempts }
-func (m message) Timestamp() time.Time { return m.m.Timestamp }
-func (m message) Ack()                 { m.m.Ack() }
-
-func (m message) Retry(d time.Duration) {
-	if d <= 0 {
-		m.m.Retry()
-		return
-	}
-	if d < time.Second {
-		d = time.Second
-	}
-	m.m.Retry(queues.WithRetryDelay(d))
-}
-
 var (
 	uint8Array = js.Global().Get("Uint8Array")
 	jsonObj    = js.Global().Get("JSON")
-	queueBody  = js.Global().Get("redriveQueueBody") // worker.mjs
 )
-
-// Body asks worker.mjs which content type the delivered value has (see
-// queueBody there) and returns its text form.
-func (m message) Body() (string, queue.ContentType) {
-	r := queueBody.Invoke(m.m.Body)
-	ct, v := queue.ContentType(r.Index(0).String()), r.Index(1)
-	if ct == queue.Bytes {
-		buf := make([]byte, v.Get("byteLength").Int())
-		js.CopyBytesToGo(buf, v)
-		return base64.StdEncoding.EncodeToString(buf), ct
-	}
-	return v.String(), ct
-}
-
-// Messages adapts a delivered batch.
-func Messages(b *queues.MessageBatch) []queue.Message {
-	out := make([]queue.Message, len(b.Messages))
-	for i, m := range b.Messages {
-		out[i] = message{m}
-	}
-	return out
-}
 
 // Sender sends to queues by name through the producer bindings it maps them to.
 type Sender struct {

@@ -20,9 +20,6 @@ globalThis.tryCatch = (fn) => {
   }
 };
 
-// platform.message reads delivered bodies through this (see queuebody.mjs).
-globalThis.redriveQueueBody = queueBody;
-
 let running; // Promise of the context object of the live instance
 
 function instance(env, ctx) {
@@ -87,7 +84,28 @@ export default {
   async scheduled(event, env, ctx) {
     return (await instance(env, ctx)).runScheduler(event);
   },
+  // Batches go to platform.Consume (platform/consume.go): the messages
+  // cross into Go as one JSON description (bytes bodies beside it), and the
+  // consumer's ack() and retry() calls come back as one list, made here on
+  // the runtime's messages in the order Go made them.
   async queue(batch, env, ctx) {
-    return (await instance(env, ctx)).handleQueueMessageBatch(batch);
+    const binding = await instance(env, ctx);
+    const msgs = batch.messages;
+    const desc = new Array(msgs.length);
+    const blobs = new Array(msgs.length);
+    for (let i = 0; i < msgs.length; i++) {
+      const m = msgs[i];
+      const [type, text] = queueBody(m.body);
+      const bytes = type === "bytes";
+      blobs[i] = bytes ? text : null;
+      desc[i] = { id: m.id, attempts: m.attempts, timestamp: m.timestamp.getTime(), type, body: bytes ? null : text };
+    }
+    const res = await new Promise((resolve, reject) =>
+      binding.consumeBatch(batch.queue, JSON.stringify(desc), blobs, resolve, reject));
+    for (const [i, what, delaySeconds] of JSON.parse(res.settle)) {
+      if (what === "ack") msgs[i].ack();
+      else msgs[i].retry(delaySeconds > 0 ? { delaySeconds } : undefined);
+    }
+    if (res.error !== "") throw new Error(res.error);
   },
 };

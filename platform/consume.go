@@ -1,0 +1,67 @@
+//go:build js && wasm
+
+package platform
+
+import (
+	"context"
+	"fmt"
+	"syscall/js"
+
+	"github.com/redrive/redrive/queue"
+)
+
+// Consume makes consume the worker's queue handler. platform/worker/worker.mjs
+// reads each delivered batch itself and calls
+// binding.consumeBatch(queueName, messagesJSON, blobs, resolve, reject);
+// resolve receives {settle, error}: settle is the JSON of the decisions the
+// consumer made (settlement), which worker.mjs applies with ack() and
+// retry(), and error, when not "", makes it throw afterwards (the runtime
+// then retries every message without a decision).
+//
+// It replaces syumai's queue bridge, which crosses into JavaScript about a
+// dozen times per message (id, body, attempts, timestamp, the body's type,
+// ack): a batch of 100 now crosses twice, in and out. A panic in consume
+// keeps the decisions made before it and fails the batch; the Go instance
+// keeps serving.
+func Consume(consume func(ctx context.Context, queueName string, msgs []queue.Message) error) {
+	binding := js.Global().Get("context").Get("binding")
+	binding.Set("consumeBatch", js.FuncOf(func(_ js.Value, args []js.Value) any {
+		queueName, desc, blobs := args[0].String(), args[1].String(), args[2]
+		resolve, reject := args[3], args[4]
+		go func() {
+			msgs, err := decodeBatch(desc, func(i int) []byte {
+				v := blobs.Index(i)
+				b := make([]byte, v.Get("byteLength").Int())
+				js.CopyBytesToGo(b, v)
+				return b
+			})
+			if err != nil {
+				reject.Invoke(js.Global().Get("Error").New("consumeBatch: " + err.Error()))
+				return
+			}
+			settle, err := runBatch(consume, queueName, msgs)
+			res := map[string]any{"settle": settle, "error": ""}
+			if err != nil {
+				res["error"] = err.Error()
+			}
+			resolve.Invoke(js.ValueOf(res))
+		}()
+		return nil
+	}))
+}
+
+// runBatch runs consume on msgs and returns their settlement, the
+// decisions made before a panic included (the panic becomes the error).
+func runBatch(consume func(context.Context, string, []queue.Message) error, queueName string, msgs []*delivered) (settle string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("queue %s: panic: %v", queueName, p)
+		}
+		settle = settlement(msgs)
+	}()
+	qm := make([]queue.Message, len(msgs))
+	for i, m := range msgs {
+		qm[i] = m
+	}
+	return "", consume(context.Background(), queueName, qm)
+}

@@ -1,0 +1,90 @@
+package platform
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/queue"
+)
+
+// (Not js/wasm only: plain Go, tested natively.)
+
+// deliveredJSON is one message of a batch as worker.mjs describes it.
+type deliveredJSON struct {
+	ID       string `json:"id"`
+	Attempts int    `json:"attempts"`
+	// Timestamp is when the message was sent, in Unix milliseconds.
+	Timestamp int64 `json:"timestamp"`
+	// Type is the content type worker.mjs's queueBody found (queuebody.mjs).
+	Type string `json:"type"`
+	// Body is the text form; null for bytes, which travel beside the JSON.
+	Body *string `json:"body"`
+}
+
+// delivered is one message of a batch: a queue.Message whose Ack and Retry
+// calls are recorded, in order, for worker.mjs to make on the runtime's
+// message (settlement).
+type delivered struct {
+	index int
+	d     deliveredJSON
+	text  string
+	ct    queue.ContentType
+	calls *[]call
+}
+
+// call is one Ack or Retry: [index, "ack"] or [index, "retry", delay
+// seconds (0: the consumer's retry_delay)].
+type call []any
+
+func (m *delivered) ID() string                        { return m.d.ID }
+func (m *delivered) Attempts() int                     { return m.d.Attempts }
+func (m *delivered) Timestamp() time.Time              { return time.UnixMilli(m.d.Timestamp) }
+func (m *delivered) Body() (string, queue.ContentType) { return m.text, m.ct }
+func (m *delivered) Ack()                              { *m.calls = append(*m.calls, call{m.index, "ack"}) }
+
+// Retry asks for redelivery after d, in whole seconds and at least one;
+// d <= 0 leaves the delay to the consumer's retry_delay.
+func (m *delivered) Retry(d time.Duration) {
+	secs := 0
+	if d > 0 {
+		secs = max(1, int(d.Seconds()))
+	}
+	*m.calls = append(*m.calls, call{m.index, "retry", secs})
+}
+
+// decodeBatch reads worker.mjs's description of a batch; blob(i) returns
+// the bytes of message i when its type is bytes (they are not in the JSON).
+func decodeBatch(desc string, blob func(i int) []byte) ([]*delivered, error) {
+	var ds []deliveredJSON
+	if err := json.Unmarshal([]byte(desc), &ds); err != nil {
+		return nil, fmt.Errorf("batch description: %w", err)
+	}
+	calls := new([]call)
+	out := make([]*delivered, len(ds))
+	for i, d := range ds {
+		m := &delivered{index: i, d: d, ct: queue.ContentType(d.Type), calls: calls}
+		switch {
+		case m.ct == queue.Bytes:
+			m.text = base64.StdEncoding.EncodeToString(blob(i))
+		case d.Body == nil:
+			return nil, fmt.Errorf("batch description: message %d (%s) has no body", i, d.Type)
+		default:
+			m.text = *d.Body
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// settlement is the JSON of the Ack and Retry calls made on a batch's
+// messages, in the order they were made ("[]" when none).
+func settlement(msgs []*delivered) string {
+	calls := []call{}
+	if len(msgs) > 0 && len(*msgs[0].calls) > 0 {
+		calls = *msgs[0].calls
+	}
+	js, _ := json.Marshal(calls) // ints and strings: cannot fail
+	return string(js)
+}
