@@ -295,6 +295,21 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 		}
 	})
 
+	// Capture of a message that arrives alone (a quiet queue): the batch's
+	// signature bookkeeping is not shared with other messages.
+	alone := unique("rows-cap1")
+	measure("capture, 1 message (a batch of its own)", 1, opIs(metrics.QueueOp("beer-enrichment-dlq")), func() {
+		body := beerBody(t, alone, "Rows Beer", map[string]any{"brewer": "Brewer 1"})
+		if r := w.Admin(t, http.MethodPost, "/__dev/send", map[string]any{"queue": "beer-enrichment-dlq", "messages": []map[string]any{{"body": body}}}); r.Status != http.StatusOK {
+			t.Fatalf("send: %d %s", r.Status, r.Raw)
+		}
+		if err := pollFast(2*time.Minute, func() bool {
+			return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, alone) == 1
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	// Attempt tracking: the 4 records of a message that fails 4 times
 	// (dlq.RecordSQL, as the enrichment consumer runs it), and their removal
 	// by the capture of that message.
