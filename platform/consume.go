@@ -4,7 +4,6 @@ package platform
 
 import (
 	"context"
-	"fmt"
 	"syscall/js"
 
 	"github.com/redrive/redrive/queue"
@@ -48,20 +47,4 @@ func Consume(consume func(ctx context.Context, queueName string, msgs []queue.Me
 		}()
 		return nil
 	}))
-}
-
-// runBatch runs consume on msgs and returns their settlement, the
-// decisions made before a panic included (the panic becomes the error).
-func runBatch(consume func(context.Context, string, []queue.Message) error, queueName string, msgs []*delivered) (settle string, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("queue %s: panic: %v", queueName, p)
-		}
-		settle = settlement(msgs)
-	}()
-	qm := make([]queue.Message, len(msgs))
-	for i, m := range msgs {
-		qm[i] = m
-	}
-	return "", consume(context.Background(), queueName, qm)
 }

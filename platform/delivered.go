@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -87,4 +88,20 @@ func settlement(msgs []*delivered) string {
 	}
 	js, _ := json.Marshal(calls) // ints and strings: cannot fail
 	return string(js)
+}
+
+// runBatch runs consume on msgs and returns their settlement, the
+// decisions made before a panic included (the panic becomes the error).
+func runBatch(consume func(context.Context, string, []queue.Message) error, queueName string, msgs []*delivered) (settle string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("queue %s: panic: %v", queueName, p)
+		}
+		settle = settlement(msgs)
+	}()
+	qm := make([]queue.Message, len(msgs))
+	for i, m := range msgs {
+		qm[i] = m
+	}
+	return "", consume(context.Background(), queueName, qm)
 }

@@ -1,7 +1,9 @@
 package platform
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +95,31 @@ func FuzzDecodeBatch(f *testing.F) {
 			t.Fatalf("settlement %s", s)
 		}
 	})
+}
+
+// A consumer that panics keeps the decisions it made before the panic (so
+// a stored message stays acked) and fails the batch with the panic.
+func TestRunBatchKeepsDecisionsBeforeAPanic(t *testing.T) {
+	msgs, err := decodeBatch(`[{"id":"a","type":"text","body":"x"},{"id":"b","type":"text","body":"y"}]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle, err := runBatch(func(_ context.Context, q string, ms []queue.Message) error {
+		if q != "dlq" || len(ms) != 2 || ms[1].ID() != "b" {
+			t.Errorf("consumer got %s %d", q, len(ms))
+		}
+		ms[0].Ack()
+		panic("boom")
+	}, "dlq", msgs)
+	if settle != `[[0,"ack"]]` || err == nil || !strings.Contains(err.Error(), "queue dlq: panic: boom") {
+		t.Fatalf("settle %s, err %v", settle, err)
+	}
+	msgs, _ = decodeBatch(`[{"id":"a","type":"text","body":"x"},{"id":"b","type":"text","body":"y"}]`, nil)
+	settle, err = runBatch(func(_ context.Context, _ string, ms []queue.Message) error {
+		ms[1].Retry(0)
+		return errors.New("D1 unavailable")
+	}, "dlq", msgs)
+	if settle != `[[1,"retry",0]]` || err == nil || err.Error() != "D1 unavailable" {
+		t.Fatalf("a consumer error: settle %s, err %v", settle, err)
+	}
 }
