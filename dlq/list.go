@@ -273,33 +273,30 @@ func (f Filter) totalSQL() (string, []any) {
 var listStatuses = []string{StatusPending, StatusReplaying, StatusReplayed, StatusAcknowledged}
 
 // newestRows returns a query for the newest n rows matching f after pos
-// (failed_at DESC, id DESC), with its arguments; the rows come in no
-// particular order (Page numbers them). Each status is a range of
+// (failed_at DESC, id DESC), with its arguments. Each status is a range of
 // idx_dlq_status_failed in that order; the list of every status (without a
-// beer_id, whose index drives the query) takes the ids of the n newest rows
-// of each status, keeps the n newest of those and only then reads their
-// rows: at most 4n index entries and n rows, where one index over every
-// row's failed_at would cost a row written per capture.
+// beer_id, whose index drives the query) takes the n newest rows of each
+// status and keeps the n newest of those: at most 4n rows read, where one
+// index over every row's failed_at would cost a row written per capture.
 func (f Filter) newestRows(pos *position, n int64) (string, []any) {
-	one := func(g Filter, cols string) (string, []any) {
+	one := func(g Filter) (string, []any) {
 		where, args := g.where()
 		if pos != nil {
 			where += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
 			args = append(args, pos.FailedAt, pos.FailedAt, pos.ID)
 		}
-		return `SELECT ` + cols + ` FROM dlq_messages WHERE ` + where + ` ORDER BY failed_at DESC, id DESC LIMIT ?`, append(args, n)
+		return `SELECT * FROM dlq_messages WHERE ` + where + ` ORDER BY failed_at DESC, id DESC LIMIT ?`, append(args, n)
 	}
 	if f.Status != StatusAll || f.BeerID != "" {
-		return one(f, "*")
+		return one(f)
 	}
 	var terms []string
 	var args []any
 	for _, st := range listStatuses {
 		g := f
 		g.Status = st
-		q, a := one(g, "id, failed_at")
+		q, a := one(g)
 		terms, args = append(terms, `SELECT * FROM (`+q+`)`), append(args, a...)
 	}
-	return `SELECT dlq_messages.* FROM (SELECT id AS newest_id FROM (` + strings.Join(terms, ` UNION ALL `) +
-		`) ORDER BY failed_at DESC, id DESC LIMIT ?) JOIN dlq_messages ON dlq_messages.id = newest_id`, append(args, n)
+	return `SELECT * FROM (` + strings.Join(terms, ` UNION ALL `) + `) ORDER BY failed_at DESC, id DESC LIMIT ?`, append(args, n)
 }
