@@ -16,18 +16,20 @@ func TestReplayTaskCanary(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		fail    int // canary rows that fail again
+		ratio   float64
 		passed  bool
 		wantFin string
 	}{
-		{"passes", 1, true, TaskDone},
-		{"fails", 2, false, TaskPaused},
+		{"passes", 1, 0.7, true, TaskDone},
+		{"passes at exactly its ratio", 1, 0.75, true, TaskDone},
+		{"fails", 2, 0.7, false, TaskPaused},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db := sqlitetest.New(t)
 			seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
 			s := &queuetest.Sender{}
 			ts := newTasks(db, s, taskT0)
-			task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 4, MinSuccessRatio: 0.7, ObserveMinutes: 10}},
+			task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 4, MinSuccessRatio: c.ratio, ObserveMinutes: 10}},
 				Requester{RequestID: "r", KeyFingerprint: "k"})
 			if err != nil || task.State != TaskCanary || task.Canary == nil || task.CanaryResult != nil {
 				t.Fatalf("%+v %v", task, err)

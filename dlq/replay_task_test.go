@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"testing"
@@ -252,5 +253,62 @@ func TestReplayTaskRejectsBadInputAndForeignDestinations(t *testing.T) {
 	ts.Step(ctx, task.ID, taskT0)
 	if len(s.Sent["staging"]) != 3 || len(s.Sent["beer-enrichment"]) != 0 {
 		t.Fatalf("sent %v", s.Sent)
+	}
+}
+
+// Every limit of a task request is accepted at its edge and refused one
+// past it (Check, which Create runs first).
+func TestReplayTaskCheckAcceptsEveryLimitAtItsEdge(t *testing.T) {
+	ts := newTasks(sqlitetest.New(t), &queuetest.Sender{}, taskT0)
+	canary := func(size int64, ratio float64, observe int64) *Canary {
+		return &Canary{Size: size, MinSuccessRatio: ratio, ObserveMinutes: observe}
+	}
+	ok := []TaskRequest{
+		{RatePerMinute: 1}, {RatePerMinute: MaxTaskRate},
+		{RatePerMinute: 1, DelaySeconds: 0}, {RatePerMinute: 1, DelaySeconds: MaxDelaySeconds},
+		{RatePerMinute: 1, Canary: canary(1, 0, 1)}, {RatePerMinute: 1, Canary: canary(MaxCanarySize, 1, MaxCanaryObserve)},
+	}
+	for _, req := range ok {
+		if _, err := ts.Check(req); err != nil {
+			t.Errorf("%+v %+v: %v", req, req.Canary, err)
+		}
+	}
+	bad := []TaskRequest{
+		{RatePerMinute: 0}, {RatePerMinute: MaxTaskRate + 1},
+		{RatePerMinute: 1, DelaySeconds: -1}, {RatePerMinute: 1, DelaySeconds: MaxDelaySeconds + 1},
+		{RatePerMinute: 1, Canary: canary(0, 0.5, 1)}, {RatePerMinute: 1, Canary: canary(MaxCanarySize+1, 0.5, 1)},
+		{RatePerMinute: 1, Canary: canary(1, -0.01, 1)}, {RatePerMinute: 1, Canary: canary(1, 1.01, 1)},
+		{RatePerMinute: 1, Canary: canary(1, math.NaN(), 1)},
+		{RatePerMinute: 1, Canary: canary(1, 0.5, 0)}, {RatePerMinute: 1, Canary: canary(1, 0.5, MaxCanaryObserve+1)},
+	}
+	for _, req := range bad {
+		var ie *InputError
+		if _, err := ts.Check(req); !errors.As(err, &ie) {
+			t.Errorf("%+v %+v: %v, want an input error", req, req.Canary, err)
+		}
+	}
+}
+
+// A step holds its task for taskLease: another step in that time is not
+// held (it would send the same slots twice); after it, the hold of a step
+// that died (never released) lapses and the task goes on.
+func TestReplayTaskStepHoldLapsesAfterTheLease(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 30, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A step that died while holding the task at taskT0.
+	mustExec(t, db, `UPDATE replay_tasks SET step_at = ? WHERE id = ?`, taskT0.UnixMilli(), task.ID)
+	for _, c := range []struct {
+		after time.Duration
+		held  bool
+	}{{time.Minute, false}, {taskLease - time.Millisecond, false}, {taskLease, true}} {
+		st, err := ts.Step(ctx, task.ID, taskT0.Add(c.after))
+		if err != nil || st.Held != c.held {
+			t.Fatalf("a step %s after the dead one: held %v (%v), want %v", c.after, st.Held, err, c.held)
+		}
 	}
 }
