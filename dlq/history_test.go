@@ -417,3 +417,62 @@ func TestReplayMovesGroupCounts(t *testing.T) {
 		t.Errorf("after a failed send: %+v", got)
 	}
 }
+
+// Groups paging with ties and adjacent counts (2, 2, 1, 1 pending): one
+// group a page, each exactly once, and the last page says it is the last.
+func TestGroupsPagesThroughTiesOnce(t *testing.T) {
+	db := sqlitetest.New(t)
+	var fs []Failure
+	for g, n := range map[string]int{"a": 2, "b": 2, "c": 1, "d": 1} {
+		for i := range n {
+			f := failure(fmt.Sprintf("%s%d", g, i), fmt.Sprintf(`{"beer_id":"%s%d"}`, g, i), t0)
+			f.Class, f.Reason = "transient", "transient: upstream "+g+" busy"
+			fs = append(fs, f)
+		}
+	}
+	save(t, Store{DB: db}, fs...)
+	seen := map[string]int64{}
+	p := GroupsParams{Limit: 1}
+	cur := NewCursors("secret")
+	pages := 0
+	for {
+		page, err := Groups{DB: db, Cursors: cur}.Page(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(page.Groups) != 1 {
+			t.Fatalf("page %d has %d groups", pages, len(page.Groups))
+		}
+		gr := page.Groups[0]
+		if _, dup := seen[gr.Signature]; dup {
+			t.Fatalf("group %s twice", gr.Text)
+		}
+		seen[gr.Signature] = gr.Counts.Pending
+		if !page.HasMore {
+			break
+		}
+		p.Cursor = *page.NextCursor
+	}
+	if pages != 4 || len(seen) != 4 {
+		t.Fatalf("%d pages, %d groups: %v", pages, len(seen), seen)
+	}
+}
+
+// The groups page's limit and filters are accepted at their edges and
+// refused one past them.
+func TestGroupsLimitsAtTheirEdges(t *testing.T) {
+	g := Groups{DB: sqlitetest.New(t), Cursors: NewCursors("s")}
+	long := strings.Repeat("v", MaxFilterText)
+	for _, p := range []GroupsParams{{Limit: 1}, {Limit: MaxListLimit}, {Class: long}, {Version: long}} {
+		if _, err := g.Page(ctx, p); err != nil {
+			t.Errorf("%d %d %d: %v", p.Limit, len(p.Class), len(p.Version), err)
+		}
+	}
+	for _, p := range []GroupsParams{{Limit: -1}, {Limit: MaxListLimit + 1}, {Class: long + "v"}, {Version: long + "v"}} {
+		var ie *InputError
+		if _, err := g.Page(ctx, p); !errors.As(err, &ie) {
+			t.Errorf("%d %d %d: %v, want an input error", p.Limit, len(p.Class), len(p.Version), err)
+		}
+	}
+}

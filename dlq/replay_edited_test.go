@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
@@ -99,5 +100,39 @@ func TestReplayEditedChecksItsInput(t *testing.T) {
 	}
 	if body, err := r.CheckEdited(EditedReplayRequest{ID: 1, Body: json.RawMessage(" [1, 2] "), Note: "n", Destination: "staging"}); err != nil || body != "[1,2]" {
 		t.Fatalf("%q %v", body, err)
+	}
+}
+
+// Every limit of an edited replay is accepted at its edge and refused one
+// past it; an id outside 1..2^53-1 is no row.
+func TestReplayEditedLimitsAtTheirEdges(t *testing.T) {
+	r := newReplay(sqlitetest.New(t), &queuetest.Sender{})
+	str := func(n int) json.RawMessage { return json.RawMessage(`"` + strings.Repeat("x", n-2) + `"`) } // n bytes of JSON
+	ok := []EditedReplayRequest{
+		{ID: 1, Body: str(MaxEditedBody), Note: "n"},
+		{ID: maxSafeInteger, Body: json.RawMessage(`{}`), Note: strings.Repeat("n", MaxNoteLength)},
+		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: 0},
+		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: MaxDelaySeconds},
+	}
+	for _, req := range ok {
+		if _, err := r.CheckEdited(req); err != nil {
+			t.Errorf("id %d, %d-byte body, %d-byte note, delay %d: %v", req.ID, len(req.Body), len(req.Note), req.DelaySeconds, err)
+		}
+	}
+	bad := []EditedReplayRequest{
+		{ID: 1, Body: str(MaxEditedBody + 1), Note: "n"},
+		{ID: 1, Body: json.RawMessage(`{}`), Note: strings.Repeat("n", MaxNoteLength+1)},
+		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: MaxDelaySeconds + 1},
+	}
+	for _, req := range bad {
+		var ie *InputError
+		if _, err := r.CheckEdited(req); !errors.As(err, &ie) {
+			t.Errorf("%d-byte body, %d-byte note, delay %d: %v, want an input error", len(req.Body), len(req.Note), req.DelaySeconds, err)
+		}
+	}
+	for _, id := range []int64{0, maxSafeInteger + 1} {
+		if _, err := r.CheckEdited(EditedReplayRequest{ID: id, Body: json.RawMessage(`{}`), Note: "n"}); !errors.Is(err, ErrRowNotFound) {
+			t.Errorf("id %d: %v, want ErrRowNotFound", id, err)
+		}
 	}
 }
