@@ -312,3 +312,39 @@ func TestReplayTaskStepHoldLapsesAfterTheLease(t *testing.T) {
 		}
 	}
 }
+
+// What a task reports as remaining and when it should finish: the rows not
+// yet sent (sent and failed sends both count as done), and the delivery
+// time of the next slot (or now, if that is past) plus the rest at the rate.
+func TestReplayTaskDerivesRemainingAndFinish(t *testing.T) {
+	const origin = 1_750_000_000_000
+	task := func(state string, matched, sent, failed int64) Task {
+		return Task{State: state, Matched: matched, Sent: sent, SendFailed: failed, RatePerMinute: 2, slotOrigin: origin}
+	}
+	for _, c := range []struct {
+		t         Task
+		now       int64
+		remaining int64
+		finish    int64 // 0: none
+	}{
+		// The 5th slot (4 done) goes at origin + 120 s; 6 more at 2 a minute take 180 s.
+		{task(TaskRunning, 10, 3, 1), origin, 6, origin + 300_000},
+		{task(TaskRunning, 10, 3, 1), origin + 500_000, 6, origin + 680_000},
+		{task(TaskRunning, 10, 9, 3), origin, 0, origin + 360_000},
+		{task(TaskPaused, 10, 3, 1), origin, 6, 0},
+		{task(TaskCanary, 10, 2, 0), origin, 8, 0},
+		{task(TaskDone, 10, 3, 1), origin, 0, 0},
+		{task(TaskCancelled, 10, 3, 1), origin, 0, 0},
+	} {
+		tk := c.t
+		tk.derive(c.now)
+		var finish int64
+		if tk.EstimatedFinishAt != nil {
+			finish = *tk.EstimatedFinishAt
+		}
+		if tk.Remaining != c.remaining || finish != c.finish {
+			t.Errorf("%s %d/%d/%d at %d: remaining %d, finish %d; want %d, %d", tk.State, tk.Matched, tk.Sent, tk.SendFailed,
+				c.now-origin, tk.Remaining, finish-origin, c.remaining, c.finish-origin)
+		}
+	}
+}
