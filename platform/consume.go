@@ -28,7 +28,7 @@ func Consume(consume func(ctx context.Context, queueName string, msgs []queue.Me
 		queueName, desc, blobs := args[0].String(), args[1].String(), args[2]
 		resolve, reject := args[3], args[4]
 		go func() {
-			msgs, err := decodeBatch(desc, func(i int) []byte {
+			b, err := decodeBatch(desc, func(i int) []byte {
 				v := blobs.Index(i)
 				b := make([]byte, v.Get("byteLength").Int())
 				js.CopyBytesToGo(b, v)
@@ -38,7 +38,7 @@ func Consume(consume func(ctx context.Context, queueName string, msgs []queue.Me
 				reject.Invoke(js.Global().Get("Error").New("consumeBatch: " + err.Error()))
 				return
 			}
-			settle, err := runBatch(consume, queueName, msgs)
+			settle, err := b.run(consume, queueName)
 			res := map[string]any{"settle": settle, "error": ""}
 			if err != nil {
 				res["error"] = err.Error()

@@ -24,15 +24,22 @@ type deliveredJSON struct {
 	Body *string `json:"body"`
 }
 
+// batch is a delivered batch: its messages and the Ack and Retry calls
+// made on them, in order, for worker.mjs to make on the runtime's messages
+// (settlement).
+type batch struct {
+	msgs  []*delivered
+	calls []call
+}
+
 // delivered is one message of a batch: a queue.Message whose Ack and Retry
-// calls are recorded, in order, for worker.mjs to make on the runtime's
-// message (settlement).
+// calls are recorded in its batch.
 type delivered struct {
 	index int
 	d     deliveredJSON
 	text  string
 	ct    queue.ContentType
-	calls *[]call
+	b     *batch
 }
 
 // call is one Ack or Retry: [index, "ack"] or [index, "retry", delay
@@ -43,7 +50,7 @@ func (m *delivered) ID() string                        { return m.d.ID }
 func (m *delivered) Attempts() int                     { return m.d.Attempts }
 func (m *delivered) Timestamp() time.Time              { return time.UnixMilli(m.d.Timestamp) }
 func (m *delivered) Body() (string, queue.ContentType) { return m.text, m.ct }
-func (m *delivered) Ack()                              { *m.calls = append(*m.calls, call{m.index, "ack"}) }
+func (m *delivered) Ack()                              { m.b.calls = append(m.b.calls, call{m.index, "ack"}) }
 
 // Retry asks for redelivery after d, in whole seconds and at least one;
 // d <= 0 leaves the delay to the consumer's retry_delay.
@@ -52,20 +59,19 @@ func (m *delivered) Retry(d time.Duration) {
 	if d > 0 {
 		secs = max(1, int(d.Seconds()))
 	}
-	*m.calls = append(*m.calls, call{m.index, "retry", secs})
+	m.b.calls = append(m.b.calls, call{m.index, "retry", secs})
 }
 
 // decodeBatch reads worker.mjs's description of a batch; blob(i) returns
 // the bytes of message i when its type is bytes (they are not in the JSON).
-func decodeBatch(desc string, blob func(i int) []byte) ([]*delivered, error) {
+func decodeBatch(desc string, blob func(i int) []byte) (*batch, error) {
 	var ds []deliveredJSON
 	if err := json.Unmarshal([]byte(desc), &ds); err != nil {
 		return nil, fmt.Errorf("batch description: %w", err)
 	}
-	calls := new([]call)
-	out := make([]*delivered, len(ds))
+	b := &batch{msgs: make([]*delivered, len(ds))}
 	for i, d := range ds {
-		m := &delivered{index: i, d: d, ct: queue.ContentType(d.Type), calls: calls}
+		m := &delivered{index: i, d: d, ct: queue.ContentType(d.Type), b: b}
 		switch {
 		case m.ct == queue.Bytes:
 			m.text = base64.StdEncoding.EncodeToString(blob(i))
@@ -74,33 +80,33 @@ func decodeBatch(desc string, blob func(i int) []byte) ([]*delivered, error) {
 		default:
 			m.text = *d.Body
 		}
-		out[i] = m
+		b.msgs[i] = m
 	}
-	return out, nil
+	return b, nil
 }
 
-// settlement is the JSON of the Ack and Retry calls made on a batch's
+// settlement is the JSON of the Ack and Retry calls made on the batch's
 // messages, in the order they were made ("[]" when none).
-func settlement(msgs []*delivered) string {
-	calls := []call{}
-	if len(msgs) > 0 && len(*msgs[0].calls) > 0 {
-		calls = *msgs[0].calls
+func (b *batch) settlement() string {
+	calls := b.calls
+	if calls == nil {
+		calls = []call{}
 	}
 	js, _ := json.Marshal(calls) // ints and strings: cannot fail
 	return string(js)
 }
 
-// runBatch runs consume on msgs and returns their settlement, the
-// decisions made before a panic included (the panic becomes the error).
-func runBatch(consume func(context.Context, string, []queue.Message) error, queueName string, msgs []*delivered) (settle string, err error) {
+// run runs consume on the batch's messages and returns their settlement,
+// the decisions made before a panic included (the panic becomes the error).
+func (b *batch) run(consume func(context.Context, string, []queue.Message) error, queueName string) (settle string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("queue %s: panic: %v", queueName, p)
 		}
-		settle = settlement(msgs)
+		settle = b.settlement()
 	}()
-	qm := make([]queue.Message, len(msgs))
-	for i, m := range msgs {
+	qm := make([]queue.Message, len(b.msgs))
+	for i, m := range b.msgs {
 		qm[i] = m
 	}
 	return "", consume(context.Background(), queueName, qm)

@@ -16,12 +16,12 @@ func TestDecodeBatchKeepsEveryMessageAsDelivered(t *testing.T) {
 		{"id":"b","attempts":1,"timestamp":5,"type":"bytes","body":null},
 		{"id":"c","attempts":2,"timestamp":6,"type":"text","body":"ü\u0000 \"x\""}]`
 	asked := []int{}
-	msgs, err := decodeBatch(desc, func(i int) []byte { asked = append(asked, i); return []byte{0, 1, 255} })
+	b, err := decodeBatch(desc, func(i int) []byte { asked = append(asked, i); return []byte{0, 1, 255} })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 3 || len(asked) != 1 || asked[0] != 1 {
-		t.Fatalf("%d messages, blobs asked %v", len(msgs), asked)
+	if len(b.msgs) != 3 || len(asked) != 1 || asked[0] != 1 {
+		t.Fatalf("%d messages, blobs asked %v", len(b.msgs), asked)
 	}
 	check := func(m queue.Message, id string, attempts int, ts time.Time, text string, ct queue.ContentType) {
 		t.Helper()
@@ -30,32 +30,32 @@ func TestDecodeBatchKeepsEveryMessageAsDelivered(t *testing.T) {
 			t.Errorf("%s: %d %v %q %s", m.ID(), m.Attempts(), m.Timestamp(), gotText, gotCT)
 		}
 	}
-	check(msgs[0], "a", 3, time.UnixMilli(1700000000123), `{"beer_id":"1"}`, queue.JSON)
-	check(msgs[1], "b", 1, time.UnixMilli(5), "AAH/", queue.Bytes)
-	check(msgs[2], "c", 2, time.UnixMilli(6), "ü\x00 \"x\"", queue.Text)
+	check(b.msgs[0], "a", 3, time.UnixMilli(1700000000123), `{"beer_id":"1"}`, queue.JSON)
+	check(b.msgs[1], "b", 1, time.UnixMilli(5), "AAH/", queue.Bytes)
+	check(b.msgs[2], "c", 2, time.UnixMilli(6), "ü\x00 \"x\"", queue.Text)
 }
 
 // The settlement lists every Ack and Retry in the order they were made
 // (worker.mjs makes the same calls on the runtime's messages), with
 // Retry's delay in whole seconds, at least one, 0 for the consumer's own.
 func TestSettlementRecordsCallsInOrder(t *testing.T) {
-	msgs, err := decodeBatch(`[{"id":"a","type":"text","body":""},{"id":"b","type":"text","body":""},{"id":"c","type":"text","body":""}]`, nil)
+	b, err := decodeBatch(`[{"id":"a","type":"text","body":""},{"id":"b","type":"text","body":""},{"id":"c","type":"text","body":""}]`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := settlement(msgs); got != "[]" {
+	if got := b.settlement(); got != "[]" {
 		t.Fatalf("no calls: %s", got)
 	}
-	msgs[2].Retry(0)
-	msgs[0].Ack()
-	msgs[1].Retry(300 * time.Millisecond)
-	msgs[1].Retry(2700 * time.Millisecond)
-	msgs[2].Retry(-time.Second)
+	b.msgs[2].Retry(0)
+	b.msgs[0].Ack()
+	b.msgs[1].Retry(300 * time.Millisecond)
+	b.msgs[1].Retry(2700 * time.Millisecond)
+	b.msgs[2].Retry(-time.Second)
 	want := `[[2,"retry",0],[0,"ack"],[1,"retry",1],[1,"retry",2],[2,"retry",0]]`
-	if got := settlement(msgs); got != want {
+	if got := b.settlement(); got != want {
 		t.Fatalf("settlement %s, want %s", got, want)
 	}
-	if settlement(nil) != "[]" {
+	if (&batch{}).settlement() != "[]" {
 		t.Fatal("an empty batch must settle as []")
 	}
 }
@@ -76,22 +76,22 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add(`[{"id":"b","type":"bytes","body":null}]`)
 	f.Add(`[{"id":"c","type":"v8","body":"[object Map]"},{"id":"d","type":"text","body":"\ud800"}]`)
 	f.Fuzz(func(t *testing.T, desc string) {
-		msgs, err := decodeBatch(desc, func(int) []byte { return []byte("x") })
+		b, err := decodeBatch(desc, func(int) []byte { return []byte("x") })
 		if err != nil {
 			return
 		}
 		var raw []deliveredJSON
-		if err := json.Unmarshal([]byte(desc), &raw); err != nil || len(raw) != len(msgs) {
-			t.Fatalf("decoded %d messages from %q (%v)", len(msgs), desc, err)
+		if err := json.Unmarshal([]byte(desc), &raw); err != nil || len(raw) != len(b.msgs) {
+			t.Fatalf("decoded %d messages from %q (%v)", len(b.msgs), desc, err)
 		}
-		for i, m := range msgs {
+		for i, m := range b.msgs {
 			m.Ack()
 			text, ct := m.Body()
 			if ct != queue.Bytes && text != *raw[i].Body {
 				t.Fatalf("message %d: %q, want %q", i, text, *raw[i].Body)
 			}
 		}
-		if s := settlement(msgs); !json.Valid([]byte(s)) || strings.Count(s, `"ack"`) != len(msgs) {
+		if s := b.settlement(); !json.Valid([]byte(s)) || strings.Count(s, `"ack"`) != len(b.msgs) {
 			t.Fatalf("settlement %s", s)
 		}
 	})
@@ -100,25 +100,25 @@ func FuzzDecodeBatch(f *testing.F) {
 // A consumer that panics keeps the decisions it made before the panic (so
 // a stored message stays acked) and fails the batch with the panic.
 func TestRunBatchKeepsDecisionsBeforeAPanic(t *testing.T) {
-	msgs, err := decodeBatch(`[{"id":"a","type":"text","body":"x"},{"id":"b","type":"text","body":"y"}]`, nil)
+	b, err := decodeBatch(`[{"id":"a","type":"text","body":"x"},{"id":"b","type":"text","body":"y"}]`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	settle, err := runBatch(func(_ context.Context, q string, ms []queue.Message) error {
+	settle, err := b.run(func(_ context.Context, q string, ms []queue.Message) error {
 		if q != "dlq" || len(ms) != 2 || ms[1].ID() != "b" {
 			t.Errorf("consumer got %s %d", q, len(ms))
 		}
 		ms[0].Ack()
 		panic("boom")
-	}, "dlq", msgs)
+	}, "dlq")
 	if settle != `[[0,"ack"]]` || err == nil || !strings.Contains(err.Error(), "queue dlq: panic: boom") {
 		t.Fatalf("settle %s, err %v", settle, err)
 	}
-	msgs, _ = decodeBatch(`[{"id":"a","type":"text","body":"x"},{"id":"b","type":"text","body":"y"}]`, nil)
-	settle, err = runBatch(func(_ context.Context, _ string, ms []queue.Message) error {
+	b, _ = decodeBatch(`[{"id":"a","type":"text","body":"x"},{"id":"b","type":"text","body":"y"}]`, nil)
+	settle, err = b.run(func(_ context.Context, _ string, ms []queue.Message) error {
 		ms[1].Retry(0)
 		return errors.New("D1 unavailable")
-	}, "dlq", msgs)
+	}, "dlq")
 	if settle != `[[1,"retry",0]]` || err == nil || err.Error() != "D1 unavailable" {
 		t.Fatalf("a consumer error: settle %s, err %v", settle, err)
 	}
