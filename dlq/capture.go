@@ -93,8 +93,9 @@ func (c *Capture) store() Store { return Store{DB: c.DB, Batch: c.Batch} }
 type captured struct {
 	msg     queue.Message
 	failure Failure
-	// enc is failure encoded for the store statements (encErr: why not).
-	enc     encoded
+	// enc is failure encoded for the store statements (encErr: why not),
+	// once encoding asked for it (the failure is final by then).
+	enc     *encoded
 	encErr  error
 	poison  bool
 	problem string  // why the body is poison
@@ -123,7 +124,6 @@ func (c *Capture) ConsumeBatch(ctx context.Context, queueName string, msgs []que
 		class, reason := c.Cause(queueName)
 		for _, cm := range batch {
 			cm.failure.Class, cm.failure.Reason = class, text.Clip(reason, maxReason)
-			cm.enc, cm.encErr = encodeFailure(cm.failure)
 		}
 	}
 
@@ -153,8 +153,21 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 	if b.Problem != "" {
 		cm.poison, cm.problem = true, b.Problem
 	}
-	cm.enc, cm.encErr = encodeFailure(f)
 	return cm
+}
+
+// encoding is the message's failure encoded for the store statements,
+// encoded on the first call (chunks sizes the batch with it, the store
+// sends it).
+func (cm *captured) encoding() (encoded, error) {
+	if cm.enc == nil && cm.encErr == nil {
+		e, err := encodeFailure(cm.failure)
+		cm.enc, cm.encErr = &e, err
+	}
+	if cm.encErr != nil {
+		return encoded{}, cm.encErr
+	}
+	return *cm.enc, nil
 }
 
 // storeChunk stores messages in one statement, falling back to one by one
@@ -164,9 +177,10 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	fs, encs := make([]Failure, len(chunk)), make([]encoded, len(chunk))
 	var err error
 	for i, cm := range chunk {
-		fs[i], encs[i] = cm.failure, cm.enc
-		if cm.encErr != nil {
-			err = fmt.Errorf("dlq store encode: %w", cm.encErr)
+		var encErr error
+		fs[i] = cm.failure
+		if encs[i], encErr = cm.encoding(); encErr != nil {
+			err = fmt.Errorf("dlq store encode: %w", encErr)
 		}
 	}
 	var outcomes map[string]Outcome
@@ -308,8 +322,9 @@ func chunks(batch []*captured, limit int) [][]*captured {
 // encodedSize is the size of cm's failure in the store statement's JSON
 // parameter, as an array of its own (the brackets included).
 func encodedSize(cm *captured) int {
-	if cm.encErr != nil {
+	e, err := cm.encoding()
+	if err != nil {
 		return len(cm.failure.Body) + 1024
 	}
-	return len(cm.enc.put) + 2
+	return len(e.put) + 2
 }
