@@ -62,8 +62,17 @@ DEV_PROVIDER_ADDR ?= 127.0.0.1:8788
 build/devprovider: cmd/devprovider/main.go internal/fakeprovider/fakeprovider.go
 	go build -o $@ ./cmd/devprovider
 
-dev: node_modules .dev.vars build migrate-local build/devprovider ## run the worker locally (local D1 + queues + stand-in provider) on :8787
-	@build/devprovider -addr $(DEV_PROVIDER_ADDR) & pid=$$!; trap 'kill $$pid 2>/dev/null' EXIT; \
+# The cron ticker (cmd/devcron): wrangler dev never fires the crons itself,
+# so make dev fires wrangler.jsonc's triggers at their times through
+# /__scheduled. DEV_CRON_SPEED=60 runs the schedule 60x faster.
+DEV_CRON_SPEED ?= 1
+build/devcron: cmd/devcron/main.go internal/wranglerconfig/wranglerconfig.go
+	go build -o $@ ./cmd/devcron
+
+dev: node_modules .dev.vars build migrate-local build/devprovider build/devcron ## run the worker locally (local D1 + queues + stand-in provider + cron ticker) on :8787
+	@build/devprovider -addr $(DEV_PROVIDER_ADDR) & pid=$$!; \
+	build/devcron -url http://127.0.0.1:8787 -speed $(DEV_CRON_SPEED) & cpid=$$!; \
+	trap 'kill $$pid $$cpid 2>/dev/null' EXIT; \
 	$(WRANGLER) dev --local --persist-to $(PERSIST) --test-scheduled --port 8787
 
 vet: ## go vet, native and js/wasm
