@@ -148,7 +148,7 @@ page until every matching row is done.`,
 			}
 			t := true
 			dry := req
-			dry.DryRun = &t
+			dry.DryRun, dry.Limit = &t, nil
 			var p preview
 			data, err := into(&p)(c.ReplayDLQ(ctx, dry))
 			if err != nil {
@@ -163,11 +163,13 @@ page until every matching row is done.`,
 			if err := a.printPreview(p, "replayed", false); err != nil {
 				return err
 			}
-			if p.MatchedCount == 0 {
+			if p.MatchedCount == 0 && sel.filter != nil {
 				fmt.Fprintln(a.env.Stderr, "nothing to replay")
 				return a.showReplay(replayTotals{ReplayedIDs: []int64{}, FailedIDs: []int64{}, Skipped: []json.RawMessage{}, DelaySeconds: delay}, sel)
 			}
-			if !yes {
+			// Ids none of which is pending are sent without a question: the
+			// answer says why each was skipped.
+			if !yes && p.MatchedCount > 0 {
 				to := "their source queues"
 				if destination != "" {
 					to = destination
@@ -305,8 +307,8 @@ func (a *app) ackCmd() *cobra.Command {
 				return err
 			}
 			total := ackTotals{AcknowledgedIDs: []int64{}}
-			if p.MatchedCount > 0 {
-				if !yes {
+			if p.MatchedCount > 0 || sel.ids != nil {
+				if !yes && p.MatchedCount > 0 {
 					if err := a.confirm(fmt.Sprintf("Acknowledge %d rows?", p.MatchedCount)); err != nil {
 						return err
 					}
@@ -333,8 +335,6 @@ func (a *app) ackCmd() *cobra.Command {
 				f := false
 				total.HasMore = &f
 				fmt.Fprintf(a.env.Stderr, "\racknowledged %d rows\n", total.AcknowledgedCount)
-			} else if p.MatchedCount == 0 {
-				total.RequestedCount = len(sel.ids)
 			}
 			if err := a.showAck(total); err != nil {
 				return err
