@@ -433,7 +433,9 @@ func TestCLITaskWatchedUntilDone(t *testing.T) {
 	watchCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	done := make(chan cliResult, 1)
-	go func() { done <- runCLI(t, watchCtx, env, "", "tasks", "watch", fmt.Sprint(task.ID), "--json", "--interval", "300ms") }()
+	go func() {
+		done <- runCLI(t, watchCtx, env, "", "tasks", "watch", fmt.Sprint(task.ID), "--json", "--interval", "300ms")
+	}()
 	at := now.Add(time.Minute).Truncate(time.Second)
 	var watched cliResult
 	for i := 0; watched.stdout == "" && i < 6; i++ {
