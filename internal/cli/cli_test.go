@@ -96,7 +96,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"nope"}, {"ls", "x"}, {"show"}, {"show", "0"}, {"show", "-3"}, {"replay"}, {"replay", "1", "--q", "x"},
 		{"ack", "1", "--failed-after", "yesterday"}, {"edit", "1"}, {"tasks", "create", "--q", "x"}, {"tasks", "watch"},
-		{"export", "--format", "xml"}, {"replay", "--failed-before", "soon"},
+		{"export", "--format", "xml"}, {"replay", "--failed-before", "soon"}, {"tasks", "bogus"},
 	} {
 		if code, _, errOut := run(t, env, "", args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitUsage, errOut)

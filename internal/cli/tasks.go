@@ -28,6 +28,8 @@ func (a *app) tasksCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks",
 		Short: "Replay tasks: durable, paced bulk replays (create, ls, watch, pause, resume, cancel)",
+		Args:  args(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(a.taskCreateCmd(), a.taskListCmd(), a.taskWatchCmd())
 	for _, action := range []string{"pause", "resume", "cancel"} {
