@@ -278,6 +278,11 @@ func TestCLIBulkReplayAndAcknowledge(t *testing.T) {
 	}
 	// No answer at all (stdin closed) is no.
 	runCLI(t, ctx, env, "", append([]string{"replay"}, window...)...).wantCode(t, cli.ExitFailure, "replay unanswered")
+	r = runCLI(t, ctx, env, "", append([]string{"ack", "--dry-run", "--json"}, window...)...).wantCode(t, 0, "ack --dry-run")
+	checkOutput(t, "POST", "/admin/dlq/acknowledge", filterBody, r.stdout)
+	if !strings.Contains(r.stdout, `"matched_count": 30`) {
+		t.Fatalf("ack --dry-run: %s", r.stdout)
+	}
 	// Ack by id first (two rows), with a note: they are then not pending.
 	r = runCLI(t, ctx, env, "", "ack", fmt.Sprint(ids[0]), fmt.Sprint(ids[1]), "--note", "cli test", "--yes", "--json").wantCode(t, 0, "ack ids")
 	checkOutput(t, "POST", "/admin/dlq/acknowledge", `{"ids":[1,2],"note":"x"}`, r.stdout)

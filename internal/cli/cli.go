@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -127,6 +128,7 @@ profile file), 4 partial (some rows skipped or failed, an export cut short).`
 
 func (a *app) root() *cobra.Command {
 	root := &cobra.Command{
+		Version:       buildVersion(),
 		Use:           "redrive",
 		Short:         "Inspect, replay and export a redrive worker's dead-letter queue",
 		Long:          rootLong,
@@ -303,4 +305,12 @@ func (a *app) editFile(ctx context.Context, path string) error {
 		return fmt.Errorf("editor %q: %w", editor, err)
 	}
 	return nil
+}
+
+// buildVersion is the module version go install built (devel otherwise).
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "devel"
 }
