@@ -522,6 +522,9 @@ replayed row that fails again is printed again. --since sets the start
 				for {
 					var pg page
 					if _, err := into(&pg)(c.ListDLQ(cmd.Context(), p)); err != nil {
+						if cmd.Context().Err() != nil {
+							return nil // interrupted: a normal end
+						}
 						return err
 					}
 					for _, raw := range pg.Messages {
@@ -570,6 +573,11 @@ replayed row that fails again is printed again. --since sets the start
 					printed++
 					if count > 0 && printed >= count {
 						return nil
+					}
+				}
+				for k := range seen { // the query returns failed_at >= from only
+					if k[1] < from {
+						delete(seen, k)
 					}
 				}
 				if err := sleep(cmd.Context(), interval); err != nil {
