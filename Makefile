@@ -8,7 +8,7 @@ BUILD_MODE := $(if $(filter 1,$(TINYGO)),tinygo,go)
 PERSIST := .wrangler/state
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: FORCE tinygo help bench bench-init bench-retention bench-rows build dev test test-native test-e2e vet fmt deploy migrate-local clean node_modules mutate
+.PHONY: FORCE tinygo help bench bench-init bench-retention bench-rows build dev test test-native test-ts-client test-e2e vet fmt deploy migrate-local clean node_modules mutate
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -82,9 +82,15 @@ vet: ## go vet, native and js/wasm
 fmt: ## gofmt -w
 	gofmt -w $$(git ls-files '*.go' ':!third_party')
 
-test-native: ## unit tests against SQLite, and the entry module's own under node
+test-native: test-ts-client ## unit tests against SQLite, and the entry module's own under node
 	go test -count=1 ./...
 	node --test platform/worker/
+
+# A TypeScript client generated from handlers/openapi.json by openapi-typescript
+# (defaults; pinned in package-lock.json) must type-check the README's calls
+# and reject what the API rejects (client/ts/readme_calls.ts).
+test-ts-client: node_modules ## type-check the README's calls against the document's TypeScript types
+	npm run --silent check:ts-client
 
 test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)
 	go test -count=1 -tags e2e -timeout 20m -v ./e2e

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/e2e/apiclient"
+	redrive "github.com/redrive/redrive/client"
 )
 
 // doerFunc adapts a function to the generated client's HttpRequestDoer.
@@ -17,7 +17,7 @@ type doerFunc func(*http.Request) (*http.Response, error)
 
 func (f doerFunc) Do(req *http.Request) (*http.Response, error) { return f(req) }
 
-// The client oapi-codegen generates from handlers/openapi.json (e2e/apiclient)
+// The client oapi-codegen generates from handlers/openapi.json (the public package client)
 // drives a replay and an acknowledge end to end, and decodes an error.
 func TestGeneratedClientReplaysAndAcknowledges(t *testing.T) {
 	prefix := newPrefix("client")
@@ -32,8 +32,8 @@ func TestGeneratedClientReplaysAndAcknowledges(t *testing.T) {
 		}
 		return resp, err
 	})
-	c, err := apiclient.NewClientWithResponses(shared.URL, apiclient.WithHTTPClient(doer),
-		apiclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+	c, err := redrive.NewClientWithResponses(shared.URL, redrive.WithHTTPClient(doer),
+		redrive.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			for k, v := range AdminHeaders() {
 				req.Header.Set(k, v)
 			}
@@ -45,7 +45,7 @@ func TestGeneratedClientReplaysAndAcknowledges(t *testing.T) {
 	ctx := context.Background()
 
 	replayIDs, delay := []int{int(ids[0])}, 0
-	rep, err := c.ReplayDLQWithResponse(ctx, apiclient.ReplayRequest{Ids: &replayIDs, DelaySeconds: &delay})
+	rep, err := c.ReplayDLQWithResponse(ctx, redrive.ReplayRequest{Ids: &replayIDs, DelaySeconds: &delay})
 	if err != nil || rep.JSON200 == nil {
 		t.Fatalf("replay: %v %d %s", err, rep.StatusCode(), rep.Body)
 	}
@@ -55,7 +55,7 @@ func TestGeneratedClientReplaysAndAcknowledges(t *testing.T) {
 	}
 
 	ackIDs, note := []int{int(ids[1]), int(ids[2])}, "handled by the generated client"
-	ack, err := c.AcknowledgeDLQWithResponse(ctx, apiclient.AcknowledgeRequest{Ids: &ackIDs, Note: &note})
+	ack, err := c.AcknowledgeDLQWithResponse(ctx, redrive.AcknowledgeRequest{Ids: &ackIDs, Note: &note})
 	if err != nil || ack.JSON200 == nil {
 		t.Fatalf("acknowledge: %v %d %s", err, ack.StatusCode(), ack.Body)
 	}
@@ -72,7 +72,7 @@ func TestGeneratedClientReplaysAndAcknowledges(t *testing.T) {
 
 	// The same row again is a 400 the client decodes with its code.
 	twice := []int{int(ids[0]), int(ids[0])}
-	bad, err := c.ReplayDLQWithResponse(ctx, apiclient.ReplayRequest{Ids: &twice})
+	bad, err := c.ReplayDLQWithResponse(ctx, redrive.ReplayRequest{Ids: &twice})
 	if err != nil || bad.JSON400 == nil || bad.JSON400.Error.Code != "INVALID_REQUEST" {
 		t.Fatalf("duplicate ids: %v %d %s", err, bad.StatusCode(), bad.Body)
 	}

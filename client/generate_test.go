@@ -1,4 +1,4 @@
-package apiclient
+package client
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 // The checked-in client is what oapi-codegen makes of the document now: a
 // document the generator cannot use, or one changed without `go generate
-// ./e2e/apiclient`, fails here.
+// ./client`, fails here.
 func TestGeneratedClientIsCurrent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs oapi-codegen")
@@ -27,12 +27,12 @@ func TestGeneratedClientIsCurrent(t *testing.T) {
 	line, _, _ = strings.Cut(line, "\n")
 	// The same configuration, writing elsewhere.
 	dir := t.TempDir()
-	out := filepath.Join(dir, "apiclient.gen.go")
+	out := filepath.Join(dir, "client.gen.go")
 	conf, err := os.ReadFile("oapi-codegen.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf = bytes.Replace(conf, []byte("output: apiclient.gen.go"), []byte("output: "+out), 1)
+	conf = bytes.Replace(conf, []byte("output: client.gen.go"), []byte("output: "+out), 1)
 	if err := os.WriteFile(filepath.Join(dir, "oapi-codegen.yaml"), conf, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +45,11 @@ func TestGeneratedClientIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("apiclient.gen.go")
+	got, err := os.ReadFile("client.gen.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("apiclient.gen.go is not what oapi-codegen generates from handlers/openapi.json: run go generate ./e2e/apiclient")
+		t.Fatal("client.gen.go is not what oapi-codegen generates from handlers/openapi.json: run go generate ./client")
 	}
 }

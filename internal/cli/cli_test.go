@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, env map[string]string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return env[k] }})
+	return code, out.String(), errOut.String()
+}
+
+// fakeAPI answers stats with the credentials it saw.
+func fakeAPI(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("X-API-Key") != "key" || r.Header.Get("X-Admin-Secret") != "secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"success":false,"error":{"code":"UNAUTHORIZED","message":"missing or invalid X-API-Key"},"requestId":"x"}`)
+			return
+		}
+		fmt.Fprint(w, `{"success":true,"requestId":"x","data":{"by_status":{"pending":7},"last_24h":{}}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestCredentialsFromEnvironmentOrAPrivateProfile(t *testing.T) {
+	srv := fakeAPI(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.json")
+	write := func(mode os.FileMode, body string) {
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(conf, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profiles := fmt.Sprintf(`{"default":{"url":%q,"api_key":"key","admin_secret":"secret"},"other":{"url":%q,"api_key":"wrong","admin_secret":"secret"}}`, srv.URL, srv.URL)
+	write(0o600, profiles)
+	env := map[string]string{"REDRIVE_CONFIG": conf}
+
+	code, out, _ := run(t, env, "", "stats", "--json")
+	if code != ExitOK || !strings.Contains(out, `"pending": 7`) {
+		t.Fatalf("from the default profile: %d %s", code, out)
+	}
+	if code, _, _ := run(t, env, "", "stats", "--profile", "other"); code != ExitAuth {
+		t.Fatalf("a profile with a wrong key: exit %d, want %d", code, ExitAuth)
+	}
+	// The environment wins field by field.
+	env["REDRIVE_API_KEY"] = "key"
+	if code, _, errOut := run(t, env, "", "stats", "--profile", "other"); code != ExitOK {
+		t.Fatalf("REDRIVE_API_KEY over the profile's: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := run(t, env, "", "stats", "--profile", "missing"); code != ExitAuth || !strings.Contains(errOut, `no profile "missing"`) {
+		t.Fatalf("an unknown profile: exit %d %s", code, errOut)
+	}
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o644} {
+		write(mode, profiles)
+		code, _, errOut := run(t, map[string]string{"REDRIVE_CONFIG": conf}, "", "stats")
+		if code != ExitAuth || !strings.Contains(errOut, "chmod 600") {
+			t.Fatalf("mode %04o: exit %d %s", mode, code, errOut)
+		}
+	}
+	write(0o400, profiles)
+	if code, _, _ := run(t, map[string]string{"REDRIVE_CONFIG": conf}, "", "stats"); code != ExitOK {
+		t.Fatalf("mode 0400: exit %d", code)
+	}
+	// Nothing at all.
+	if code, _, errOut := run(t, map[string]string{"REDRIVE_CONFIG": filepath.Join(dir, "none.json")}, "", "stats"); code != ExitAuth || !strings.Contains(errOut, "REDRIVE_URL") {
+		t.Fatalf("no credentials: exit %d %s", code, errOut)
+	}
+}
+
+func TestCredentialsAreNotFlags(t *testing.T) {
+	for _, flag := range []string{"--api-key", "--admin-secret", "--url", "--key"} {
+		if code, _, _ := run(t, nil, "", "stats", flag, "x"); code != ExitUsage {
+			t.Errorf("%s: exit %d, want usage", flag, code)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	env := map[string]string{"REDRIVE_URL": "http://127.0.0.1:1", "REDRIVE_API_KEY": "k", "REDRIVE_ADMIN_SECRET": "s"}
+	for _, args := range [][]string{
+		{"nope"}, {"ls", "x"}, {"show"}, {"show", "0"}, {"show", "-3"}, {"replay"}, {"replay", "1", "--q", "x"},
+		{"ack", "1", "--failed-after", "yesterday"}, {"edit", "1"}, {"tasks", "create", "--q", "x"}, {"tasks", "watch"},
+		{"export", "--format", "xml"}, {"replay", "--failed-before", "soon"}, {"tasks", "bogus"},
+	} {
+		if code, _, errOut := run(t, env, "", args...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitUsage, errOut)
+		}
+	}
+}
+
+func TestDeclinedConfirmationSendsNothing(t *testing.T) {
+	var posts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		posts = append(posts, b.String())
+		fmt.Fprint(w, `{"success":true,"requestId":"x","data":{"dry_run":true,"matched_count":3,"not_replayable_count":0,"sample":[],"by_failure_reason":[{"failure_reason":"boom","count":3}]}}`)
+	}))
+	defer srv.Close()
+	env := map[string]string{"REDRIVE_URL": srv.URL, "REDRIVE_API_KEY": "k", "REDRIVE_ADMIN_SECRET": "s"}
+	for _, answer := range []string{"", "n\n", "no\n", "maybe\n"} {
+		posts = nil
+		code, _, errOut := run(t, env, answer, "replay", "--q", "x")
+		if code != ExitFailure || len(posts) != 1 || !strings.Contains(posts[0], `"dry_run":true`) {
+			t.Fatalf("answer %q: exit %d, requests %v", answer, code, posts)
+		}
+		if !strings.Contains(errOut, "3 pending rows would be replayed") || !strings.Contains(errOut, "boom") || !strings.Contains(errOut, "[y/N]") {
+			t.Fatalf("answer %q: stderr %s", answer, errOut)
+		}
+	}
+}
+
+func TestCellsAreOneLineOfText(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\nb\rc\td":            "a b c d",
+		"\x1b[31mred":           " [31mred",
+		"rtl\u202eevil":         "rtl evil",
+		"":                      "-",
+		strings.Repeat("x", 70): strings.Repeat("x", 59) + "…",
+	} {
+		if got := cell(in); got != want {
+			t.Errorf("cell(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := cell((*string)(nil)); got != "-" {
+		t.Errorf("nil: %q", got)
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	for _, c := range []struct {
+		k    task
+		want string
+	}{
+		{task{Matched: 100, Sent: 50, State: "running"}, "[###############...............] 50/100  running"},
+		{task{Matched: 20, Sent: 19, SendFailed: 1, State: "done"}, "[##############################] 20/20  done"},
+		{task{Matched: 0, State: "done"}, "[..............................] 0/0  done"},
+	} {
+		if got := progress(c.k); !strings.HasPrefix(got, c.want) {
+			t.Errorf("progress(%+v) = %q, want %q...", c.k, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+
+	"github.com/redrive/redrive/client"
+	"github.com/redrive/redrive/internal/promtext"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) exportCmd() *cobra.Command {
+	var f filterFlags
+	var format, output string
+	var limit int
+	var raw bool
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Export every matching row as NDJSON or CSV, to stdout or a file",
+		Long: `export follows the export's continuation cursor until every matching row is
+written, and reports progress on stderr. --json is --format ndjson.`,
+		Example: `  redrive export --format csv --source-queue beer-enrichment -o dlq.csv
+  redrive export --status all --q Lagunitas > dlq.ndjson`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.json {
+				format = "ndjson"
+			}
+			if format != "ndjson" && format != "csv" {
+				return usagef("--format must be ndjson or csv")
+			}
+			lp, err := f.listParams()
+			if err != nil {
+				return err
+			}
+			c, err := a.api()
+			if err != nil {
+				return err
+			}
+			fm := client.ExportDLQParamsFormat(format)
+			p := client.ExportDLQParams{Format: &fm, BeerId: lp.BeerId, SourceQueue: lp.SourceQueue, Q: lp.Q,
+				Signature: lp.Signature, Version: lp.Version, VersionNot: lp.VersionNot, FailedAfter: lp.FailedAfter, FailedBefore: lp.FailedBefore}
+			if f.status != "" {
+				s := client.ExportDLQParamsStatus(f.status)
+				p.Status = &s
+			}
+			if raw {
+				p.IncludeRaw = &raw
+			}
+			if limit > 0 {
+				p.Limit = &limit
+			}
+			var w io.Writer = a.env.Stdout
+			var file *os.File
+			if output != "" && output != "-" {
+				if file, err = os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+					return err
+				}
+				defer file.Close()
+				w = file
+			}
+			bw := bufio.NewWriterSize(w, 1<<16)
+			rows, err := c.ExportAll(cmd.Context(), p, bw, func(rows int) {
+				fmt.Fprintf(a.env.Stderr, "\rexported %d rows", rows)
+			})
+			if ferr := bw.Flush(); err == nil {
+				err = ferr
+			}
+			if file != nil {
+				if cerr := file.Close(); err == nil {
+					err = cerr
+				}
+			}
+			fmt.Fprintf(a.env.Stderr, "\rexported %d rows\n", rows)
+			if err != nil && rows > 0 {
+				return partialError{fmt.Errorf("export cut short after %d rows: %w", rows, err)}
+			}
+			return err
+		},
+	}
+	f.register(cmd.Flags(), "pending (default), replaying, replayed, acknowledged or all")
+	cmd.Flags().StringVar(&format, "format", "ndjson", "ndjson or csv")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (mode 0600) instead of stdout")
+	cmd.Flags().IntVar(&limit, "limit", 0, "rows per page the server reads (default 100)")
+	cmd.Flags().BoolVar(&raw, "include-raw", false, "include raw_message and raw_encoding")
+	return cmd
+}
+
+func (a *app) healthCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "health",
+		Short:   "The worker's health: D1 reachable, version (exit 1 when unhealthy)",
+		Example: "  redrive health",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			url, _, err := a.credentials(false)
+			if err != nil {
+				return err
+			}
+			c, err := client.NewClientWithResponses(url, client.WithHTTPClient(a.env.HTTP))
+			if err != nil {
+				return err
+			}
+			var h struct {
+				Status  string `json:"status"`
+				Version string `json:"version"`
+				Time    string `json:"time"`
+				D1      struct {
+					OK        bool   `json:"ok"`
+					LatencyMS int    `json:"latency_ms"`
+					Error     string `json:"error"`
+				} `json:"d1"`
+			}
+			data, err := into(&h)(c.Health(cmd.Context()))
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if err := a.printJSON(data); err != nil {
+					return err
+				}
+			} else {
+				t := newTable(a.env.Stdout, "STATUS", "VERSION", "D1", "D1 LATENCY (ms)", "TIME")
+				t.row(h.Status, h.Version, h.D1.OK, h.D1.LatencyMS, h.Time)
+				if err := t.flush(); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) metricsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "metrics",
+		Short: "The Prometheus metrics page (--json: its samples as an object)",
+		Example: `  redrive metrics | grep redrive_dlq_messages
+  redrive metrics --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.api()
+			if err != nil {
+				return err
+			}
+			resp, err := c.Metrics(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				_, err := client.Data(resp.StatusCode, body)
+				return err
+			}
+			if !a.json {
+				_, err := a.env.Stdout.Write(body)
+				return err
+			}
+			e, err := promtext.Parse(string(body))
+			if err != nil {
+				return fmt.Errorf("metrics page: %w", err)
+			}
+			keys := make([]string, 0, len(e.Samples))
+			for k := range e.Samples {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			out := make(map[string]float64, len(keys))
+			for _, k := range keys {
+				out[k] = e.Samples[k]
+			}
+			enc := json.NewEncoder(a.env.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(out)
+		},
+	}
+}
