@@ -60,7 +60,9 @@ CREATE TABLE IF NOT EXISTS message_attempts (
     history TEXT,                           -- JSON array, one object per failed attempt
     signature TEXT,                         -- signature of the latest attempt (dlq/signature.go)
     signature_text TEXT,                    -- its normalised reason
-    version TEXT                            -- worker version of the latest attempt
+    version TEXT,                           -- worker version of the latest attempt
+    -- migrations/0027
+    history_dropped INTEGER NOT NULL DEFAULT 0 -- attempts left out of history
 );
 CREATE INDEX IF NOT EXISTS idx_attempts_recorded_at ON message_attempts(recorded_at);
 

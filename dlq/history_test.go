@@ -476,3 +476,37 @@ func TestGroupsLimitsAtTheirEdges(t *testing.T) {
 		}
 	}
 }
+
+// A message retried 60 times on its queue (max_retries of 50 or more) keeps
+// attempts 1..5 and the newest 45 in its record, and its row says 10 were
+// left out.
+func TestHistoryOfManyAttemptsKeepsTheFirstFive(t *testing.T) {
+	db := sqlitetest.New(t)
+	c := newCapture(db, &bytes.Buffer{})
+	recordAttempts(t, Attempts{DB: db}, "m1", 1, 60, "transient", "boom %d", "v1", t0)
+	consume(t, c, queuetest.New("m1", beer("1")))
+	h, dropped, _, _ := historyOf(t, db, `message_id = 'm1'`)
+	if len(h) != maxHistory || dropped != 10 {
+		t.Fatalf("%d entries, %d dropped; want %d and 10", len(h), dropped, maxHistory)
+	}
+	for i, e := range h {
+		want := i + 1
+		if i >= historyHead {
+			want = 60 - maxHistory + i + 1
+		}
+		if e.Attempt != want {
+			t.Fatalf("entry %d is attempt %d, want %d", i, e.Attempt, want)
+		}
+	}
+	// A repeat failure of the replayed message with 60 more attempts: the
+	// row still keeps the first 5 of the first message and the newest 45.
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1 WHERE message_id = 'm1'`)
+	recordAttempts(t, Attempts{DB: db}, "m2", 1, 60, "transient", "boom %d", "v1", t0)
+	c.Clock = func() time.Time { return t0.Add(time.Hour) }
+	consume(t, c, queuetest.New("m2", beer("1")))
+	h, dropped, _, _ = historyOf(t, db, `message_id = 'm1'`)
+	if len(h) != maxHistory || dropped != 120-maxHistory || h[4].MessageID != "m1" || h[4].Attempt != 5 ||
+		h[5].MessageID != "m2" || h[5].Attempt != 16 || h[len(h)-1].Attempt != 60 {
+		t.Fatalf("after the repeat failure: %d entries, %d dropped; kept %+v ... %+v", len(h), dropped, h[:6], h[len(h)-1])
+	}
+}

@@ -170,7 +170,7 @@ var putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewe
 		j.value ->> '$.source', j.value ->> '$.raw', j.value ->> '$.encoding', j.value ->> '$.content_type', j.value ->> '$.hash',
 		j.value ->> '$.message_id', j.value ->> '$.failed_at', j.value ->> '$.failed_at',
 		` + historyKeepSQL("a.history", "j.value -> '$.entries'") + `,
-		` + historyDroppedSQL("a.history", "j.value -> '$.entries'") + `,
+		COALESCE(a.history_dropped, 0) + ` + historyDroppedSQL("a.history", "j.value -> '$.entries'") + `,
 		` + signatureSQL + `,
 		COALESCE(j.value ->> '$.entry_version', a.version, j.value ->> '$.version')
 	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
