@@ -346,7 +346,9 @@ CREATE TABLE IF NOT EXISTS dlq_signatures (
     last_seen INTEGER NOT NULL,
     versions TEXT NOT NULL DEFAULT '[]',    -- JSON array, newest first, at most 10
     sample_ids TEXT NOT NULL DEFAULT '[]',  -- JSON array of the first 5 row ids
-    announced_at INTEGER                    -- when dlq_new_failure_signature was sent (NULL: not yet)
+    announced_at INTEGER,                   -- when dlq_new_failure_signature was sent (NULL: not yet)
+    -- migrations/0028
+    announce_claimed_at INTEGER             -- when a run claimed it to send it (a lease; NULL: none)
 ) WITHOUT ROWID;
 -- GET /admin/dlq/groups pages by pending rows.
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_pending ON dlq_signatures(pending DESC, signature);

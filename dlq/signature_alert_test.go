@@ -3,7 +3,9 @@ package dlq
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,82 @@ func TestNewFailureSignatureIsAnnouncedOncePerSignature(t *testing.T) {
 	}
 	if got := count(t, db, `SELECT notifications FROM alert_state WHERE name = 'dlq_new_failure_signature'`); got != 3 {
 		t.Errorf("alert_state counts %d announcements", got)
+	}
+}
+
+// countingNotifier counts its calls and fails while down.
+type countingNotifier struct {
+	calls int
+	sent  []string
+	down  bool
+}
+
+func (c *countingNotifier) Notify(_ context.Context, text string) error {
+	c.calls++
+	if c.down {
+		return errors.New("webhook down")
+	}
+	c.sent = append(c.sent, text)
+	return nil
+}
+
+// newSignatures captures n rows of n distinct signatures.
+func newSignatures(t *testing.T, n int) *sql.DB {
+	t.Helper()
+	db := sqlitetest.New(t)
+	c := newCapture(db, &bytes.Buffer{})
+	a := Attempts{DB: db}
+	var msgs []*queuetest.Message
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("m%d", i)
+		if err := a.Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: 4, Class: "transient",
+			Error: "cause " + strings.Repeat("x", i+1), At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, queuetest.New(id, beer(fmt.Sprint(i+1))))
+	}
+	consume(t, c, msgs...)
+	return db
+}
+
+// A run that claims new signatures and dies before sending them does not
+// lose them: a later run (once the claim lapsed) announces them.
+func TestNewFailureSignatureSurvivesARunThatDies(t *testing.T) {
+	db := newSignatures(t, 3)
+	if items, err := (NewFailureSignature{DB: db}).Claim(ctx, t0.Add(time.Minute)); err != nil || len(items) != 3 {
+		t.Fatalf("claim: %d items, %v", len(items), err)
+	}
+	// ... and the run dies here. An overlapping run sends nothing while the
+	// claim holds; a run after it lapsed sends all three, once.
+	n := &countingNotifier{}
+	e := &alerts.Engine{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Announcers: []alerts.Announcer{NewFailureSignature{DB: db}}}
+	if _, err := e.Run(ctx, t0.Add(2*time.Minute)); err != nil || n.calls != 0 {
+		t.Fatalf("a run during the claim sent %d (%v)", n.calls, err)
+	}
+	for _, at := range []time.Time{t0.Add(time.Hour), t0.Add(2 * time.Hour)} {
+		if _, err := e.Run(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(n.sent) != 3 {
+		t.Fatalf("sent %d announcements after the run that died, want 3: %q", len(n.sent), n.sent)
+	}
+	if got := count(t, db, `SELECT COUNT(*) FROM dlq_signatures WHERE announced_at IS NULL`); got != 0 {
+		t.Errorf("%d signatures not announced", got)
+	}
+}
+
+// A webhook that fails is tried once per run, not once per claimed
+// signature; every claim is given back, and the next run sends them all.
+func TestNewFailureSignatureStopsAtAFailingWebhook(t *testing.T) {
+	db := newSignatures(t, 5)
+	n := &countingNotifier{down: true}
+	e := &alerts.Engine{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Announcers: []alerts.Announcer{NewFailureSignature{DB: db}}}
+	if _, err := e.Run(ctx, t0.Add(time.Minute)); err == nil || n.calls != 1 {
+		t.Fatalf("the failing webhook was called %d times (want 1), run error %v", n.calls, err)
+	}
+	n.down = false
+	if _, err := e.Run(ctx, t0.Add(2*time.Minute)); err != nil || len(n.sent) != 5 {
+		t.Fatalf("the next run sent %d, want 5 (%v)", len(n.sent), err)
 	}
 }
