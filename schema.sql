@@ -352,6 +352,8 @@ CREATE TABLE IF NOT EXISTS dlq_signatures (
 ) WITHOUT ROWID;
 -- GET /admin/dlq/groups pages by pending rows.
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_pending ON dlq_signatures(pending DESC, signature);
+-- ... or newest first, stable while paging (migrations/0028).
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_first_seen ON dlq_signatures(first_seen DESC, signature);
 -- The alert's work: signatures not announced yet (a handful at any time).
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_unannounced ON dlq_signatures(first_seen) WHERE announced_at IS NULL;
 
