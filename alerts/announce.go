@@ -58,7 +58,7 @@ func (a *Engine) announce(ctx context.Context, now time.Time) (sent int, errs []
 			if a.Notifier != nil {
 				if err := a.Notifier.Notify(ctx, fmt.Sprintf("[redrive] NEW %s: %s", name, it.Detail)); err != nil {
 					down = true
-					keys := make([]string, 0, len(items)-i)
+					var keys []string
 					for _, rest := range items[i:] {
 						keys = append(keys, rest.Key)
 					}

@@ -14,6 +14,7 @@ type fakeAnnouncer struct {
 	items     []Announcement
 	claimErr  error
 	doneErr   error
+	relErr    error
 	claims    int
 	done      []string
 	released  [][]string
@@ -36,7 +37,7 @@ func (f *fakeAnnouncer) Done(_ context.Context, key string, _ time.Time) error {
 }
 func (f *fakeAnnouncer) Release(_ context.Context, keys []string, now time.Time) error {
 	f.released, f.releaseAt = append(f.released, keys), append(f.releaseAt, now)
-	return nil
+	return f.relErr
 }
 
 // notifierFunc is a Notifier of a function.
@@ -106,6 +107,11 @@ func TestAnnounceStopsAtTheFirstFailedNotification(t *testing.T) {
 	}
 	if b.claims != 0 {
 		t.Errorf("another announcer claimed %d times after the webhook failed", b.claims)
+	}
+	// A release that fails too is part of the run's error.
+	a.items, a.relErr, calls = items("k5"), errors.New("d1 down"), 1
+	if _, err := e.Run(ctx, at.Add(time.Minute)); err == nil || !strings.Contains(err.Error(), "release: d1 down") {
+		t.Errorf("run error %v, want the release error in it", err)
 	}
 }
 
