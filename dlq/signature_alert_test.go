@@ -168,3 +168,49 @@ func TestNewFailureSignatureStopsAtAFailingWebhook(t *testing.T) {
 		t.Fatalf("the next run sent %d, want 5 (%v)", len(n.sent), err)
 	}
 }
+
+// Claim, Done and Release directly: a claim holds for announceLease and
+// only the claim it names is released; a signature without sample rows
+// says so; a database error is an error of each.
+func TestNewFailureSignatureClaimDoneRelease(t *testing.T) {
+	db := sqlitetest.New(t)
+	mustExec(t, db, `INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen) VALUES
+		('00000000000000a1', 'permanent', 'bad model', 1, 1), ('00000000000000a2', 'transient', 'busy', 2, 2)`)
+	n := NewFailureSignature{DB: db}
+	at := t0
+	items, err := n.Claim(ctx, at)
+	if err != nil || len(items) != 2 || !strings.Contains(items[0].Detail, "no row yet") || !strings.Contains(items[0].Detail, "fails again") {
+		t.Fatalf("claim: %+v %v", items, err)
+	}
+	if again, err := n.Claim(ctx, at.Add(announceLease-time.Millisecond)); err != nil || len(again) != 0 {
+		t.Fatalf("claimed again within the lease: %+v %v", again, err)
+	}
+	if err := n.Release(ctx, []string{"00000000000000a1"}, at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Release(ctx, []string{"00000000000000a1"}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Done(ctx, "00000000000000a2", at); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, db, `SELECT COUNT(*) FROM dlq_signatures WHERE signature = '00000000000000a1' AND announce_claimed_at IS NULL AND announced_at IS NULL`); got != 1 {
+		t.Error("the released claim still holds (or a release of another claim time took it)")
+	}
+	if got := count(t, db, `SELECT COUNT(*) FROM dlq_signatures WHERE signature = '00000000000000a2' AND announce_claimed_at IS NULL AND announced_at = ?`, at.UnixMilli()); got != 1 {
+		t.Error("done did not mark the signature announced")
+	}
+	if again, err := n.Claim(ctx, at.Add(time.Minute)); err != nil || len(again) != 1 || again[0].Key != "00000000000000a1" {
+		t.Fatalf("after release and done: %+v %v", again, err)
+	}
+	mustExec(t, db, `DROP TABLE dlq_signatures`)
+	if _, err := n.Claim(ctx, at); err == nil {
+		t.Error("claim without its table: no error")
+	}
+	if err := n.Done(ctx, "00000000000000a1", at); err == nil {
+		t.Error("done without its table: no error")
+	}
+	if err := n.Release(ctx, []string{"00000000000000a1"}, at); err == nil {
+		t.Error("release without its table: no error")
+	}
+}
