@@ -60,7 +60,9 @@ CREATE TABLE IF NOT EXISTS message_attempts (
     history TEXT,                           -- JSON array, one object per failed attempt
     signature TEXT,                         -- signature of the latest attempt (dlq/signature.go)
     signature_text TEXT,                    -- its normalised reason
-    version TEXT                            -- worker version of the latest attempt
+    version TEXT,                           -- worker version of the latest attempt
+    -- migrations/0027
+    history_dropped INTEGER NOT NULL DEFAULT 0 -- attempts left out of history
 );
 CREATE INDEX IF NOT EXISTS idx_attempts_recorded_at ON message_attempts(recorded_at);
 
@@ -344,10 +346,14 @@ CREATE TABLE IF NOT EXISTS dlq_signatures (
     last_seen INTEGER NOT NULL,
     versions TEXT NOT NULL DEFAULT '[]',    -- JSON array, newest first, at most 10
     sample_ids TEXT NOT NULL DEFAULT '[]',  -- JSON array of the first 5 row ids
-    announced_at INTEGER                    -- when dlq_new_failure_signature was sent (NULL: not yet)
+    announced_at INTEGER,                   -- when dlq_new_failure_signature was sent (NULL: not yet)
+    -- migrations/0028
+    announce_claimed_at INTEGER             -- when a run claimed it to send it (a lease; NULL: none)
 ) WITHOUT ROWID;
 -- GET /admin/dlq/groups pages by pending rows.
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_pending ON dlq_signatures(pending DESC, signature);
+-- ... or newest first, stable while paging (migrations/0028).
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_first_seen ON dlq_signatures(first_seen DESC, signature);
 -- The alert's work: signatures not announced yet (a handful at any time).
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_unannounced ON dlq_signatures(first_seen) WHERE announced_at IS NULL;
 

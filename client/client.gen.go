@@ -525,6 +525,24 @@ func (e ExportDLQParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for DlqGroupsParamsSort.
+const (
+	DlqGroupsParamsSortFirstSeen DlqGroupsParamsSort = "first_seen"
+	DlqGroupsParamsSortPending   DlqGroupsParamsSort = "pending"
+)
+
+// Valid indicates whether the value is a known member of the DlqGroupsParamsSort enum.
+func (e DlqGroupsParamsSort) Valid() bool {
+	switch e {
+	case DlqGroupsParamsSortFirstSeen:
+		return true
+	case DlqGroupsParamsSortPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcknowledgeRequest Either ids (the seed's form) or filter (bulk: at most DLQ_BULK_ACKNOWLEDGE_MAX rows per call; call again while has_more). Only pending rows move. dry_run: true changes nothing. Exactly one of ids and filter.
 type AcknowledgeRequest struct {
 	// DryRun Default false.
@@ -1475,7 +1493,13 @@ type DlqGroupsParams struct {
 
 	// Version Only groups whose versions seen include this one.
 	Version *string `form:"version,omitempty" json:"version,omitempty"`
+
+	// Sort pending: most pending rows first, read from the live counts: paging continues after the previous page's last group by (pending, signature), so a group whose pending count changes between two page requests can be missed or listed twice. first_seen: newest group first, by a key that never changes: every group that existed when the first page was read is listed exactly once. Anything else is INVALID_FILTER.
+	Sort *DlqGroupsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 }
+
+// DlqGroupsParamsSort defines parameters for DlqGroups.
+type DlqGroupsParamsSort string
 
 // ReplayDLQ200JSONResponseBody_Data defines parameters for ReplayDLQ.
 type ReplayDLQ200JSONResponseBody_Data struct {
@@ -2061,7 +2085,7 @@ type ClientInterface interface {
 
 	// DlqGroups Failures grouped by signature
 	//
-	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first (or newest first: sort=first_seen). Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
 	//
 	// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 	DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2322,7 +2346,7 @@ func (c *Client) ExportDLQ(ctx context.Context, params *ExportDLQParams, reqEdit
 
 // DlqGroups Failures grouped by signature
 //
-// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first (or newest first: sort=first_seen). Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
 //
 // Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 func (c *Client) DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3318,6 +3342,18 @@ func NewDlqGroupsRequest(server string, params *DlqGroupsParams) (*http.Request,
 
 		}
 
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3982,7 +4018,7 @@ type ClientWithResponsesInterface interface {
 
 	// DlqGroupsWithResponse Failures grouped by signature
 	//
-	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+	// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first (or newest first: sort=first_seen). Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7374,7 +7410,7 @@ func (c *ClientWithResponses) ExportDLQWithResponse(ctx context.Context, params 
 
 // DlqGroupsWithResponse Failures grouped by signature
 //
-// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first. Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
+// Each failure signature (the reason with numbers, ids, quoted values and query values removed, plus its class) with its rows per status, first and last seen, versions seen and sample ids, most pending rows first (or newest first: sort=first_seen). Counts are kept as rows change (dlq_signatures), never counted per call: a page reads at most limit + 1 rows. A permanent (or poison) group says replay_will_fail. Pass a group's signature as the signature filter of GET /admin/dlq, replay or acknowledge to act on the whole group.
 //
 // Returns a wrapper object for the known response body format(s).
 //

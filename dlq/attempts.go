@@ -94,7 +94,8 @@ type Attempts struct {
 // attempt, ?4 class, ?5 error, ?6 time, ?7 the history entry (JSON), ?8
 // signature, ?9 its text, ?10 version. The entry is appended to the
 // record's history (a redelivery of the same attempt number replaces the
-// last entry instead; beyond maxHistory entries the second oldest goes).
+// last entry instead; beyond maxHistory entries the oldest after the first
+// historyHead goes, and history_dropped counts it).
 // recorded_at is set by the first attempt only: the record's later updates
 // rewrite the row alone (1 row written), not its entry in
 // idx_attempts_recorded_at too. A message's record costs 3 rows written
@@ -111,12 +112,17 @@ const RecordSQL = `INSERT INTO message_attempts(message_id, queue, attempt, erro
 				WHEN json_array_length(COALESCE(message_attempts.history, '[]')) = 0 THEN json_array(json(?7))
 				WHEN excluded.attempt = message_attempts.attempt THEN json_set(message_attempts.history, '$[#-1]', json(?7))
 				WHEN json_array_length(message_attempts.history) >= ` + maxHistorySQL + `
-					THEN json_insert(json_remove(message_attempts.history, '$[1]'), '$[#]', json(?7))
-				ELSE json_insert(message_attempts.history, '$[#]', json(?7)) END
+					THEN json_insert(json_remove(message_attempts.history, '$[` + historyHeadSQL + `]'), '$[#]', json(?7))
+				ELSE json_insert(message_attempts.history, '$[#]', json(?7)) END,
+			history_dropped = message_attempts.history_dropped + (excluded.attempt <> message_attempts.attempt
+				AND json_array_length(COALESCE(message_attempts.history, '[]')) >= ` + maxHistorySQL + `)
 			WHERE excluded.attempt >= message_attempts.attempt`
 
-// maxHistorySQL is maxHistory for SQL text.
-const maxHistorySQL = "50"
+// maxHistorySQL and historyHeadSQL are maxHistory and historyHead for SQL text.
+const (
+	maxHistorySQL  = "50"
+	historyHeadSQL = "5"
+)
 
 // Record upserts the attempt in one statement. An attempt never overwrites
 // a record with a higher attempt number (late writes of an earlier attempt

@@ -10,7 +10,18 @@ import (
 // Groups reads GET /admin/dlq/groups: failures grouped by signature, from
 // the counts dlq_signatures keeps as rows change (never counted per call).
 // A page reads its groups (at most limit + 1 rows of dlq_signatures,
-// through idx_dlq_signatures_pending) and nothing else.
+// through idx_dlq_signatures_pending or idx_dlq_signatures_first_seen) and
+// nothing else.
+//
+// What a reader paging through them sees: in the default order (most
+// pending rows first) each page is read from the live counts, after the
+// last group of the previous page by (pending, signature); a group whose
+// pending count did not change between two page requests is listed exactly
+// once, but one whose count grew past that position is missed and one whose
+// count fell below it is listed again. In SortFirstSeen order (newest group
+// first) the key never changes: every group that existed when the first
+// page was read is listed exactly once, and groups first seen later are
+// not (they are on a new first page).
 type Groups struct {
 	DB      *sql.DB
 	Cursors Cursors
@@ -26,7 +37,17 @@ type GroupsParams struct {
 	Class string
 	// Version keeps groups whose versions seen include it.
 	Version string
+	// Sort is SortPending (also "") or SortFirstSeen.
+	Sort string
 }
+
+// Orders of the groups page.
+const (
+	// SortPending: most pending rows first (then by signature), from live counts.
+	SortPending = "pending"
+	// SortFirstSeen: newest group first (then by signature); stable while paging.
+	SortFirstSeen = "first_seen"
+)
 
 // GroupCounts are a group's rows per status.
 type GroupCounts struct {
@@ -64,7 +85,8 @@ type Group struct {
 	AnnouncedAt *int64 `json:"announced_at"`
 }
 
-// GroupsPage is the groups route's response: groups by pending rows, most first.
+// GroupsPage is the groups route's response: groups by pending rows, most
+// first (or newest first: SortFirstSeen).
 type GroupsPage struct {
 	Groups     []Group `json:"groups"`
 	Limit      int     `json:"limit"`
@@ -77,7 +99,8 @@ func replayWillFail(class string) bool {
 	return class == "permanent" || class == "poison"
 }
 
-// Page returns one page of groups, most pending rows first (then by signature).
+// Page returns one page of groups, most pending rows first (then by
+// signature), or newest first with SortFirstSeen.
 func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if p.Limit == 0 {
 		p.Limit = DefaultListLimit
@@ -90,7 +113,15 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 			return GroupsPage{}, inputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
 		}
 	}
-	fp := Filter{Status: "groups", SourceQueue: p.Class, Version: p.Version}.fingerprint()
+	byFirstSeen := p.Sort == SortFirstSeen
+	if p.Sort != "" && p.Sort != SortPending && !byFirstSeen {
+		return GroupsPage{}, inputErr("INVALID_FILTER", "sort must be %s or %s", SortPending, SortFirstSeen)
+	}
+	status := "groups"
+	if byFirstSeen {
+		status = "groups:" + SortFirstSeen
+	}
+	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version}.fingerprint()
 	cond, args := "1 = 1", []any{}
 	if p.Cursor != "" {
 		pos, err := g.Cursors.decode(p.Cursor, cursorGroups, fp)
@@ -100,7 +131,11 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		if !validSignatureKey(pos.Key) {
 			return GroupsPage{}, inputErr("INVALID_CURSOR", "cursor is not valid here: malformed")
 		}
-		cond, args = "(pending < ? OR (pending = ? AND signature > ?))", []any{pos.ID - 1, pos.ID - 1, pos.Key}
+		if byFirstSeen {
+			cond, args = "(first_seen < ? OR (first_seen = ? AND signature > ?))", []any{pos.FailedAt, pos.FailedAt, pos.Key}
+		} else {
+			cond, args = "(pending < ? OR (pending = ? AND signature > ?))", []any{pos.ID - 1, pos.ID - 1, pos.Key}
+		}
 	}
 	if p.Class != "" {
 		cond, args = cond+" AND class = ?", append(args, p.Class)
@@ -108,7 +143,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if p.Version != "" {
 		cond, args = cond+" AND EXISTS (SELECT 1 FROM json_each(versions) WHERE value = ?)", append(args, p.Version)
 	}
-	rows, err := g.DB.QueryContext(ctx, groupsSQL(cond), append(args, int64(p.Limit+1))...)
+	rows, err := g.DB.QueryContext(ctx, groupsSQL(cond, byFirstSeen), append(args, int64(p.Limit+1))...)
 	if err != nil {
 		return GroupsPage{}, fmt.Errorf("dlq groups: %w", err)
 	}
@@ -146,15 +181,24 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if len(out.Groups) > p.Limit {
 		out.Groups = out.Groups[:p.Limit]
 		last := out.Groups[p.Limit-1]
-		next := g.Cursors.encode(position{Kind: cursorGroups, Filter: fp, ID: last.Counts.Pending + 1, Key: last.Signature})
+		pos := position{Kind: cursorGroups, Filter: fp, ID: last.Counts.Pending + 1, Key: last.Signature}
+		if byFirstSeen {
+			pos.ID, pos.FailedAt = 1, last.FirstSeen
+		}
+		next := g.Cursors.encode(pos)
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil
 }
 
-// groupsSQL is a page of groups matching cond, through idx_dlq_signatures_pending.
-func groupsSQL(cond string) string {
+// groupsSQL is a page of groups matching cond, through
+// idx_dlq_signatures_pending (or idx_dlq_signatures_first_seen).
+func groupsSQL(cond string, byFirstSeen bool) string {
+	order := "pending DESC, signature"
+	if byFirstSeen {
+		order = "first_seen DESC, signature"
+	}
 	return `SELECT signature, class, text, pending, replaying, replayed, acknowledged,
 			first_seen, last_seen, versions, sample_ids, announced_at
-		FROM dlq_signatures WHERE ` + cond + ` ORDER BY pending DESC, signature LIMIT ?`
+		FROM dlq_signatures WHERE ` + cond + ` ORDER BY ` + order + ` LIMIT ?`
 }

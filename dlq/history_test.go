@@ -476,3 +476,92 @@ func TestGroupsLimitsAtTheirEdges(t *testing.T) {
 		}
 	}
 }
+
+// A message retried 60 times on its queue (max_retries of 50 or more) keeps
+// attempts 1..5 and the newest 45 in its record, and its row says 10 were
+// left out.
+func TestHistoryOfManyAttemptsKeepsTheFirstFive(t *testing.T) {
+	db := sqlitetest.New(t)
+	c := newCapture(db, &bytes.Buffer{})
+	recordAttempts(t, Attempts{DB: db}, "m1", 1, 60, "transient", "boom %d", "v1", t0)
+	consume(t, c, queuetest.New("m1", beer("1")))
+	h, dropped, _, _ := historyOf(t, db, `message_id = 'm1'`)
+	if len(h) != maxHistory || dropped != 10 {
+		t.Fatalf("%d entries, %d dropped; want %d and 10", len(h), dropped, maxHistory)
+	}
+	for i, e := range h {
+		want := i + 1
+		if i >= historyHead {
+			want = 60 - maxHistory + i + 1
+		}
+		if e.Attempt != want {
+			t.Fatalf("entry %d is attempt %d, want %d", i, e.Attempt, want)
+		}
+	}
+	// A repeat failure of the replayed message with 60 more attempts: the
+	// row still keeps the first 5 of the first message and the newest 45.
+	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1 WHERE message_id = 'm1'`)
+	recordAttempts(t, Attempts{DB: db}, "m2", 1, 60, "transient", "boom %d", "v1", t0)
+	c.Clock = func() time.Time { return t0.Add(time.Hour) }
+	consume(t, c, queuetest.New("m2", beer("1")))
+	h, dropped, _, _ = historyOf(t, db, `message_id = 'm1'`)
+	if len(h) != maxHistory || dropped != 120-maxHistory || h[4].MessageID != "m1" || h[4].Attempt != 5 ||
+		h[5].MessageID != "m2" || h[5].Attempt != 16 || h[len(h)-1].Attempt != 60 {
+		t.Fatalf("after the repeat failure: %d entries, %d dropped; kept %+v ... %+v", len(h), dropped, h[:6], h[len(h)-1])
+	}
+}
+
+// Paging newest group first is stable: a group whose pending count changes
+// between two page requests is listed exactly once, where paging by
+// pending count (live) misses a group whose count grew past the cursor.
+func TestGroupsPagingNewestFirstIsStable(t *testing.T) {
+	db := sqlitetest.New(t)
+	var fs []Failure
+	for i, g := range []string{"a", "b", "c", "d"} {
+		for j := 0; j < 4-i; j++ { // a: 4 rows, b: 3, c: 2, d: 1; d is the newest group
+			f := failure(fmt.Sprintf("%s%d", g, j), fmt.Sprintf(`{"beer_id":"%s%d"}`, g, j), t0.Add(time.Duration(i)*time.Hour))
+			f.Class, f.Reason = "transient", "transient: upstream "+g+" busy"
+			fs = append(fs, f)
+		}
+	}
+	save(t, Store{DB: db}, fs...)
+	cur := NewCursors("secret")
+	// Between the first and the second page, group c (not listed yet) gains
+	// 5 pending rows (moving ahead of every group) and group a, listed on
+	// the first page, loses 3 (moving behind the rest).
+	walk := func(sort string) []string {
+		t.Helper()
+		var seen []string
+		p := GroupsParams{Limit: 1, Sort: sort}
+		for pages := 0; ; pages++ {
+			page, err := Groups{DB: db, Cursors: cur}.Page(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, gr := range page.Groups {
+				seen = append(seen, strings.Fields(gr.Text)[1])
+			}
+			if pages == 0 {
+				mustExec(t, db, `UPDATE dlq_signatures SET pending = pending + 5 WHERE text LIKE '%upstream c busy'`)
+				mustExec(t, db, `UPDATE dlq_signatures SET pending = pending - 3 WHERE text LIKE '%upstream a busy'`)
+			}
+			if !page.HasMore || pages > 10 {
+				break
+			}
+			p.Cursor = *page.NextCursor
+		}
+		mustExec(t, db, `UPDATE dlq_signatures SET pending = pending - 5 WHERE text LIKE '%upstream c busy'`)
+		mustExec(t, db, `UPDATE dlq_signatures SET pending = pending + 3 WHERE text LIKE '%upstream a busy'`)
+		return seen
+	}
+	if got := strings.Join(walk(SortFirstSeen), ","); got != "d,c,b,a" {
+		t.Errorf("newest first: listed %s, want d,c,b,a (each once)", got)
+	}
+	if got := strings.Join(walk(""), ","); got != "a,b,d,a" {
+		t.Errorf("by pending count: listed %s; the documented behaviour is a,b,d,a (c missed, a twice)", got)
+	}
+	var ie *InputError
+	if _, err := (Groups{DB: db, Cursors: cur}).Page(ctx, GroupsParams{Sort: "size"}); !errors.As(err, &ie) || ie.Code != "INVALID_FILTER" {
+		t.Errorf("sort=size: %v", err)
+	}
+}

@@ -162,9 +162,14 @@ type Page struct {
 
 // Page returns one page, newest failure first (failed_at DESC, id DESC), and
 // the total count, in one statement. Walking next_cursor until has_more is
-// false yields every matching row exactly once, ties on failed_at included;
-// rows whose failed_at moves while paging (a repeat failure) may be missed
-// or seen twice, as with any keyset pagination.
+// false yields every matching row exactly once, ties on failed_at included,
+// when no row changes meanwhile. While rows change, a reader sees exactly
+// this: no row twice (failed_at never goes back, so a row only moves toward
+// the head, which the walk has passed); a row that fails again before its
+// page is read (its failed_at moves to now) is not listed by the later
+// pages, nor is a row that starts matching (a status change) with a
+// failed_at the walk has passed: a new first page lists them. Every other
+// row that matches when its page is read is listed once.
 func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	f, err := p.Filter.Normalize()
 	if err != nil {

@@ -1,11 +1,13 @@
 package dlq
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -487,5 +489,51 @@ func TestListPagesReadBoundedRanges(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A row that fails again while a reader pages through status=all never
+// comes back behind the cursor, even when the repeat failure's clock is
+// behind the row's failed_at (another isolate): failed_at never goes back,
+// so no row is listed twice. (A row not listed yet that fails again moves to
+// the head: the later pages do not list it, a new first page does.)
+func TestListOfEveryStatusNeverListsARowTwice(t *testing.T) {
+	db := sqlitetest.New(t)
+	c := newCapture(db, &bytes.Buffer{})
+	for i, id := range []string{"z", "y", "r"} { // r newest
+		c.Clock = func() time.Time { return t0.Add(time.Duration(i+1) * time.Hour) }
+		consume(t, c, queuetest.New("m-"+id, beer(id)))
+	}
+	l := List{DB: db, Cursors: NewCursors("s")}
+	var seen []string
+	p := ListParams{Filter: Filter{Status: StatusAll}, Limit: 1}
+	for pages := 0; pages < 10; pages++ {
+		page, err := l.Page(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := page.Messages.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			seen = append(seen, m.BeerID)
+		}
+		if pages == 0 {
+			// r, listed, is replayed and fails again, stamped earlier than its failed_at.
+			mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1 WHERE message_id = 'm-r'`)
+			c.Clock = func() time.Time { return t0 }
+			consume(t, c, queuetest.New("m-r2", beer("r")))
+			if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE message_id = 'm-r' AND last_message_id = 'm-r2' AND status = 'pending'`); n != 1 {
+				t.Fatal("the repeat failure did not come back to the row")
+			}
+		}
+		if !page.HasMore {
+			break
+		}
+		p.Cursor = *page.NextCursor
+	}
+	if got := strings.Join(seen, ","); got != "r,y,z" {
+		t.Errorf("listed %s, want r,y,z (each once)", got)
 	}
 }

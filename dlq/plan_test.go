@@ -199,11 +199,14 @@ func TestSignatureStatementPlans(t *testing.T) {
 		query, want string
 		args        []any
 	}{
-		"first page": {groupsSQL("1 = 1"), "USING INDEX idx_dlq_signatures_pending", []any{int64(51)}},
-		"next page": {groupsSQL("(pending < ? OR (pending = ? AND signature > ?))"), "USING INDEX idx_dlq_signatures_pending",
+		"first page": {groupsSQL("1 = 1", false), "USING INDEX idx_dlq_signatures_pending", []any{int64(51)}},
+		"next page": {groupsSQL("(pending < ? OR (pending = ? AND signature > ?))", false), "USING INDEX idx_dlq_signatures_pending",
 			[]any{int64(5), int64(5), "0123456789abcdef", int64(51)}},
-		"unannounced": {`SELECT signature FROM dlq_signatures WHERE announced_at IS NULL ORDER BY first_seen LIMIT 20`,
-			"USING INDEX idx_dlq_signatures_unannounced", nil},
+		"first page, newest first": {groupsSQL("1 = 1", true), "USING INDEX idx_dlq_signatures_first_seen", []any{int64(51)}},
+		"next page, newest first": {groupsSQL("(first_seen < ? OR (first_seen = ? AND signature > ?))", true), "USING INDEX idx_dlq_signatures_first_seen",
+			[]any{int64(5), int64(5), "0123456789abcdef", int64(51)}},
+		"unannounced": {`SELECT signature FROM dlq_signatures WHERE ` + unclaimedSQL + ` ORDER BY first_seen LIMIT ?1`,
+			"USING INDEX idx_dlq_signatures_unannounced", []any{int64(20), int64(5), int64(900000)}},
 	} {
 		plan := strings.Join(sqlitetest.Plan(t, db, s.query, s.args...), "\n")
 		if !strings.Contains(plan, s.want) || strings.Contains(plan, "TEMP B-TREE") {

@@ -113,12 +113,13 @@ func (r Replay) RunEdited(ctx context.Context, req EditedReplayRequest) (EditedR
 		return EditedReplayResult{}, r.notClaimed(ctx, req.ID)
 	}
 	c := &cs[0]
-	res := EditedReplayResult{ID: req.ID, DelaySeconds: req.DelaySeconds, OriginalBodyHash: c.hash,
-		EditedBodyHash: BodyHash(queue.JSON, body)}
-	if res.OriginalBodyHash == "" {
-		if text, err := c.body(); err == nil {
-			res.OriginalBodyHash = BodyHash(c.ct, text)
-		}
+	res := EditedReplayResult{ID: req.ID, DelaySeconds: req.DelaySeconds, EditedBodyHash: BodyHash(queue.JSON, body)}
+	if c.hash != "" && !c.wasEdited {
+		res.OriginalBodyHash = c.hash
+	} else if text, err := c.body(); err == nil {
+		// body_hash is missing (captured before it existed) or an earlier
+		// edit's (body_edited): hash the stored body.
+		res.OriginalBodyHash = BodyHash(c.ct, text)
 	}
 	c.raw, c.encoding, c.ct, c.edited = body, "", queue.JSON, true
 	delay := time.Duration(req.DelaySeconds) * time.Second

@@ -136,3 +136,30 @@ func TestReplayEditedLimitsAtTheirEdges(t *testing.T) {
 		}
 	}
 }
+
+// A second edited replay of a row whose first edited message failed again
+// reports the stored body's hash as original_body_hash, not the first
+// edit's (which is the row's body_hash by then).
+func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, contentType: "json"})
+	var raw string
+	db.QueryRow(`SELECT raw_message FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&raw)
+	want := BodyHash(queue.JSON, raw)
+	r := newReplay(db, &queuetest.Sender{})
+	c := newCapture(db, &bytes.Buffer{})
+	for i, edit := range []string{`{"beer_id":"1","beer_name":"First"}`, `{"beer_id":"1","beer_name":"Second"}`} {
+		res, err := r.RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(edit), Note: "fix"})
+		if err != nil || !res.Replayed {
+			t.Fatalf("edit %d: %+v %v", i+1, res, err)
+		}
+		if res.OriginalBodyHash != want || res.EditedBodyHash != BodyHash(queue.JSON, edit) {
+			t.Fatalf("edit %d: original %s (want the stored body's %s), edited %s", i+1, res.OriginalBodyHash, want, res.EditedBodyHash)
+		}
+		// The edited message fails again and comes back to the row.
+		consume(t, c, &queuetest.Message{MsgID: "again-" + edit[len(edit)-8:], Attempt: 4, Text: edit, Type: queue.JSON})
+		if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'pending'`, ids[0]); n != 1 {
+			t.Fatalf("edit %d: the repeat failure did not come back to the row", i+1)
+		}
+	}
+}

@@ -27,9 +27,20 @@ const (
 	phValue  = "<v>"
 )
 
+// units are the units of reUnit: of time and of size (case-insensitive).
+const units = `ns|us|µs|μs|ms|secs|sec|s|mins|min|m|hrs|hr|h|d|kib|mib|gib|tib|kb|mb|gb|tb|k|b`
+
 var (
-	reQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^'\n]*'|` + "`[^`\\n]*`")
-	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	// A single quote opens a value only where no letter or digit is before
+	// it (\B) and closes it only where none follows; one followed by a
+	// letter or digit inside the value is an apostrophe (it's). So can't,
+	// isn't and users' are words, not the ends of a quoted value.
+	reQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\B'(?:[^'\n]|'\b)*'\B|` + "`[^`\\n]*`")
+	// A number with a unit of time or size (20s, 2m0s, 1.5s, 500ms, 2h,
+	// 10KB, 1.5MiB) is a number: each Retry-After value or timeout is not a
+	// signature of its own.
+	reUnit = regexp.MustCompile(`(?i)\b(?:[0-9]+(?:\.[0-9]+)?(?:` + units + `))+\b`)
+	reUUID = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	// Query values and key=value pairs: the key stays, its value goes.
 	reQueryValue = regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`)
 	// Words with a digit: all digits (a number, a status, a count) or
@@ -45,7 +56,7 @@ var (
 
 // NormalizeReason returns a failure reason without its variable parts:
 // quoted values become <q>, UUIDs <uuid>, long hex strings <hex>, numbers
-// <n>, other words of 4 or more characters containing digits <id> (but
+// (also with a unit of time or size: 30s, 2m0s, 5ms, 10KB) <n>, other words of 4 or more characters containing digits <id> (but
 // not names such as base64 or sha256: letters and up to 3 digits), URL query values <v> (URL paths
 // keep their fixed segments, their numeric or id segments become <n>/<id>);
 // whitespace runs become one space; the result is cut to 200 bytes. It never
@@ -55,6 +66,7 @@ func NormalizeReason(reason string) string {
 	s = reQuoted.ReplaceAllString(s, phQuoted)
 	s = reUUID.ReplaceAllString(s, phUUID)
 	s = reQueryValue.ReplaceAllString(s, "${1}"+phValue)
+	s = reUnit.ReplaceAllString(s, phNumber)
 	s = reWord.ReplaceAllStringFunc(s, func(w string) string {
 		switch {
 		case reDigits.MatchString(w):

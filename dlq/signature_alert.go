@@ -14,9 +14,12 @@ import (
 // NewFailureSignature is the announcement dlq_new_failure_signature: once
 // per failure signature, the first time it is seen, with its text and a
 // sample row id, so a new kind of failure is known within one cron
-// interval. Its state is dlq_signatures.announced_at (durable, claimed by
-// one conditional UPDATE). With nothing new it reads no row but the
-// partial index idx_dlq_signatures_unannounced.
+// interval. Its state is durable: a run claims a signature
+// (dlq_signatures.announce_claimed_at, one conditional UPDATE) for
+// announceLease, and marks it sent (announced_at) only after the webhook took
+// it; a run that dies in between leaves the claim to lapse, and a later run
+// sends it (at least once, never lost). With nothing new it reads no row but
+// the partial index idx_dlq_signatures_unannounced.
 type NewFailureSignature struct {
 	DB *sql.DB
 }
@@ -24,15 +27,25 @@ type NewFailureSignature struct {
 // announceBatch bounds the signatures announced per run (the rest next run).
 const announceBatch = 20
 
+// announceLease is how long a claim holds: longer than any run (a Worker's
+// scheduled event ends within 15 minutes), so overlapping runs never send
+// the same signature twice.
+const announceLease = 15 * time.Minute
+
+// unclaimedSQL: a signature not announced and not held by a claim within
+// its lease (?2: the claim time, ?3: announceLease in ms).
+const unclaimedSQL = `announced_at IS NULL AND (announce_claimed_at IS NULL OR announce_claimed_at <= ?2 - ?3)`
+
 // Name implements alerts.Announcer.
 func (NewFailureSignature) Name() string { return "dlq_new_failure_signature" }
 
 // Claim implements alerts.Announcer.
 func (n NewFailureSignature) Claim(ctx context.Context, now time.Time) ([]alerts.Announcement, error) {
-	rows, err := n.DB.QueryContext(ctx, `UPDATE dlq_signatures SET announced_at = ?
-		WHERE signature IN (SELECT signature FROM dlq_signatures WHERE announced_at IS NULL ORDER BY first_seen LIMIT ?)
-			AND announced_at IS NULL
-		RETURNING signature, class, text, sample_ids, pending + replaying + replayed + acknowledged AS total`, now.UnixMilli(), int64(announceBatch))
+	rows, err := n.DB.QueryContext(ctx, `UPDATE dlq_signatures SET announce_claimed_at = ?2
+		WHERE signature IN (SELECT signature FROM dlq_signatures WHERE `+unclaimedSQL+` ORDER BY first_seen LIMIT ?1)
+			AND `+unclaimedSQL+`
+		RETURNING signature, class, text, sample_ids, pending + replaying + replayed + acknowledged AS total`,
+		int64(announceBatch), now.UnixMilli(), announceLease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim new signatures: %w", err)
 	}
@@ -59,8 +72,22 @@ func (n NewFailureSignature) Claim(ctx context.Context, now time.Time) ([]alerts
 	return out, rows.Err()
 }
 
-// Release implements alerts.Announcer.
-func (n NewFailureSignature) Release(ctx context.Context, key string, now time.Time) error {
-	_, err := n.DB.ExecContext(ctx, `UPDATE dlq_signatures SET announced_at = NULL WHERE signature = ? AND announced_at = ?`, key, now.UnixMilli())
-	return err
+// Done implements alerts.Announcer: the signature was sent at now.
+func (n NewFailureSignature) Done(ctx context.Context, key string, now time.Time) error {
+	if _, err := n.DB.ExecContext(ctx, `UPDATE dlq_signatures SET announced_at = ?2, announce_claimed_at = NULL
+		WHERE signature = ?1 AND announced_at IS NULL`, key, now.UnixMilli()); err != nil {
+		return fmt.Errorf("mark signature %s announced: %w", key, err)
+	}
+	return nil
+}
+
+// Release implements alerts.Announcer: the claims at now of keys end (one statement).
+func (n NewFailureSignature) Release(ctx context.Context, keys []string, now time.Time) error {
+	js, _ := json.Marshal(keys) // a []string always marshals
+	if _, err := n.DB.ExecContext(ctx, `UPDATE dlq_signatures SET announce_claimed_at = NULL
+		WHERE signature IN (SELECT value FROM json_each(?1)) AND announce_claimed_at = ?2 AND announced_at IS NULL`,
+		string(js), now.UnixMilli()); err != nil {
+		return fmt.Errorf("release signature claims: %w", err)
+	}
+	return nil
 }

@@ -3,7 +3,9 @@ package dlq
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,128 @@ func TestNewFailureSignatureIsAnnouncedOncePerSignature(t *testing.T) {
 	}
 	if got := count(t, db, `SELECT notifications FROM alert_state WHERE name = 'dlq_new_failure_signature'`); got != 3 {
 		t.Errorf("alert_state counts %d announcements", got)
+	}
+}
+
+// countingNotifier counts its calls and fails while down.
+type countingNotifier struct {
+	calls int
+	sent  []string
+	down  bool
+}
+
+func (c *countingNotifier) Notify(_ context.Context, text string) error {
+	c.calls++
+	if c.down {
+		return errors.New("webhook down")
+	}
+	c.sent = append(c.sent, text)
+	return nil
+}
+
+// newSignatures captures n rows of n distinct signatures.
+func newSignatures(t *testing.T, n int) *sql.DB {
+	t.Helper()
+	db := sqlitetest.New(t)
+	c := newCapture(db, &bytes.Buffer{})
+	a := Attempts{DB: db}
+	var msgs []*queuetest.Message
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("m%d", i)
+		if err := a.Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: 4, Class: "transient",
+			Error: "cause " + strings.Repeat("x", i+1), At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, queuetest.New(id, beer(fmt.Sprint(i+1))))
+	}
+	consume(t, c, msgs...)
+	return db
+}
+
+// A run that claims new signatures and dies before sending them does not
+// lose them: a later run (once the claim lapsed) announces them.
+func TestNewFailureSignatureSurvivesARunThatDies(t *testing.T) {
+	db := newSignatures(t, 3)
+	if items, err := (NewFailureSignature{DB: db}).Claim(ctx, t0.Add(time.Minute)); err != nil || len(items) != 3 {
+		t.Fatalf("claim: %d items, %v", len(items), err)
+	}
+	// ... and the run dies here. An overlapping run sends nothing while the
+	// claim holds; a run after it lapsed sends all three, once.
+	n := &countingNotifier{}
+	e := &alerts.Engine{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Announcers: []alerts.Announcer{NewFailureSignature{DB: db}}}
+	if _, err := e.Run(ctx, t0.Add(2*time.Minute)); err != nil || n.calls != 0 {
+		t.Fatalf("a run during the claim sent %d (%v)", n.calls, err)
+	}
+	for _, at := range []time.Time{t0.Add(time.Hour), t0.Add(2 * time.Hour)} {
+		if _, err := e.Run(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(n.sent) != 3 {
+		t.Fatalf("sent %d announcements after the run that died, want 3: %q", len(n.sent), n.sent)
+	}
+	if got := count(t, db, `SELECT COUNT(*) FROM dlq_signatures WHERE announced_at IS NULL`); got != 0 {
+		t.Errorf("%d signatures not announced", got)
+	}
+}
+
+// A webhook that fails is tried once per run, not once per claimed
+// signature; every claim is given back, and the next run sends them all.
+func TestNewFailureSignatureStopsAtAFailingWebhook(t *testing.T) {
+	db := newSignatures(t, 5)
+	n := &countingNotifier{down: true}
+	e := &alerts.Engine{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Announcers: []alerts.Announcer{NewFailureSignature{DB: db}}}
+	if _, err := e.Run(ctx, t0.Add(time.Minute)); err == nil || n.calls != 1 {
+		t.Fatalf("the failing webhook was called %d times (want 1), run error %v", n.calls, err)
+	}
+	n.down = false
+	if _, err := e.Run(ctx, t0.Add(2*time.Minute)); err != nil || len(n.sent) != 5 {
+		t.Fatalf("the next run sent %d, want 5 (%v)", len(n.sent), err)
+	}
+}
+
+// Claim, Done and Release directly: a claim holds for announceLease and
+// only the claim it names is released; a signature without sample rows
+// says so; a database error is an error of each.
+func TestNewFailureSignatureClaimDoneRelease(t *testing.T) {
+	db := sqlitetest.New(t)
+	mustExec(t, db, `INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen) VALUES
+		('00000000000000a1', 'permanent', 'bad model', 1, 1), ('00000000000000a2', 'transient', 'busy', 2, 2)`)
+	n := NewFailureSignature{DB: db}
+	at := t0
+	items, err := n.Claim(ctx, at)
+	if err != nil || len(items) != 2 || !strings.Contains(items[0].Detail, "no row yet") || !strings.Contains(items[0].Detail, "fails again") {
+		t.Fatalf("claim: %+v %v", items, err)
+	}
+	if again, err := n.Claim(ctx, at.Add(announceLease-time.Millisecond)); err != nil || len(again) != 0 {
+		t.Fatalf("claimed again within the lease: %+v %v", again, err)
+	}
+	if err := n.Release(ctx, []string{"00000000000000a1"}, at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Release(ctx, []string{"00000000000000a1"}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Done(ctx, "00000000000000a2", at); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, db, `SELECT COUNT(*) FROM dlq_signatures WHERE signature = '00000000000000a1' AND announce_claimed_at IS NULL AND announced_at IS NULL`); got != 1 {
+		t.Error("the released claim still holds (or a release of another claim time took it)")
+	}
+	if got := count(t, db, `SELECT COUNT(*) FROM dlq_signatures WHERE signature = '00000000000000a2' AND announce_claimed_at IS NULL AND announced_at = ?`, at.UnixMilli()); got != 1 {
+		t.Error("done did not mark the signature announced")
+	}
+	if again, err := n.Claim(ctx, at.Add(time.Minute)); err != nil || len(again) != 1 || again[0].Key != "00000000000000a1" {
+		t.Fatalf("after release and done: %+v %v", again, err)
+	}
+	mustExec(t, db, `DROP TABLE dlq_signatures`)
+	if _, err := n.Claim(ctx, at); err == nil {
+		t.Error("claim without its table: no error")
+	}
+	if err := n.Done(ctx, "00000000000000a1", at); err == nil {
+		t.Error("done without its table: no error")
+	}
+	if err := n.Release(ctx, []string{"00000000000000a1"}, at); err == nil {
+		t.Error("release without its table: no error")
 	}
 }

@@ -170,12 +170,16 @@ var putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewe
 		j.value ->> '$.source', j.value ->> '$.raw', j.value ->> '$.encoding', j.value ->> '$.content_type', j.value ->> '$.hash',
 		j.value ->> '$.message_id', j.value ->> '$.failed_at', j.value ->> '$.failed_at',
 		` + historyKeepSQL("a.history", "j.value -> '$.entries'") + `,
-		` + historyDroppedSQL("a.history", "j.value -> '$.entries'") + `,
+		COALESCE(a.history_dropped, 0) + ` + historyDroppedSQL("a.history", "j.value -> '$.entries'") + `,
 		` + signatureSQL + `,
 		COALESCE(j.value ->> '$.entry_version', a.version, j.value ->> '$.version')
 	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
 	WHERE true
-	ON CONFLICT(id) DO UPDATE SET status = 'pending', failed_at = excluded.failed_at,
+	ON CONFLICT(id) DO UPDATE SET status = 'pending',
+		-- The latest failure's time, never going back (a repeat failure
+		-- stamped by a clock behind the row's): newest-first paging never
+		-- meets a row again behind its cursor.
+		failed_at = max(dlq_messages.failed_at, excluded.failed_at),
 		failure_count = excluded.failure_count, failure_reason = excluded.failure_reason,
 		failure_class = excluded.failure_class, last_message_id = excluded.last_message_id,
 		updated_at = excluded.updated_at,

@@ -225,26 +225,62 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 		t.Errorf("dry run of a replay of older versions matches %d rows, want 1", preview.MatchedCount)
 	}
 
-	// The alert: once per signature.
+	// The alert: once per signature, never lost. A run claimed every
+	// signature a minute ago and died before sending: while its claim holds
+	// nothing is sent; after it lapsed, a failing webhook is tried once (not
+	// once per signature), and the next run sends each signature once.
 	sigs := w.Int(t, `SELECT COUNT(*) FROM dlq_signatures`)
-	w.FireCron(t, "*/5 * * * *", time.Now())
-	w.FireCron(t, "*/5 * * * *", time.Now().Add(5*time.Minute))
-	hook.mu.Lock()
-	var news []string
-	for _, c := range hook.got {
-		if strings.HasPrefix(c.Text, "[redrive] NEW dlq_new_failure_signature: ") {
-			news = append(news, c.Text)
+	now := time.Now()
+	w.Exec(t, fmt.Sprintf(`UPDATE dlq_signatures SET announce_claimed_at = %d`, now.Add(-time.Minute).UnixMilli()))
+	news := func(delivered bool) []string {
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		var out []string
+		for _, c := range hook.got {
+			if strings.HasPrefix(c.Text, "[redrive] NEW dlq_new_failure_signature: ") && (c.Status < 300) == delivered {
+				out = append(out, c.Text)
+			}
 		}
+		return out
 	}
-	hook.mu.Unlock()
-	if int64(len(news)) != sigs || sigs != 5 {
-		t.Errorf("%d announcements for %d signatures (want 5: transient, permanent, 3 poison): %q", len(news), sigs, news)
+	w.FireCron(t, "*/5 * * * *", now)
+	if got := len(news(true)) + len(news(false)); got != 0 {
+		t.Errorf("%d announcements sent while another run's claim held", got)
 	}
-	if !strings.Contains(strings.Join(news, "\n"), "binary body (&lt;n&gt; base64 characters)") {
-		t.Errorf("announcements lack a group's text: %q", news)
+	hook.setStatus(http.StatusInternalServerError)
+	if err := w.FireCronErr("*/5 * * * *", now.Add(20*time.Minute)); err != nil {
+		t.Logf("alerts run with the webhook down: %v", err)
+	}
+	if got := news(false); len(got) != 1 {
+		t.Errorf("the failing webhook got %d announcements in one run, want 1: %q", len(got), got)
+	}
+	hook.setStatus(http.StatusOK)
+	w.FireCron(t, "*/5 * * * *", now.Add(25*time.Minute))
+	w.FireCron(t, "*/5 * * * *", now.Add(30*time.Minute))
+	if got := news(true); int64(len(got)) != sigs || sigs != 5 {
+		t.Errorf("%d announcements for %d signatures (want 5: transient, permanent, 3 poison): %q", len(got), sigs, got)
+	}
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE announced_at IS NULL OR announce_claimed_at IS NOT NULL`); n != 0 {
+		t.Errorf("%d signatures not marked announced", n)
+	}
+	newsText := news(true)
+	if !strings.Contains(strings.Join(newsText, "\n"), "binary body (&lt;n&gt; base64 characters)") {
+		t.Errorf("announcements lack a group's text: %q", newsText)
 	}
 
 	all := groupsOf(t, w, "")
+	// Newest first: the same groups, each once, in first_seen order.
+	byFirstSeen := groupsOf(t, w, "sort=first_seen")
+	seenSig := map[string]bool{}
+	for i, g := range byFirstSeen {
+		if seenSig[g.Signature] || (i > 0 && g.FirstSeen > byFirstSeen[i-1].FirstSeen) {
+			t.Errorf("sort=first_seen: group %d %s out of order or twice", i, g.Signature)
+		}
+		seenSig[g.Signature] = true
+	}
+	if len(byFirstSeen) != len(all) || int64(len(all)) != sigs {
+		t.Errorf("sort=first_seen lists %d groups, sort=pending %d, of %d", len(byFirstSeen), len(all), sigs)
+	}
 	js, _ := json.MarshalIndent(all, "", "  ")
 	t.Logf("groups:\n%s", js)
 }

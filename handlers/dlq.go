@@ -136,7 +136,7 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true, "version": true}
+var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true, "version": true, "sort": true}
 
 // dlqGroups serves GET /admin/dlq/groups.
 func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
@@ -144,7 +144,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"]}
+	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"]}
 	if p.Limit, err = queryLimit(q); err != nil {
 		return err
 	}

@@ -29,7 +29,11 @@ func TestGroupsRouteAndFilters(t *testing.T) {
 		p.Groups[0].Counts != (dlq.GroupCounts{Pending: 2, Acknowledged: 1}) || !p.Groups[0].ReplayWillFail || p.Groups[0].Total != 3 {
 		t.Fatalf("groups: %d %s", rec.Code, rec.Body)
 	}
-	for _, q := range []string{"limit=0", "limit=101", "cursor=nope", "bogus=1"} {
+	rec, env = do(h, "GET", "/admin/dlq/groups?limit=10&sort=first_seen", "", adminHeaders)
+	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &p) != nil || len(p.Groups) != 1 || p.Groups[0].FirstSeen != 5 {
+		t.Fatalf("groups newest first: %d %s", rec.Code, rec.Body)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "cursor=nope", "bogus=1", "sort=size"} {
 		if rec, _ := do(h, "GET", "/admin/dlq/groups?"+q, "", adminHeaders); rec.Code != 400 {
 			t.Errorf("groups?%s: %d %s", q, rec.Code, rec.Body)
 		}
