@@ -73,6 +73,11 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 		"filter": map[string]any{"q": "Sierra Nevada", "source_queue": "beer-enrichment", "failed_after": now.Add(-48 * time.Hour).UnixMilli()}}); r.Status != 200 {
 		t.Fatalf("dry run: %d %s", r.Status, r.Raw)
 	}
+	// A search with no space to break at (a token from a log line).
+	if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"dry_run": true,
+		"filter": map[string]any{"q": "upstream_request_id=7f3c9a4e0b2d4c1f8e6a5b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1"}}); r.Status != 200 {
+		t.Fatalf("dry run: %d %s", r.Status, r.Raw)
+	}
 	if r := w.Admin(t, http.MethodPost, "/admin/dlq/replay-tasks", map[string]any{"filter": map[string]any{"q": "Bell's"}, "rate_per_minute": 1}); r.Status != http.StatusAccepted {
 		t.Fatalf("task: %d %s", r.Status, r.Raw)
 	}
@@ -84,7 +89,7 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 		{"overview", "#/", `document.querySelectorAll('.card-value').length === 6 && document.querySelectorAll('.chart canvas').length === 2 && document.querySelector('.alerts li')`},
 		{"failures", "#/failures?limit=50", `document.querySelectorAll('table.rows tbody tr').length === 50 && document.querySelector('.pager')`},
 		{"groups", "#/groups", `document.querySelectorAll('table.groups tbody tr').length >= 2`},
-		{"tasks", "#/tasks", `document.querySelector('.progress-text')`},
+		{"tasks", "#/tasks", `document.querySelector('tbody tr progress')`},
 		{"audit", "#/audit", `document.querySelectorAll('table.audit tbody tr').length >= 3`},
 		{"detail", fmt.Sprintf("#/failures/%d", detail), `document.querySelector('pre.payload') && document.querySelector('table.history tbody tr')`},
 	}
