@@ -64,7 +64,9 @@ try {
       }
       const r = await lighthouse(base + "/" + p.hash, { logLevel: "error", output: "json", onlyCategories: categories }, undefined, page);
       const lhr = r.lhr;
-      const run = { scores: {}, metrics: {}, failed: [] };
+      // benchmarkIndex: Lighthouse's measure of this machine's CPU at the
+      // time (its simulated phone is 4× slower than the machine it runs on).
+      const run = { scores: {}, metrics: {}, failed: [], benchmark_index: lhr.environment.benchmarkIndex };
       for (const c of categories) run.scores[c] = Math.round(lhr.categories[c].score * 100);
       for (const [k, id] of Object.entries(metrics)) run.metrics[k] = lhr.audits[id].numericValue;
       // Every scored audit below full marks, by id (informational ones left out).

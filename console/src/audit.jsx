@@ -7,7 +7,7 @@ function counts(c) {
   if (!c || typeof c !== "object") return "—";
   return Object.entries(c)
     .filter(([, v]) => v !== "" && v !== null && !(Array.isArray(v) && !v.length))
-    .map(([k, v]) => `${k.replace(/_count$/, "")} ${v}`)
+    .map(([k, v]) => `${k.replace(/_count$/, "")} ${v !== null && typeof v === "object" ? JSON.stringify(v) : v}`)
     .join(", ");
 }
 
