@@ -98,7 +98,6 @@ func TestLighthouse(t *testing.T) {
 		}
 		return format(lo) + "–" + format(hi)
 	}
-	ms := func(v float64) string { return fmt.Sprintf("%.0f ms", v) }
 	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
 	cls := func(v float64) string { return fmt.Sprintf("%.2g", v) }
 	var bench []float64
@@ -120,8 +119,8 @@ func TestLighthouse(t *testing.T) {
 		score := func(c string) []float64 { return col(func(s, _ map[string]float64) float64 { return s[c] }) }
 		metric := func(m string) []float64 { return col(func(_, x map[string]float64) float64 { return x[m] }) }
 		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.Name, span(score("performance"), num), span(score("accessibility"), num),
-			span(score("best-practices"), num), span(score("seo"), num), span(metric("fcp_ms"), ms), span(metric("lcp_ms"), ms),
-			span(metric("tbt_ms"), ms), span(metric("cls"), cls))
+			span(score("best-practices"), num), span(score("seo"), num), span(metric("fcp_ms"), num)+" ms", span(metric("lcp_ms"), num)+" ms",
+			span(metric("tbt_ms"), num)+" ms", span(metric("cls"), cls))
 		for i, r := range p.Runs {
 			if r.Error != "" {
 				t.Errorf("%s run %d: %s", p.Name, i+1, r.Error)
