@@ -209,6 +209,14 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 		if got := Eval[string](b, `document.querySelector('dialog[open]').innerText`); !strings.Contains(got, "2 of the selected rows failed permanently") {
 			t.Errorf("the replay dialog of 2 poison rows does not warn:\n%s", got)
 		}
+		b.Axe("replay selected dialog at 1280")
+		closeDialog(b)
+		// The edit dialog of a row's detail.
+		b.Do(chromedp.Navigate(fmt.Sprintf("%s/#/failures/%d", w.URL, detail)))
+		b.Wait("detail", `document.querySelector('pre.payload')`)
+		dialog(b, "document", "Edit and replay", `document.querySelector('dialog[open] textarea')`)
+		b.Layout("edit dialog at 1280")
+		b.Axe("edit dialog at 1280")
 		closeDialog(b)
 		// Transient rows: no warning.
 		b.Do(chromedp.Navigate(w.URL + "/#/failures?limit=50&q=Lagunitas"))
