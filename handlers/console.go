@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"github.com/redrive/redrive/internal/text"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
@@ -115,8 +117,13 @@ type QueueList struct {
 	Queues []QueueDepth `json:"queues"`
 }
 
+// backlogWait bounds the wait for one queue's backlog: the local runtime's
+// queue broker may answer only after the batch it is delivering.
+var backlogWait = 2 * time.Second
+
 // queuesList serves GET /admin/queues: the backlog of each queue the worker
-// has a producer binding for (no D1 read).
+// has a producer binding for (no D1 read). A queue whose figures do not
+// come within backlogWait is unavailable.
 func (a *API) queuesList(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r.URL, nil); err != nil {
 		return err
@@ -125,7 +132,9 @@ func (a *API) queuesList(w http.ResponseWriter, r *http.Request) error {
 	for _, name := range a.ReplayDestinations {
 		d := QueueDepth{Queue: name}
 		if a.Backlogs != nil {
-			b, err := a.Backlogs.Backlog(r.Context(), name)
+			ctx, cancel := context.WithTimeout(r.Context(), backlogWait)
+			b, err := a.Backlogs.Backlog(ctx, name)
+			cancel()
 			if err != nil {
 				a.Log.WarnContext(r.Context(), "queue backlog unavailable", "queue", name, "request_id", RequestID(r.Context()), "error", err.Error())
 			} else {

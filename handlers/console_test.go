@@ -110,9 +110,13 @@ func TestDevCronRunsTheJobsAtTheGivenTime(t *testing.T) {
 // queue it does not know).
 type backlogs map[string]queue.Backlog
 
-func (b backlogs) Backlog(_ context.Context, name string) (queue.Backlog, error) {
+func (b backlogs) Backlog(ctx context.Context, name string) (queue.Backlog, error) {
 	if v, ok := b[name]; ok {
 		return v, nil
+	}
+	if name == "stuck" { // answers never: only the wait's end ends the call
+		<-ctx.Done()
+		return queue.Backlog{}, ctx.Err()
 	}
 	return queue.Backlog{}, errors.New("no metrics()")
 }
@@ -139,6 +143,15 @@ func TestQueuesRoute(t *testing.T) {
 		`{"queue":"idle","available":true,"backlog_count":0,"backlog_bytes":0,"oldest_message_at":null}]}`
 	if rec.Code != 200 || got != want {
 		t.Errorf("queues: %d %s\nwant %s", rec.Code, got, want)
+	}
+	// A queue that does not answer is unavailable once backlogWait is over.
+	defer func(d time.Duration) { backlogWait = d }(backlogWait)
+	backlogWait = 50 * time.Millisecond
+	api.ReplayDestinations = []string{"stuck", "idle"}
+	rec, env = do(api.Handler(), "GET", "/admin/queues", "", adminHeaders)
+	if got := order(env.Data); rec.Code != 200 || !strings.HasPrefix(got, `{"queues":[{"queue":"stuck","available":false,"backlog_count":null`) ||
+		!strings.Contains(got, `{"queue":"idle","available":true`) {
+		t.Errorf("queues with one stuck: %d %s", rec.Code, got)
 	}
 	api.Backlogs = nil
 	rec, env = do(api.Handler(), "GET", "/admin/queues", "", adminHeaders)
