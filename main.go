@@ -122,6 +122,7 @@ func (w worker) api() *handlers.API {
 
 		Sender:             w.sender,
 		ReplayDestinations: w.destinations(),
+		Backlogs:           w.sender,
 		BulkReplayMax:      cfg.BulkReplayMax,
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}

@@ -113,7 +113,7 @@ func TestConsole(t *testing.T) {
 	browser := NewBrowser(t, 1280, 900, "America/New_York")
 
 	t.Run("security headers", func(t *testing.T) {
-		for _, p := range []string{"/", "/console.js", "/console.css"} {
+		for _, p := range []string{"/", "/console.js"} {
 			resp, err := http.Get(w.URL + p)
 			if err != nil {
 				t.Fatal(err)

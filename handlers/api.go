@@ -48,6 +48,9 @@ type API struct {
 	// ReplayDestinations are the queues a replay may name as its
 	// destination: those the worker has a producer binding for.
 	ReplayDestinations []string
+	// Backlogs reads the backlog of the ReplayDestinations queues (GET
+	// /admin/queues); nil: none is available.
+	Backlogs queue.BacklogReader
 	// BulkReplayMax caps the rows one bulk replay call claims (DLQ_BULK_REPLAY_MAX).
 	BulkReplayMax int
 	// BulkAcknowledgeMax caps the rows one bulk acknowledge call moves (DLQ_BULK_ACKNOWLEDGE_MAX).
@@ -248,6 +251,7 @@ func (a *API) routeTable() []route {
 		{"GET /admin/dlq/timeseries", a.admin(a.dlqTimeseries)},
 		{"GET /admin/alerts", a.admin(a.alertsList)},
 		{"GET /admin/jobs", a.admin(a.jobsList)},
+		{"GET /admin/queues", a.admin(a.queuesList)},
 		{"GET /admin/openapi.json", a.admin(a.openAPI)},
 	}
 	if a.DevSender != nil {

@@ -3,12 +3,14 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
+	"github.com/redrive/redrive/queue"
 )
 
 func TestConsoleRoutes(t *testing.T) {
@@ -101,5 +103,65 @@ func TestDevCronRunsTheJobsAtTheGivenTime(t *testing.T) {
 	}
 	if rec, _ := do(newAPI(t).Handler(), "POST", "/__dev/cron", `{"cron":"x"}`, adminHeaders); rec.Code != 404 {
 		t.Errorf("without DevCron: %d", rec.Code)
+	}
+}
+
+// backlogs is a queue.BacklogReader with fixed answers (an error for a
+// queue it does not know).
+type backlogs map[string]queue.Backlog
+
+func (b backlogs) Backlog(ctx context.Context, name string) (queue.Backlog, error) {
+	if v, ok := b[name]; ok {
+		return v, nil
+	}
+	if name == "stuck" { // answers never: only the wait's end ends the call
+		<-ctx.Done()
+		return queue.Backlog{}, ctx.Err()
+	}
+	return queue.Backlog{}, errors.New("no metrics()")
+}
+
+// GET /admin/queues: each producer-bound queue's backlog as the runtime
+// reports it; null figures (available false) where it cannot say.
+func TestQueuesRoute(t *testing.T) {
+	api := newAPI(t)
+	api.ReplayDestinations = []string{"beer-enrichment", "other", "idle"}
+	api.Backlogs = backlogs{"beer-enrichment": {Count: 7, Bytes: 420, OldestAt: 1_750_000_000_000}, "idle": {}}
+	h := api.Handler()
+	// The answer in the code's field order (env.Data is a map).
+	order := func(data any) string {
+		var l QueueList
+		js, _ := json.Marshal(data)
+		json.Unmarshal(js, &l)
+		out, _ := json.Marshal(l)
+		return string(out)
+	}
+	rec, env := do(h, "GET", "/admin/queues", "", adminHeaders)
+	got := order(env.Data)
+	want := `{"queues":[{"queue":"beer-enrichment","available":true,"backlog_count":7,"backlog_bytes":420,"oldest_message_at":1750000000000},` +
+		`{"queue":"other","available":false,"backlog_count":null,"backlog_bytes":null,"oldest_message_at":null},` +
+		`{"queue":"idle","available":true,"backlog_count":0,"backlog_bytes":0,"oldest_message_at":null}]}`
+	if rec.Code != 200 || got != want {
+		t.Errorf("queues: %d %s\nwant %s", rec.Code, got, want)
+	}
+	// A queue that does not answer is unavailable once backlogWait is over.
+	defer func(d time.Duration) { backlogWait = d }(backlogWait)
+	backlogWait = 50 * time.Millisecond
+	api.ReplayDestinations = []string{"stuck", "idle"}
+	rec, env = do(api.Handler(), "GET", "/admin/queues", "", adminHeaders)
+	if got := order(env.Data); rec.Code != 200 || !strings.HasPrefix(got, `{"queues":[{"queue":"stuck","available":false,"backlog_count":null`) ||
+		!strings.Contains(got, `{"queue":"idle","available":true`) {
+		t.Errorf("queues with one stuck: %d %s", rec.Code, got)
+	}
+	api.Backlogs = nil
+	rec, env = do(api.Handler(), "GET", "/admin/queues", "", adminHeaders)
+	if got := order(env.Data); rec.Code != 200 || !strings.Contains(got, `{"queue":"idle","available":false,"backlog_count":null`) {
+		t.Errorf("queues without a reader: %d %s", rec.Code, got)
+	}
+	if rec, _ := do(h, "GET", "/admin/queues", "", nil); rec.Code != 401 {
+		t.Errorf("without credentials: %d", rec.Code)
+	}
+	if rec, env := do(h, "GET", "/admin/queues?x=1", "", adminHeaders); rec.Code != 400 || env.Error.Code != "INVALID_REQUEST" {
+		t.Errorf("with an unknown parameter: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -110,6 +110,7 @@ func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
 		"BeerState": enrichment.BeerState{}, "MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{},
 		"Series": dlq.Series{}, "Bucket": dlq.Bucket{}, "AlertState": dlq.AlertState{},
 		"AlertList": dlq.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
+		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"Task": dlq.Task{}, "Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 	} {
 		required := slices.Clone(doc.Comps.Schemas[schema].Required)
@@ -134,6 +135,7 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"AlertState": dlq.AlertState{}, "AlertList": dlq.AlertList{},
 		"Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
+		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"TaskRequest": taskBody{}, "Task": dlq.Task{},
 	} {
 		var documented []string

@@ -72,6 +72,38 @@ func (s Sender) SendBatch(ctx context.Context, queueName string, msgs []queue.Ou
 	return nil
 }
 
+// Backlog implements queue.BacklogReader with the producer binding's
+// metrics() (backlogCount, backlogBytes, oldestMessageTimestamp); an error
+// when the binding is missing or the runtime has no metrics().
+func (s Sender) Backlog(ctx context.Context, queueName string) (queue.Backlog, error) {
+	binding, ok := s.Bindings[queueName]
+	if !ok {
+		return queue.Backlog{}, fmt.Errorf("no producer binding for queue %q", queueName)
+	}
+	q := cloudflare.GetBinding(binding)
+	if q.IsUndefined() || q.Get("metrics").Type() != js.TypeFunction {
+		return queue.Backlog{}, fmt.Errorf("producer binding %s for %s has no metrics()", binding, queueName)
+	}
+	m, err := await(ctx, q.Call("metrics"))
+	if err != nil {
+		return queue.Backlog{}, fmt.Errorf("metrics of %s: %w", queueName, err)
+	}
+	num := func(k string) int64 {
+		if v := m.Get(k); v.Type() == js.TypeNumber {
+			return int64(v.Float())
+		}
+		return 0
+	}
+	b := queue.Backlog{Count: num("backlogCount"), Bytes: num("backlogBytes")}
+	// A Date in the runtime (a number of ms locally): Date's constructor takes either.
+	if t := m.Get("oldestMessageTimestamp"); t.Truthy() {
+		if ms := js.Global().Get("Date").New(t).Call("getTime").Float(); ms > 0 {
+			b.OldestAt = int64(ms)
+		}
+	}
+	return b, nil
+}
+
 // jsBody turns an outgoing body's text form into the value to send.
 func jsBody(m queue.Outgoing) (js.Value, queue.ContentType, error) {
 	switch ct := cmp.Or(m.ContentType, queue.JSON); ct {

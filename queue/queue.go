@@ -81,6 +81,21 @@ type Sender interface {
 	SendBatch(ctx context.Context, queueName string, msgs []Outgoing) error
 }
 
+// Backlog is a queue's backlog as Cloudflare Queues reports it to a
+// producer binding (metrics()): the messages waiting to be delivered.
+type Backlog struct {
+	Count int64
+	Bytes int64
+	// OldestAt is when the oldest waiting message was sent (Unix ms); 0
+	// when none waits.
+	OldestAt int64
+}
+
+// BacklogReader reads a queue's backlog by the queue's name.
+type BacklogReader interface {
+	Backlog(ctx context.Context, queueName string) (Backlog, error)
+}
+
 // Limits of one SendBatch call on Cloudflare Queues: 100 messages and 256 KB.
 const (
 	MaxBatchMessages = 100

@@ -9,7 +9,8 @@ const LABEL = { replay: "Replay", acknowledge: "Acknowledge" };
 // then the operator confirms (with a note, for acknowledge), then the
 // result is shown. Bulk calls move a page at a time; "Continue" runs the
 // next one. onClose(result) gets the result, or nothing when cancelled.
-export function ActionDialog({ kind, selection, onClose }) {
+// classes (optional, ids form) are the failure classes of the selected rows.
+export function ActionDialog({ kind, selection, classes, onClose }) {
   const path = `/admin/dlq/${kind}`;
   const [phase, setPhase] = useState("preview"); // preview | confirm | running | done
   const [preview, setPreview] = useState(null);
@@ -79,6 +80,7 @@ export function ActionDialog({ kind, selection, onClose }) {
             {kind === "replay" && preview.not_replayable_count > 0 && `, ${preview.not_replayable_count} of them not replayable (skipped)`}.
             {!bulk && preview.requested_count > n && ` ${preview.requested_count - n} of the selected are not pending and stay as they are.`}
           </p>
+          {kind === "replay" && <PermanentWarning preview={preview} classes={classes} />}
           {preview.by_failure_reason.length > 0 && (
             <Scroll label="Rows by failure reason">
               <table>
@@ -149,6 +151,32 @@ export function ActionDialog({ kind, selection, onClose }) {
         </button>
       </div>
     </Dialog>
+  );
+}
+
+// Classes whose failures fail again when replayed unchanged (as the API's
+// replay_will_fail says of a group).
+const PERMANENT = new Set(["permanent", "poison"]);
+
+// PermanentWarning says when rows about to be replayed failed permanently:
+// counted among classes when the caller knows the rows' classes, else in
+// the dry run's sample (every row when the sample holds them all).
+export function PermanentWarning({ preview, classes }) {
+  const n = preview.matched_count;
+  let text = "";
+  if (classes) {
+    const k = classes.filter((c) => PERMANENT.has(c)).length;
+    if (k) text = `${k} of the selected row${classes.length === 1 ? "" : "s"} failed permanently`;
+  } else {
+    const k = preview.sample.filter((m) => PERMANENT.has(m.failure_class)).length;
+    if (k && n <= preview.sample.length) text = k === n ? `${n === 1 ? "This row" : `All ${n} rows`} failed permanently` : `${k} of these ${n} rows failed permanently`;
+    else if (k) text = `${k} of the ${preview.sample.length} newest of these rows failed permanently (and maybe more of the others)`;
+  }
+  if (!text) return null;
+  return (
+    <p class="warn" role="note">
+      {text}: replaying them unchanged fails again. Fix the cause first, edit and replay a row, or acknowledge them.
+    </p>
   );
 }
 

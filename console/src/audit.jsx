@@ -7,7 +7,7 @@ function counts(c) {
   if (!c || typeof c !== "object") return "—";
   return Object.entries(c)
     .filter(([, v]) => v !== "" && v !== null && !(Array.isArray(v) && !v.length))
-    .map(([k, v]) => `${k.replace(/_count$/, "")} ${v}`)
+    .map(([k, v]) => `${k.replace(/_count$/, "")} ${v !== null && typeof v === "object" ? JSON.stringify(v) : v}`)
     .join(", ");
 }
 
@@ -102,18 +102,20 @@ export function Audit({ params }) {
       <ErrorBox error={state.error} />
       {d && (d.entries.length ? <AuditTable entries={d.entries} /> : <p class="muted">No entries.</p>)}
       {!d && !state.error && <p aria-busy="true">Loading…</p>}
-      <nav class="pager" aria-label="Pages">
-        <button type="button" disabled={page === 0} onClick={() => setNav({ action, cursors: [null] })}>
-          First page
-        </button>
-        <button type="button" disabled={page === 0} onClick={() => setNav({ action, cursors: cursors.slice(0, -1) })}>
-          Previous page
-        </button>
-        <span>Page {page + 1}</span>
-        <button type="button" disabled={!d?.has_more} onClick={() => setNav({ action, cursors: [...cursors, d.next_cursor] })}>
-          Next page
-        </button>
-      </nav>
+      {d && (
+        <nav class="pager" aria-label="Pages">
+          <button type="button" disabled={page === 0} onClick={() => setNav({ action, cursors: [null] })}>
+            First page
+          </button>
+          <button type="button" disabled={page === 0} onClick={() => setNav({ action, cursors: cursors.slice(0, -1) })}>
+            Previous page
+          </button>
+          <span>Page {page + 1}</span>
+          <button type="button" disabled={!d?.has_more} onClick={() => setNav({ action, cursors: [...cursors, d.next_cursor] })}>
+            Next page
+          </button>
+        </nav>
+      )}
     </div>
   );
 }

@@ -1,8 +1,16 @@
 import { useEffect, useRef } from "preact/hooks";
-import uPlot from "uplot";
-import "uplot/dist/uPlot.min.css";
+import { adopt } from "./style.js";
 import { format, utc } from "./time.js";
 import { useSignal } from "./state.js";
+
+// loadPlot loads uPlot once (its own chunk: pages without charts do not
+// load it).
+let plotModule = null;
+const loadPlot = () =>
+  (plotModule ??= import("./uplot.js").then((m) => {
+    adopt(m.css);
+    return m.uPlot;
+  }));
 
 // BarChart draws counts per time bucket with uPlot. points are
 // {start (ms), count, label}; a table of the same numbers follows it for
@@ -13,7 +21,10 @@ export function BarChart({ title, points, unit, step }) {
   useEffect(() => {
     const el = box.current;
     let plot = null;
+    let uPlot = null;
+    let gone = false;
     const draw = () => {
+      if (gone || !uPlot) return;
       plot?.destroy();
       const width = Math.max(240, el.clientWidth);
       plot = new uPlot(
@@ -50,7 +61,10 @@ export function BarChart({ title, points, unit, step }) {
         el,
       );
     };
-    draw();
+    loadPlot().then((m) => {
+      uPlot = m;
+      draw();
+    });
     let t = 0;
     const resize = () => {
       clearTimeout(t);
@@ -58,6 +72,7 @@ export function BarChart({ title, points, unit, step }) {
     };
     window.addEventListener("resize", resize);
     return () => {
+      gone = true;
       window.removeEventListener("resize", resize);
       clearTimeout(t);
       plot?.destroy();

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { format, iso, utc } from "./time.js";
 import { useSignal } from "./state.js";
 
@@ -24,14 +24,37 @@ export function ErrorBox({ error }) {
   );
 }
 
-// Scroll is a table that scrolls sideways on narrow screens (a focusable,
-// labelled region, so keyboard users can scroll it too).
+// Scroll holds a table: below 600 px wide each row becomes a card (see
+// app.css), each cell labelled with its column's header (data-label, set
+// here after every render from the table's <thead>); wider, a table that
+// does not fit scrolls sideways (a focusable, labelled region, so keyboard
+// users can scroll it too).
 export function Scroll({ label, children }) {
+  const ref = useRef(null);
+  useLayoutEffect(() => labelCells(ref.current));
   return (
-    <div class="scroll" role="region" aria-label={label} tabIndex={0}>
+    <div class="scroll" role="region" aria-label={label} tabIndex={0} ref={ref}>
       {children}
     </div>
   );
+}
+
+// labelCells sets each body cell's data-label to its column's header text
+// (cells spanning columns get none).
+function labelCells(box) {
+  for (const table of box.querySelectorAll("table")) {
+    const heads = [...(table.tHead?.rows[0]?.cells ?? [])].map((th) => th.textContent.trim());
+    for (const body of table.tBodies) {
+      for (const row of body.rows) {
+        [...row.cells].forEach((cell, i) => {
+          const l = cell.colSpan === 1 ? heads[i] : "";
+          if (l) {
+            if (cell.dataset.label !== l) cell.dataset.label = l;
+          } else if (cell.dataset.label !== undefined) delete cell.dataset.label;
+        });
+      }
+    }
+  }
 }
 
 // Bars is a horizontal bar list (top reasons, top brewers): label, count,

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { exportRows, get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
+import { TaskDialog } from "./task.jsx";
 import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 import { useSignal } from "./state.js";
@@ -159,7 +160,7 @@ export function Failures({ params }) {
           {data ? `${data.total_count} matching` : list.loading ? "Loading…" : ""}
           {ids.length ? ` · ${ids.length} selected` : ""}
         </span>
-        <button type="button" disabled={!ids.length || ids.length > 50} onClick={() => setAction({ kind: "replay", selection: { ids } })}>
+        <button type="button" disabled={!ids.length || ids.length > 50} onClick={() => setAction({ kind: "replay", selection: { ids }, classes: rows.filter((m) => selected.has(m.id)).map((m) => m.failure_class) })}>
           Replay selected
         </button>
         <button type="button" disabled={!ids.length} onClick={() => setAction({ kind: "acknowledge", selection: { ids } })}>
@@ -174,6 +175,9 @@ export function Failures({ params }) {
           onClick={() => setAction({ kind: "acknowledge", selection: { filter: bulkFilter } })}
         >
           Acknowledge all matching
+        </button>
+        <button type="button" disabled={status !== "pending" || !data?.total_count} onClick={() => setAction({ kind: "task", filter: bulkFilter })}>
+          Replay task…
         </button>
         <ExportButton filter={filter} format="csv" />
         <ExportButton filter={filter} format="ndjson" />
@@ -238,19 +242,23 @@ export function Failures({ params }) {
           </tbody>
         </table>
       </Scroll>
-      <nav class="pager" aria-label="Pages">
-        <button type="button" disabled={page === 0} onClick={() => setCursors([null])}>
-          First page
-        </button>
-        <button type="button" disabled={page === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Previous page
-        </button>
-        <span>Page {page + 1}</span>
-        <button type="button" disabled={!data?.has_more} onClick={() => setCursors([...cursors, data.next_cursor])}>
-          Next page
-        </button>
-      </nav>
-      {action && <ActionDialog kind={action.kind} selection={action.selection} onClose={done} />}
+      {/* The pager appears with the first page, and never moves down as it loads. */}
+      {data && (
+        <nav class="pager" aria-label="Pages">
+          <button type="button" disabled={page === 0} onClick={() => setCursors([null])}>
+            First page
+          </button>
+          <button type="button" disabled={page === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+            Previous page
+          </button>
+          <span>Page {page + 1}</span>
+          <button type="button" disabled={!data?.has_more} onClick={() => setCursors([...cursors, data.next_cursor])}>
+            Next page
+          </button>
+        </nav>
+      )}
+      {action?.kind === "task" && <TaskDialog filter={action.filter} what="every pending row matching the filter" onClose={() => setAction(null)} />}
+      {action && action.kind !== "task" && <ActionDialog kind={action.kind} selection={action.selection} classes={action.classes} onClose={done} />}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
+import { TaskDialog } from "./task.jsx";
 import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 
@@ -30,6 +31,9 @@ export function Groups({ params }) {
     navigate("/groups", next);
   };
   const groups = list.data?.groups ?? [];
+  // The page appears with the live version (one fast call) in its first
+  // lines, rather than pushing everything down when it comes.
+  if (!stats.data && !stats.error) return <p aria-busy="true">Loading…</p>;
   return (
     <div>
       <p class="small muted">
@@ -118,29 +122,37 @@ export function Groups({ params }) {
                     </code>
                   ))}
                 </td>
-                <td class="nowrap">
-                  <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "replay", selection: { filter: { signature: g.signature } } })}>
-                    Replay
-                  </button>{" "}
-                  <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "acknowledge", selection: { filter: { signature: g.signature } } })}>
-                    Acknowledge
-                  </button>
+                <td>
+                  <span class="actions">
+                    <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "replay", selection: { filter: { signature: g.signature } } })}>
+                      Replay
+                    </button>
+                    <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "acknowledge", selection: { filter: { signature: g.signature } } })}>
+                      Acknowledge
+                    </button>
+                    <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "task", filter: { signature: g.signature }, what: g.text })}>
+                      Replay task…
+                    </button>
+                  </span>
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
       </Scroll>
-      <nav class="pager" aria-label="Pages">
-        <button type="button" disabled={page === 0} onClick={() => setCursors([null])}>
-          First page
-        </button>
-        <span>Page {page + 1}</span>
-        <button type="button" disabled={!list.data?.has_more} onClick={() => setCursors([...cursors, list.data.next_cursor])}>
-          Next page
-        </button>
-      </nav>
-      {action && (
+      {list.data && (
+        <nav class="pager" aria-label="Pages">
+          <button type="button" disabled={page === 0} onClick={() => setCursors([null])}>
+            First page
+          </button>
+          <span>Page {page + 1}</span>
+          <button type="button" disabled={!list.data?.has_more} onClick={() => setCursors([...cursors, list.data.next_cursor])}>
+            Next page
+          </button>
+        </nav>
+      )}
+      {action?.kind === "task" && <TaskDialog filter={action.filter} what={`group "${action.what || action.filter.signature}"`} onClose={() => setAction(null)} />}
+      {action && action.kind !== "task" && (
         <ActionDialog
           kind={action.kind}
           selection={action.selection}

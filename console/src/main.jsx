@@ -1,6 +1,7 @@
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import "./app.css";
+import css from "./app.css";
+import { adopt } from "./style.js";
 import { signedIn, signOut, whenSignedOut } from "./api.js";
 import { Audit } from "./audit.jsx";
 import { Tasks } from "./tasks.jsx";
@@ -12,6 +13,8 @@ import { href, route } from "./router.js";
 import { SignIn } from "./signin.jsx";
 import { useSignal } from "./state.js";
 import { utc, zone } from "./time.js";
+
+adopt(css);
 
 const PAGES = [
   ["/", "Overview"],

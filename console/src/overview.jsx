@@ -2,22 +2,24 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { get } from "./api.js";
 import { BarChart, daily } from "./chart.jsx";
 import { Bars, ErrorBox, Scroll, Time } from "./components.jsx";
+import { QueueBacklogs } from "./queues.jsx";
 import { href } from "./router.js";
 import { useSignal } from "./state.js";
 import { hours, utc } from "./time.js";
 
 // The overview refreshes itself at most once a minute, and only while the
-// tab is visible: every refresh is four small API calls.
+// tab is visible: every refresh is five small API calls.
 const REFRESH_MS = 60_000;
 
 async function loadOverview() {
-  const [stats, series, alerts, jobs] = await Promise.all([
+  const [stats, series, alerts, jobs, queues] = await Promise.all([
     get("/admin/dlq/stats"),
     get("/admin/dlq/timeseries"),
     get("/admin/alerts"),
     get("/admin/jobs"),
+    get("/admin/queues").catch(() => null), // the backlogs are a bonus: the page shows without them
   ]);
-  return { stats, series, alerts, jobs, at: Date.now() };
+  return { stats, series, alerts, jobs, queues, at: Date.now() };
 }
 
 export function Overview() {
@@ -52,7 +54,7 @@ export function Overview() {
   }, []);
 
   if (!data) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
-  const { stats, series, alerts, jobs } = data;
+  const { stats, series, alerts, jobs, queues } = data;
   const s = stats.by_status;
   const firing = alerts.alerts.filter((a) => a.firing);
   const last24 = series.hourly.slice(-24).map((b) => ({ start: b.start, count: b.failures }));
@@ -113,6 +115,8 @@ export function Overview() {
         </Scroll>
       </section>
 
+      <QueueBacklogs queues={queues} />
+
       <section aria-labelledby="h-alerts">
         <h2 id="h-alerts">Alerts {firing.length ? <span class="badge bad">{firing.length} firing</span> : <span class="badge ok">none firing</span>}</h2>
         {firing.length > 0 && (
@@ -120,7 +124,12 @@ export function Overview() {
             {firing.map((a) => (
               <li key={a.name}>
                 <strong>{a.name}</strong> since <Time ms={a.since} />
-                {a.detail && <span class="muted"> — {a.detail}</span>}
+                {a.detail && (
+                  <span class="muted">
+                    {" "}
+                    — <Stamped text={a.detail} />
+                  </span>
+                )}
               </li>
             ))}
           </ul>
@@ -156,7 +165,7 @@ export function Overview() {
 
       <section aria-labelledby="h-jobs">
         <h2 id="h-jobs">Scheduled jobs</h2>
-        <Scroll label="Scheduled jobs">
+        <Scroll label="Last run of each job">
           <table>
             <thead>
               <tr>
@@ -205,4 +214,18 @@ function Card({ label, value, link, strong }) {
     </>
   );
   return <li class={"card" + (strong ? " strong" : "")}>{link ? <a href={link}>{body}</a> : body}</li>;
+}
+
+// Stamped shows an alert's text with its times (the API writes them as UTC
+// ISO 8601 stamps) in the form every other time on the page takes.
+const STAMP = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b/g;
+export function Stamped({ text }) {
+  const out = [];
+  let at = 0;
+  for (const m of text.matchAll(STAMP)) {
+    out.push(text.slice(at, m.index), <Time key={m.index} ms={Date.parse(m[0])} />);
+    at = m.index + m[0].length;
+  }
+  out.push(text.slice(at));
+  return <>{out}</>;
 }

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { get, post } from "./api.js";
 import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
+import { href } from "./router.js";
 
 const ACTIONS = {
   canary: ["pause", "cancel"],
@@ -33,7 +34,8 @@ export function Tasks() {
   return (
     <div>
       <p class="small muted">
-        Replay tasks are advanced by the 5-minute cron at their rate. Create one with POST /admin/dlq/replay-tasks (README "Replay tasks").
+        Replay tasks are advanced by the 5-minute cron at their rate. Start one from the <a href={href("/failures")}>failures</a> (every
+        row matching a filter) or from a <a href={href("/groups")}>failure group</a>: "Replay task…".
       </p>
       <ErrorBox error={error} />
       {tasks.length === 0 ? (
@@ -67,18 +69,22 @@ export function Tasks() {
                     </td>
                     <td class="num">{t.rate_per_minute}</td>
                     <td>
-                      <progress max={total} value={t.sent + t.send_failed} aria-label={`Task ${t.id} progress`} />{" "}
-                      <span class="small">
-                        {t.sent} sent{t.send_failed ? `, ${t.send_failed} failed` : ""} of {t.matched}
+                      <span class="progress">
+                        <progress max={total} value={t.sent + t.send_failed} aria-label={`Task ${t.id} progress`} />
+                        <span class="small progress-text">
+                          {t.sent} sent{t.send_failed ? `, ${t.send_failed} failed` : ""} of {t.matched}
+                        </span>
                       </span>
                     </td>
                     <td>{t.estimated_finish_at ? <Time ms={t.estimated_finish_at} /> : "—"}</td>
                     <td>
-                      {(ACTIONS[t.state] || []).map((a) => (
-                        <button key={a} type="button" disabled={busy === t.id} onClick={() => act(t.id, a)}>
-                          {a[0].toUpperCase() + a.slice(1)}
-                        </button>
-                      ))}
+                      <span class="actions">
+                        {(ACTIONS[t.state] || []).map((a) => (
+                          <button key={a} type="button" disabled={busy === t.id} onClick={() => act(t.id, a)}>
+                            {a[0].toUpperCase() + a.slice(1)}
+                          </button>
+                        ))}
+                      </span>
                     </td>
                   </tr>
                 );
