@@ -1048,6 +1048,25 @@ type Preview struct {
 	Sample             []Message `json:"sample"`
 }
 
+// QueueDepth defines model for QueueDepth.
+type QueueDepth struct {
+	// Available Whether the runtime reported the backlog.
+	Available    bool `json:"available"`
+	BacklogBytes *int `json:"backlog_bytes"`
+
+	// BacklogCount Messages waiting to be delivered.
+	BacklogCount *int `json:"backlog_count"`
+
+	// OldestMessageAt When the oldest waiting message was sent (epoch ms); null when none waits.
+	OldestMessageAt *int   `json:"oldest_message_at"`
+	Queue           string `json:"queue"`
+}
+
+// QueueList defines model for QueueList.
+type QueueList struct {
+	Queues []QueueDepth `json:"queues"`
+}
+
 // ReplayRequest Either ids (the seed's form) or filter (bulk: claims at most limit <= DLQ_BULK_REPLAY_MAX matching pending rows, newest failure first; continue with next_cursor until has_more is false). dry_run: true changes nothing and returns a Preview. Exactly one of ids and filter; cursor and limit only with filter.
 type ReplayRequest struct {
 	// Cursor Bulk only: next_cursor of the previous call with the same filter.
@@ -2227,6 +2246,13 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/openapi.json (the `OpenAPI` operationId).
 	OpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Queues Each queue's backlog
+	//
+	// The backlog of each queue the worker has a producer binding for, as Cloudflare Queues reports it to the binding (metrics()): messages waiting to be delivered, their bytes, and when the oldest was sent. available is false (and the figures null) when the runtime cannot say. Reads no D1 row.
+	//
+	// Corresponds with GET /admin/queues (the `Queues` operationId).
+	Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Health D1 reachability and version (no auth)
 	//
 	// Corresponds with GET /health (the `Health` operationId).
@@ -2678,6 +2704,23 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /admin/openapi.json (the `OpenAPI` operationId).
 func (c *Client) OpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenAPIRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Queues Each queue's backlog
+//
+// The backlog of each queue the worker has a producer binding for, as Cloudflare Queues reports it to the binding (metrics()): messages waiting to be delivered, their bytes, and when the oldest was sent. available is false (and the figures null) when the runtime cannot say. Reads no D1 row.
+//
+// Corresponds with GET /admin/queues (the `Queues` operationId).
+func (c *Client) Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQueuesRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3894,6 +3937,33 @@ func NewOpenAPIRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewQueuesRequest constructs an http.Request for the Queues method
+func NewQueuesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/queues")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHealthRequest constructs an http.Request for the Health method
 func NewHealthRequest(server string) (*http.Request, error) {
 	var err error
@@ -4183,6 +4253,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/openapi.json (the `OpenAPI` operationId).
 	OpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenAPIResponse, error)
+
+	// QueuesWithResponse Each queue's backlog
+	//
+	// The backlog of each queue the worker has a producer binding for, as Cloudflare Queues reports it to the binding (metrics()): messages waiting to be delivered, their bytes, and when the oldest was sent. available is false (and the figures null) when the runtime cannot say. Reads no D1 row.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/queues (the `Queues` operationId).
+	QueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*QueuesResponse, error)
 
 	// HealthWithResponse D1 reachability and version (no auth)
 	//
@@ -7231,6 +7310,132 @@ func (r OpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// QueuesResponse200Headers the declared response headers of an HTTP 200 response for Queues
+type QueuesResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// QueuesResponse400Headers the declared response headers of an HTTP 400 response for Queues
+type QueuesResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// QueuesResponse401Headers the declared response headers of an HTTP 401 response for Queues
+type QueuesResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// QueuesResponse403Headers the declared response headers of an HTTP 403 response for Queues
+type QueuesResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// QueuesResponse500Headers the declared response headers of an HTTP 500 response for Queues
+type QueuesResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// QueuesResponse503Headers the declared response headers of an HTTP 503 response for Queues
+type QueuesResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type QueuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      QueueList          `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *QueuesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *QueuesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *QueuesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *QueuesResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *QueuesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QueuesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r QueuesResponse) GetJSON200() *struct {
+	Data      QueueList          `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r QueuesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r QueuesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r QueuesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r QueuesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r QueuesResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r QueuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r QueuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r QueuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r QueuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthResponse200Headers the declared response headers of an HTTP 200 response for Health
 type HealthResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -7694,6 +7899,21 @@ func (c *ClientWithResponses) OpenAPIWithResponse(ctx context.Context, reqEditor
 		return nil, err
 	}
 	return ParseOpenAPIResponse(rsp)
+}
+
+// QueuesWithResponse Each queue's backlog
+//
+// The backlog of each queue the worker has a producer binding for, as Cloudflare Queues reports it to the binding (metrics()): messages waiting to be delivered, their bytes, and when the oldest was sent. available is false (and the figures null) when the runtime cannot say. Reads no D1 row.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/queues (the `Queues` operationId).
+func (c *ClientWithResponses) QueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*QueuesResponse, error) {
+	rsp, err := c.Queues(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueuesResponse(rsp)
 }
 
 // HealthWithResponse D1 reachability and version (no auth)
@@ -10798,6 +11018,134 @@ func ParseOpenAPIResponse(rsp *http.Response) (*OpenAPIResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers OpenAPIResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseQueuesResponse parses an HTTP response from a QueuesWithResponse call
+func ParseQueuesResponse(rsp *http.Response) (*QueuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &QueuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      QueueList          `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers QueuesResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers QueuesResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers QueuesResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers QueuesResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers QueuesResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers QueuesResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
