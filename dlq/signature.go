@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/redrive/redrive/internal/text"
 )
@@ -27,21 +28,30 @@ const (
 	phValue  = "<v>"
 )
 
-var (
-	reQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^'\n]*'|` + "`[^`\\n]*`")
-	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	// Query values and key=value pairs: the key stays, its value goes.
-	reQueryValue = regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`)
-	// Words with a digit: all digits (a number, a status, a count) or
-	// digits mixed with letters (ids, hashes, tokens).
-	reWord = regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`)
-	reHex  = regexp.MustCompile(`^(?:0x)?[0-9a-fA-F]{8,}$`)
-	// A name with a short number after it (base64, sha256, utf8, int64,
-	// http2) is a name, not an id.
-	reName   = regexp.MustCompile(`^[A-Za-z]{2,}[0-9]{1,3}$`)
-	reDigits = regexp.MustCompile(`^[0-9]+(?:\.[0-9]+)?$`)
-	reSpace  = regexp.MustCompile(`\s+`)
-)
+// The regexps of NormalizeReason, compiled on its first call rather than at
+// package initialisation, which every new instance runs before its first
+// answer.
+var signatureRegexps = sync.OnceValue(func() *reasonRegexps {
+	return &reasonRegexps{
+		quoted: regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'[^'\n]*'|` + "`[^`\\n]*`"),
+		uuid:   regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`),
+		// Query values and key=value pairs: the key stays, its value goes.
+		queryValue: regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`),
+		// Words with a digit: all digits (a number, a status, a count) or
+		// digits mixed with letters (ids, hashes, tokens).
+		word: regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`),
+		hex:  regexp.MustCompile(`^(?:0x)?[0-9a-fA-F]{8,}$`),
+		// A name with a short number after it (base64, sha256, utf8, int64,
+		// http2) is a name, not an id.
+		name:   regexp.MustCompile(`^[A-Za-z]{2,}[0-9]{1,3}$`),
+		digits: regexp.MustCompile(`^[0-9]+(?:\.[0-9]+)?$`),
+		space:  regexp.MustCompile(`\s+`),
+	}
+})
+
+type reasonRegexps struct {
+	quoted, uuid, queryValue, word, hex, name, digits, space *regexp.Regexp
+}
 
 // NormalizeReason returns a failure reason without its variable parts:
 // quoted values become <q>, UUIDs <uuid>, long hex strings <hex>, numbers
@@ -51,23 +61,24 @@ var (
 // whitespace runs become one space; the result is cut to 200 bytes. It never
 // fails: any text, valid UTF-8 or not, gives a (valid UTF-8) result.
 func NormalizeReason(reason string) string {
+	re := signatureRegexps()
 	s := strings.ToValidUTF8(reason, "\uFFFD")
-	s = reQuoted.ReplaceAllString(s, phQuoted)
-	s = reUUID.ReplaceAllString(s, phUUID)
-	s = reQueryValue.ReplaceAllString(s, "${1}"+phValue)
-	s = reWord.ReplaceAllStringFunc(s, func(w string) string {
+	s = re.quoted.ReplaceAllString(s, phQuoted)
+	s = re.uuid.ReplaceAllString(s, phUUID)
+	s = re.queryValue.ReplaceAllString(s, "${1}"+phValue)
+	s = re.word.ReplaceAllStringFunc(s, func(w string) string {
 		switch {
-		case reDigits.MatchString(w):
+		case re.digits.MatchString(w):
 			return phNumber
-		case reHex.MatchString(w):
+		case re.hex.MatchString(w):
 			return phHex
-		case len(w) <= 3 || reName.MatchString(w):
+		case len(w) <= 3 || re.name.MatchString(w):
 			return w // v1, h2, base64, sha256: names, not ids
 		default:
 			return phID
 		}
 	})
-	s = strings.TrimSpace(reSpace.ReplaceAllString(s, " "))
+	s = strings.TrimSpace(re.space.ReplaceAllString(s, " "))
 	return text.Clip(s, maxSignatureText)
 }
 

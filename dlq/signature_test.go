@@ -69,3 +69,11 @@ func FuzzNormalizeReason(f *testing.F) {
 		}
 	})
 }
+
+// unknownSignature is written out (no regexp at package initialisation): it
+// must be what SignatureOf computes.
+func TestUnknownSignatureIsSignatureOf(t *testing.T) {
+	if want := SignatureOf("unknown", "no attempt record"); unknownSignature != want {
+		t.Errorf("unknownSignature = %+v, SignatureOf gives %+v", unknownSignature, want)
+	}
+}
