@@ -47,7 +47,8 @@ func Serve(h http.Handler, maxBody int) {
 	}))
 }
 
-// calls runs the fetch calls: up to 64 goroutines wait for the next one.
+// calls runs the fetch and queue calls: up to 64 goroutines wait for the
+// next one.
 var calls = newGoPool(64)
 
 // serve runs one request through h and returns its response.
