@@ -8,7 +8,7 @@ BUILD_MODE := $(if $(filter 1,$(TINYGO)),tinygo,go)
 PERSIST := .wrangler/state
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: FORCE tinygo help lighthouse bench bench-init bench-retention bench-rows build dev test test-native test-ts-client test-e2e vet fmt deploy migrate-local clean node_modules mutate
+.PHONY: FORCE tinygo help lighthouse bench bench-init bench-workerd bench-retention bench-rows build dev test test-native test-ts-client test-e2e vet fmt deploy migrate-local clean node_modules mutate
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,11 +30,11 @@ build/mode: FORCE
 # workers-assets-gen provides wasm_exec.js (standard Go's or TinyGo's, same
 # interface); redrive's own entry module (one Go instance per isolate, see
 # platform/worker/worker.mjs) replaces its worker.mjs.
-build/worker.mjs: build/mode platform/worker/worker.mjs platform/worker/queuebody.mjs
+build/worker.mjs: build/mode platform/worker/worker.mjs platform/worker/queuebody.mjs platform/worker/headers.mjs
 	go run github.com/syumai/workers/cmd/workers-assets-gen -mode=$(BUILD_MODE) -o build
 	echo $(BUILD_MODE) >build/mode # workers-assets-gen empties build/
 	rm -f build/runtime.mjs
-	cp platform/worker/worker.mjs platform/worker/queuebody.mjs build/
+	cp platform/worker/worker.mjs platform/worker/queuebody.mjs platform/worker/headers.mjs build/
 
 build/app.wasm: build/mode build/worker.mjs $(GO_SOURCES)
 ifeq ($(BUILD_MODE),tinygo)
@@ -120,6 +120,13 @@ bench-init: ## start-up cost per new isolate and wasm size of the standard-Go an
 	rm -rf bench-results/wasm-tinygo && mkdir -p bench-results/wasm-tinygo && cp build/app.wasm build/wasm_exec.js bench-results/wasm-tinygo/
 	$(MAKE) --no-print-directory build TINYGO=$(TINYGO)
 	node bench/init/init.mjs go=bench-results/wasm-go tinygo=bench-results/wasm-tinygo | tee bench-results/init.json
+
+# A new instance's first answer and the per-call overhead in workerd itself
+# (no wrangler): build/ beside the original worker (bench/reference), each in
+# a fresh workerd process per round (bench/init/workerd.mjs).
+bench-workerd: node_modules build ## first answer of a new instance and per-call time in workerd, redrive vs the original: bench-results/workerd.json
+	@mkdir -p bench-results
+	node bench/init/workerd.mjs | tee bench-results/workerd.json
 
 bench-retention: node_modules build ## only the retention figure at 1,000,000 expired rows (bench-results/retention1m.json)
 	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestBenchRetention1M$$' -timeout 45m -v ./e2e

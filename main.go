@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare/cron"
 
@@ -44,6 +45,10 @@ const (
 )
 
 func main() {
+	// Request ids (handlers) are uuids from crypto/rand, which asks the
+	// runtime's crypto.getRandomValues for 16 bytes per request: the pool
+	// asks once per 256 ids. The ids name requests; they are no secret.
+	uuid.EnableRandPool()
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
 	cfg, problems := config.Load(platform.Getenv)
 	for _, p := range problems {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/redrive/redrive/internal/text"
 )
@@ -27,32 +28,41 @@ const (
 	phValue  = "<v>"
 )
 
-// units are the units of reUnit: of time and of size (case-insensitive).
+// units are the units of the unit regexp: of time and of size (case-insensitive).
 const units = `ns|us|µs|μs|ms|secs|sec|s|mins|min|m|hrs|hr|h|d|kib|mib|gib|tib|kb|mb|gb|tb|k|b`
 
-var (
-	// A single quote opens a value only where no letter or digit is before
-	// it (\B) and closes it only where none follows; one followed by a
-	// letter or digit inside the value is an apostrophe (it's). So can't,
-	// isn't and users' are words, not the ends of a quoted value.
-	reQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\B'(?:[^'\n]|'\b)*'\B|` + "`[^`\\n]*`")
-	// A number with a unit of time or size (20s, 2m0s, 1.5s, 500ms, 2h,
-	// 10KB, 1.5MiB) is a number: each Retry-After value or timeout is not a
-	// signature of its own.
-	reUnit = regexp.MustCompile(`(?i)\b(?:[0-9]+(?:\.[0-9]+)?(?:` + units + `))+\b`)
-	reUUID = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	// Query values and key=value pairs: the key stays, its value goes.
-	reQueryValue = regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`)
-	// Words with a digit: all digits (a number, a status, a count) or
-	// digits mixed with letters (ids, hashes, tokens).
-	reWord = regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`)
-	reHex  = regexp.MustCompile(`^(?:0x)?[0-9a-fA-F]{8,}$`)
-	// A name with a short number after it (base64, sha256, utf8, int64,
-	// http2) is a name, not an id.
-	reName   = regexp.MustCompile(`^[A-Za-z]{2,}[0-9]{1,3}$`)
-	reDigits = regexp.MustCompile(`^[0-9]+(?:\.[0-9]+)?$`)
-	reSpace  = regexp.MustCompile(`\s+`)
-)
+// The regexps of NormalizeReason, compiled on its first call rather than at
+// package initialisation, which every new instance runs before its first
+// answer.
+var signatureRegexps = sync.OnceValue(func() *reasonRegexps {
+	return &reasonRegexps{
+		// A single quote opens a value only where no letter or digit is before
+		// it (\B) and closes it only where none follows; one followed by a
+		// letter or digit inside the value is an apostrophe (it's). So can't,
+		// isn't and users' are words, not the ends of a quoted value.
+		quoted: regexp.MustCompile(`"(?:[^"\\]|\\.)*"|\B'(?:[^'\n]|'\b)*'\B|` + "`[^`\\n]*`"),
+		// A number with a unit of time or size (20s, 2m0s, 1.5s, 500ms, 2h,
+		// 10KB, 1.5MiB) is a number: each Retry-After value or timeout is not a
+		// signature of its own.
+		unit: regexp.MustCompile(`(?i)\b(?:[0-9]+(?:\.[0-9]+)?(?:` + units + `))+\b`),
+		uuid: regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`),
+		// Query values and key=value pairs: the key stays, its value goes.
+		queryValue: regexp.MustCompile(`((?:^|[?&;\s,(\[{])[A-Za-z0-9_.\-\[\]]+=)[^&;#\s"',:)\]}]*`),
+		// Words with a digit: all digits (a number, a status, a count) or
+		// digits mixed with letters (ids, hashes, tokens).
+		word: regexp.MustCompile(`[A-Za-z0-9_]*[0-9][A-Za-z0-9_]*(?:\.[0-9]+)?`),
+		hex:  regexp.MustCompile(`^(?:0x)?[0-9a-fA-F]{8,}$`),
+		// A name with a short number after it (base64, sha256, utf8, int64,
+		// http2) is a name, not an id.
+		name:   regexp.MustCompile(`^[A-Za-z]{2,}[0-9]{1,3}$`),
+		digits: regexp.MustCompile(`^[0-9]+(?:\.[0-9]+)?$`),
+		space:  regexp.MustCompile(`\s+`),
+	}
+})
+
+type reasonRegexps struct {
+	quoted, unit, uuid, queryValue, word, hex, name, digits, space *regexp.Regexp
+}
 
 // NormalizeReason returns a failure reason without its variable parts:
 // quoted values become <q>, UUIDs <uuid>, long hex strings <hex>, numbers
@@ -62,24 +72,25 @@ var (
 // whitespace runs become one space; the result is cut to 200 bytes. It never
 // fails: any text, valid UTF-8 or not, gives a (valid UTF-8) result.
 func NormalizeReason(reason string) string {
+	re := signatureRegexps()
 	s := strings.ToValidUTF8(reason, "\uFFFD")
-	s = reQuoted.ReplaceAllString(s, phQuoted)
-	s = reUUID.ReplaceAllString(s, phUUID)
-	s = reQueryValue.ReplaceAllString(s, "${1}"+phValue)
-	s = reUnit.ReplaceAllString(s, phNumber)
-	s = reWord.ReplaceAllStringFunc(s, func(w string) string {
+	s = re.quoted.ReplaceAllString(s, phQuoted)
+	s = re.uuid.ReplaceAllString(s, phUUID)
+	s = re.queryValue.ReplaceAllString(s, "${1}"+phValue)
+	s = re.unit.ReplaceAllString(s, phNumber)
+	s = re.word.ReplaceAllStringFunc(s, func(w string) string {
 		switch {
-		case reDigits.MatchString(w):
+		case re.digits.MatchString(w):
 			return phNumber
-		case reHex.MatchString(w):
+		case re.hex.MatchString(w):
 			return phHex
-		case len(w) <= 3 || reName.MatchString(w):
+		case len(w) <= 3 || re.name.MatchString(w):
 			return w // v1, h2, base64, sha256: names, not ids
 		default:
 			return phID
 		}
 	})
-	s = strings.TrimSpace(reSpace.ReplaceAllString(s, " "))
+	s = strings.TrimSpace(re.space.ReplaceAllString(s, " "))
 	return text.Clip(s, maxSignatureText)
 }
 

@@ -110,11 +110,19 @@ func FuzzNormalizeReason(f *testing.F) {
 		if !utf8.ValidString(got) || len(got) > maxSignatureText+len("…") {
 			t.Fatalf("NormalizeReason(%q) = %q", s, got)
 		}
-		if u := reUnit.FindString(got); u != "" {
+		if u := signatureRegexps().unit.FindString(got); u != "" {
 			t.Fatalf("NormalizeReason(%q) = %q keeps %q", s, got, u)
 		}
 		if sig := SignatureOf("transient", s); !validSignatureKey(sig.Key) || sig.Text != got {
 			t.Fatalf("SignatureOf(%q) = %+v", s, sig)
 		}
 	})
+}
+
+// unknownSignature is written out (no regexp at package initialisation): it
+// must be what SignatureOf computes.
+func TestUnknownSignatureIsSignatureOf(t *testing.T) {
+	if want := SignatureOf("unknown", "no attempt record"); unknownSignature != want {
+		t.Errorf("unknownSignature = %+v, SignatureOf gives %+v", unknownSignature, want)
+	}
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -30,14 +29,24 @@ var (
 	gauges   []Gauge
 )
 
-var gaugeName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+// validGaugeName reports whether name matches ^[a-z][a-z0-9_]*$. A loop,
+// not a regexp: gauges are declared at package initialisation, and a
+// regexp compiled there is paid by every new instance's first answer.
+func validGaugeName(name string) bool {
+	for i, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || i > 0 && ('0' <= c && c <= '9' || c == '_')) {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // DeclareGauge registers g, at package initialisation. A name declared twice
 // or not a metric name panics.
 func DeclareGauge(g Gauge) {
 	gaugesMu.Lock()
 	defer gaugesMu.Unlock()
-	if !gaugeName.MatchString(g.Name) || strings.TrimSpace(g.SQL) == "" {
+	if !validGaugeName(g.Name) || strings.TrimSpace(g.SQL) == "" {
 		panic(fmt.Sprintf("metrics: gauge %q: bad name or no SQL", g.Name))
 	}
 	if slices.ContainsFunc(gauges, func(d Gauge) bool { return d.Name == g.Name }) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,12 +128,15 @@ func ReadSnapshot(ctx context.Context, db *sql.DB) (Snapshot, error) {
 	return s, nil
 }
 
-var invalidName = regexp.MustCompile(`[^a-zA-Z0-9_:]`)
-
 // MetricName turns a counters-table name into a Prometheus metric name:
-// redrive_ prefix, invalid characters replaced by '_'.
+// redrive_ prefix, every character but [a-zA-Z0-9_:] replaced by '_'.
 func MetricName(counter string) string {
-	return "redrive_" + invalidName.ReplaceAllString(counter, "_")
+	return "redrive_" + strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == ':' {
+			return r
+		}
+		return '_'
+	}, counter)
 }
 
 // dlqStatuses are always reported for every source queue seen, zeros included.

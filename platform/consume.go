@@ -27,7 +27,7 @@ func Consume(consume func(ctx context.Context, queueName string, msgs []queue.Me
 	binding.Set("consumeBatch", js.FuncOf(func(_ js.Value, args []js.Value) any {
 		queueName, desc, blobs := args[0].String(), args[1].String(), args[2]
 		resolve, reject := args[3], args[4]
-		go func() {
+		calls.run(func() {
 			b, err := decodeBatch(desc, func(i int) []byte {
 				v := blobs.Index(i)
 				b := make([]byte, v.Get("byteLength").Int())
@@ -44,7 +44,7 @@ func Consume(consume func(ctx context.Context, queueName string, msgs []queue.Me
 				res["error"] = err.Error()
 			}
 			resolve.Invoke(js.ValueOf(res))
-		}()
+		})
 		return nil
 	}))
 }

@@ -4,17 +4,16 @@ package platform
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"syscall/js"
 )
 
 // Serve makes h the worker's fetch handler. platform/worker/worker.mjs calls
-// binding.serveHTTP(method, url, headersJSON, body, resolve, reject) and
-// builds the Response from what resolve receives: {status, headers (JSON
-// array of [name, value] pairs), body (Uint8Array or null)}.
+// binding.serveHTTP(method, url, headers, body, resolve, reject) and builds
+// the Response from what resolve(status, headers, body) receives: headers
+// cross both ways as a header list (headers.go), the body as a Uint8Array or
+// null.
 //
 // It replaces syumai's handler bridge, which streams every response through
 // an io.Pipe and a ReadableStream pulled chunk by chunk (a round trip between
@@ -36,30 +35,30 @@ func Serve(h http.Handler, maxBody int) {
 			js.CopyBytesToGo(body, b)
 		}
 		resolve, reject := args[4], args[5]
-		go func() {
-			res, err := serve(h, method, url, headers, body)
+		calls.run(func() {
+			w, err := serve(h, method, url, headers, body)
 			if err != nil {
 				reject.Invoke(js.Global().Get("Error").New(err.Error()))
 				return
 			}
-			resolve.Invoke(res)
-		}()
+			resolve.Invoke(w.status, headerList(w.header), w.jsBody())
+		})
 		return nil
 	}))
 }
 
-// serve runs one request through h and returns the response object.
-func serve(h http.Handler, method, url, headersJSON string, body []byte) (js.Value, error) {
+// calls runs the fetch and queue calls: up to 64 goroutines wait for the
+// next one.
+var calls = newGoPool(64)
+
+// serve runs one request through h and returns its response.
+func serve(h http.Handler, method, url, headers string, body []byte) (*bufferedResponse, error) {
 	req, err := newRequest(method, url, body)
 	if err != nil {
-		return js.Value{}, fmt.Errorf("serveHTTP: %w", err)
+		return nil, fmt.Errorf("serveHTTP: %w", err)
 	}
-	var pairs [][2]string
-	if err := json.Unmarshal([]byte(headersJSON), &pairs); err != nil {
-		return js.Value{}, fmt.Errorf("serveHTTP: headers: %w", err)
-	}
-	for _, p := range pairs {
-		req.Header.Add(p[0], p[1])
+	if err := parseHeaderList(headers, req.Header); err != nil {
+		return nil, fmt.Errorf("serveHTTP: %w", err)
 	}
 	req.Host = req.URL.Host
 	req.RemoteAddr = req.Header.Get("Cf-Connecting-Ip")
@@ -69,9 +68,10 @@ func serve(h http.Handler, method, url, headersJSON string, body []byte) (js.Val
 
 	w := &bufferedResponse{header: http.Header{}}
 	if err := run(h, w, req); err != nil {
-		return js.Value{}, err
+		return nil, err
 	}
-	return w.value()
+	w.WriteHeader(http.StatusOK)
+	return w, nil
 }
 
 // run calls h, turning a panic into an error.
@@ -107,26 +107,14 @@ func (w *bufferedResponse) Write(p []byte) (int, error) {
 
 var uint8ArrayClass = js.Global().Get("Uint8Array")
 
-// value is the response object worker.mjs turns into a Response.
-func (w *bufferedResponse) value() (js.Value, error) {
-	w.WriteHeader(http.StatusOK)
-	var pairs [][2]string
-	for k, vs := range w.header {
-		for _, v := range vs {
-			pairs = append(pairs, [2]string{strings.ToLower(k), v})
-		}
-	}
-	hs, err := json.Marshal(pairs)
-	if err != nil {
-		return js.Value{}, fmt.Errorf("serveHTTP: headers: %w", err)
-	}
-	body := js.Null()
+// jsBody is the response body for the Response constructor: null for the
+// statuses that have none (it refuses one), else a Uint8Array.
+func (w *bufferedResponse) jsBody() js.Value {
 	switch w.status {
 	case http.StatusSwitchingProtocols, http.StatusNoContent, http.StatusResetContent, http.StatusNotModified:
-		// These statuses have no body (the Response constructor refuses one).
-	default:
-		body = uint8ArrayClass.New(w.body.Len())
-		js.CopyBytesToJS(body, w.body.Bytes())
+		return js.Null()
 	}
-	return js.ValueOf(map[string]any{"status": w.status, "headers": string(hs), "body": body}), nil
+	body := uint8ArrayClass.New(w.body.Len())
+	js.CopyBytesToJS(body, w.body.Bytes())
+	return body
 }

@@ -11,6 +11,7 @@ import "./wasm_exec.js";
 import { connect } from "cloudflare:sockets";
 import mod from "./app.wasm";
 import { queueBody } from "./queuebody.mjs";
+import { headerList, headerPairs } from "./headers.mjs";
 
 globalThis.tryCatch = (fn) => {
   try {
@@ -73,13 +74,14 @@ async function readBody(req, cap) {
 
 export default {
   // Requests go to platform.Serve (platform/serve.go): the body crosses into
-  // Go once, and the buffered response comes back once.
+  // Go once, and the buffered response comes back once; headers cross as
+  // header lists (headers.mjs).
   async fetch(req, env, ctx) {
     const binding = await instance(env, ctx);
     const body = await readBody(req, binding.maxRequestBody + 1);
-    const res = await new Promise((resolve, reject) =>
-      binding.serveHTTP(req.method, req.url, JSON.stringify([...req.headers]), body, resolve, reject));
-    return new Response(res.body, { status: res.status, headers: JSON.parse(res.headers) });
+    return new Promise((resolve, reject) =>
+      binding.serveHTTP(req.method, req.url, headerList(req.headers), body,
+        (status, headers, resBody) => resolve(new Response(resBody, { status, headers: headerPairs(headers) })), reject));
   },
   async scheduled(event, env, ctx) {
     return (await instance(env, ctx)).runScheduler(event);
