@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -85,22 +86,43 @@ var ExportRawColumns = []string{"raw_message", "raw_encoding"}
 // leading ', and so is a cell that begins with ' (so that removing one
 // leading ' from a cell that has one always gives the value back).
 type CSVExport struct {
-	w   *csv.Writer
+	out io.Writer
+	rec bytes.Buffer // one record, as csv.Writer ends it ("\n")
+	w   *csv.Writer  // writes to rec
 	raw bool
 }
 
 // NewCSVExport writes the header row to w.
 func NewCSVExport(w io.Writer, raw bool) (*CSVExport, error) {
-	c := &CSVExport{w: csv.NewWriter(w), raw: raw}
-	c.w.UseCRLF = true
+	c := &CSVExport{out: w, raw: raw}
+	// Not csv.Writer's UseCRLF: it drops every CR inside a cell (and turns
+	// a cell's LF into CRLF). Each record is written with LF and its last
+	// LF becomes the CRLF that ends it; a cell's own CR and LF stay as they are.
+	c.w = csv.NewWriter(&c.rec)
 	cols := ExportColumns
 	if raw {
 		cols = append(append([]string{}, cols...), ExportRawColumns...)
 	}
-	if err := c.w.Write(cols); err != nil {
+	if err := c.record(cols); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// record writes one record, ended by CRLF.
+func (c *CSVExport) record(rec []string) error {
+	c.rec.Reset()
+	if err := c.w.Write(rec); err != nil {
+		return err
+	}
+	c.w.Flush()
+	if err := c.w.Error(); err != nil {
+		return err
+	}
+	b := c.rec.Bytes()
+	b = append(b[:len(b)-1], '\r', '\n')
+	_, err := c.out.Write(b)
+	return err
 }
 
 // Write writes one page of rows (Message objects as the list gives them).
@@ -126,18 +148,16 @@ func (c *CSVExport) Write(rows []json.RawMessage) error {
 		for i, v := range rec {
 			rec[i] = NeutralizeCell(v)
 		}
-		if err := c.w.Write(rec); err != nil {
+		if err := c.record(rec); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Flush ends the CSV.
-func (c *CSVExport) Flush() error {
-	c.w.Flush()
-	return c.w.Error()
-}
+// Flush ends the CSV (records are written whole as they come: nothing is
+// left to write).
+func (c *CSVExport) Flush() error { return nil }
 
 // NeutralizeCell prefixes ' to a cell that begins with =, +, -, @, tab,
 // CR or ' (see CSVExport).
