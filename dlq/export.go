@@ -12,19 +12,27 @@ import (
 
 // Export reads every row matching a list filter for GET /admin/dlq/export,
 // page by page through the list's keyset pagination (List.Page), at most
-// ExportMaxPages pages per call. When that budget runs out before the last
-// matching row, the call returns the list cursor to continue with (the same
-// next_cursor GET /admin/dlq would give after that row): the admin API
-// sends it as the X-Next-Cursor header.
+// ExportMaxPages pages and about ExportMaxBytes per call. When that budget
+// runs out before the last matching row, the call returns the list cursor
+// to continue with (the same next_cursor GET /admin/dlq would give after
+// that row): the admin API sends it as the X-Next-Cursor header.
 type Export struct {
 	List List
 }
 
 // Export budget: pages of ListParams.Limit rows (DefaultExportPageSize
-// when 0), at most ExportMaxPages of them per call: 5,000 rows by default.
+// when 0; at most ExportRawPageSize with IncludeRaw), at most
+// ExportMaxPages of them per call (5,000 rows by default), and no page
+// read once the pages read hold ExportMaxBytes of JSON. A call thus holds
+// at most ExportMaxBytes plus one page: with raw bodies (128 KB each at
+// most, 171 KB as base64, up to 6 times that as JSON-escaped text) one
+// page stays under 8 MB, so a response stays well within the isolate's
+// 128 MB, which the worker's bridge buffers it in (platform/serve.go).
 const (
 	DefaultExportPageSize = MaxListLimit
+	ExportRawPageSize     = 10
 	ExportMaxPages        = 50
+	ExportMaxBytes        = 8 << 20
 )
 
 // ExportResult says how far a call went.
@@ -33,6 +41,9 @@ type ExportResult struct {
 	Rows int
 	// Pages is the number of list pages read.
 	Pages int
+	// Bytes is the size of the pages read, as JSON (what NDJSON writes,
+	// about what CSV writes).
+	Bytes int
 	// NextCursor continues after the last row written; nil when every
 	// matching row was written.
 	NextCursor *string
@@ -44,13 +55,17 @@ func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMess
 	if p.Limit == 0 {
 		p.Limit = DefaultExportPageSize
 	}
+	if p.IncludeRaw {
+		p.Limit = min(p.Limit, ExportRawPageSize)
+	}
 	var res ExportResult
-	for res.Pages < ExportMaxPages {
+	for res.Pages < ExportMaxPages && res.Bytes < ExportMaxBytes {
 		page, err := e.List.Page(ctx, p)
 		if err != nil {
 			return res, err
 		}
 		res.Pages++
+		res.Bytes += len(page.Messages)
 		var rows []json.RawMessage
 		if len(page.Messages) > 0 {
 			if err := json.Unmarshal(page.Messages, &rows); err != nil {
