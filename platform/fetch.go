@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,8 @@ func (Fetch) Do(ctx context.Context, req outbound.Request) (outbound.Response, e
 	if err != nil {
 		return outbound.Response{}, fetchError(err, timeout)
 	}
+	// (As Response.text() did: a leading UTF-8 byte order mark is not text.)
+	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	return outbound.Response{Status: resp.Get("status").Int(), Header: header, Body: body}, nil
 }
 
