@@ -58,3 +58,35 @@ func TestExportWithRawBodiesIsBoundedByBytes(t *testing.T) {
 		}
 	}
 }
+
+// Raw bodies whose JSON is six times their size (control characters,
+// escaped as \u00XX) make a page of 10 over D1's 2,000,000-byte value
+// limit (SQLITE_TOOBIG): the export reads that page again with fewer rows
+// instead of failing, and every row is exported.
+func TestExportOfEscapedRawBodiesStaysUnderD1ValueLimit(t *testing.T) {
+	w := shared
+	source := unique("extoobig")
+	const n = 12
+	base := time.Now().UnixMilli() - 20_000_000
+	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < %d)
+		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, failed_at, first_failed_at, updated_at, source_queue, status, raw_message)
+		SELECT '%[2]s-' || i, '', '%[2]s-b', %[3]d + i, %[3]d + i, %[3]d, '%[2]s', 'acknowledged', replace(printf('%%.*c', 100000, 'x'), 'x', char(1)) FROM s`,
+		n, source, base))
+	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE source_queue = '%s'`, source))
+	pages := exportPages(t, w, "format=ndjson&include_raw=true&status=acknowledged&source_queue="+source)
+	var got int
+	for _, p := range pages {
+		for _, line := range strings.Split(strings.TrimSuffix(string(p.Raw), "\n"), "\n") {
+			var m struct {
+				RawMessage string `json:"raw_message"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil || m.RawMessage != strings.Repeat("\x01", 100_000) {
+				t.Fatalf("line %.100q: %v", line, err)
+			}
+			got++
+		}
+	}
+	if got != n {
+		t.Fatalf("%d rows exported, want %d", got, n)
+	}
+}

@@ -224,3 +224,30 @@ func TestExportIsBoundedByBytes(t *testing.T) {
 		}
 	}
 }
+
+// A page whose JSON is over D1's value limit (sqlitetest has it: 2,000,000
+// bytes) is read again with half the rows, not answered with a 500: 12
+// raw bodies of 100,000 control characters, six times that as JSON.
+func TestExportHalvesAPageOverD1ValueLimit(t *testing.T) {
+	api, _ := newDLQAPI(t)
+	const n = 12
+	if _, err := api.DB.Exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?)
+		INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message)
+		SELECT 'esc' || i, 'b' || i, 1000 + i, replace(printf('%.*c', 100000, 'x'), 'x', char(1)) FROM s`, n); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	for _, b := range exportAll(t, api.Handler(), "format=ndjson&include_raw=true") {
+		for _, line := range strings.Split(strings.TrimSuffix(b, "\n"), "\n") {
+			var m dlq.Message
+			var raw string
+			if err := json.Unmarshal([]byte(line), &m); err != nil || json.Unmarshal(m.RawMessage, &raw) != nil || raw != strings.Repeat("\x01", 100_000) {
+				t.Fatalf("line %.80q: %v", line, err)
+			}
+			rows++
+		}
+	}
+	if rows != n {
+		t.Fatalf("%d rows exported, want %d", rows, n)
+	}
+}
