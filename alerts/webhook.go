@@ -28,6 +28,8 @@ func (w Webhook) Notify(ctx context.Context, text string) error {
 		Header:  map[string]string{"content-type": "application/json"},
 		Body:    WebhookPayload(text),
 		Timeout: w.Timeout,
+		// Only the status tells: the body is cancelled unread.
+		DiscardBody: true,
 	})
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)

@@ -646,6 +646,7 @@ type AuditPage struct {
 
 // Beer beer_id and beer_name are required and not empty; lengths in characters.
 type Beer struct {
+	// BeerId Any text GET /admin/beers/{id} can name percent-encoded ("/", "?", "#", "%" included), so not ".", ".." or "/" and no control characters (400 INVALID_REQUEST).
 	BeerId   string `json:"beer_id"`
 	BeerName string `json:"beer_name"`
 
@@ -1475,7 +1476,7 @@ type ExportDLQParams struct {
 	// Q Substring of beer_name, brewer or failure_reason (case-insensitive for ASCII letters; %, _ and \ are literal); at most 200 bytes (longer: 400 INVALID_FILTER).
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
-	// Limit Rows per page read (the export reads at most 50 pages per request); out of range is 400 INVALID_LIMIT.
+	// Limit Rows per page read (at most 10 with include_raw; the export reads at most 50 pages and 8 MiB per request); out of range is 400 INVALID_LIMIT.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor X-Next-Cursor of the previous export response (or next_cursor of a list page), with the same filters; anything else is 400 INVALID_CURSOR.

@@ -85,15 +85,20 @@ func (RepeatFailures) Name() string { return "dlq_repeat_failures" }
 // repeatFailuresSQL names the (at most five) pending rows replayed more
 // than ?1 times most often, and counts them up to ?2, through
 // idx_dlq_pending_replay_count (only pending rows replayed before are in
-// it), from its end (most replays): what it reads stops there, whatever
-// the backlog. (From its start, the count would first read every row
-// replayed ?1 times or fewer.)
+// it) from its end (most replays): the count reads the ?2 entries replayed
+// most and keeps those over ?1, the names read the five rows replayed most
+// and keep those over ?1 (rows over ?1 come first in that order). So it
+// reads at most ?2 index entries and five rows, whatever the backlog. (With
+// "replay_count > ?1" in the ranges instead, SQLite keeps the range the
+// partial index needs, "replay_count > 0", and tests ?1 on each entry:
+// when fewer than ?2 rows were over ?1 it read every pending row replayed
+// at all, 70,000 rows a run in workerd at 100,000 rows.)
 const repeatFailuresSQL = `SELECT
-	(SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
-		WHERE status = 'pending' AND replay_count > 0 AND replay_count > ?1 ORDER BY replay_count DESC LIMIT ?2)) AS total,
+	(SELECT COUNT(*) FROM (SELECT replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
+		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC LIMIT ?2) WHERE replay_count > ?1) AS total,
 	(SELECT json_group_array(json_array(beer_id, replay_count)) FROM (
 		SELECT beer_id, replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
-		WHERE status = 'pending' AND replay_count > 0 AND replay_count > ?1 ORDER BY replay_count DESC, id DESC LIMIT 5)) AS top`
+		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC, id DESC LIMIT 5) WHERE replay_count > ?1) AS top`
 
 // Check implements Condition; the detail names up to five beer ids (most
 // replays first, then the newest rows).

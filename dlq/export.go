@@ -1,29 +1,39 @@
 package dlq
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Export reads every row matching a list filter for GET /admin/dlq/export,
 // page by page through the list's keyset pagination (List.Page), at most
-// ExportMaxPages pages per call. When that budget runs out before the last
-// matching row, the call returns the list cursor to continue with (the same
-// next_cursor GET /admin/dlq would give after that row): the admin API
-// sends it as the X-Next-Cursor header.
+// ExportMaxPages pages and about ExportMaxBytes per call. When that budget
+// runs out before the last matching row, the call returns the list cursor
+// to continue with (the same next_cursor GET /admin/dlq would give after
+// that row): the admin API sends it as the X-Next-Cursor header.
 type Export struct {
 	List List
 }
 
 // Export budget: pages of ListParams.Limit rows (DefaultExportPageSize
-// when 0), at most ExportMaxPages of them per call: 5,000 rows by default.
+// when 0; at most ExportRawPageSize with IncludeRaw), at most
+// ExportMaxPages of them per call (5,000 rows by default), and no page
+// read once the pages read hold ExportMaxBytes of JSON. A call thus holds
+// at most ExportMaxBytes plus one page: with raw bodies (128 KB each at
+// most, 171 KB as base64, up to 6 times that as JSON-escaped text) one
+// page stays under 8 MB, so a response stays well within the isolate's
+// 128 MB, which the worker's bridge buffers it in (platform/serve.go).
 const (
 	DefaultExportPageSize = MaxListLimit
+	ExportRawPageSize     = 10
 	ExportMaxPages        = 50
+	ExportMaxBytes        = 8 << 20
 )
 
 // ExportResult says how far a call went.
@@ -32,6 +42,9 @@ type ExportResult struct {
 	Rows int
 	// Pages is the number of list pages read.
 	Pages int
+	// Bytes is the size of the pages read, as JSON (what NDJSON writes,
+	// about what CSV writes).
+	Bytes int
 	// NextCursor continues after the last row written; nil when every
 	// matching row was written.
 	NextCursor *string
@@ -43,13 +56,24 @@ func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMess
 	if p.Limit == 0 {
 		p.Limit = DefaultExportPageSize
 	}
+	if p.IncludeRaw {
+		p.Limit = min(p.Limit, ExportRawPageSize)
+	}
 	var res ExportResult
-	for res.Pages < ExportMaxPages {
+	for res.Pages < ExportMaxPages && res.Bytes < ExportMaxBytes {
 		page, err := e.List.Page(ctx, p)
+		if err != nil && tooBig(err) && p.Limit > 1 {
+			// The page's JSON is over D1's 2,000,000-byte value limit
+			// (raw bodies full of characters JSON escapes): the same page
+			// again, half as long, for the rest of the call.
+			p.Limit /= 2
+			continue
+		}
 		if err != nil {
 			return res, err
 		}
 		res.Pages++
+		res.Bytes += len(page.Messages)
 		var rows []json.RawMessage
 		if len(page.Messages) > 0 {
 			if err := json.Unmarshal(page.Messages, &rows); err != nil {
@@ -70,6 +94,12 @@ func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMess
 	return res, nil
 }
 
+// tooBig reports whether err is SQLite's SQLITE_TOOBIG: a value built
+// over the length limit (D1: 2,000,000 bytes).
+func tooBig(err error) bool {
+	return strings.Contains(err.Error(), "string or blob too big")
+}
+
 // ExportColumns are the CSV export's columns, in order (the Message fields;
 // raw_message and raw_encoding only with include_raw).
 var ExportColumns = []string{"id", "message_id", "beer_id", "beer_name", "brewer", "failed_at", "failure_count",
@@ -85,22 +115,43 @@ var ExportRawColumns = []string{"raw_message", "raw_encoding"}
 // leading ', and so is a cell that begins with ' (so that removing one
 // leading ' from a cell that has one always gives the value back).
 type CSVExport struct {
-	w   *csv.Writer
+	out io.Writer
+	rec bytes.Buffer // one record, as csv.Writer ends it ("\n")
+	w   *csv.Writer  // writes to rec
 	raw bool
 }
 
 // NewCSVExport writes the header row to w.
 func NewCSVExport(w io.Writer, raw bool) (*CSVExport, error) {
-	c := &CSVExport{w: csv.NewWriter(w), raw: raw}
-	c.w.UseCRLF = true
+	c := &CSVExport{out: w, raw: raw}
+	// Not csv.Writer's UseCRLF: it drops every CR inside a cell (and turns
+	// a cell's LF into CRLF). Each record is written with LF and its last
+	// LF becomes the CRLF that ends it; a cell's own CR and LF stay as they are.
+	c.w = csv.NewWriter(&c.rec)
 	cols := ExportColumns
 	if raw {
 		cols = append(append([]string{}, cols...), ExportRawColumns...)
 	}
-	if err := c.w.Write(cols); err != nil {
+	if err := c.record(cols); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// record writes one record, ended by CRLF.
+func (c *CSVExport) record(rec []string) error {
+	c.rec.Reset()
+	if err := c.w.Write(rec); err != nil {
+		return err
+	}
+	c.w.Flush()
+	if err := c.w.Error(); err != nil {
+		return err
+	}
+	b := c.rec.Bytes()
+	b = append(b[:len(b)-1], '\r', '\n')
+	_, err := c.out.Write(b)
+	return err
 }
 
 // Write writes one page of rows (Message objects as the list gives them).
@@ -126,18 +177,16 @@ func (c *CSVExport) Write(rows []json.RawMessage) error {
 		for i, v := range rec {
 			rec[i] = NeutralizeCell(v)
 		}
-		if err := c.w.Write(rec); err != nil {
+		if err := c.record(rec); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Flush ends the CSV.
-func (c *CSVExport) Flush() error {
-	c.w.Flush()
-	return c.w.Error()
-}
+// Flush ends the CSV (records are written whole as they come: nothing is
+// left to write).
+func (c *CSVExport) Flush() error { return nil }
 
 // NeutralizeCell prefixes ' to a cell that begins with =, +, -, @, tab,
 // CR or ' (see CSVExport).

@@ -163,6 +163,8 @@ func TestAlertCountsAreBounded(t *testing.T) {
 		want []string
 	}{
 		"pending high": {pendingHighSQL, []any{101}, []string{"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_failed (status=?)"}},
+		// (the ?2 entries replayed most, from the covering index; the five
+		// rows replayed most)
 		"repeat failures": {repeatFailuresSQL, []any{2, 100}, []string{
 			"SEARCH dlq_messages USING COVERING INDEX idx_dlq_pending_replay_count (replay_count>?)",
 			"SEARCH dlq_messages USING INDEX idx_dlq_pending_replay_count (replay_count>?)"}},

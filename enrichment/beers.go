@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/queue"
@@ -60,7 +62,10 @@ const (
 
 // Validate checks a registration request: 1..MaxBeersPerRequest beers,
 // each with a beer_id (unique in the request) and a beer_name; brewer may be
-// empty. The error text names the offending item.
+// empty. The error text names the offending item. A beer_id is any text
+// that GET /admin/beers/{id} can name with the id percent-encoded (a "/",
+// "?", "#" or "%" in it included): 1..MaxBeerIDLen characters, not ".",
+// ".." or "/", no control characters.
 func Validate(beers []Beer) error {
 	if len(beers) == 0 || len(beers) > MaxBeersPerRequest {
 		return fmt.Errorf("beers must hold 1..%d items, got %d", MaxBeersPerRequest, len(beers))
@@ -72,6 +77,13 @@ func Validate(beers []Beer) error {
 			return fmt.Errorf("beers[%d].beer_id is required", i)
 		case utf8.RuneCountInString(b.BeerID) > MaxBeerIDLen:
 			return fmt.Errorf("beers[%d].beer_id is longer than %d characters", i, MaxBeerIDLen)
+		case b.BeerID == "." || b.BeerID == ".." || b.BeerID == "/":
+			// GET /admin/beers/{id} cannot name it: %2e%2e is a dot segment,
+			// and net/http's mux takes a segment that decodes to "/" for
+			// the path's trailing slash.
+			return fmt.Errorf("beers[%d].beer_id must not be \".\", \"..\" or \"/\"", i)
+		case strings.IndexFunc(b.BeerID, unicode.IsControl) >= 0:
+			return fmt.Errorf("beers[%d].beer_id must not contain control characters", i)
 		case b.BeerName == "":
 			return fmt.Errorf("beers[%d].beer_name is required", i)
 		case utf8.RuneCountInString(b.BeerName) > MaxBeerTextLen || utf8.RuneCountInString(b.Brewer) > MaxBeerTextLen:

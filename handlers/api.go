@@ -130,7 +130,7 @@ func (a *API) Handler() http.Handler {
 			fail(w, r, a.Log, err)
 			return
 		}
-		if p := r.URL.EscapedPath(); p != path.Clean(p) || dotSegment(r.URL.Path) {
+		if p := r.URL.EscapedPath(); p != path.Clean(p) || dotSegment(p) {
 			// The mux would redirect to the clean path (//admin/dlq,
 			// /admin/./dlq, /admin/dlq/): no route is ever reached that way.
 			fail(w, r, a.Log, notFound(r))
@@ -159,11 +159,14 @@ func (a *API) Handler() http.Handler {
 	}))
 }
 
-// dotSegment reports whether a decoded path has a "." or ".." segment
-// (sent escaped, %2e): the mux would take it as a {id}.
-func dotSegment(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "." || seg == ".." {
+// dotSegment reports whether an escaped path has a segment that decodes to
+// "." or ".." (sent escaped, %2e): the mux would take it as a {id}. A
+// segment is decoded on its own, as the mux does: an escaped "/" (%2F) is
+// part of its segment, so an id such as "a/../b" sent as a%2F..%2Fb is one
+// segment, not a dot segment.
+func dotSegment(escaped string) bool {
+	for _, seg := range strings.Split(escaped, "/") {
+		if u, err := url.PathUnescape(seg); err == nil && (u == "." || u == "..") {
 			return true
 		}
 	}

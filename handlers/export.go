@@ -27,11 +27,11 @@ const (
 
 // dlqExport serves GET /admin/dlq/export?format=ndjson|csv with the list's
 // filters: every matching row, newest failure first, read page by page
-// (dlq.Export: at most dlq.ExportMaxPages pages of limit rows per call).
-// When rows remain, X-Next-Cursor carries the cursor to continue with
-// (?cursor=, same filters); without it the export is complete. The
-// worker's bridge buffers every response (platform/serve.go), so the
-// budget also bounds the response's size.
+// (dlq.Export: at most dlq.ExportMaxPages pages of limit rows per call, and
+// no page read past dlq.ExportMaxBytes). When rows remain, X-Next-Cursor
+// carries the cursor to continue with (?cursor=, same filters); without it
+// the export is complete. The worker's bridge buffers every response
+// (platform/serve.go): the byte budget bounds what it holds.
 func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	q, err := query(r.URL, exportParams)
 	if err != nil {

@@ -182,3 +182,72 @@ func TestNeutralizeCell(t *testing.T) {
 		}
 	}
 }
+
+// With include_raw a response is bounded by bytes, not only rows (issue 29,
+// item 11): 120 rows of 100 KB bodies (12 MB) take more than one response,
+// none larger than dlq.ExportMaxBytes plus one page of raw rows, and the
+// responses, followed by X-Next-Cursor, hold every row once, in order.
+func TestExportIsBoundedByBytes(t *testing.T) {
+	api, _ := newDLQAPI(t)
+	const n, size = 120, 100 << 10
+	if _, err := api.DB.Exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?)
+		INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message)
+		SELECT 'big' || i, 'b' || i, 1000 + i, '{"pad":"' || printf('%.*c', ?, 'x') || '"}' FROM s`, n, size); err != nil {
+		t.Fatal(err)
+	}
+	h := api.Handler()
+	maxBody := dlq.ExportMaxBytes + dlq.ExportRawPageSize*(size+4<<10)
+	for _, format := range []string{"ndjson", "csv"} {
+		bodies := exportAll(t, h, "format="+format+"&include_raw=true&limit=100")
+		if len(bodies) < 2 {
+			t.Errorf("%s: %d rows of %d bytes in %d response", format, n, size, len(bodies))
+		}
+		var ids []string
+		for i, b := range bodies {
+			if len(b) > maxBody {
+				t.Errorf("%s: response %d holds %d bytes, over %d", format, i, len(b), maxBody)
+			}
+			for _, line := range strings.Split(strings.TrimSuffix(b, "\n"), "\n") {
+				if j := strings.Index(line, "big"); j >= 0 && !strings.HasPrefix(line, "id,") {
+					id := line[j:]
+					ids = append(ids, id[:strings.IndexAny(id, `",`)])
+				}
+			}
+		}
+		if len(ids) != n {
+			t.Fatalf("%s: %d rows exported, want %d", format, len(ids), n)
+		}
+		for i, id := range ids {
+			if want := fmt.Sprintf("big%d", n-1-i); id != want {
+				t.Fatalf("%s: row %d is %s, want %s", format, i, id, want)
+			}
+		}
+	}
+}
+
+// A page whose JSON is over D1's value limit (sqlitetest has it: 2,000,000
+// bytes) is read again with half the rows, not answered with a 500: 12
+// raw bodies of 100,000 control characters, six times that as JSON.
+func TestExportHalvesAPageOverD1ValueLimit(t *testing.T) {
+	api, _ := newDLQAPI(t)
+	const n = 12
+	if _, err := api.DB.Exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?)
+		INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message)
+		SELECT 'esc' || i, 'b' || i, 1000 + i, replace(printf('%.*c', 100000, 'x'), 'x', char(1)) FROM s`, n); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	for _, b := range exportAll(t, api.Handler(), "format=ndjson&include_raw=true") {
+		for _, line := range strings.Split(strings.TrimSuffix(b, "\n"), "\n") {
+			var m dlq.Message
+			var raw string
+			if err := json.Unmarshal([]byte(line), &m); err != nil || json.Unmarshal(m.RawMessage, &raw) != nil || raw != strings.Repeat("\x01", 100_000) {
+				t.Fatalf("line %.80q: %v", line, err)
+			}
+			rows++
+		}
+	}
+	if rows != n {
+		t.Fatalf("%d rows exported, want %d", rows, n)
+	}
+}

@@ -44,10 +44,13 @@ func (h HTTPDoer) Do(ctx context.Context, req Request) (Response, error) {
 	if err != nil {
 		return Response{}, transportError(ctx, req, err)
 	}
+	// Closing the body unread (or read up to the limit) ends the transfer.
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
-	if err != nil {
-		return Response{}, transportError(ctx, req, err)
+	var body []byte
+	if !req.DiscardBody {
+		if body, err = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes)); err != nil {
+			return Response{}, transportError(ctx, req, err)
+		}
 	}
 	header := make(map[string]string, len(resp.Header))
 	for k, vs := range resp.Header {

@@ -11,7 +11,9 @@ import (
 	"time"
 )
 
-// MaxResponseBytes is the most of a response body a Doer keeps.
+// MaxResponseBytes is the most of a response body a Doer reads: it reads
+// the body as it streams in up to this many bytes and cancels the rest, so
+// an endpoint that streams hundreds of MB costs the isolate (128 MB) 1 MiB.
 const MaxResponseBytes = 1 << 20
 
 // Request is one outbound HTTP request.
@@ -23,6 +25,9 @@ type Request struct {
 	Body   []byte
 	// Timeout, when positive, aborts the request (body included) after this long.
 	Timeout time.Duration
+	// DiscardBody cancels the response body unread (the Response has no
+	// Body), for a caller that needs only the status and headers.
+	DiscardBody bool
 }
 
 // Response is a received HTTP response.

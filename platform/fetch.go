@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,15 +63,52 @@ func (Fetch) Do(ctx context.Context, req outbound.Request) (outbound.Response, e
 		defer each.Release() // forEach calls it synchronously; released even if it throws
 		resp.Get("headers").Call("forEach", each)
 	}()
-	text, err := await(ctx, resp.Call("text"))
+	limit := outbound.MaxResponseBytes
+	if req.DiscardBody {
+		limit = 0
+	}
+	body, err := readBody(ctx, resp.Get("body"), limit)
 	if err != nil {
 		return outbound.Response{}, fetchError(err, timeout)
 	}
-	body := text.String()
-	if len(body) > outbound.MaxResponseBytes {
-		body = body[:outbound.MaxResponseBytes]
+	// (As Response.text() did: a leading UTF-8 byte order mark is not text.)
+	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
+	return outbound.Response{Status: resp.Get("status").Int(), Header: header, Body: body}, nil
+}
+
+// readBody reads a response's body stream (null for no body) chunk by
+// chunk up to limit bytes and cancels the rest: what an endpoint streams
+// past the limit is never buffered in the isolate (Response.text() would
+// hold all of it before any cut).
+func readBody(ctx context.Context, stream js.Value, limit int) ([]byte, error) {
+	if stream.IsNull() || stream.IsUndefined() {
+		return nil, nil
 	}
-	return outbound.Response{Status: resp.Get("status").Int(), Header: header, Body: []byte(body)}, nil
+	if limit <= 0 {
+		_, err := await(ctx, stream.Call("cancel"))
+		return nil, err
+	}
+	reader := stream.Call("getReader")
+	var body []byte
+	for len(body) < limit {
+		chunk, err := await(ctx, reader.Call("read"))
+		if err != nil {
+			return nil, err
+		}
+		if chunk.Get("done").Bool() {
+			return body, nil
+		}
+		v := chunk.Get("value") // a Uint8Array
+		n := min(v.Get("byteLength").Int(), limit-len(body))
+		buf := make([]byte, n)
+		js.CopyBytesToGo(buf, v.Call("subarray", 0, n))
+		body = append(body, buf...)
+	}
+	// The limit is reached: the rest is not read.
+	if _, err := await(ctx, reader.Call("cancel")); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // jsError is a rejected promise's reason.

@@ -98,8 +98,8 @@ export function query(params) {
 }
 
 // exportRows downloads every row of the list filter as format (csv or
-// ndjson): GET /admin/dlq/export, following X-Next-Cursor (5,000 rows a
-// request); a CSV part after the first loses its header row. It returns a
+// ndjson): GET /admin/dlq/export, following X-Next-Cursor (up to 5,000 rows
+// or about 8 MiB a request); a CSV part after the first loses its header row. It returns a
 // Blob and the number of rows.
 export async function exportRows(filter, format) {
   const key = sessionStorage.getItem(KEY);

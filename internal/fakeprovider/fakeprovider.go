@@ -26,6 +26,11 @@ type Behavior struct {
 	RetryAfter string
 	// Hang keeps the request open until the client goes away or the server stops.
 	Hang bool
+	// Stream, when positive, answers with a body of that many bytes (the
+	// start of a JSON object that never ends), written as fast as the
+	// client reads it, until the client goes away (Call.Written says how
+	// much was written).
+	Stream int64
 }
 
 // Call is one request the fake provider received.
@@ -35,6 +40,8 @@ type Call struct {
 	// Ended is when the handler returned (for a Hang: when the client went
 	// away); zero while the request is still open.
 	Ended time.Time
+	// Written is how many body bytes a Stream answer wrote before it ended.
+	Written int64
 }
 
 // Provider is an OpenAI-compatible chat-completions server on 127.0.0.1.
@@ -147,6 +154,13 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if b.Stream > 0 {
+		n := p.stream(w, b.Stream)
+		p.mu.Lock()
+		p.calls[idx].Written = n
+		p.mu.Unlock()
+		return
+	}
 	switch {
 	case b.Body != "":
 		io.WriteString(w, b.Body)
@@ -158,4 +172,25 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": fmt.Sprintf("fake provider error %d", status)}})
 	}
+}
+
+// stream writes n bytes of `{"pad":"xxx...` in 64 KiB chunks, flushing
+// each, and returns how many were written before a write failed (the
+// client went away).
+func (p *Provider) stream(w http.ResponseWriter, n int64) int64 {
+	chunk := []byte(strings.Repeat("x", 64<<10))
+	copy(chunk, `{"pad":"`)
+	rc := http.NewResponseController(w)
+	var written int64
+	for written < n {
+		c := chunk[:min(int64(len(chunk)), n-written)]
+		m, err := w.Write(c)
+		written += int64(m)
+		if err != nil || rc.Flush() != nil {
+			break
+		}
+		chunk = chunk[:cap(chunk)]
+		copy(chunk, "xxxxxxxx")
+	}
+	return written
 }

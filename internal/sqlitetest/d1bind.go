@@ -43,6 +43,9 @@ var D1Limits = map[int]int{
 	sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 50,  // "LIKE or GLOB pattern too complex"
 	sqlite3.SQLITE_LIMIT_COMPOUND_SELECT:     5,   // "too many terms in compound SELECT"
 	sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER:     100, // "too many SQL variables"
+	// D1's maximum string, BLOB or row size (a JSON page of 3 MB is
+	// SQLITE_TOOBIG in workerd, 1.2 MB is not): "string or blob too big"
+	sqlite3.SQLITE_LIMIT_LENGTH: 2_000_000,
 }
 
 // withD1Limits sets D1Limits on c. modernc.org/sqlite sets limits only
