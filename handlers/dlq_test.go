@@ -157,6 +157,8 @@ func TestDLQRoutesRejectBadInputWithoutSideEffects(t *testing.T) {
 		{"GET", "/admin/dlq?include_raw=maybe", "", 400, "INVALID_REQUEST"},
 		{"GET", "/admin/dlq?failed_after=yesterday", "", 400, "INVALID_FILTER"},
 		{"GET", "/admin/dlq?failed_after=10&failed_before=5", "", 400, "INVALID_FILTER"},
+		{"GET", "/admin/dlq?failed_before=tomorrow", "", 400, "INVALID_FILTER"},
+		{"GET", "/admin/dlq?failed_before=-1", "", 400, "INVALID_FILTER"},
 		{"GET", "/admin/dlq?beerid=1", "", 400, "INVALID_REQUEST"},
 		{"GET", "/admin/dlq?status=pending&status=all", "", 400, "INVALID_REQUEST"},
 		{"GET", "/admin/dlq?q=%zz", "", 400, "INVALID_REQUEST"},
