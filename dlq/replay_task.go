@@ -220,7 +220,7 @@ func (t *Task) derive(now int64) {
 // seconds counted from the send, so a message lands up to 999 ms after its
 // slot; slots rate apart are slotSpan = 60.999 s apart, so any minute
 // holds at most rate deliveries whenever each send happens. A schedule only
-// ever moves later (a late step or send starts again from its own time).
+// ever moves later (a late step or send moves origin to its own time).
 type schedule struct {
 	rate, origin, base int64
 }
@@ -528,9 +528,9 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 	}
 	s := schedule{rate: rate, origin: origin, base: base}
 	seq := sent + failed
-	if start := r.Clock.Now().UnixMilli(); s.at(seq) < start {
+	if late := r.Clock.Now().UnixMilli() - s.at(seq); late > 0 {
 		// Late (paused, or the first step): start again from now, never in a burst.
-		s.origin, s.base = start, seq
+		s.origin += late
 	}
 	horizon := nowMs + ts.window().Milliseconds()
 	n := int64(0)
@@ -542,8 +542,8 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 	// the rest of the schedule later, never sooner.
 	next := seq
 	delay := func(sendAt int64) time.Duration {
-		if s.at(next) < sendAt {
-			s.origin, s.base = sendAt, next
+		if late := sendAt - s.at(next); late > 0 {
+			s.origin += late
 		}
 		d := (s.at(next) - sendAt + 999) / 1000
 		next++
@@ -607,9 +607,7 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 			if !judge {
 				// The canary rows go alone, until size of them are out;
 				// judged once they are, or once none is left.
-				start := seq
 				exhausted, stepErr = send(min(n, c.Size-sent))
-				n -= seq - start
 				judge = exhausted && stepErr == nil
 			}
 			if judge {
@@ -630,7 +628,7 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 			}
 		}
 	}
-	if n > 0 && stepErr == nil {
+	if n > 0 {
 		exhausted, stepErr = send(n)
 	}
 	release := `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?, updated_at = ? WHERE id = ? AND steps = ? RETURNING state`
