@@ -182,7 +182,7 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	}
 	if len(cs) > 0 {
 		delay := time.Duration(req.DelaySeconds) * time.Second
-		plan := sendPlan{delay: func(int) time.Duration { return delay }, destination: req.Destination}
+		plan := sendPlan{delay: func(int64) time.Duration { return delay }, destination: req.Destination}
 		if err := r.sendAndSettle(ctx, cs, claimAt, plan, &res); err != nil {
 			return res, err
 		}
@@ -288,25 +288,28 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 
 // sendPlan says how claimed rows are sent and what else their settle writes.
 type sendPlan struct {
-	// delay is the delivery delay of cs[i].
-	delay func(i int) time.Duration
+	// delay is the delivery delay of the next message sent, called once per
+	// message in the order of sending, just before its sendBatch, with the
+	// time of that send (ms): a queue counts a delay from the send.
+	delay func(sendAt int64) time.Duration
 	// destination, when set, replaces every row's source_queue (a queue the
 	// worker has a producer binding for; checked before the claim).
 	destination string
 	// settle, when set, returns more statements for the settle's batch,
-	// given the rows sent and the delay each was sent with (same order).
-	settle func(sent []int64, delays []time.Duration) []sqlbatch.Stmt
+	// given the rows sent and when each was asked to be delivered (ms: its
+	// send time plus its delay; same order).
+	settle func(sent []int64, deliverAt []int64) []sqlbatch.Stmt
 }
 
 // sendAndSettle sends the claimed rows to their source queues (or the
 // plan's destination) and settles them in one batch.
 func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, plan sendPlan, res *ReplayResult) error {
 	var failed []int64
-	delayOf := map[int64]time.Duration{}
+	deliverAt := map[int64]int64{}
 	byQueue := map[string]*outbox{}
 	var queues []string
 	var hashes []rowHash
-	for i, c := range cs {
+	for _, c := range cs {
 		dest := c.source
 		if plan.destination != "" {
 			dest = plan.destination
@@ -333,9 +336,7 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 			hashes = append(hashes, rh)
 		}
 		ob := byQueue[dest]
-		delay := plan.delay(i)
-		delayOf[c.id] = delay
-		ob.msgs = append(ob.msgs, queue.Outgoing{Body: text, ContentType: c.ct, Delay: delay})
+		ob.msgs = append(ob.msgs, queue.Outgoing{Body: text, ContentType: c.ct})
 		ob.ids = append(ob.ids, c.id)
 	}
 	slices.Sort(queues)
@@ -355,6 +356,11 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 		for _, batch := range queue.Batches(ob.msgs) {
 			ids := ob.ids[at : at+len(batch)]
 			at += len(batch)
+			sendAt := r.Clock.Now().UnixMilli()
+			for j := range batch {
+				batch[j].Delay = plan.delay(sendAt)
+				deliverAt[ids[j]] = sendAt + batch[j].Delay.Milliseconds()
+			}
 			if err := r.Sender.SendBatch(ctx, q, batch); err != nil {
 				r.Log.ErrorContext(ctx, "replay: send failed; rows go back to pending", "queue", q, "ids", ids, "error", err.Error())
 				failed = append(failed, ids...)
@@ -387,11 +393,11 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 		{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}}}
 	settleAt := len(stmts) - 1
 	if plan.settle != nil {
-		delays := make([]time.Duration, len(sent))
+		ats := make([]int64, len(sent))
 		for i, id := range sent {
-			delays[i] = delayOf[id]
+			ats[i] = deliverAt[id]
 		}
-		stmts = append(stmts, plan.settle(sent, delays)...)
+		stmts = append(stmts, plan.settle(sent, ats)...)
 	}
 	out, err := batchOf(r.Batch, r.DB).Batch(ctx, stmts...)
 	if err == nil {

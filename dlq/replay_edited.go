@@ -124,7 +124,7 @@ func (r Replay) RunEdited(ctx context.Context, req EditedReplayRequest) (EditedR
 	c.raw, c.encoding, c.ct, c.edited = body, "", queue.JSON, true
 	delay := time.Duration(req.DelaySeconds) * time.Second
 	var rr ReplayResult
-	err = r.sendAndSettle(ctx, cs, claimAt, sendPlan{delay: func(int) time.Duration { return delay }, destination: req.Destination}, &rr)
+	err = r.sendAndSettle(ctx, cs, claimAt, sendPlan{delay: func(int64) time.Duration { return delay }, destination: req.Destination}, &rr)
 	res.Replayed, res.QueuedTo = rr.ReplayedCount == 1, rr.QueuedTo
 	return res, err
 }

@@ -210,20 +210,26 @@ func (t *Task) derive(now int64) {
 	if t.State == TaskRunning {
 		s := schedule{rate: t.RatePerMinute, origin: t.slotOrigin, base: t.slotBase}
 		next := max(s.at(t.Sent+t.SendFailed), now)
-		at := next + t.Remaining*60_000/t.RatePerMinute
+		at := next + t.Remaining*slotSpan/t.RatePerMinute
 		t.EstimatedFinishAt = &at
 	}
 }
 
 // schedule places a task's messages: slot k is delivered at
-// origin + ceil((k-base)·60/rate) whole seconds. Any minute (60 s from a
-// whole second) then holds at most rate slots.
+// origin + ceil((k-base)·slotSpan/rate) ms. A queue's delay is whole
+// seconds counted from the send, so a message lands up to 999 ms after its
+// slot; slots rate apart are slotSpan = 60.999 s apart, so any minute
+// holds at most rate deliveries whenever each send happens. A schedule only
+// ever moves later (a late step or send moves origin to its own time).
 type schedule struct {
 	rate, origin, base int64
 }
 
+// slotSpan is the time (ms) that rate consecutive slots take.
+const slotSpan = 60_999
+
 func (s schedule) at(k int64) int64 {
-	return s.origin + 1000*(((k-s.base)*60+s.rate-1)/s.rate)
+	return s.origin + ((k-s.base)*slotSpan+s.rate-1)/s.rate
 }
 
 // ceilSecond is ms rounded up to a whole second.
@@ -360,26 +366,32 @@ const (
 	TaskCancel = "cancel"
 )
 
-// Act pauses (running -> paused), resumes (paused -> running) or cancels
-// (running or paused -> cancelled) task id in one conditional statement.
-// Rows not sent stay pending. A step in flight claims nothing more once
-// the change is committed.
+// Act pauses (running or canary -> paused), resumes (paused -> canary
+// while its canary is undecided, else running) or cancels (running, canary
+// or paused -> cancelled) task id in one conditional statement. Rows not
+// sent stay pending. A step in flight claims nothing more once the change
+// is committed. Only a task whose canary was judged (a failed canary
+// pauses it) goes on without one.
 func (ts ReplayTasks) Act(ctx context.Context, id int64, action string) (Task, error) {
 	var from, to string
 	switch action {
 	case TaskPause:
-		from, to = `state IN ('running', 'canary')`, TaskPaused
+		from, to = `state IN ('running', 'canary')`, `'paused'`
 	case TaskResume:
-		from, to = `state = 'paused'`, TaskRunning
+		from, to = `state = 'paused'`, `CASE WHEN canary IS NOT NULL AND canary_result IS NULL THEN 'canary' ELSE 'running' END`
 	case TaskCancel:
-		from, to = `state IN ('running', 'paused', 'canary')`, TaskCancelled
+		from, to = `state IN ('running', 'paused', 'canary')`, `'cancelled'`
 	default:
 		return Task{}, inputErr("INVALID_REQUEST", "unknown task action %q", action)
 	}
 	now := ts.Replay.Clock.Now().UnixMilli()
-	t, err := scanTask(ts.Replay.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET state = ?, updated_at = ?,
-			finished_at = CASE WHEN ? = 'cancelled' THEN ? ELSE finished_at END
-		WHERE id = ? AND `+from+` RETURNING `+taskColumns, to, now, to, now, id))
+	finished := any(nil) // finished_at: set by a cancel only
+	if action == TaskCancel {
+		finished = now
+	}
+	t, err := scanTask(ts.Replay.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET state = `+to+`, updated_at = ?,
+			finished_at = COALESCE(?, finished_at)
+		WHERE id = ? AND `+from+` RETURNING `+taskColumns, now, finished, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		cur, gerr := ts.Get(ctx, id)
 		if gerr != nil {
@@ -471,19 +483,33 @@ type StepResult struct {
 
 // Step advances task id at scheduled time now: it holds the task (one
 // conditional statement), works out how many slots fall before now+Window,
-// claims and sends that many rows (pages of at most Replay.BulkLimit) with
-// the delays that put each on its slot, and releases the task; the task
-// is done when a claim finds fewer rows than it asked for.
+// claims and sends that many rows (pages of at most Replay.BulkLimit), each
+// with the delay that puts it on its slot counted from its own send, and
+// releases the task. A canary task sends canary rows until Size are out (or
+// no matching row is left), then sends nothing until judgeCanary decides.
+// The task is done when a claim found fewer rows than it asked for and, as
+// the step releases it (one statement), it is still running and no
+// matching row is left: a pause, resume or cancel during a step never ends
+// the task.
 func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	nowMs := now.UnixMilli()
+	// The step's clock: the real time of each claim, send and settle,
+	// never before the step's scheduled time.
+	r := ts.Replay
+	r.Clock = func() time.Time {
+		if t := ts.Replay.Clock.Now(); t.After(now) {
+			return t
+		}
+		return now
+	}
 	var res StepResult
 	var filter string
 	var dest sql.NullString
 	var steps, rate, sent, failed, origin, base, posAt, posID int64
 	var state string
 	var canaryJS sql.NullString
-	err := ts.Replay.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET steps = steps + 1, step_at = ?1, updated_at = ?1
+	err := r.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET steps = steps + 1, step_at = ?1, updated_at = ?1
 		WHERE id = ?2 AND state IN ('running', 'canary') AND (step_at IS NULL OR step_at <= ?3)
 		RETURNING steps, filter, rate_per_minute, destination, sent, send_failed, slot_origin, slot_base, pos_failed_at, pos_id,
 			state, canary`,
@@ -502,98 +528,128 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 	}
 	s := schedule{rate: rate, origin: origin, base: base}
 	seq := sent + failed
-	if s.at(seq) < nowMs {
+	if late := r.Clock.Now().UnixMilli() - s.at(seq); late > 0 {
 		// Late (paused, or the first step): start again from now, never in a burst.
-		s.origin, s.base = ceilSecond(nowMs), seq
+		s.origin += late
 	}
 	horizon := nowMs + ts.window().Milliseconds()
 	n := int64(0)
-	for s.at(seq+n) < horizon && n < rate*int64(ts.window()/time.Minute+1) {
+	for s.at(seq+n) < horizon {
 		n++
 	}
+	// delay places the next message sent on the next slot, counted from its
+	// send; a send later than its slot (other jobs, earlier pages) moves
+	// the rest of the schedule later, never sooner.
+	next := seq
+	delay := func(sendAt int64) time.Duration {
+		if late := sendAt - s.at(next); late > 0 {
+			s.origin += late
+		}
+		d := (s.at(next) - sendAt + 999) / 1000
+		next++
+		return time.Duration(d) * time.Second
+	}
+	// send claims and sends up to k rows; short: a claim found fewer rows
+	// than it asked for (none left, or the task no longer running).
+	send := func(k int64) (short bool, err error) {
+		for k > 0 {
+			limit := min(k, int64(r.BulkLimit()))
+			cond, args := taskCond(f, id, posAt, posID)
+			cs, claimAt, err := r.claim(ctx, newestFirst(cond), append(args, limit))
+			if err != nil {
+				return false, err
+			}
+			if len(cs) == 0 {
+				return true, nil
+			}
+			last := cs[len(cs)-1]
+			seq += int64(len(cs))
+			posAt, posID = last.failedAt, last.id
+			k -= int64(len(cs))
+			plan := sendPlan{
+				delay:       delay,
+				destination: dest.String,
+				settle: func(ids []int64, deliverAt []int64) []sqlbatch.Stmt {
+					pairs := make([][2]int64, len(ids))
+					for i, rid := range ids {
+						pairs[i] = [2]int64{rid, deliverAt[i]}
+					}
+					pjs, _ := json.Marshal(pairs)
+					return []sqlbatch.Stmt{
+						{SQL: `INSERT OR IGNORE INTO replay_task_rows(task_id, dlq_id, deliver_at)
+							SELECT ?, value ->> '$[0]', value ->> '$[1]' FROM json_each(?)`, Args: []any{id, string(pjs)}},
+						{SQL: `UPDATE replay_tasks SET sent = sent + ?, send_failed = send_failed + ?, slot_origin = ?, slot_base = ?,
+							pos_failed_at = ?, pos_id = ?, updated_at = ? WHERE id = ? AND steps = ?`,
+							Args: []any{int64(len(ids)), int64(len(cs) - len(ids)), s.origin, s.base, posAt, posID, nowMs, id, steps}},
+					}
+				},
+			}
+			var rr ReplayResult
+			if err := r.sendAndSettle(ctx, cs, claimAt, plan, &rr); err != nil {
+				return false, err
+			}
+			res.Sent += rr.ReplayedCount
+			res.SendFailed += rr.FailedCount
+			if int64(len(cs)) < limit {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	var stepErr error
+	exhausted := false
 	if state == TaskCanary {
 		var c Canary
 		if err := json.Unmarshal([]byte(canaryJS.String), &c); err != nil {
-			stepErr = fmt.Errorf("replay task canary: %w", err)
-			n = 0
-		} else if seq == 0 {
-			// The canary rows go alone.
-			n = min(n, c.Size)
+			stepErr, n = fmt.Errorf("replay task canary: %w", err), 0
 		} else {
-			// Sent: once every canary row is decided, go on (in this very
-			// step) or pause; until then, wait.
-			decided, passed, err := ts.judgeCanary(ctx, id, steps, c, nowMs)
-			switch {
-			case err != nil:
-				stepErr, n = err, 0
-			case !decided:
+			judge := sent >= c.Size
+			if !judge {
+				// The canary rows go alone, until size of them are out;
+				// judged once they are, or once none is left.
+				exhausted, stepErr = send(min(n, c.Size-sent))
+				judge = exhausted && stepErr == nil
+			}
+			if judge {
+				// Once every canary row is decided, go on (in this very
+				// step) or pause; until then, wait.
+				decided, passed, err := ts.judgeCanary(ctx, id, steps, c, nowMs)
+				switch {
+				case err != nil:
+					stepErr = err
+				case decided && passed:
+					res.CanaryPassed = true
+				case decided:
+					res.CanaryFailed = true
+				}
+			}
+			if !res.CanaryPassed {
 				n = 0
-			case passed:
-				res.CanaryPassed = true
-			default:
-				res.CanaryFailed, n = true, 0
 			}
 		}
 	}
-	for n > 0 && !res.Done {
-		limit := min(n, int64(ts.Replay.BulkLimit()))
-		cond, args := taskCond(f, id, posAt, posID)
-		cs, claimAt, err := ts.Replay.claim(ctx, newestFirst(cond), append(args, limit))
-		if err != nil {
-			stepErr = err
-			break
-		}
-		if int64(len(cs)) < limit {
-			res.Done = true
-		}
-		if len(cs) == 0 {
-			break
-		}
-		first := seq
-		last := cs[len(cs)-1]
-		seq += int64(len(cs))
-		posAt, posID = last.failedAt, last.id
-		n -= int64(len(cs))
-		plan := sendPlan{
-			delay: func(i int) time.Duration {
-				return time.Duration((max(s.at(first+int64(i))-nowMs, 0)+999)/1000) * time.Second
-			},
-			destination: dest.String,
-			settle: func(ids []int64, delays []time.Duration) []sqlbatch.Stmt {
-				pairs := make([][2]int64, len(ids))
-				for i, rid := range ids {
-					pairs[i] = [2]int64{rid, nowMs + delays[i].Milliseconds()}
-				}
-				pjs, _ := json.Marshal(pairs)
-				return []sqlbatch.Stmt{
-					{SQL: `INSERT OR IGNORE INTO replay_task_rows(task_id, dlq_id, deliver_at)
-						SELECT ?, value ->> '$[0]', value ->> '$[1]' FROM json_each(?)`, Args: []any{id, string(pjs)}},
-					{SQL: `UPDATE replay_tasks SET sent = sent + ?, send_failed = send_failed + ?, slot_origin = ?, slot_base = ?,
-						pos_failed_at = ?, pos_id = ?, updated_at = ? WHERE id = ? AND steps = ?`,
-						Args: []any{int64(len(ids)), int64(len(cs) - len(ids)), s.origin, s.base, posAt, posID, nowMs, id, steps}},
-				}
-			},
-		}
-		var rr ReplayResult
-		if err := ts.Replay.sendAndSettle(ctx, cs, claimAt, plan, &rr); err != nil {
-			stepErr = err
-			break
-		}
-		res.Sent += rr.ReplayedCount
-		res.SendFailed += rr.FailedCount
+	if n > 0 {
+		exhausted, stepErr = send(n)
 	}
-	done := int64(0)
-	if res.Done && stepErr == nil {
-		done = 1
+	release := `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?, updated_at = ? WHERE id = ? AND steps = ? RETURNING state`
+	args := []any{nowMs, nowMs, id, steps}
+	if exhausted && stepErr == nil {
+		// Done only if still running with no matching row left, decided in
+		// the release itself: a claim that found nothing because the task
+		// was paused (and maybe resumed since) does not end it.
+		cond, cargs := taskCond(f, id, posAt, posID)
+		release = `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?, updated_at = ?,
+				finished_at = CASE WHEN e.none_left AND replay_tasks.state = 'running' THEN ? ELSE replay_tasks.finished_at END,
+				state = CASE WHEN e.none_left AND replay_tasks.state = 'running' THEN 'done' ELSE replay_tasks.state END
+			FROM (SELECT NOT EXISTS (SELECT 1 FROM dlq_messages WHERE ` + cond + `) AS none_left) AS e
+			WHERE replay_tasks.id = ? AND replay_tasks.steps = ? RETURNING replay_tasks.state`
+		args = append(append([]any{nowMs, nowMs, nowMs}, cargs...), id, steps)
 	}
-	if _, err := ts.Replay.DB.ExecContext(ctx, `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?1, updated_at = ?1,
-			finished_at = CASE WHEN ?2 AND state IN ('running', 'canary') THEN ?1 ELSE finished_at END,
-			state = CASE WHEN ?2 AND state IN ('running', 'canary') THEN 'done' ELSE state END
-		WHERE id = ?3 AND steps = ?4`, nowMs, done, id, steps); err != nil {
+	var after string
+	if err := r.DB.QueryRowContext(ctx, release, args...).Scan(&after); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		stepErr = errors.Join(stepErr, fmt.Errorf("replay task release: %w", err))
 	}
-	res.Done = done == 1
+	res.Done = exhausted && after == TaskDone
 	return res, stepErr
 }
 

@@ -112,3 +112,85 @@ func TestReplayTaskCanaryChecked(t *testing.T) {
 		}
 	}
 }
+
+// A task paused while in canary and resumed is still in canary: its
+// canary is judged before it goes on. Only a task paused by a failed canary
+// goes on without one.
+func TestReplayTaskCanaryPausedAndResumedIsStillJudged(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 10}}, Requester{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := taskT0.Add(time.Minute)
+	if st, err := ts.Step(ctx, task.ID, at); err != nil || st.Sent != 2 {
+		t.Fatalf("canary step %+v %v", st, err)
+	}
+	if _, err := ts.Act(ctx, task.ID, TaskPause); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ts.Act(ctx, task.ID, TaskResume)
+	if err != nil || r.State != TaskCanary {
+		t.Fatalf("resumed %+v %v, want state canary", r, err)
+	}
+	// Undecided: nothing more is sent.
+	if st, err := ts.Step(ctx, task.ID, at.Add(5*time.Minute)); err != nil || st.Sent != 0 {
+		t.Fatalf("undecided step %+v %v", st, err)
+	}
+	// Decided (no new failure 10 minutes after delivery): judged, then on.
+	st, err := ts.Step(ctx, task.ID, at.Add(15*time.Minute))
+	if err != nil || !st.CanaryPassed || st.Sent != 18 || !st.Done {
+		t.Fatalf("verdict step %+v %v", st, err)
+	}
+	got, _ := ts.Get(ctx, task.ID)
+	if got.CanaryResult == nil || got.CanaryResult.Sent != 2 || !got.CanaryResult.Passed || got.State != TaskDone {
+		t.Fatalf("task %+v result %+v", got, got.CanaryResult)
+	}
+}
+
+// A canary larger than one step's allowance is sent over several steps
+// (paced at the rate) and judged on all its rows; one larger than what
+// matches is judged on every matching row (not ended unjudged).
+func TestReplayTaskCanaryIsJudgedOnItsSize(t *testing.T) {
+	for _, c := range []struct {
+		rows, size, steps, judgedOn int
+	}{
+		{30, 10, 2, 10}, // 1/min: 5 slots a step
+		{3, 5, 1, 3},    // fewer rows match than its size
+	} {
+		db := sqlitetest.New(t)
+		seedPending(t, db, c.rows, taskT0.UnixMilli()-1_000_000)
+		ts := newTasks(db, &queuetest.Sender{}, taskT0)
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1, Canary: &Canary{Size: int64(c.size), MinSuccessRatio: 0.8, ObserveMinutes: 10}}, Requester{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := taskT0
+		sent := 0
+		for range c.steps {
+			st, err := ts.Step(ctx, task.ID, at)
+			if err != nil || st.CanaryPassed || st.CanaryFailed || st.Done {
+				t.Fatalf("%+v: canary step %+v %v", c, st, err)
+			}
+			sent += st.Sent
+			at = at.Add(5 * time.Minute)
+		}
+		if got, _ := ts.Get(ctx, task.ID); sent != c.judgedOn || got.State != TaskCanary || got.CanaryResult != nil {
+			t.Fatalf("%+v: %d canary rows sent, task %+v", c, sent, got)
+		}
+		// Before their outcome: nothing more is sent.
+		if st, err := ts.Step(ctx, task.ID, at); err != nil || st.Sent != 0 || st.CanaryPassed || st.CanaryFailed {
+			t.Fatalf("%+v: waiting step %+v %v", c, st, err)
+		}
+		st, err := ts.Step(ctx, task.ID, at.Add(15*time.Minute))
+		if err != nil || !st.CanaryPassed {
+			t.Fatalf("%+v: verdict step %+v %v", c, st, err)
+		}
+		got, _ := ts.Get(ctx, task.ID)
+		if r := got.CanaryResult; r == nil || r.Sent != int64(c.judgedOn) || r.Succeeded != int64(c.judgedOn) {
+			t.Fatalf("%+v: judged %+v, want on %d rows", c, r, c.judgedOn)
+		}
+	}
+}

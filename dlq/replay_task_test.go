@@ -1,10 +1,13 @@
 package dlq
 
 import (
+	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 var taskT0 = time.UnixMilli(1_750_000_000_000)
@@ -73,7 +77,8 @@ func TestReplayTaskDeliversEvenlyAtItsRateOnce(t *testing.T) {
 	if task.State != TaskRunning || task.Matched != 700 || task.Remaining != 700 {
 		t.Fatalf("created %+v", task)
 	}
-	// Steps at the cron's times: 300 each (5 minutes at 60/min), then 100.
+	// Steps at the cron's times: the slots of 5 minutes at 60 per 60.999 s
+	// (296, then 295), then the rest.
 	var sentPerStep []int
 	for i := range 4 {
 		st, err := ts.Step(ctx, task.ID, taskT0.Add(time.Duration(i)*5*time.Minute+time.Minute))
@@ -82,7 +87,7 @@ func TestReplayTaskDeliversEvenlyAtItsRateOnce(t *testing.T) {
 		}
 		sentPerStep = append(sentPerStep, st.Sent)
 	}
-	if fmt.Sprint(sentPerStep) != "[300 300 100 0]" {
+	if fmt.Sprint(sentPerStep) != "[296 295 109 0]" {
 		t.Fatalf("sent per step %v", sentPerStep)
 	}
 	got, _ := ts.Get(ctx, task.ID)
@@ -93,8 +98,9 @@ func TestReplayTaskDeliversEvenlyAtItsRateOnce(t *testing.T) {
 	if len(ats) != 700 || maxPerMinute(ats) > 60 {
 		t.Fatalf("%d deliveries, at most %d in a minute", len(ats), maxPerMinute(ats))
 	}
-	// 700 messages at 60/min: 11 min 39 s from the first to the last.
-	if span := ats[len(ats)-1] - ats[0]; span != 699_000 {
+	// 700 messages at 60 per 60.999 s: 699 slots of 1016.65 ms from the
+	// first to the last, rounded up to the whole second of its send.
+	if span := ats[len(ats)-1] - ats[0]; span != 711_000 {
 		t.Fatalf("span %d ms", span)
 	}
 	sent := sentRows(t, db, s, "beer-enrichment")
@@ -108,10 +114,11 @@ func TestReplayTaskDeliversEvenlyAtItsRateOnce(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	// Delays put each message on its slot: the first step asks for 0..299 s.
-	first := s.Sent["beer-enrichment"][:300]
-	if first[0].Delay != 0 || first[299].Delay != 299*time.Second {
-		t.Fatalf("delays %v .. %v", first[0].Delay, first[299].Delay)
+	// Delays put each message on its slot: the first step asks for 0..300 s
+	// (slot 295 is 299.911 s after the first).
+	first := s.Sent["beer-enrichment"][:296]
+	if first[0].Delay != 0 || first[295].Delay != 300*time.Second {
+		t.Fatalf("delays %v .. %v", first[0].Delay, first[295].Delay)
 	}
 	_ = ids
 }
@@ -327,10 +334,11 @@ func TestReplayTaskDerivesRemainingAndFinish(t *testing.T) {
 		remaining int64
 		finish    int64 // 0: none
 	}{
-		// The 5th slot (4 done) goes at origin + 120 s; 6 more at 2 a minute take 180 s.
-		{task(TaskRunning, 10, 3, 1), origin, 6, origin + 300_000},
-		{task(TaskRunning, 10, 3, 1), origin + 500_000, 6, origin + 680_000},
-		{task(TaskRunning, 10, 9, 3), origin, 0, origin + 360_000},
+		// The 5th slot (4 done) goes at origin + 121.998 s (2 per 60.999 s);
+		// 6 more take 182.997 s.
+		{task(TaskRunning, 10, 3, 1), origin, 6, origin + 121_998 + 182_997},
+		{task(TaskRunning, 10, 3, 1), origin + 500_000, 6, origin + 500_000 + 182_997},
+		{task(TaskRunning, 10, 9, 3), origin, 0, origin + 365_994},
 		{task(TaskPaused, 10, 3, 1), origin, 6, 0},
 		{task(TaskCanary, 10, 2, 0), origin, 8, 0},
 		{task(TaskDone, 10, 3, 1), origin, 0, 0},
@@ -346,5 +354,215 @@ func TestReplayTaskDerivesRemainingAndFinish(t *testing.T) {
 			t.Errorf("%s %d/%d/%d at %d: remaining %d, finish %d; want %d, %d", tk.State, tk.Matched, tk.Sent, tk.SendFailed,
 				c.now-origin, tk.Remaining, finish-origin, c.remaining, c.finish-origin)
 		}
+	}
+}
+
+// taskClock is a test clock that moves only when told (as the Workers
+// runtime's clock moves only across I/O).
+type taskClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *taskClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *taskClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *taskClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// timedSender records when each message is asked to be delivered,
+// counted from the real send (the clock at the sendBatch), then lets the
+// send take lag (its own I/O: the next page goes out later), and calls
+// hook, when set, after the send.
+type timedSender struct {
+	clock     *taskClock
+	lag       func() time.Duration
+	deliverAt []int64
+	inner     queuetest.Sender
+	hook      func(call int)
+	calls     int
+}
+
+func (s *timedSender) SendBatch(ctx context.Context, q string, msgs []queue.Outgoing) error {
+	at := s.clock.Now().UnixMilli()
+	for _, m := range msgs {
+		s.deliverAt = append(s.deliverAt, at+m.Delay.Milliseconds())
+	}
+	err := s.inner.SendBatch(ctx, q, msgs)
+	if s.lag != nil {
+		s.clock.add(s.lag())
+	}
+	s.calls++
+	if s.hook != nil {
+		s.hook(s.calls)
+	}
+	return err
+}
+
+// hookRunner runs batches in a transaction and calls after, when set,
+// after each one with its number.
+type hookRunner struct {
+	db    *sql.DB
+	after func(call int)
+	calls int
+}
+
+func (h *hookRunner) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawMessage, error) {
+	out, err := sqlbatch.Tx{DB: h.db}.Batch(ctx, stmts...)
+	h.calls++
+	if h.after != nil {
+		h.after(h.calls)
+	}
+	return out, err
+}
+
+// A step's delays are counted from its real send, not from the cron's
+// scheduled time: a step that runs late (other jobs first), whose pages go
+// out one after another, followed by one on time, still asks for at most
+// rate deliveries in any minute, and replay_task_rows records those real
+// delivery times.
+func TestReplayTaskPacesFromTheRealSend(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 700, taskT0.UnixMilli()-1_000_000)
+	clk := &taskClock{t: taskT0}
+	s := &timedSender{clock: clk, lag: func() time.Duration { return 1234 * time.Millisecond }}
+	ts := newTasks(db, s, taskT0)
+	ts.Replay.Clock = clk.Now
+	ts.Replay.BulkMax = 40
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := taskT0.Add(time.Minute).Truncate(time.Minute)
+	for i, late := range []time.Duration{20*time.Second + 517*time.Millisecond, 0, 3*time.Second + 71*time.Millisecond} {
+		sched := at.Add(time.Duration(i) * 5 * time.Minute)
+		clk.set(sched.Add(late))
+		if _, err := ts.Step(ctx, task.ID, sched); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := append([]int64(nil), s.deliverAt...)
+	slices.Sort(got)
+	if len(got) < 600 {
+		t.Fatalf("%d sent, want at least 600", len(got))
+	}
+	if b := maxPerMinute(got); b > 60 {
+		t.Fatalf("a minute holds %d deliveries at rate 60", b)
+	}
+	if rec := deliveries(t, db, task.ID); !slices.Equal(rec, got) {
+		t.Fatalf("replay_task_rows records other delivery times than the sends asked for")
+	}
+}
+
+// A step sends the slots before its next step exactly: the slot at its
+// time + Window is the next step's, the one before it its own.
+func TestReplayTaskStepSendsItsSlotsExactly(t *testing.T) {
+	for _, delaySec := range []int64{60, 61} {
+		db := sqlitetest.New(t)
+		seedPending(t, db, 100, taskT0.UnixMilli()-1_000_000)
+		ts := newTasks(db, &queuetest.Sender{}, taskT0)
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 7, DelaySeconds: delaySec}, Requester{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := schedule{rate: 7, origin: taskT0.Add(time.Duration(delaySec) * time.Second).UnixMilli()}
+		// A step whose horizon is exactly slot 20: it sends slots 0..19.
+		now := time.UnixMilli(sc.at(20) - DefaultTaskWindow.Milliseconds())
+		st, err := ts.Step(ctx, task.ID, now)
+		if err != nil || st.Sent != 20 {
+			t.Fatalf("delay %d: a step up to slot 20 sent %d (%v), want 20", delaySec, st.Sent, err)
+		}
+		// The next, 1 ms after slot 40's horizon, sends slots 20..40.
+		now = time.UnixMilli(sc.at(40) - DefaultTaskWindow.Milliseconds() + 1)
+		if st, err := ts.Step(ctx, task.ID, now); err != nil || st.Sent != 21 {
+			t.Fatalf("delay %d: the next step sent %d (%v), want 21", delaySec, st.Sent, err)
+		}
+		ats := deliveries(t, db, task.ID)
+		if ats[0] != sc.at(0) || ats[40] != ceilSecond(sc.at(40)-now.UnixMilli())+now.UnixMilli() {
+			t.Fatalf("delay %d: first and last deliveries %d, %d", delaySec, ats[0]-sc.origin, ats[40]-sc.origin)
+		}
+	}
+}
+
+// A pause that lands during a step stops it: its next claim takes
+// nothing, and the step does not report (or make) the task done.
+func TestReplayTaskPauseDuringAStepClaimsNothingMore(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 50, taskT0.UnixMilli()-1_000_000)
+	clk := &taskClock{t: taskT0}
+	s := &timedSender{clock: clk}
+	ts := newTasks(db, s, taskT0)
+	ts.Replay.BulkMax = 5
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{})
+	s.hook = func(call int) {
+		if call == 1 {
+			if _, err := ts.Act(ctx, task.ID, TaskPause); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	job := &ReplayTaskJob{Tasks: ts}
+	sum, err := job.Run(ctx, taskT0)
+	if err != nil || sum["sent"] != 5 || sum["done"] != 0 || sum["tasks"] != 1 {
+		t.Fatalf("run %v %v, want 5 sent and no task done", sum, err)
+	}
+	got, _ := ts.Get(ctx, task.ID)
+	if got.State != TaskPaused || got.Sent != 5 || got.FinishedAt != nil {
+		t.Fatalf("task %+v", got)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`); n != 45 {
+		t.Fatalf("%d rows pending, want 45", n)
+	}
+}
+
+// A pause and a resume that land during a step, around a claim that
+// therefore found nothing: the task is still running with rows left, so
+// the step leaves it running.
+func TestReplayTaskPauseAndResumeDuringAStepDoNotEndIt(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 50, taskT0.UnixMilli()-1_000_000)
+	clk := &taskClock{t: taskT0}
+	s := &timedSender{clock: clk}
+	ts := newTasks(db, s, taskT0)
+	ts.Replay.BulkMax = 5
+	hr := &hookRunner{db: db}
+	ts.Replay.Batch = hr
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{})
+	s.hook = func(call int) {
+		if call == 1 {
+			ts.Act(ctx, task.ID, TaskPause)
+		}
+	}
+	// Batch 1 claims, 2 settles, 3 claims (nothing: paused); then resumed.
+	hr.after = func(call int) {
+		if call == 3 {
+			if _, err := ts.Act(ctx, task.ID, TaskResume); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	st, err := ts.Step(ctx, task.ID, taskT0)
+	if err != nil || st.Sent != 5 || st.Done {
+		t.Fatalf("step %+v %v", st, err)
+	}
+	got, _ := ts.Get(ctx, task.ID)
+	if got.State != TaskRunning || got.Remaining != 45 || got.FinishedAt != nil {
+		t.Fatalf("task %+v: want running with 45 rows left", got)
+	}
+	hr.after, s.hook = nil, nil
+	if st, err := ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute)); err != nil || st.Sent != 45 || !st.Done {
+		t.Fatalf("the next step %+v %v", st, err)
 	}
 }

@@ -123,3 +123,44 @@ func TestReplayTaskCanaryPausesOrContinues(t *testing.T) {
 		t.Fatalf("cancel: %d %s", r.Status, r.Raw)
 	}
 }
+
+// A canary larger than one step's allowance goes out over several steps,
+// stays a canary when paused and resumed, and is judged on all its rows; a
+// canary larger than what matches is judged on every matching row rather
+// than ending unjudged (issue 29).
+func TestReplayTaskCanaryIsJudgedOnItsSizeAfterPauseAndResume(t *testing.T) {
+	w := shared
+	prefix := fmt.Sprintf("cs%d", time.Now().UnixNano()%1_000_000)
+	now := time.Now()
+	w.Exec(t, seedSQL(prefix+"a", 12, 1, now.Add(-time.Hour).UnixMilli(), jsQueue))
+	w.Exec(t, seedSQL(prefix+"b", 3, 1, now.Add(-time.Hour).UnixMilli(), jsQueue))
+	canary := map[string]any{"size": 7, "min_success_ratio": 1, "observe_minutes": 30}
+	big := createTask(t, w, map[string]any{"filter": map[string]any{"q": prefix + "a"}, "rate_per_minute": 1, "canary": canary})
+	few := createTask(t, w, map[string]any{"filter": map[string]any{"q": prefix + "b"}, "rate_per_minute": 1, "canary": canary})
+	at := now.Add(time.Minute).Truncate(time.Second)
+	w.FireCron(t, cronFrequent, at)
+	if b, f := canaryState(t, w, big.ID), canaryState(t, w, few.ID); b.Sent != 5 || b.State != "canary" || f.Sent != 3 || f.State != "canary" {
+		t.Fatalf("after the first step (5 slots at 1/min): %+v %+v", b, f)
+	}
+	taskAct(t, w, big.ID, "pause", http.StatusOK)
+	taskAct(t, w, big.ID, "resume", http.StatusOK)
+	if b := canaryState(t, w, big.ID); b.State != "canary" {
+		t.Fatalf("resumed before its verdict: %+v, want canary", b)
+	}
+	w.FireCron(t, cronFrequent, at.Add(5*time.Minute))
+	if b, f := canaryState(t, w, big.ID), canaryState(t, w, few.ID); b.Sent != 7 || b.CanaryResult != nil || f.Sent != 3 || f.CanaryResult != nil {
+		t.Fatalf("after the second step: %+v %+v", b, f)
+	}
+	// No failure an hour after every delivery: both judged, on 7 and 3 rows.
+	w.FireCron(t, cronFrequent, at.Add(time.Hour))
+	b, f := canaryState(t, w, big.ID), canaryState(t, w, few.ID)
+	if b.CanaryResult == nil || b.CanaryResult.Sent != 7 || !b.CanaryResult.Passed || b.State != "running" || b.Sent != 12 {
+		t.Fatalf("big canary: %+v %+v", b, b.CanaryResult)
+	}
+	if f.CanaryResult == nil || f.CanaryResult.Sent != 3 || !f.CanaryResult.Passed || f.State != "done" {
+		t.Fatalf("small canary: %+v %+v", f, f.CanaryResult)
+	}
+	if d := busiestMinute(taskDeliveries(t, w, big.ID)); d > 1 {
+		t.Fatalf("busiest minute %d at 1/min", d)
+	}
+}

@@ -17,7 +17,7 @@ import (
 // Replay tasks (README "Replay tasks") in workerd: the task's step runs on
 // the 5-minute cron (fired through /__dev/cron at chosen times) and sends
 // through the real queue binding with per-message delays. The delays asked
-// for are recorded in replay_task_rows (deliver_at = step time + delay), so
+// for are recorded in replay_task_rows (deliver_at = send time + delay), so
 // evenness is checked on the decisions, without waiting minutes for them.
 
 type taskView struct {
