@@ -691,7 +691,7 @@ type Canary struct {
 	// ObserveMinutes A canary row without a new failure this long after its delivery counts as succeeded (as does one whose beer was enriched after it).
 	ObserveMinutes int `json:"observe_minutes"`
 
-	// Size The first size rows go alone.
+	// Size The first size rows go alone (over as many steps as the rate needs); the canary is judged on them, or on every matching row when fewer match.
 	Size int `json:"size"`
 }
 
@@ -2160,21 +2160,21 @@ type ClientInterface interface {
 
 	// CancelReplayTask Cancel a replay task
 	//
-	// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+	// running, canary or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
 	//
 	// Corresponds with POST /admin/dlq/replay-tasks/{id}/cancel (the `CancelReplayTask` operationId).
 	CancelReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PauseReplayTask Pause a replay task
 	//
-	// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+	// running or canary -> paused: a step in flight claims nothing more (and does not end the task). Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
 	//
 	// Corresponds with POST /admin/dlq/replay-tasks/{id}/pause (the `PauseReplayTask` operationId).
 	PauseReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeReplayTask Resume a replay task
 	//
-	// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+	// paused -> canary when the task was paused before its canary was judged (it is still judged before the task goes on), else paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
 	//
 	// Corresponds with POST /admin/dlq/replay-tasks/{id}/resume (the `ResumeReplayTask` operationId).
 	ResumeReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2498,7 +2498,7 @@ func (c *Client) GetReplayTask(ctx context.Context, id int, reqEditors ...Reques
 
 // CancelReplayTask Cancel a replay task
 //
-// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+// running, canary or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
 //
 // Corresponds with POST /admin/dlq/replay-tasks/{id}/cancel (the `CancelReplayTask` operationId).
 func (c *Client) CancelReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2515,7 +2515,7 @@ func (c *Client) CancelReplayTask(ctx context.Context, id int, reqEditors ...Req
 
 // PauseReplayTask Pause a replay task
 //
-// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+// running or canary -> paused: a step in flight claims nothing more (and does not end the task). Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
 //
 // Corresponds with POST /admin/dlq/replay-tasks/{id}/pause (the `PauseReplayTask` operationId).
 func (c *Client) PauseReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2532,7 +2532,7 @@ func (c *Client) PauseReplayTask(ctx context.Context, id int, reqEditors ...Requ
 
 // ResumeReplayTask Resume a replay task
 //
-// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+// paused -> canary when the task was paused before its canary was judged (it is still judged before the task goes on), else paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
 //
 // Corresponds with POST /admin/dlq/replay-tasks/{id}/resume (the `ResumeReplayTask` operationId).
 func (c *Client) ResumeReplayTask(ctx context.Context, id int, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4150,7 +4150,7 @@ type ClientWithResponsesInterface interface {
 
 	// CancelReplayTaskWithResponse Cancel a replay task
 	//
-	// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+	// running, canary or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4159,7 +4159,7 @@ type ClientWithResponsesInterface interface {
 
 	// PauseReplayTaskWithResponse Pause a replay task
 	//
-	// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+	// running or canary -> paused: a step in flight claims nothing more (and does not end the task). Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4168,7 +4168,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeReplayTaskWithResponse Resume a replay task
 	//
-	// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+	// paused -> canary when the task was paused before its canary was judged (it is still judged before the task goes on), else paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7719,7 +7719,7 @@ func (c *ClientWithResponses) GetReplayTaskWithResponse(ctx context.Context, id 
 
 // CancelReplayTaskWithResponse Cancel a replay task
 //
-// running or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
+// running, canary or paused -> cancelled; rows not sent stay pending. Audited (action replay_task_cancel). 409 INVALID_STATE when the task's state does not allow it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7734,7 +7734,7 @@ func (c *ClientWithResponses) CancelReplayTaskWithResponse(ctx context.Context, 
 
 // PauseReplayTaskWithResponse Pause a replay task
 //
-// running -> paused: a step in flight claims nothing more. Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
+// running or canary -> paused: a step in flight claims nothing more (and does not end the task). Audited (action replay_task_pause). 409 INVALID_STATE when the task's state does not allow it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7749,7 +7749,7 @@ func (c *ClientWithResponses) PauseReplayTaskWithResponse(ctx context.Context, i
 
 // ResumeReplayTaskWithResponse Resume a replay task
 //
-// paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
+// paused -> canary when the task was paused before its canary was judged (it is still judged before the task goes on), else paused -> running: delivery starts again from now at the rate, never in a burst. Audited (action replay_task_resume). 409 INVALID_STATE when the task's state does not allow it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
