@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 )
 
 // Export reads every row matching a list filter for GET /admin/dlq/export,
@@ -61,14 +60,8 @@ func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMess
 	}
 	var res ExportResult
 	for res.Pages < ExportMaxPages && res.Bytes < ExportMaxBytes {
+		// A page over D1's value limit comes back shorter (List.Page).
 		page, err := e.List.Page(ctx, p)
-		if err != nil && tooBig(err) && p.Limit > 1 {
-			// The page's JSON is over D1's 2,000,000-byte value limit
-			// (raw bodies full of characters JSON escapes): the same page
-			// again, half as long, for the rest of the call.
-			p.Limit /= 2
-			continue
-		}
 		if err != nil {
 			return res, err
 		}
@@ -92,12 +85,6 @@ func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMess
 		res.NextCursor = page.NextCursor
 	}
 	return res, nil
-}
-
-// tooBig reports whether err is SQLite's SQLITE_TOOBIG: a value built
-// over the length limit (D1: 2,000,000 bytes).
-func tooBig(err error) bool {
-	return strings.Contains(err.Error(), "string or blob too big")
 }
 
 // ExportColumns are the CSV export's columns, in order (the Message fields;

@@ -197,25 +197,35 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 			total, totalArgs, exact = `?`, []any{*pos.Total}, !pos.Bounded
 		}
 	}
-	rowsSQL, rowsArgs := f.newestRows(pos, int64(p.Limit)+1)
-	// The page is read with one row more than it shows (that row tells
-	// has_more); SQLite numbers them, builds the JSON of the shown ones and
-	// returns the position of the last one for the cursor.
-	query := `SELECT ` + total + `,
-			json_group_array(json_object(` + messageFields(p.IncludeRaw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
-			COUNT(*), MAX(CASE WHEN rn = ? THEN failed_at END), MAX(CASE WHEN rn = ? THEN id END)
-		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (` + rowsSQL + `))`
-	limit := int64(p.Limit)
-	allArgs := append(append([]any(nil), totalArgs...), limit, limit, limit)
-	allArgs = append(allArgs, rowsArgs...)
 	var (
 		page               string
 		rows               int
 		lastFailed, lastID sql.NullInt64
 	)
 	out := Page{Limit: p.Limit}
-	if err := l.DB.QueryRowContext(ctx, query, allArgs...).Scan(&out.TotalCount, &page, &rows, &lastFailed, &lastID); err != nil {
-		return Page{}, fmt.Errorf("dlq list: %w", err)
+	for limit := int64(p.Limit); ; limit /= 2 {
+		rowsSQL, rowsArgs := f.newestRows(pos, limit+1)
+		// The page is read with one row more than it shows (that row tells
+		// has_more); SQLite numbers them, builds the JSON of the shown ones and
+		// returns the position of the last one for the cursor.
+		query := `SELECT ` + total + `,
+			json_group_array(json_object(` + messageFields(p.IncludeRaw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
+			COUNT(*), MAX(CASE WHEN rn = ? THEN failed_at END), MAX(CASE WHEN rn = ? THEN id END)
+		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (` + rowsSQL + `))`
+		allArgs := append(append([]any(nil), totalArgs...), limit, limit, limit)
+		allArgs = append(allArgs, rowsArgs...)
+		err := l.DB.QueryRowContext(ctx, query, allArgs...).Scan(&out.TotalCount, &page, &rows, &lastFailed, &lastID)
+		if err != nil && tooBig(err) && limit > 1 {
+			// The page's JSON is over D1's 2,000,000-byte value limit (raw
+			// bodies, or text full of characters JSON escapes): the same page,
+			// half as long; the cursor continues after it.
+			continue
+		}
+		if err != nil {
+			return Page{}, fmt.Errorf("dlq list: %w", err)
+		}
+		out.HasMore = rows > int(limit)
+		break
 	}
 	if (pos == nil || pos.Total == nil) && !f.countedByTally() {
 		exact = out.TotalCount <= ListCountMax
@@ -223,12 +233,18 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	}
 	out.TotalCountExact = exact
 	out.Messages = Messages(page)
-	if rows > p.Limit {
+	if out.HasMore {
 		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: lastFailed.Int64, ID: lastID.Int64,
 			Total: &out.TotalCount, Bounded: !out.TotalCountExact})
-		out.NextCursor, out.HasMore = &next, true
+		out.NextCursor = &next
 	}
 	return out, nil
+}
+
+// tooBig reports whether err is SQLite's SQLITE_TOOBIG: a value built
+// over the length limit (D1: 2,000,000 bytes).
+func tooBig(err error) bool {
+	return strings.Contains(err.Error(), "string or blob too big")
 }
 
 // ListCountMax bounds the list's total_count when it has to be counted row

@@ -251,3 +251,56 @@ func TestExportHalvesAPageOverD1ValueLimit(t *testing.T) {
 		t.Fatalf("%d rows exported, want %d", rows, n)
 	}
 }
+
+// A list page whose raw bodies are over D1's 2,000,000-byte value limit
+// comes back shorter, with a cursor, instead of failing: walking it lists
+// every row once (GET /admin/dlq?include_raw=true answered 500 before).
+func TestListWithRawBodiesOverD1ValueLimitPagesShorter(t *testing.T) {
+	api, _ := newDLQAPI(t)
+	const n = 12
+	if _, err := api.DB.Exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?)
+		INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message)
+		SELECT 'esc' || i, 'b' || i, 1000 + i, replace(printf('%.*c', 100000, 'x'), 'x', char(1)) FROM s`, n); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	cursor, pages := "", 0
+	for ; pages < 20; pages++ {
+		q := "/admin/dlq?status=all&include_raw=true&limit=100"
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		rec, _ := do(api.Handler(), "GET", q, "", adminHeaders)
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d %.200s", q, rec.Code, rec.Body)
+		}
+		var env struct {
+			Data struct {
+				Messages   json.RawMessage `json:"messages"`
+				HasMore    bool            `json:"has_more"`
+				NextCursor *string         `json:"next_cursor"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
+			t.Fatal(err)
+		}
+		var msgs []dlq.Message
+		if err := json.Unmarshal(env.Data.Messages, &msgs); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			var raw string
+			if seen[m.MessageID] || json.Unmarshal(m.RawMessage, &raw) != nil || raw != strings.Repeat("\x01", 100_000) {
+				t.Fatalf("row %s seen twice or altered", m.MessageID)
+			}
+			seen[m.MessageID] = true
+		}
+		if !env.Data.HasMore {
+			break
+		}
+		cursor = *env.Data.NextCursor
+	}
+	if len(seen) != n || pages < 2 {
+		t.Fatalf("%d rows in %d pages, want %d rows over several pages", len(seen), pages+1, n)
+	}
+}
