@@ -336,7 +336,10 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 	if d.tb.attempts >= c.Policy.MaxAttempts {
 		// Its attempts are spent (the store of its last one failed and the
 		// message was retried): store it now, without another call.
-		c.deadLetter(ctx, b, d, ClassTransient, "attempts exhausted", d.tb.attempts, now)
+		if !c.deadLetter(ctx, b, d, ClassTransient, "attempts exhausted", d.tb.attempts, false, now) {
+			d.m.Retry(queueDelay(c.backoff(d.tb.attempts)))
+			t[CounterRetried]++
+		}
 		return admission{}, false
 	}
 	if !c.Provider.Configured() {
@@ -528,7 +531,7 @@ func (c *Consumer) retry(ctx context.Context, b *batchRun, d delivery, class, re
 	if !sp.found {
 		sp = spent{n: n, key: d.key(), last: lastByQueue || n >= c.Policy.MaxAttempts}
 	}
-	if sp.last && c.deadLetter(ctx, b, d, class, reason, sp.n, now) {
+	if sp.last && c.deadLetter(ctx, b, d, class, reason, sp.n, true, now) {
 		return
 	}
 	rec := dlq.Attempt{MessageID: sp.key, Queue: b.queue, Attempt: sp.n, Class: class, Error: reason, At: now,
@@ -547,17 +550,22 @@ func (c *Consumer) retry(ctx context.Context, b *batchRun, d delivery, class, re
 }
 
 // deadLetter stores the message in the DLQ after the episode's last
-// attempt (attempt n, just failed: class and reason) and acks it: the row
+// attempt (attempt n, which this delivery made and which failed with class
+// and reason when attempted; else it only found the attempts spent) and
+// acks it: the row
 // is keyed by the episode's attempt key, so it carries the history of
 // every earlier attempt, whichever copy of the message made them, and
 // failure_count is n. It reports false, having done nothing else, when
 // the store failed (the caller then retries the message).
-func (c *Consumer) deadLetter(ctx context.Context, b *batchRun, d delivery, class, reason string, n int, now time.Time) bool {
+func (c *Consumer) deadLetter(ctx context.Context, b *batchRun, d delivery, class, reason string, n int, attempted bool, now time.Time) bool {
 	key := d.key()
 	f := dlq.Failure{MessageID: key, SourceQueue: b.queue, Body: d.body, ContentType: d.ct, Attempts: n,
-		Class: class, Reason: class + ": " + reason, FailedAt: now, Version: c.Version,
-		Attempt: &dlq.Attempt{MessageID: key, Queue: b.queue, Attempt: n, Class: class, Error: reason,
-			At: now, Status: d.status, Duration: d.took, Version: c.Version}}
+		Class: class, Reason: class + ": " + reason, FailedAt: now, Version: c.Version}
+	if attempted {
+		// This delivery's attempt, after the recorded ones.
+		f.Attempt = &dlq.Attempt{MessageID: key, Queue: b.queue, Attempt: n, Class: class, Error: reason,
+			At: now, Status: d.status, Duration: d.took, Version: c.Version}
+	}
 	if err := c.store().Put(ctx, []dlq.Failure{f}); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not store the message after its last attempt", "error", err.Error())
 		return false

@@ -164,3 +164,34 @@ func TestConsumerBatchSettlesBeforeTheWallLimit(t *testing.T) {
 		}
 	}
 }
+
+// A beer whose attempts are already spent (its last attempt's DLQ store
+// failed, so its message came back) is stored without another call; if
+// that store fails again the message is retried, never dropped.
+func TestConsumerSpentAttemptsAreStoredWithoutACall(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.db.Exec(`INSERT INTO beers(beer_id, name, status, attempts, attempt_key, created_at, updated_at)
+		VALUES ('spent', 'Spent', 'queued', 4, 'orig', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Exec(`CREATE TRIGGER no_rows BEFORE INSERT ON dlq_messages BEGIN SELECT RAISE(ABORT, 'full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	m := msg("again", "spent", "Spent", 2)
+	f.consume(t, m)
+	if m.Acked || !m.Retried || f.provider.calls() != 0 {
+		t.Fatalf("store failing: %+v calls %d", m, f.provider.calls())
+	}
+	f.db.Exec(`DROP TRIGGER no_rows`)
+	m = msg("again", "spent", "Spent", 3)
+	f.consume(t, m)
+	var count int
+	var history string
+	if err := f.db.QueryRow(`SELECT failure_count, COALESCE(history, '[]') FROM dlq_messages WHERE message_id = 'orig'`).Scan(&count, &history); err != nil ||
+		!m.Acked || count != 4 || history != "[]" || f.provider.calls() != 0 {
+		t.Fatalf("acked %v row %v count %d history %s calls %d", m.Acked, err, count, history, f.provider.calls())
+	}
+	if s := f.beer(t, "spent"); s.Status != StatusFailed {
+		t.Fatalf("beer %+v", s)
+	}
+}
