@@ -70,6 +70,7 @@ func firing(t *testing.T, w *Worker, alert string) int64 {
 // resolves.
 func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2"})
+	dumpOnFailure(t, w)
 	enriched := int64(0)
 	cronAt := cronTime()
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {

@@ -48,15 +48,33 @@ func rowsWritten(t *testing.T, w *Worker) int64 {
 	return n
 }
 
-// outageBeers registers n beers whose names all carry token (one provider
-// behaviour for all of them).
-func outageBeers(t *testing.T, w *Worker, token string, n int) []enrichment.Beer {
+// outageBeers registers n beers, each named by its own token (its calls
+// are counted apart), all answered with b.
+func outageBeers(t *testing.T, w *Worker, token string, n int, b Behavior) []enrichment.Beer {
 	var beers []enrichment.Beer
 	for i := range n {
-		beers = append(beers, enrichment.Beer{BeerID: fmt.Sprintf("id-%s-%02d", token, i), BeerName: fmt.Sprintf("%s %02d", token, i), Brewer: "E2E Brewing"})
+		name := fmt.Sprintf("%s-%02d", token, i)
+		w.Provider.On(name, b)
+		beers = append(beers, enrichment.Beer{BeerID: "id-" + name, BeerName: name, Brewer: "E2E Brewing"})
 	}
 	enrich(t, w, beers...)
 	return beers
+}
+
+// answerAll sets the provider's answer for every beer.
+func answerAll(w *Worker, beers []enrichment.Beer, b Behavior) {
+	for _, beer := range beers {
+		w.Provider.On(beer.BeerName, b)
+	}
+}
+
+// callsOf is the provider calls for the beers.
+func callsOf(w *Worker, beers []enrichment.Beer) int {
+	n := 0
+	for _, b := range beers {
+		n += len(w.Provider.Calls(b.BeerName))
+	}
+	return n
 }
 
 // Drill: the provider answers 500 for a while, then recovers. Cooldown 2 s,
@@ -69,11 +87,11 @@ func outageBeers(t *testing.T, w *Worker, token string, n int) []enrichment.Beer
 func TestOutageDrillProviderDownThenUp(t *testing.T) {
 	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_THRESHOLD": "5", "ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2",
 		"ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS": "20", "D1_USAGE_FLUSH_SECONDS": "0"})
+	dumpOnFailure(t, w)
 	token := uniq("outage")
-	w.Provider.On(token, Behavior{Status: http.StatusInternalServerError})
 	const n = 60
 	written0 := rowsWritten(t, w)
-	beers := outageBeers(t, w, token, n)
+	beers := outageBeers(t, w, token, n, Behavior{Status: http.StatusInternalServerError})
 	stop := ticker(w, 5*time.Second)
 	defer stop()
 
@@ -98,7 +116,7 @@ func TestOutageDrillProviderDownThenUp(t *testing.T) {
 			t.Fatalf("beer %s called %d times, more than ENRICHMENT_MAX_ATTEMPTS", b.BeerID, calls[b.BeerID])
 		}
 	}
-	totalCalls := len(w.Provider.Calls(token))
+	totalCalls := callsOf(w, beers)
 	dlqOutage := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, "id-"+token+"%")
 	t.Logf("outage figures (150 s after the breaker opened): provider calls %d, deferrals per beer max %d, D1 rows written %d (%.1f per waiting beer), DLQ rows %d",
 		totalCalls, maxParks, writtenOutage, float64(writtenOutage)/n, dlqOutage)
@@ -109,7 +127,7 @@ func TestOutageDrillProviderDownThenUp(t *testing.T) {
 		t.Fatalf("%d D1 rows written for %d waiting beers (at most 40 each)", writtenOutage, n)
 	}
 
-	w.Provider.On(token, Behavior{Content: "5.0"})
+	answerAll(w, beers, Behavior{Content: "5.0"})
 	recovered := time.Now()
 	Eventually(t, 5*time.Minute, "every beer enriched or dead-lettered after its attempts", func() bool {
 		return w.Int(t, `SELECT COUNT(*) FROM beers WHERE beer_id LIKE ? AND (status = 'enriched' OR
@@ -141,10 +159,10 @@ func TestOutageDrillProviderDownThenUp(t *testing.T) {
 // enriched with one call.
 func TestOutageDrillRevokedKey(t *testing.T) {
 	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2", "ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS": "4"})
+	dumpOnFailure(t, w)
 	token := uniq("revoked")
-	w.Provider.On(token, Behavior{Status: http.StatusUnauthorized})
 	const n = 20
-	beers := outageBeers(t, w, token, n)
+	beers := outageBeers(t, w, token, n, Behavior{Status: http.StatusUnauthorized})
 	stop := ticker(w, 3*time.Second)
 	defer stop()
 	Eventually(t, 60*time.Second, "every beer waiting", func() bool {
@@ -170,9 +188,9 @@ func TestOutageDrillRevokedKey(t *testing.T) {
 	for _, b := range beers {
 		maxCalls = max(maxCalls, len(w.Provider.Calls(b.BeerName)))
 	}
-	t.Logf("revoked key: %d calls in all, at most %d per beer", len(w.Provider.Calls(token)), maxCalls)
+	t.Logf("revoked key: %d calls in all, at most %d per beer", callsOf(w, beers), maxCalls)
 
-	w.Provider.On(token, Behavior{Content: "5.0"})
+	answerAll(w, beers, Behavior{Content: "5.0"})
 	r := w.Admin(t, http.MethodPost, "/admin/enrichment/breaker/reset", nil)
 	if r.Status != http.StatusOK || !r.Success {
 		t.Fatalf("reset: %d %s", r.Status, r.Raw)
@@ -188,4 +206,33 @@ func TestOutageDrillRevokedKey(t *testing.T) {
 	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, "id-"+token+"%"); n != 0 {
 		t.Fatalf("%d DLQ rows", n)
 	}
+}
+
+// dumpOnFailure logs the beers and the breaker when t fails (before the
+// worker stops).
+func dumpOnFailure(t *testing.T, w *Worker) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		db := w.DB(t)
+		for _, q := range []string{
+			`SELECT json_object('state', state, 'cause', cause, 'open_until', open_until, 'probe_until', probe_until, 'reopens', reopens, 'failures', failures) FROM enrichment_breaker`,
+			`SELECT json_object('id', beer_id, 'status', status, 'waiting', waiting, 'waits', waits, 'attempts', attempts, 'next', next_attempt_at, 'updated', updated_at, 'err', last_error) FROM beers ORDER BY updated_at DESC LIMIT 30`,
+			`SELECT json_object('job', job, 'last_run_at', last_run_at, 'summary', last_summary) FROM job_runs WHERE job = 'enrichment_catchup'`,
+		} {
+			rows, err := db.Query(q)
+			if err != nil {
+				t.Logf("dump: %v", err)
+				continue
+			}
+			for rows.Next() {
+				var s string
+				rows.Scan(&s)
+				t.Logf("dump: %s", s)
+			}
+			rows.Close()
+		}
+		t.Logf("dump: now %d", time.Now().UnixMilli())
+	})
 }
