@@ -69,7 +69,9 @@ func firing(t *testing.T, w *Worker, alert string) int64 {
 // again, a probe closes the breaker, every beer is enriched and the alert
 // resolves.
 func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
-	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2"})
+	// Re-opens capped at 8 s: the probes after the key is accepted again
+	// come within the test's patience however many failed before.
+	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2", "ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS": "8"})
 	dumpOnFailure(t, w)
 	enriched := int64(0)
 	cronAt := cronTime()
