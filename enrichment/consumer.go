@@ -36,9 +36,10 @@ var (
 	CounterBreakerProbes  = metrics.Declare("enrichment_breaker_half_opened_total", "Probe calls let through by the half-open breaker.")
 	CounterBreakerClosed  = metrics.Declare("enrichment_breaker_closed_total", "Times the provider's circuit breaker closed again after a successful probe.")
 	CounterBreakerBlocked = metrics.Declare("enrichment_breaker_rejected_total", "Messages not sent to the provider because the breaker was open.")
-	// CounterDeferred counts messages handed back to the queue as a fresh
-	// copy (no attempt spent): auth, config, quota, breaker open, D1 unavailable.
-	CounterDeferred      = metrics.Declare("enrichment_deferred_total", "Messages handed back as a fresh copy without spending an attempt (auth, config, quota, breaker open, D1 unavailable).")
+	// CounterDeferred counts messages deferred without spending an attempt:
+	// parked in D1 (auth, config, quota, breaker open, batch out of time) or
+	// sent again as a fresh copy (D1 unavailable).
+	CounterDeferred      = metrics.Declare("enrichment_deferred_total", "Messages deferred without spending an attempt: the beer parked in D1 (auth, config, quota, breaker open, batch out of time) or a fresh copy sent (D1 unavailable).")
 	CounterAuthFailures  = metrics.Declare("enrichment_auth_failures_total", "Provider calls refused with 401 or 403 (the key is wrong or revoked).")
 	CounterD1Unavailable = metrics.Declare("enrichment_d1_unavailable_total", "Messages deferred because D1 could not be used.")
 )
