@@ -630,7 +630,7 @@ func TestCatchUpReleasesWaitingBeersAndRotatesTheProbe(t *testing.T) {
 	}
 	// Due: one probe, the first in order (w1 waited first).
 	probeAt := catchUpNow.Add(2 * time.Minute)
-	if sum := run(probeAt); sum["probe"] != int64(1) || len(sentBeers(t, s)) != 1 || sentBeers(t, s)[0].BeerID != "w1" {
+	if sum := run(probeAt); sum["probe"] != int64(1) || sum["enqueued"] != int64(1) || len(sentBeers(t, s)) != 1 || sentBeers(t, s)[0].BeerID != "w1" {
 		t.Fatalf("probe: %v %v", sum, sentBeers(t, s))
 	}
 	// w1's probe is refused again: it waits again, behind the others.
@@ -655,12 +655,35 @@ func TestCatchUpReleasesWaitingBeersAndRotatesTheProbe(t *testing.T) {
 	}
 	sum := run(f.now.Add(time.Minute))
 	got := sentBeers(t, s)
-	if sum["released"] != int64(2) || len(got) != 4 || got[2].BeerID+got[3].BeerID != "w1w3" {
+	if sum["released"] != int64(2) || sum["enqueued"] != int64(2) || len(got) != 4 || got[2].BeerID+got[3].BeerID != "w1w3" {
 		t.Fatalf("release: %v %v", sum, got)
 	}
 	for _, id := range []string{"w1", "w3"} {
 		if st := f.beer(t, id); st.Status != StatusQueued || st.Attempts != 0 {
 			t.Fatalf("%s after release: %+v", id, st)
 		}
+	}
+}
+
+// A probe the catch-up cannot send fails the run and goes back to pending,
+// never lost.
+func TestCatchUpProbeSendFailureFailsTheRun(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.now = catchUpNow
+	if _, _, err := f.c.Breaker().Trip(ctx, f.now, CauseAuth); err != nil {
+		t.Fatal(err)
+	}
+	m := msg("mw", "w", "Waits", 1)
+	f.consume(t, m)
+	f.wantParked(t, m, "w", StatusWaiting, ClassBreakerOpen)
+	c := newCatchUp(f.db, &queuetest.Sender{Err: errors.New("queue down")})
+	c.Configured = true
+	sum, err := c.Run(ctx, catchUpNow.Add(2*time.Minute))
+	if err == nil || sum["put_back"] != int64(1) {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	if st := f.beer(t, "w"); st.Status != StatusPending || st.NextAttemptAt == nil {
+		t.Fatalf("beer after the failed send: %+v", st)
 	}
 }
