@@ -175,9 +175,8 @@ func (w worker) queueRouter() *handlers.QueueRouter {
 		capture.SourceQueue[e2eJSDLQ] = e2eJSQueue
 		consumers[e2eJSDLQ] = capture
 	}
-	// Sender: messages that fail through no fault of their own (D1
-	// unavailable, auth, config, quota, breaker open) go back to the queue
-	// as fresh delayed copies instead of spending their attempts.
+	// Sender: messages deferred while D1 is unavailable go back to the
+	// queue as fresh delayed copies (the other deferrals park the beer in D1).
 	consumers[queue.Enrichment] = &enrichment.Consumer{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, Sender: w.sender,
 		Provider: enrichment.ChatProvider{
 			URL:     cfg.EnrichmentAPIURL,
@@ -187,12 +186,13 @@ func (w worker) queueRouter() *handlers.QueueRouter {
 			Doer:    platform.Fetch{},
 		},
 		Policy: enrichment.Policy{
-			Backoff:          enrichment.Backoff{Base: cfg.EnrichmentBackoffBase, Max: cfg.EnrichmentBackoffMax},
-			MaxAttempts:      cfg.EnrichmentMaxAttempts,
-			BreakerThreshold: cfg.BreakerThreshold,
-			BreakerCooldown:  cfg.BreakerCooldown,
-			DailyLimit:       cfg.DailyEnrichmentLimit,
-			D1RetryBase:      cfg.D1RetryBase,
+			Backoff:            enrichment.Backoff{Base: cfg.EnrichmentBackoffBase, Max: cfg.EnrichmentBackoffMax},
+			MaxAttempts:        cfg.EnrichmentMaxAttempts,
+			BreakerThreshold:   cfg.BreakerThreshold,
+			BreakerCooldown:    cfg.BreakerCooldown,
+			BreakerMaxCooldown: cfg.BreakerMaxCooldown,
+			DailyLimit:         cfg.DailyEnrichmentLimit,
+			D1RetryBase:        cfg.D1RetryBase,
 		},
 	}
 	// A queue with a consumer in wrangler.jsonc but none here: its
@@ -221,7 +221,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 			&dlq.ReplayTaskJob{Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{DB: db, Batch: w.batch, Sender: w.sender,
 				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations()}}},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
-				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits},
+				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != ""},
 			// The daily retention jobs, continued here only while their last
 			// run left expired rows behind (one job_runs read when not).
 			jobs.WhileMore{Job: retention, Runs: runs},

@@ -106,17 +106,20 @@ CREATE TABLE IF NOT EXISTS beers (
     beer_id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
     brewer TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL DEFAULT 'pending', -- pending | queued | enriched | not_found | failed
+    status TEXT NOT NULL DEFAULT 'pending', -- pending | queued | waiting | enriched | not_found | failed
     abv REAL,                               -- percent, 0..70, set when enriched
     confidence REAL,                        -- trust in abv, 0..1 (provider answers: 0.7)
     source TEXT,                            -- where abv came from, e.g. 'llm:sonar'
-    attempts INTEGER NOT NULL DEFAULT 0,    -- deliveries processed for this beer (all messages)
+    attempts INTEGER NOT NULL DEFAULT 0,    -- real attempts of the current episode, across deferrals (migrations/0022)
     next_attempt_at INTEGER,                -- when the pending retry is due (NULL when none)
     last_error TEXT,                        -- class and short text of the last failed attempt
     queued_at INTEGER,                      -- last time a message was sent for it
     enriched_at INTEGER,                    -- when it reached enriched or not_found
     created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    attempt_key TEXT,                       -- message id recording the episode's attempts (migrations/0022)
+    waiting TEXT,                           -- why a waiting beer waits: breaker_open | auth | config
+    waits INTEGER NOT NULL DEFAULT 0        -- consecutive deferrals of its work
 );
 CREATE INDEX IF NOT EXISTS idx_beers_status_next ON beers(status, next_attempt_at);
 
@@ -130,7 +133,8 @@ CREATE TABLE IF NOT EXISTS enrichment_breaker (
     open_until INTEGER,                     -- end of the cooldown while open
     probe_until INTEGER,                    -- lease of the half-open probe
     updated_at INTEGER NOT NULL,
-    cause TEXT                              -- why it opened: transient | auth (NULL while closed; migrations/0010)
+    cause TEXT,                             -- why it opened: transient | auth (NULL while closed; migrations/0010)
+    reopens INTEGER NOT NULL DEFAULT 0      -- consecutive failed probes since it last closed (migrations/0022)
 );
 
 -- enrichment_quota: provider calls reserved per UTC day (DAILY_ENRICHMENT_LIMIT).

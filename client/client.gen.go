@@ -21,6 +21,7 @@ import (
 // Defines values for AuditEntryAction.
 const (
 	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
+	AuditEntryActionBreakerReset     AuditEntryAction = "breaker_reset"
 	AuditEntryActionReplay           AuditEntryAction = "replay"
 	AuditEntryActionReplayEdited     AuditEntryAction = "replay_edited"
 	AuditEntryActionReplayTask       AuditEntryAction = "replay_task"
@@ -33,6 +34,8 @@ const (
 func (e AuditEntryAction) Valid() bool {
 	switch e {
 	case AuditEntryActionAcknowledge:
+		return true
+	case AuditEntryActionBreakerReset:
 		return true
 	case AuditEntryActionReplay:
 		return true
@@ -85,6 +88,7 @@ const (
 	BeerStateStatusNotFound BeerStateStatus = "not_found"
 	BeerStateStatusPending  BeerStateStatus = "pending"
 	BeerStateStatusQueued   BeerStateStatus = "queued"
+	BeerStateStatusWaiting  BeerStateStatus = "waiting"
 )
 
 // Valid indicates whether the value is a known member of the BeerStateStatus enum.
@@ -99,6 +103,8 @@ func (e BeerStateStatus) Valid() bool {
 	case BeerStateStatusPending:
 		return true
 	case BeerStateStatusQueued:
+		return true
+	case BeerStateStatusWaiting:
 		return true
 	default:
 		return false
@@ -321,6 +327,7 @@ func (e ReplayResultSkippedReason) Valid() bool {
 // Defines values for RowAuditEntryAction.
 const (
 	RowAuditEntryActionAcknowledge      RowAuditEntryAction = "acknowledge"
+	RowAuditEntryActionBreakerReset     RowAuditEntryAction = "breaker_reset"
 	RowAuditEntryActionReplay           RowAuditEntryAction = "replay"
 	RowAuditEntryActionReplayEdited     RowAuditEntryAction = "replay_edited"
 	RowAuditEntryActionReplayTask       RowAuditEntryAction = "replay_task"
@@ -333,6 +340,8 @@ const (
 func (e RowAuditEntryAction) Valid() bool {
 	switch e {
 	case RowAuditEntryActionAcknowledge:
+		return true
+	case RowAuditEntryActionBreakerReset:
 		return true
 	case RowAuditEntryActionReplay:
 		return true
@@ -423,6 +432,7 @@ func (e TaskState) Valid() bool {
 // Defines values for AuditLogParamsAction.
 const (
 	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
+	AuditLogParamsActionBreakerReset     AuditLogParamsAction = "breaker_reset"
 	AuditLogParamsActionReplay           AuditLogParamsAction = "replay"
 	AuditLogParamsActionReplayEdited     AuditLogParamsAction = "replay_edited"
 	AuditLogParamsActionReplayTask       AuditLogParamsAction = "replay_task"
@@ -435,6 +445,8 @@ const (
 func (e AuditLogParamsAction) Valid() bool {
 	switch e {
 	case AuditLogParamsActionAcknowledge:
+		return true
+	case AuditLogParamsActionBreakerReset:
 		return true
 	case AuditLogParamsActionReplay:
 		return true
@@ -537,6 +549,27 @@ func (e DlqGroupsParamsSort) Valid() bool {
 	case DlqGroupsParamsSortFirstSeen:
 		return true
 	case DlqGroupsParamsSortPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResetBreaker200JSONResponseBodyDataPreviousState.
+const (
+	Closed   ResetBreaker200JSONResponseBodyDataPreviousState = "closed"
+	HalfOpen ResetBreaker200JSONResponseBodyDataPreviousState = "half_open"
+	Open     ResetBreaker200JSONResponseBodyDataPreviousState = "open"
+)
+
+// Valid indicates whether the value is a known member of the ResetBreaker200JSONResponseBodyDataPreviousState enum.
+func (e ResetBreaker200JSONResponseBodyDataPreviousState) Valid() bool {
+	switch e {
+	case Closed:
+		return true
+	case HalfOpen:
+		return true
+	case Open:
 		return true
 	default:
 		return false
@@ -1531,6 +1564,12 @@ type ListReplayTasksParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ResetBreakerJSONBody defines parameters for ResetBreaker.
+type ResetBreakerJSONBody = map[string]interface{}
+
+// ResetBreaker200JSONResponseBodyDataPreviousState defines parameters for ResetBreaker.
+type ResetBreaker200JSONResponseBodyDataPreviousState string
+
 // AcknowledgeDLQJSONRequestBody defines body for AcknowledgeDLQ for application/json ContentType.
 type AcknowledgeDLQJSONRequestBody = AcknowledgeRequest
 
@@ -1545,6 +1584,9 @@ type ReplayEditedJSONRequestBody = EditedReplayRequest
 
 // EnrichJSONRequestBody defines body for Enrich for application/json ContentType.
 type EnrichJSONRequestBody = EnrichRequest
+
+// ResetBreakerJSONRequestBody defines body for ResetBreaker for application/json ContentType.
+type ResetBreakerJSONRequestBody = ResetBreakerJSONBody
 
 // AsAcknowledgeRequest0 returns the union data inside the AcknowledgeRequest as a AcknowledgeRequest0
 func (t AcknowledgeRequest) AsAcknowledgeRequest0() (AcknowledgeRequest0, error) {
@@ -2230,6 +2272,24 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	Enrich(ctx context.Context, body EnrichJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ResetBreakerWithBody Close the enrichment provider's circuit breaker
+	//
+	// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+	ResetBreakerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetBreaker Close the enrichment provider's circuit breaker
+	//
+	// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+	ResetBreaker(ctx context.Context, body ResetBreakerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Jobs Each scheduled job's last run
 	//
 	// One entry per scheduled job that has run (job_runs): its last run, duration, outcome, error and summary, and its run and failure totals. Reads one row per job (a handful, fixed by the code).
@@ -2658,6 +2718,44 @@ func (c *Client) EnrichWithBody(ctx context.Context, contentType string, body io
 // Corresponds with POST /admin/enrich (the `Enrich` operationId).
 func (c *Client) Enrich(ctx context.Context, body EnrichJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEnrichRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetBreakerWithBody Close the enrichment provider's circuit breaker
+//
+// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+func (c *Client) ResetBreakerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetBreakerRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetBreaker Close the enrichment provider's circuit breaker
+//
+// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+func (c *Client) ResetBreaker(ctx context.Context, body ResetBreakerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetBreakerRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3857,6 +3955,46 @@ func NewEnrichRequestWithBody(server string, contentType string, body io.Reader)
 	return req, nil
 }
 
+// NewResetBreakerRequest calls the generic ResetBreaker builder with application/json body
+func NewResetBreakerRequest(server string, body ResetBreakerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResetBreakerRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewResetBreakerRequestWithBody constructs an http.Request for the ResetBreaker method, with any body, and a specified content type
+func NewResetBreakerRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/enrichment/breaker/reset")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewJobsRequest constructs an http.Request for the Jobs method
 func NewJobsRequest(server string) (*http.Request, error) {
 	var err error
@@ -4231,6 +4369,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	EnrichWithResponse(ctx context.Context, body EnrichJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrichResponse, error)
+
+	// ResetBreakerWithBodyWithResponse Close the enrichment provider's circuit breaker
+	//
+	// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+	ResetBreakerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetBreakerResponse, error)
+
+	// ResetBreakerWithResponse Close the enrichment provider's circuit breaker
+	//
+	// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+	ResetBreakerWithResponse(ctx context.Context, body ResetBreakerJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetBreakerResponse, error)
 
 	// JobsWithResponse Each scheduled job's last run
 	//
@@ -6984,6 +7140,126 @@ func (r EnrichResponse) ContentType() string {
 	return ""
 }
 
+// ResetBreakerResponse200Headers the declared response headers of an HTTP 200 response for ResetBreaker
+type ResetBreakerResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResetBreakerResponse400Headers the declared response headers of an HTTP 400 response for ResetBreaker
+type ResetBreakerResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResetBreakerResponse401Headers the declared response headers of an HTTP 401 response for ResetBreaker
+type ResetBreakerResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResetBreakerResponse403Headers the declared response headers of an HTTP 403 response for ResetBreaker
+type ResetBreakerResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResetBreakerResponse500Headers the declared response headers of an HTTP 500 response for ResetBreaker
+type ResetBreakerResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ResetBreakerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data struct {
+			// PreviousState The state before the reset.
+			PreviousState ResetBreaker200JSONResponseBodyDataPreviousState `json:"previous_state"`
+			State         interface{}                                      `json:"state"`
+		} `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResetBreakerResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResetBreakerResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResetBreakerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResetBreakerResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResetBreakerResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResetBreakerResponse) GetJSON200() *struct {
+	Data struct {
+		// PreviousState The state before the reset.
+		PreviousState ResetBreaker200JSONResponseBodyDataPreviousState `json:"previous_state"`
+		State         interface{}                                      `json:"state"`
+	} `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResetBreakerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResetBreakerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResetBreakerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResetBreakerResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ResetBreakerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResetBreakerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResetBreakerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResetBreakerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // JobsResponse200Headers the declared response headers of an HTTP 200 response for Jobs
 type JobsResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -7859,6 +8135,36 @@ func (c *ClientWithResponses) EnrichWithResponse(ctx context.Context, body Enric
 		return nil, err
 	}
 	return ParseEnrichResponse(rsp)
+}
+
+// ResetBreakerWithBodyWithResponse Close the enrichment provider's circuit breaker
+//
+// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+func (c *ClientWithResponses) ResetBreakerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetBreakerResponse, error) {
+	rsp, err := c.ResetBreakerWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetBreakerResponse(rsp)
+}
+
+// ResetBreakerWithResponse Close the enrichment provider's circuit breaker
+//
+// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/enrichment/breaker/reset (the `ResetBreaker` operationId).
+func (c *ClientWithResponses) ResetBreakerWithResponse(ctx context.Context, body ResetBreakerJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetBreakerResponse, error) {
+	rsp, err := c.ResetBreaker(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetBreakerResponse(rsp)
 }
 
 // JobsWithResponse Each scheduled job's last run
@@ -10692,6 +10998,121 @@ func ParseEnrichResponse(rsp *http.Response) (*EnrichResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResetBreakerResponse parses an HTTP response from a ResetBreakerWithResponse call
+func ParseResetBreakerResponse(rsp *http.Response) (*ResetBreakerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResetBreakerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				// PreviousState The state before the reset.
+				PreviousState ResetBreaker200JSONResponseBodyDataPreviousState `json:"previous_state"`
+				State         interface{}                                      `json:"state"`
+			} `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResetBreakerResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ResetBreakerResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResetBreakerResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResetBreakerResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResetBreakerResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

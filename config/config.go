@@ -38,6 +38,8 @@ type Config struct {
 	BreakerThreshold int
 	// BreakerCooldown is var ENRICHMENT_BREAKER_COOLDOWN_SECONDS.
 	BreakerCooldown time.Duration
+	// BreakerMaxCooldown is var ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS.
+	BreakerMaxCooldown time.Duration
 	// DailyEnrichmentLimit is var DAILY_ENRICHMENT_LIMIT.
 	DailyEnrichmentLimit int64
 
@@ -129,6 +131,7 @@ func (l *loader) load() Config {
 		EnrichmentMaxAttempts: int(l.int("ENRICHMENT_MAX_ATTEMPTS", 4, 1, 101)),
 		BreakerThreshold:      int(l.int("ENRICHMENT_BREAKER_THRESHOLD", 5, 1, 1000)),
 		BreakerCooldown:       l.seconds("ENRICHMENT_BREAKER_COOLDOWN_SECONDS", 60, 1, maxDelaySeconds),
+		BreakerMaxCooldown:    l.seconds("ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS", 900, 1, 1200),
 		DailyEnrichmentLimit:  l.int("DAILY_ENRICHMENT_LIMIT", 500, 1, 10_000_000),
 		BulkReplayMax:         int(l.int("DLQ_BULK_REPLAY_MAX", 500, 1, 5000)),
 		BulkAcknowledgeMax:    int(l.int("DLQ_BULK_ACKNOWLEDGE_MAX", 5000, 1, 50000)),

@@ -19,11 +19,14 @@ const (
 	// ActionReplayTask creates a replay task; its pause, resume and cancel
 	// are recorded as replay_task_pause, replay_task_resume, replay_task_cancel.
 	ActionReplayTask = "replay_task"
+	// ActionBreakerReset closes the enrichment provider's circuit breaker
+	// (POST /admin/enrichment/breaker/reset).
+	ActionBreakerReset = "breaker_reset"
 )
 
 // auditActions are the actions GET /admin/audit filters by.
 var auditActions = []string{ActionReplay, ActionAcknowledge, ActionReplayEdited, ActionReplayTask,
-	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel}
+	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel, ActionBreakerReset}
 
 // Audit outcomes.
 const (

@@ -183,6 +183,30 @@ func TestConsole(t *testing.T) {
 		b.Check()
 	})
 
+	t.Run("breaker reset", func(t *testing.T) {
+		b := browser.In(t)
+		w.ExecDirect(t, fmt.Sprintf(`INSERT INTO enrichment_breaker(name, state, previous_state, failures, open_until, cause, updated_at)
+			VALUES ('provider', 'open', 'closed', 0, %d, 'auth', %d)`, time.Now().Add(time.Hour).UnixMilli(), time.Now().UnixMilli()))
+		b.Do(chromedp.Navigate("about:blank"))
+		b.Do(chromedp.Navigate(w.URL + "/"))
+		b.Wait("breaker section", `document.querySelector('#h-breaker') && document.querySelector('.card-value')`)
+		b.ClickText("button", "Close the breaker…")
+		b.Wait("confirmation", `document.querySelector('[role=alertdialog]')?.textContent.includes('Close the provider')`)
+		if n := w.Int(t, `SELECT COUNT(*) FROM enrichment_breaker WHERE state = 'open'`); n != 1 {
+			t.Fatal("the breaker closed before the confirmation")
+		}
+		b.ClickText("button", "Yes, close it")
+		b.Wait("result", `document.querySelector('[role=status]')?.textContent.includes('Breaker closed (it was open)')`)
+		b.Shot("breaker-reset")
+		if n := w.Int(t, `SELECT COUNT(*) FROM enrichment_breaker WHERE state = 'closed' AND cause IS NULL`); n != 1 {
+			t.Fatal("breaker not closed")
+		}
+		if n := w.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE action = 'breaker_reset' AND outcome = 'ok'`); n != 1 {
+			t.Fatalf("%d audited resets", n)
+		}
+		b.Check()
+	})
+
 	t.Run("overview", func(t *testing.T) {
 		b := browser.In(t)
 		b.Do(chromedp.Navigate("about:blank"))

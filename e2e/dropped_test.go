@@ -63,12 +63,16 @@ func firing(t *testing.T, w *Worker, alert string) int64 {
 }
 
 // 401 and 403 from the provider: the breaker opens at once with cause auth,
-// the messages are deferred again and again (fresh copies, no attempt spent,
-// no DLQ row), the calls' quota is given back, and enrichment_auth_failing
-// fires. Once the provider accepts the key again, a probe closes the
-// breaker, every beer is enriched and the alert resolves.
+// the beers wait in D1 (no attempt spent, no DLQ row) while the catch-up
+// sends one at a time as the breaker's probe, the calls' quota is given
+// back, and enrichment_auth_failing fires. Once the provider accepts the key
+// again, a probe closes the breaker, every beer is enriched and the alert
+// resolves.
 func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
-	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2"})
+	// Re-opens capped at 8 s: the probes after the key is accepted again
+	// come within the test's patience however many failed before.
+	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2", "ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS": "8"})
+	dumpOnFailure(t, w)
 	enriched := int64(0)
 	cronAt := cronTime()
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
@@ -89,22 +93,14 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 		}
 		enrich(t, w, beers...)
 
-		// Every message deferred at least twice (so its fresh copy came back
-		// and was deferred again), and the provider refused at least three
-		// calls (the first, then probes after each cooldown).
-		Eventually(t, 90*time.Second, fmt.Sprintf("%d: every message deferred twice", status), func() bool {
-			n := 0
-			d := deferrals(w, enrichment.ClassAuth)
-			for id, m := range deferrals(w, enrichment.ClassBreakerOpen) {
-				d[id] += m
-			}
-			for _, b := range beers {
-				if d[b.BeerID] >= 2 {
-					n++
-				}
-			}
-			return n == len(beers) && calls() >= 3
+		// Every beer waiting, and the provider refused at least three calls
+		// (the first, then the catch-up's probes after each cooldown).
+		stop := ticker(w, 2*time.Second)
+		Eventually(t, 90*time.Second, fmt.Sprintf("%d: every beer waiting, three calls refused", status), func() bool {
+			return calls() >= 3 && w.Int(t, `SELECT COUNT(*) FROM beers WHERE status = 'waiting' AND beer_id IN (?, ?, ?)`,
+				beers[0].BeerID, beers[1].BeerID, beers[2].BeerID) == 3
 		})
+		stop()
 		if n := w.Int(t, `SELECT COUNT(*) FROM enrichment_breaker WHERE cause = 'auth' AND state <> 'closed'`); n != 1 {
 			t.Fatalf("%d: breaker not open because of auth", status)
 		}
@@ -116,7 +112,7 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 		}
 		for _, b := range beers {
 			s := beerState(t, w, b.BeerID)
-			if s.Status != enrichment.StatusQueued || s.Attempts != 0 || s.LastError == nil ||
+			if s.Status != enrichment.StatusWaiting || s.Attempts != 0 || s.LastError == nil ||
 				!(strings.HasPrefix(*s.LastError, "auth: status") || strings.HasPrefix(*s.LastError, "breaker_open: circuit breaker open (auth)")) {
 				t.Fatalf("%d: beer %+v", status, s)
 			}
@@ -136,6 +132,8 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 		for _, tk := range tokens {
 			w.Provider.On(tk, Behavior{Content: "5.0"})
 		}
+		stop = ticker(w, 2*time.Second)
+		defer stop()
 		for _, b := range beers {
 			s := waitStatus(t, w, b.BeerID, enrichment.StatusEnriched, 90*time.Second)
 			if s.Attempts != 1 {
@@ -143,6 +141,7 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 			}
 		}
 		enriched += int64(len(beers))
+		stop()
 		cronAt = cronAt.Add(time.Minute)
 		fireAndWait(t, w, cronFrequent, "alerts", cronAt)
 		if firing(t, w, "enrichment_auth_failing") != 0 {

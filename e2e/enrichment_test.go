@@ -254,10 +254,10 @@ func TestEnrichHangingProviderIsCutOff(t *testing.T) {
 }
 
 // The breaker opens after ENRICHMENT_BREAKER_THRESHOLD consecutive transient
-// failures: provider calls stop while the messages are deferred (fresh
-// copies, recorded on the beer as breaker_open, no attempt spent); after the
-// cooldown one probe reaches a now healthy provider and closes it, and the
-// messages are enriched.
+// failures: provider calls stop while the beers wait in D1 (waiting,
+// breaker_open, no attempt spent by the deferral); after the cooldown the
+// catch-up sends one of them as the probe, which reaches a now healthy
+// provider and closes the breaker, and its next run sends the other.
 func TestEnrichCircuitBreakerOpensAndCloses(t *testing.T) {
 	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_THRESHOLD": "2", "ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "6"})
 	ta, tb := uniq("brk-a"), uniq("brk-b")
@@ -274,18 +274,18 @@ func TestEnrichCircuitBreakerOpensAndCloses(t *testing.T) {
 	if opened != 2 {
 		t.Fatalf("provider calls when the breaker opened = %d, want the threshold 2", opened)
 	}
-	Eventually(t, 30*time.Second, "messages deferred while open", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM beers WHERE last_error LIKE 'breaker_open: circuit breaker open (transient)%'`) >= 1
+	Eventually(t, 30*time.Second, "both beers waiting while open", func() bool {
+		return w.Int(t, `SELECT COUNT(*) FROM beers WHERE status = 'waiting' AND last_error LIKE 'breaker_open: circuit breaker open (transient)%' AND beer_id IN (?, ?)`,
+			a.BeerID, b.BeerID) == 2
 	})
 	if n := calls(); n != opened {
 		t.Fatalf("provider calls grew from %d to %d while the breaker was open", opened, n)
 	}
-	if s := beerState(t, w, a.BeerID); s.Status != enrichment.StatusQueued {
-		t.Fatalf("beer a while open: %+v", s)
-	}
 
 	w.Provider.On(ta, Behavior{Content: "5.1"})
 	w.Provider.On(tb, Behavior{Content: "5.2"})
+	stop := ticker(w, 3*time.Second)
+	defer stop()
 	waitStatus(t, w, a.BeerID, enrichment.StatusEnriched, 60*time.Second)
 	waitStatus(t, w, b.BeerID, enrichment.StatusEnriched, 60*time.Second)
 	if st := w.Int(t, `SELECT COUNT(*) FROM enrichment_breaker WHERE state = 'closed' AND failures = 0`); st != 1 {
@@ -306,10 +306,10 @@ func TestEnrichCircuitBreakerOpensAndCloses(t *testing.T) {
 	}
 }
 
-// DAILY_ENRICHMENT_LIMIT=2: the third beer gets no provider call; its
-// message is deferred until the UTC day resets (a fresh delayed copy, no
-// attempt spent, not in the DLQ) and the beer stays queued with the quota as
-// its last error. A stale message spends nothing.
+// DAILY_ENRICHMENT_LIMIT=2: the third beer gets no provider call; it is
+// parked in D1 until the UTC day resets (pending, due after the reset, no
+// attempt spent, not in the DLQ) with the quota as its last error. A stale
+// message spends nothing.
 func TestEnrichDailyQuotaStopsCallsWithoutLosingMessages(t *testing.T) {
 	w := startWorker(t, map[string]string{"DAILY_ENRICHMENT_LIMIT": "2"})
 	var beers []enrichment.Beer
@@ -339,22 +339,19 @@ func TestEnrichDailyQuotaStopsCallsWithoutLosingMessages(t *testing.T) {
 			refused = s
 		}
 	}
-	if refused.Status != enrichment.StatusQueued || refused.Attempts != 0 || refused.LastError == nil || !strings.HasPrefix(*refused.LastError, "quota: daily limit of 2") {
+	if refused.Status != enrichment.StatusPending || refused.Attempts != 0 || refused.LastError == nil || !strings.HasPrefix(*refused.LastError, "quota: daily limit of 2") {
 		t.Fatalf("refused beer %+v", refused)
 	}
-	// Its retry is due when the UTC day resets (Queues' 12 h cap applies).
+	// Due after the UTC day resets, within its first QuotaSpread.
 	due := enrichment.ResetAt(before)
-	if capped := before.Add(enrichment.MaxDelay); capped.Before(due) {
-		due = capped
-	}
-	if refused.NextAttemptAt == nil || time.UnixMilli(*refused.NextAttemptAt).Before(due.Add(-time.Second)) {
-		t.Fatalf("next attempt %v, want about %v", refused.NextAttemptAt, due)
+	if refused.NextAttemptAt == nil || time.UnixMilli(*refused.NextAttemptAt).Before(due) || time.UnixMilli(*refused.NextAttemptAt).After(due.Add(enrichment.QuotaSpread)) {
+		t.Fatalf("next attempt %v, want within %v of %v", refused.NextAttemptAt, enrichment.QuotaSpread, due)
 	}
 	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
 		t.Fatalf("a quota refusal must not dead-letter the message (%d rows)", n)
 	}
 	Eventually(t, 10*time.Second, "the deferral logged", func() bool {
-		return strings.Contains(w.Log(), `"msg":"enrichment: deferred; a fresh copy waits on the queue (no attempt spent)"`) &&
+		return strings.Contains(w.Log(), `"msg":"`+msgParked+`"`) &&
 			strings.Contains(w.Log(), `"class":"quota"`)
 	})
 	if n := w.Int(t, `SELECT COUNT(*) FROM message_attempts`); n != 0 {

@@ -18,3 +18,7 @@ const (
 	// table missing); the message is deferred like ClassAuth.
 	ClassD1Unavailable = "d1_unavailable"
 )
+
+// ClassDeadline: the batch ran out of time before the message's call
+// could start; the beer is parked (pending, due at once) for the catch-up.
+const ClassDeadline = "deadline"

@@ -38,6 +38,10 @@ const (
 	StatusPending = "pending"
 	// StatusQueued: a message is on the queue or being retried.
 	StatusQueued = "queued"
+	// StatusWaiting: its work waits in D1 for the provider to be usable
+	// again (breaker open, key refused or missing), not on the queue; the
+	// catch-up sends it back when the breaker closes, or as its probe.
+	StatusWaiting = "waiting"
 	// StatusEnriched: the ABV is known.
 	StatusEnriched = "enriched"
 	// StatusNotFound: the provider answered that it does not know the ABV.
@@ -240,7 +244,11 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 // the list, instead of looking the ids up by primary key.
 const (
 	// claimBeersSQL moves the listed pending or failed beers to queued at ?2.
-	claimBeersSQL = `UPDATE beers SET status = 'queued', queued_at = ?2, next_attempt_at = NULL, updated_at = ?2
+	// A failed beer starts a new episode: its attempts count from 0 again.
+	claimBeersSQL = `UPDATE beers SET status = 'queued', queued_at = ?2, next_attempt_at = NULL, updated_at = ?2,
+			attempts = CASE WHEN status = 'failed' THEN 0 ELSE attempts END,
+			attempt_key = CASE WHEN status = 'failed' THEN NULL ELSE attempt_key END,
+			waits = CASE WHEN status = 'failed' THEN 0 ELSE waits END
 		WHERE beer_id IN (SELECT value FROM json_each(?1)) AND +status IN ('pending', 'failed')
 		RETURNING beer_id, status`
 	// unclaimBeersSQL returns the listed beers queued at ?2 and not sent to
@@ -269,36 +277,65 @@ func (r Registry) Lookup(ctx context.Context, beerID string) (BeerState, error) 
 // beerStore is the consumer's side of the beers table.
 type beerStore struct{ DB *sql.DB }
 
+// tracked is a beer of a batch as track found it.
+type tracked struct {
+	status string
+	// attempts are the real attempts of the beer's current episode (before
+	// this delivery), across every deferral and copy of its message.
+	attempts int
+	// key is the message id the episode's attempts are recorded under
+	// (message_attempts), so its history survives deferrals.
+	key string
+	// waits counts the consecutive deferrals of its work.
+	waits int
+}
+
+// trackIn is one message of a batch for track.
+type trackIn struct {
+	Beer
+	MessageID string `json:"message_id"`
+}
+
 // track registers the beers of a batch that are not known yet (messages may
-// come from a replay or be sent directly), marks pending or failed ones
-// queued (a message for them is being processed), and returns every beer's
-// status, in one statement.
-func (s beerStore) track(ctx context.Context, beers []Beer, now time.Time) (map[string]string, error) {
-	out := make(map[string]string, len(beers))
-	if len(beers) == 0 {
+// come from a replay or be sent directly), marks pending, waiting or failed
+// ones queued (a message for them is being processed), and returns every
+// beer's state, in one statement. A failed beer starts a new episode (a
+// replay, a direct send): its attempts count from 0 again and this
+// message's id becomes its attempt key; a beer without a key takes this
+// message's.
+func (s beerStore) track(ctx context.Context, in []trackIn, now time.Time) (map[string]*tracked, error) {
+	out := make(map[string]*tracked, len(in))
+	if len(in) == 0 {
 		return out, nil
 	}
-	js, err := json.Marshal(beers)
+	js, err := json.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("encode beers: %w", err)
 	}
-	rows, err := s.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, queued_at, created_at, updated_at)
-		SELECT value ->> '$.beer_id', COALESCE(value ->> '$.beer_name', ''), COALESCE(value ->> '$.brewer', ''), 'queued', ?2, ?2, ?2
+	rows, err := s.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, queued_at, created_at, updated_at, attempt_key)
+		SELECT value ->> '$.beer_id', COALESCE(value ->> '$.beer_name', ''), COALESCE(value ->> '$.brewer', ''), 'queued', ?2, ?2, ?2,
+			value ->> '$.message_id'
 		FROM json_each(?1) WHERE true
 		ON CONFLICT(beer_id) DO UPDATE SET
-			updated_at = CASE WHEN status IN ('pending', 'failed') THEN excluded.updated_at ELSE updated_at END,
-			status = CASE WHEN status IN ('pending', 'failed') THEN 'queued' ELSE status END
-		RETURNING beer_id, status`, string(js), now.UnixMilli())
+			updated_at = CASE WHEN status IN ('pending', 'waiting', 'failed') THEN excluded.updated_at ELSE updated_at END,
+			attempts = CASE WHEN status = 'failed' THEN 0 ELSE attempts END,
+			waits = CASE WHEN status = 'failed' THEN 0 ELSE waits END,
+			attempt_key = CASE WHEN status = 'failed' OR attempt_key IS NULL THEN excluded.attempt_key ELSE attempt_key END,
+			status = CASE WHEN status IN ('pending', 'waiting', 'failed') THEN 'queued' ELSE status END
+		RETURNING beer_id, status, attempts, attempt_key, waits`, string(js), now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("track beers: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, st string
-		if err := rows.Scan(&id, &st); err != nil {
+		var id string
+		var tb tracked
+		var key sql.NullString
+		if err := rows.Scan(&id, &tb.status, &tb.attempts, &key, &tb.waits); err != nil {
 			return nil, fmt.Errorf("track beers: %w", err)
 		}
-		out[id] = st
+		tb.key = key.String
+		out[id] = &tb
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("track beers: %w", err)
@@ -307,7 +344,7 @@ func (s beerStore) track(ctx context.Context, beers []Beer, now time.Time) (map[
 }
 
 // answered stores the provider's answer: enriched with abv, or not_found
-// (note says why).
+// (note says why). The episode ends: its key and waits are cleared.
 func (s beerStore) answered(ctx context.Context, beerID string, v Verdict, source string, now time.Time) error {
 	var abv, confidence, note any
 	status := StatusNotFound
@@ -317,7 +354,8 @@ func (s beerStore) answered(ctx context.Context, beerID string, v Verdict, sourc
 		note = "not_found: " + v.Reason
 	}
 	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = ?2, abv = ?3, confidence = ?4, source = ?5,
-			attempts = attempts + 1, next_attempt_at = NULL, last_error = ?6, enriched_at = ?7, updated_at = ?7
+			attempts = attempts + 1, next_attempt_at = NULL, last_error = ?6, enriched_at = ?7, updated_at = ?7,
+			attempt_key = NULL, waiting = NULL, waits = 0
 		WHERE beer_id = ?1`, beerID, status, abv, confidence, source, note, now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("store answer for beer %s: %w", beerID, err)
@@ -325,34 +363,79 @@ func (s beerStore) answered(ctx context.Context, beerID string, v Verdict, sourc
 	return nil
 }
 
-// failed records a failed attempt: with a next attempt due at next (status
-// stays queued), or, when next is zero, as the last one (status failed). A
-// beer already enriched or not_found (by another message) is left alone.
-func (s beerStore) failed(ctx context.Context, beerID, lastError string, next time.Time, now time.Time) error {
-	status, nextAt := StatusFailed, any(nil)
-	if !next.IsZero() {
-		status, nextAt = StatusQueued, next.UnixMilli()
-	}
-	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = ?2, attempts = attempts + 1, last_error = ?3,
-			next_attempt_at = ?4, updated_at = ?5
-		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found')`, beerID, status, lastError, nextAt, now.UnixMilli())
+// failed records a failed attempt that ends the episode (a permanent
+// failure): status failed, no next attempt. A beer already enriched or
+// not_found (by another message) is left alone.
+func (s beerStore) failed(ctx context.Context, beerID, lastError string, now time.Time) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = 'failed', attempts = attempts + 1, last_error = ?2,
+			next_attempt_at = NULL, waiting = NULL, updated_at = ?3
+		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found')`, beerID, lastError, now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("record failure of beer %s: %w", beerID, err)
 	}
 	return nil
 }
 
-// deferred records a deferred message (Consumer.deferMessage): the beer stays
-// queued with its next delivery due at next, as failed leaves it after a
-// failed attempt, but without counting an attempt (the message was not at
-// fault). The catch-up therefore sees a message on its way: not due, and
-// not lost until LostAfter past next. A beer already enriched or not_found
-// is left alone.
-func (s beerStore) deferred(ctx context.Context, beerID, lastError string, next, now time.Time) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = 'queued', last_error = ?2, next_attempt_at = ?3, updated_at = ?4
-		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found')`, beerID, lastError, next.UnixMilli(), now.UnixMilli())
+// spent is what attempted returns: the real attempt just spent.
+type spent struct {
+	// n is the episode's attempt number of this attempt (1-based).
+	n int
+	// key is the message id the episode's attempts are recorded under.
+	key string
+	// last: the episode has no attempt left (n >= max, or the queue's own
+	// count reached it); the beer is now failed.
+	last bool
+	// found: the beer was updated (false when another message finished it).
+	found bool
+}
+
+// attempted records a failed attempt that may be retried, in one statement:
+// the episode's attempt count grows by one and the beer stays queued with
+// its next attempt due at next, unless that was its last attempt (count
+// reaching max, or lastByQueue): then it is failed with no next attempt.
+// key becomes the beer's attempt key when it has none. A beer already
+// enriched or not_found is left alone (found false).
+func (s beerStore) attempted(ctx context.Context, beerID, key, lastError string, next time.Time, max int, lastByQueue bool, now time.Time) (spent, error) {
+	var sp spent
+	var k sql.NullString
+	force := int64(0)
+	if lastByQueue {
+		force = 1
+	}
+	err := s.DB.QueryRowContext(ctx, `UPDATE beers SET attempts = attempts + 1, last_error = ?2, updated_at = ?4,
+			status = CASE WHEN attempts + 1 >= ?5 OR ?6 THEN 'failed' ELSE 'queued' END,
+			next_attempt_at = CASE WHEN attempts + 1 >= ?5 OR ?6 THEN NULL ELSE ?3 END,
+			waiting = NULL, attempt_key = COALESCE(attempt_key, ?7)
+		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found')
+		RETURNING attempts, attempt_key, status = 'failed'`, beerID, lastError, next.UnixMilli(), now.UnixMilli(),
+		int64(max), force, key).Scan(&sp.n, &k, &sp.last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sp, nil
+	}
 	if err != nil {
-		return fmt.Errorf("record deferral of beer %s: %w", beerID, err)
+		return sp, fmt.Errorf("record failure of beer %s: %w", beerID, err)
+	}
+	sp.key, sp.found = k.String, true
+	return sp, nil
+}
+
+// park records that a beer's work waits (Consumer.deferMessage) without
+// spending an attempt, in one statement: status (StatusWaiting, released
+// by the catch-up when the provider can be called again, or StatusPending,
+// due at next for the catch-up's due rule), why (class, waiting beers
+// only), next (the order in which waiting beers probe the breaker), and
+// one more consecutive deferral. A beer already enriched or not_found is
+// left alone.
+func (s beerStore) park(ctx context.Context, beerID, status, class, lastError string, next, now time.Time) error {
+	var why any
+	if status == StatusWaiting {
+		why = class
+	}
+	_, err := s.DB.ExecContext(ctx, `UPDATE beers SET status = ?2, waiting = ?3, waits = waits + 1, last_error = ?4,
+			next_attempt_at = ?5, updated_at = ?6
+		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found')`, beerID, status, why, lastError, next.UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("park beer %s: %w", beerID, err)
 	}
 	return nil
 }

@@ -43,6 +43,34 @@ type Breaker struct {
 	// probe that never reported (its instance died) is given up and another
 	// caller may probe. It should exceed the provider timeout.
 	ProbeLease time.Duration
+	// MaxCooldown caps the re-open period: a failed probe re-opens the
+	// breaker for a random time in [max(Cooldown, c/2), c], c =
+	// min(MaxCooldown, Cooldown·2^n) after the n-th consecutive failed probe
+	// (always Cooldown when MaxCooldown is not above it).
+	MaxCooldown time.Duration
+	// Jitter is uniform in [0, 1): where in [c/2, c] a re-open ends.
+	Jitter float64
+}
+
+// reopenSQL is the end of a re-open after a failed probe, for the row's
+// reopens before it counts this one (SQL over enrichment_breaker): ?4 now,
+// ?5 Cooldown, ?6 the cap, ?7 the jitter factor in [0.5, 1) (all ms but ?7).
+const reopenSQL = `?4 + max(?5, CAST(min(?6, ?5 * (1 << min(reopens + 1, 30))) * ?7 AS INTEGER))`
+
+// ReopenCap is the longest re-open after the n-th consecutive failed probe
+// (n >= 1): min(MaxCooldown, Cooldown·2^n), never below Cooldown.
+func (b Breaker) ReopenCap(n int) time.Duration {
+	limit := max(b.MaxCooldown, b.Cooldown)
+	c := b.Cooldown
+	for i := 0; i < n && c < limit; i++ {
+		c *= 2
+	}
+	return min(c, limit)
+}
+
+// reopenArgs are ?5, ?6 and ?7 of reopenSQL.
+func (b Breaker) reopenArgs() []any {
+	return []any{b.Cooldown.Milliseconds(), max(b.MaxCooldown, b.Cooldown).Milliseconds(), 0.5 + min(max(b.Jitter, 0), 0.999)/2}
 }
 
 // Admission is the breaker's answer to "may I call the provider now?".
@@ -108,8 +136,8 @@ func (b Breaker) Admit(ctx context.Context, now time.Time) (Admission, error) {
 func (b Breaker) Succeeded(ctx context.Context, now time.Time) (closed bool, err error) {
 	var previous string
 	err = b.DB.QueryRowContext(ctx, `UPDATE enrichment_breaker
-		SET previous_state = state, state = 'closed', failures = 0, open_until = NULL, probe_until = NULL, cause = NULL, updated_at = ?1
-		WHERE name = ?2 AND (state <> 'closed' OR failures <> 0)
+		SET previous_state = state, state = 'closed', failures = 0, open_until = NULL, probe_until = NULL, cause = NULL, reopens = 0, updated_at = ?1
+		WHERE name = ?2 AND (state <> 'closed' OR failures <> 0 OR reopens <> 0)
 		RETURNING previous_state`, now.UnixMilli(), breakerName).Scan(&previous)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -138,13 +166,15 @@ func (b Breaker) Failed(ctx context.Context, now time.Time) (opened bool, openUn
 			failures = failures + 1,
 			state = CASE WHEN state IN ('open', 'half_open') OR failures + 1 >= ?2 THEN 'open' ELSE 'closed' END,
 			open_until = CASE WHEN state = 'open' THEN open_until
-				WHEN state = 'half_open' OR failures + 1 >= ?2 THEN ?3 END,
+				WHEN state = 'half_open' THEN `+reopenSQL+`
+				WHEN failures + 1 >= ?2 THEN ?3 END,
+			reopens = reopens + (state = 'half_open'),
 			cause = CASE WHEN state IN ('open', 'half_open') THEN COALESCE(cause, 'transient')
 				WHEN failures + 1 >= ?2 THEN 'transient' END,
 			probe_until = NULL,
 			updated_at = ?4
 		RETURNING previous_state, state, open_until`,
-		breakerName, int64(b.Threshold), now.Add(b.Cooldown).UnixMilli(), now.UnixMilli()).Scan(&previous, &state, &until)
+		append([]any{breakerName, int64(b.Threshold), now.Add(b.Cooldown).UnixMilli(), now.UnixMilli()}, b.reopenArgs()...)...).Scan(&previous, &state, &until)
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("breaker failure: %w", err)
 	}
@@ -169,14 +199,71 @@ func (b Breaker) Trip(ctx context.Context, now time.Time, cause string) (opened 
 		ON CONFLICT(name) DO UPDATE SET
 			previous_state = state,
 			state = 'open',
-			open_until = CASE WHEN state = 'open' THEN COALESCE(open_until, ?2) ELSE ?2 END,
+			open_until = CASE WHEN state = 'open' THEN COALESCE(open_until, ?2)
+				WHEN state = 'half_open' THEN `+reopenSQL+` ELSE ?2 END,
+			reopens = reopens + (state = 'half_open'),
 			cause = ?3,
 			probe_until = NULL,
 			updated_at = ?4
 		RETURNING previous_state, open_until`,
-		breakerName, now.Add(b.Cooldown).UnixMilli(), cause, now.UnixMilli()).Scan(&previous, &until)
+		append([]any{breakerName, now.Add(b.Cooldown).UnixMilli(), cause, now.UnixMilli()}, b.reopenArgs()...)...).Scan(&previous, &until)
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("breaker trip: %w", err)
 	}
 	return previous != BreakerOpen, time.UnixMilli(until), nil
+}
+
+// Reset closes the breaker at once, whatever its state and cause: an
+// operator's decision (POST /admin/enrichment/breaker/reset), for instance
+// after fixing the API key. The failure count and the re-open growth start
+// again; waiting beers go back to the queue on the catch-up's next run.
+// previous is the state it had ("closed" also when it never had a row).
+func (b Breaker) Reset(ctx context.Context, now time.Time) (previous string, err error) {
+	err = b.DB.QueryRowContext(ctx, `UPDATE enrichment_breaker
+		SET previous_state = state, state = 'closed', failures = 0, open_until = NULL, probe_until = NULL, cause = NULL, reopens = 0, updated_at = ?1
+		WHERE name = ?2
+		RETURNING previous_state`, now.UnixMilli(), breakerName).Scan(&previous)
+	if errors.Is(err, sql.ErrNoRows) {
+		return BreakerClosed, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("breaker reset: %w", err)
+	}
+	return previous, nil
+}
+
+// BreakerState is the breaker as the catch-up and the API read it.
+type BreakerState struct {
+	State string `json:"state"`
+	// Cause is why it is open (CauseTransient, CauseAuth); "" when closed.
+	Cause string `json:"cause"`
+	// OpenUntil is when an open breaker admits its next probe (epoch ms; 0: closed).
+	OpenUntil int64 `json:"open_until"`
+	// ProbeUntil is the lease of a half-open probe (epoch ms; 0: none).
+	ProbeUntil int64 `json:"probe_until"`
+	// Reopens counts the consecutive failed probes.
+	Reopens int64 `json:"reopens"`
+}
+
+// Read returns the breaker's state (closed when it has no row); one row read.
+func (b Breaker) Read(ctx context.Context) (BreakerState, error) {
+	var s BreakerState
+	var cause sql.NullString
+	var openUntil, probeUntil sql.NullInt64
+	err := b.DB.QueryRowContext(ctx, `SELECT state, cause, open_until, probe_until, reopens FROM enrichment_breaker WHERE name = ?`,
+		breakerName).Scan(&s.State, &cause, &openUntil, &probeUntil, &s.Reopens)
+	if errors.Is(err, sql.ErrNoRows) {
+		return BreakerState{State: BreakerClosed}, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("breaker read: %w", err)
+	}
+	s.Cause, s.OpenUntil, s.ProbeUntil = cause.String, openUntil.Int64, probeUntil.Int64
+	return s, nil
+}
+
+// ProbeDue reports whether an open breaker would admit a probe at now.
+func (s BreakerState) ProbeDue(now time.Time) bool {
+	n := now.UnixMilli()
+	return (s.State == BreakerOpen && s.OpenUntil <= n) || (s.State == BreakerHalfOpen && s.ProbeUntil <= n)
 }

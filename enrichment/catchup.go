@@ -93,6 +93,9 @@ type CatchUp struct {
 	LostAfter time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
 	Limits jobs.Limits
+	// Configured is whether the provider's API key is set: waiting beers
+	// are sent back only then.
+	Configured bool
 }
 
 // Name implements jobs.Job.
@@ -106,6 +109,11 @@ type catchUpRule struct {
 	param      func(c *CatchUp) int64
 	// afterUptime: only once the job has run for LostAfter without a gap.
 	afterUptime bool
+	// when, if set, says whether the rule runs at all in this run (it
+	// costs nothing when it does not).
+	when func(run *catchUpRun) bool
+	// once: a single claim of one beer per run (the breaker's probe).
+	once bool
 }
 
 var catchUpRules = []catchUpRule{
@@ -124,11 +132,37 @@ var catchUpRules = []catchUpRule{
 		param:       func(c *CatchUp) int64 { return c.LostAfter.Milliseconds() },
 		afterUptime: true,
 	},
+	// Waiting beers (parked by the consumer while the provider could not be
+	// called) all go back once the breaker is closed and the key is set;
+	// next_attempt_at is only their order. ?3 is unused.
+	{
+		name:  "released",
+		where: `status = 'waiting' AND ?3 = ?3`,
+		due:   `next_attempt_at`,
+		param: func(*CatchUp) int64 { return 0 },
+		when:  func(run *catchUpRun) bool { return run.c.Configured && run.breaker.State == BreakerClosed },
+	},
+	// While the breaker is open and due for its probe, one waiting beer
+	// goes back to be that probe: the first in next_attempt_at order, which
+	// the consumer moves back each time a beer waits again, so the probe
+	// rotates among the waiting beers (no single bad beer holds the
+	// breaker open for the others).
+	{
+		name:  "probe",
+		where: `status = 'waiting' AND ?3 = ?3`,
+		due:   `next_attempt_at`,
+		param: func(*CatchUp) int64 { return 0 },
+		when: func(run *catchUpRun) bool {
+			return run.c.Configured && run.breaker.State != BreakerClosed && run.breaker.ProbeDue(run.now)
+		},
+		once: true,
+	},
 }
 
 // catchUpRun is what one run did.
 type catchUpRun struct {
 	c        *CatchUp
+	breaker  BreakerState
 	now      time.Time
 	sent     map[string]int64 // by rule
 	putBack  int64
@@ -150,12 +184,24 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 		return nil, err
 	}
 	run := &catchUpRun{c: c, now: now, sent: map[string]int64{}}
+	if c.Configured {
+		if run.breaker, err = (Breaker{DB: c.DB}).Read(ctx); err != nil {
+			return nil, fmt.Errorf("catch-up: %w", err)
+		}
+	}
 	lostFrom := upSince + c.LostAfter.Milliseconds()
 	budget := c.Limits.Start()
 	more := false
 	var errs []error
 	for _, r := range catchUpRules {
-		if r.afterUptime && now.UnixMilli() < lostFrom {
+		if (r.afterUptime && now.UnixMilli() < lostFrom) || (r.when != nil && !r.when(run)) {
+			continue
+		}
+		if r.once {
+			if _, err := run.claimAndSend(ctx, r, 1); err != nil {
+				errs = append(errs, err)
+				break
+			}
 			continue
 		}
 		_, m, err := budget.Drain(ctx, func(ctx context.Context, limit int) (int64, error) {
@@ -167,7 +213,7 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 			break
 		}
 	}
-	total := run.sent["due"] + run.sent["lost"]
+	total := run.sent["due"] + run.sent["lost"] + run.sent["released"] + run.sent["probe"]
 	var lateSum int64
 	for _, l := range run.lateness {
 		lateSum += l / 1000
@@ -179,7 +225,8 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 		errs = append(errs, fmt.Errorf("catch-up: %w", err))
 	}
 	maxLate, medianLate := latenessStats(run.lateness)
-	sum := map[string]any{"enqueued": total, "due": run.sent["due"], "lost": run.sent["lost"], "put_back": run.putBack,
+	sum := map[string]any{"enqueued": total, "due": run.sent["due"], "lost": run.sent["lost"],
+		"released": run.sent["released"], "probe": run.sent["probe"], "put_back": run.putBack,
 		"lateness_max_ms": maxLate, "lateness_median_ms": medianLate, "more": more, "up_since": upSince}
 	if now.UnixMilli() < lostFrom {
 		sum["lost_check_from"] = lostFrom

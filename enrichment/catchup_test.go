@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/redrive/redrive/jobs"
+	"net/http"
 	"reflect"
 	"runtime"
 	"slices"
@@ -549,22 +550,22 @@ func TestCatchUpLatenessReachesMetrics(t *testing.T) {
 	}
 }
 
-// A deferred beer (its fresh copy waits on the queue) looks like a queued
-// beer with a retry due: the catch-up sends nothing for it while the copy
-// is pending, and only declares it lost LostAfter past the copy's due time
-// without any sign of it, as after a failed attempt's Retry.
-func TestCatchUpLeavesDeferredBeersToTheirCopy(t *testing.T) {
+// A beer parked by the quota is pending, due after the reset: the catch-up
+// leaves it alone until then and sends it once due, without an attempt
+// counted.
+func TestCatchUpSendsQuotaParkedBeersAfterTheReset(t *testing.T) {
 	f := newFixture(t)
 	f.c.Policy.DailyLimit = 1
 	f.now = catchUpNow
 	f.consume(t, msg("d0", "spent", "Spends the quota", 1))
 	m := msg("d1", "waits", "Waits for the reset", 1)
 	f.consume(t, m)
-	f.wantDeferred(t, m, MaxDelay) // the reset is 15 h away: Queues' 12 h cap
-	due := catchUpNow.Add(MaxDelay)
+	f.wantParked(t, m, "waits", StatusPending, ClassQuota)
+	due := ResetAt(catchUpNow).Add(QuotaSpread / 2)
 
 	s := &queuetest.Sender{}
 	c := newCatchUp(f.db, s)
+	c.Configured = true
 	run := func(at time.Time) map[string]any {
 		t.Helper()
 		recordRun(t, f.db, at.Add(-5*time.Minute), map[string]any{"up_since": catchUpNow.Add(-2 * time.Hour).UnixMilli()}, nil)
@@ -574,16 +575,115 @@ func TestCatchUpLeavesDeferredBeersToTheirCopy(t *testing.T) {
 		}
 		return sum
 	}
-	for _, at := range []time.Time{catchUpNow.Add(time.Minute), due, due.Add(59 * time.Minute)} {
+	for _, at := range []time.Time{catchUpNow.Add(time.Minute), due.Add(-time.Second)} {
 		if sum := run(at); sum["enqueued"] != int64(0) || len(s.Messages(queue.Enrichment)) != 0 {
-			t.Fatalf("at %s the catch-up sent %v (copy still pending)", at, sum)
+			t.Fatalf("at %s the catch-up sent %v before the beer was due", at, sum)
 		}
 	}
-	// No sign of the copy an hour (LostAfter) after it was due: lost, sent again.
-	if sum := run(due.Add(61 * time.Minute)); sum["lost"] != int64(1) || len(sentBeers(t, s)) != 1 || sentBeers(t, s)[0].BeerID != "waits" {
-		t.Fatalf("lost copy not re-sent: %v %v", sum, sentBeers(t, s))
+	if sum := run(due); sum["due"] != int64(1) || len(sentBeers(t, s)) != 1 || sentBeers(t, s)[0].BeerID != "waits" {
+		t.Fatalf("due beer not sent: %v %v", sum, sentBeers(t, s))
 	}
-	if st := f.beer(t, "waits"); st.Attempts != 0 {
+	if st := f.beer(t, "waits"); st.Attempts != 0 || st.Status != StatusQueued {
 		t.Fatalf("a deferral counted an attempt: %+v", st)
+	}
+}
+
+// Waiting beers (parked while the breaker is open) stay in D1 while it is
+// open, cost nothing per run, and one of them at a time goes back as the
+// breaker's probe when the breaker is due for one: the first in
+// next_attempt_at order, which moves back each time a beer waits again, so
+// the probe rotates. Once the breaker is closed all of them go back.
+// Without an API key none do.
+func TestCatchUpReleasesWaitingBeersAndRotatesTheProbe(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.now = catchUpNow
+	b := f.c.Breaker()
+	if _, _, err := b.Trip(ctx, f.now, CauseAuth); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"w1", "w2", "w3"} {
+		m := msg("m"+id, id, "Waits "+id, 1)
+		f.now = catchUpNow.Add(time.Duration(i) * time.Second)
+		f.consume(t, m)
+		f.wantParked(t, m, id, StatusWaiting, ClassBreakerOpen)
+	}
+	s := &queuetest.Sender{}
+	c := newCatchUp(f.db, s)
+	run := func(at time.Time) map[string]any {
+		t.Helper()
+		recordRun(t, f.db, at.Add(-5*time.Minute), map[string]any{"up_since": catchUpNow.Add(-2 * time.Hour).UnixMilli()}, nil)
+		sum, err := c.Run(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	// Without a key: nothing, even with the breaker due.
+	if sum := run(catchUpNow.Add(2 * time.Minute)); sum["enqueued"] != int64(0) {
+		t.Fatalf("sent without a key: %v", sum)
+	}
+	c.Configured = true
+	// Open and not due: nothing.
+	if sum := run(catchUpNow.Add(30 * time.Second)); sum["enqueued"] != int64(0) {
+		t.Fatalf("sent while open: %v", sum)
+	}
+	// Due: one probe, the first in order (w1 waited first).
+	probeAt := catchUpNow.Add(2 * time.Minute)
+	if sum := run(probeAt); sum["probe"] != int64(1) || sum["enqueued"] != int64(1) || len(sentBeers(t, s)) != 1 || sentBeers(t, s)[0].BeerID != "w1" {
+		t.Fatalf("probe: %v %v", sum, sentBeers(t, s))
+	}
+	// w1's probe is refused again: it waits again, behind the others.
+	f.now = probeAt.Add(time.Second)
+	f.provider.status(401, `{"error":"bad key"}`)
+	p1 := msg("p1", "w1", "Waits w1", 1)
+	f.consume(t, p1)
+	f.wantParked(t, p1, "w1", StatusWaiting, ClassAuth)
+	var openUntil int64
+	f.db.QueryRow(`SELECT open_until FROM enrichment_breaker`).Scan(&openUntil)
+	next := time.UnixMilli(openUntil)
+	if sum := run(next); sum["probe"] != int64(1) || sentBeers(t, s)[1].BeerID != "w2" {
+		t.Fatalf("the probe did not rotate: %v %v", sum, sentBeers(t, s))
+	}
+	// w2's probe succeeds: closed; the next run sends every waiting beer.
+	f.now = next.Add(time.Second)
+	f.provider.set(func(w http.ResponseWriter, _ *http.Request) { w.Write(answer("5.0")) })
+	p2 := msg("p2", "w2", "Waits w2", 1)
+	f.consume(t, p2)
+	if !p2.Acked || f.beer(t, "w2").Status != StatusEnriched {
+		t.Fatalf("probe p2: %+v", p2)
+	}
+	sum := run(f.now.Add(time.Minute))
+	got := sentBeers(t, s)
+	if sum["released"] != int64(2) || sum["enqueued"] != int64(2) || len(got) != 4 || got[2].BeerID+got[3].BeerID != "w1w3" {
+		t.Fatalf("release: %v %v", sum, got)
+	}
+	for _, id := range []string{"w1", "w3"} {
+		if st := f.beer(t, id); st.Status != StatusQueued || st.Attempts != 0 {
+			t.Fatalf("%s after release: %+v", id, st)
+		}
+	}
+}
+
+// A probe the catch-up cannot send fails the run and goes back to pending,
+// never lost.
+func TestCatchUpProbeSendFailureFailsTheRun(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.now = catchUpNow
+	if _, _, err := f.c.Breaker().Trip(ctx, f.now, CauseAuth); err != nil {
+		t.Fatal(err)
+	}
+	m := msg("mw", "w", "Waits", 1)
+	f.consume(t, m)
+	f.wantParked(t, m, "w", StatusWaiting, ClassBreakerOpen)
+	c := newCatchUp(f.db, &queuetest.Sender{Err: errors.New("queue down")})
+	c.Configured = true
+	sum, err := c.Run(ctx, catchUpNow.Add(2*time.Minute))
+	if err == nil || sum["put_back"] != int64(1) {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	if st := f.beer(t, "w"); st.Status != StatusPending || st.NextAttemptAt == nil {
+		t.Fatalf("beer after the failed send: %+v", st)
 	}
 }

@@ -36,9 +36,10 @@ var (
 	CounterBreakerProbes  = metrics.Declare("enrichment_breaker_half_opened_total", "Probe calls let through by the half-open breaker.")
 	CounterBreakerClosed  = metrics.Declare("enrichment_breaker_closed_total", "Times the provider's circuit breaker closed again after a successful probe.")
 	CounterBreakerBlocked = metrics.Declare("enrichment_breaker_rejected_total", "Messages not sent to the provider because the breaker was open.")
-	// CounterDeferred counts messages handed back to the queue as a fresh
-	// copy (no attempt spent): auth, config, quota, breaker open, D1 unavailable.
-	CounterDeferred      = metrics.Declare("enrichment_deferred_total", "Messages handed back as a fresh copy without spending an attempt (auth, config, quota, breaker open, D1 unavailable).")
+	// CounterDeferred counts messages deferred without spending an attempt:
+	// parked in D1 (auth, config, quota, breaker open, batch out of time) or
+	// sent again as a fresh copy (D1 unavailable).
+	CounterDeferred      = metrics.Declare("enrichment_deferred_total", "Messages deferred without spending an attempt: the beer parked in D1 (auth, config, quota, breaker open, batch out of time) or a fresh copy sent (D1 unavailable).")
 	CounterAuthFailures  = metrics.Declare("enrichment_auth_failures_total", "Provider calls refused with 401 or 403 (the key is wrong or revoked).")
 	CounterD1Unavailable = metrics.Declare("enrichment_d1_unavailable_total", "Messages deferred because D1 could not be used.")
 )
@@ -57,31 +58,59 @@ type Policy struct {
 	BreakerCooldown time.Duration
 	// DailyLimit is the number of provider calls per UTC day.
 	DailyLimit int64
+	// BreakerMaxCooldown (ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS) caps the
+	// breaker's re-open period while probes keep failing (Breaker.MaxCooldown).
+	BreakerMaxCooldown time.Duration
 	// D1RetryBase (D1_RETRY_BASE_SECONDS) spaces the deferrals of a message
-	// that failed because D1 is unavailable: min(12 h, base·2^(n-1)) on its
-	// n-th delivery (dlq.DefaultRetryBase when 0).
+	// that failed because D1 is unavailable: its fresh copy waits about twice
+	// as long as the message had (its age), at least the base, at most 12 h
+	// (dlq.DefaultRetryBase when 0).
 	D1RetryBase time.Duration
 }
+
+// BatchWallLimit is the queue consumer's wall-time limit: decisions of a
+// batch still running after it are never applied.
+const BatchWallLimit = 15 * time.Minute
+
+// batchCallWindow is how long after a batch starts a provider call may
+// still be started: no later than batchCallWindow minus the provider
+// timeout, so the last call ends by batchCallWindow (12 min) whatever
+// ENRICHMENT_TIMEOUT_MS is (at most MaxProviderTimeout), leaving 3 minutes
+// for the batch's bookkeeping before BatchWallLimit. A message whose call
+// could not start in time is parked (pending, due now) for the catch-up.
+const batchCallWindow = 12 * time.Minute
+
+// MaxProviderTimeout is the largest ENRICHMENT_TIMEOUT_MS allowed (config).
+const MaxProviderTimeout = 120 * time.Second
 
 // Consumer processes batches of the enrichment queue. For each message:
 // malformed → DLQ row (poison) and ack; beer already enriched or not_found →
 // ack without a call; no API key → deferred (config error); breaker open →
-// deferred until the cooldown ends; quota spent → deferred until the UTC day
+// deferred until it closes; quota spent → deferred until the UTC day
 // resets; otherwise one provider call, classified by Classify: an answer is
 // stored and acked, a 429 or transient failure is recorded and retried (an
 // attempt spent), a 401/403 opens the breaker and defers the message (auth),
 // a permanent failure is stored in the DLQ and acked. D1 unavailable →
-// deferred.
+// deferred. Messages of one batch for the same beer are settled by the
+// first one's outcome (one call at most per beer and batch).
 //
-// Deferring is for failures that are not the message's fault: a fresh copy
-// of the message (same body and content type) is sent to the same queue
-// with the wait as its delay, and the original is acked only once that send
-// succeeded. The copy starts again at attempt 1, so however long the
-// provider, the key, the quota or D1 keep it waiting, it never reaches the
-// DLQ for it. The beer stays `queued` with its retry due (next_attempt_at,
-// as after a failed attempt) but no attempt counted, so the catch-up sees a
-// message on its way and does not send another. If the send fails the
-// message is retried instead (an attempt spent): never lost.
+// Attempts are the beer's: beers.attempts counts the real attempts of its
+// current message (its episode) across every deferral and copy, and the
+// attempt that spends the last of MaxAttempts stores the message in the
+// DLQ itself (with the episode's whole history, recorded under the
+// beer's attempt_key) and acks it.
+//
+// Deferring is for failures that are not the message's fault, and spends
+// no attempt. The work is parked in D1 and the message acked: the beer
+// becomes `waiting` (breaker open, key refused or missing) until the
+// catch-up sends it back once the breaker is closed (or picks it as the
+// breaker's probe), or `pending` due at the quota's reset (or at once when
+// the batch ran out of time). A waiting message so costs one beer update
+// however long the outage lasts. When D1 itself is unavailable nothing can
+// be parked: a fresh copy of the message (same body and content type) is
+// sent to the same queue with a delay about twice the message's age, and
+// the original is acked only once that send succeeded; if the send fails
+// the message is retried instead: never lost.
 type Consumer struct {
 	DB       *sql.DB
 	Log      *slog.Logger
@@ -105,19 +134,22 @@ type Consumer struct {
 // store is the DLQ store of permanent and poison failures.
 func (c *Consumer) store() dlq.Store { return dlq.Store{DB: c.DB, Batch: c.Batch} }
 
-func (c *Consumer) backoff(attempt int) time.Duration {
-	rnd := rand.Float64
+func (c *Consumer) rnd() float64 {
 	if c.Rand != nil {
-		rnd = c.Rand
+		return c.Rand()
 	}
-	return c.Policy.Backoff.Delay(attempt, rnd())
+	return rand.Float64()
+}
+
+func (c *Consumer) backoff(attempt int) time.Duration {
+	return c.Policy.Backoff.Delay(attempt, c.rnd())
 }
 
 // Breaker is the consumer's circuit breaker. A probe's lease outlasts the
 // provider timeout, so a probe still waiting for its answer is not doubled.
 func (c *Consumer) Breaker() Breaker {
 	return Breaker{DB: c.DB, Threshold: c.Policy.BreakerThreshold, Cooldown: c.Policy.BreakerCooldown,
-		ProbeLease: c.Provider.Timeout + 10*time.Second}
+		ProbeLease: c.Provider.Timeout + 10*time.Second, MaxCooldown: c.Policy.BreakerMaxCooldown, Jitter: c.rnd()}
 }
 
 // Quota is the consumer's daily quota.
@@ -134,6 +166,16 @@ type delivery struct {
 	// history entry (0: no response, no call).
 	status int
 	took   time.Duration
+	// tb is the beer as track found it (nil when D1 was unavailable).
+	tb *tracked
+}
+
+// key is the message id the beer's episode records its attempts under.
+func (d delivery) key() string {
+	if d.tb != nil && d.tb.key != "" {
+		return d.tb.key
+	}
+	return d.m.ID()
 }
 
 // tally counts what a batch did, for one counters statement.
@@ -141,9 +183,11 @@ type tally map[string]int64
 
 // batchRun is one batch in progress.
 type batchRun struct {
-	queue  string
-	status map[string]string // beer_id -> status
-	t      tally
+	queue string
+	// start is when the batch began (its call window counts from it).
+	start time.Time
+	beers map[string]*tracked // beer_id -> state
+	t     tally
 	// deferred are the messages to hand back to the queue as fresh copies,
 	// sent together (one SendBatch per 100) when the batch ends.
 	deferred []deferral
@@ -165,9 +209,10 @@ type deferral struct {
 // answers but the statement failed, the error is returned and the runtime
 // retries the messages not settled.
 func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []queue.Message) error {
-	b := &batchRun{queue: queueName, t: tally{}}
+	b := &batchRun{queue: queueName, t: tally{}, start: c.Clock.Now()}
 	defer c.addCounters(ctx, b.t)
-	var ds []delivery
+	var ds, dups []delivery
+	seen := map[string]bool{}
 	for _, m := range msgs {
 		body, ct := m.Body()
 		beer, problem := parseMessage(body, ct)
@@ -175,14 +220,24 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 			c.poison(ctx, queueName, m, body, ct, problem, b.t)
 			continue
 		}
-		ds = append(ds, delivery{m: m, body: body, ct: ct, beer: beer,
-			log: c.Log.With("message_id", m.ID(), "beer_id", beer.BeerID, "attempt", m.Attempts())})
+		d := delivery{m: m, body: body, ct: ct, beer: beer,
+			log: c.Log.With("message_id", m.ID(), "beer_id", beer.BeerID, "attempt", m.Attempts())}
+		// Later messages for the same beer are settled by the first one's
+		// outcome (a catch-up re-send beside a late message, a replay
+		// beside the original): one call, one quota unit, one breaker
+		// verdict per beer and batch.
+		if seen[beer.BeerID] {
+			dups = append(dups, d)
+			continue
+		}
+		seen[beer.BeerID] = true
+		ds = append(ds, d)
 	}
-	beers := make([]Beer, len(ds))
+	in := make([]trackIn, len(ds))
 	for i, d := range ds {
-		beers[i] = d.beer
+		in[i] = trackIn{Beer: d.beer, MessageID: d.m.ID()}
 	}
-	status, err := beerStore{c.DB}.track(ctx, beers, c.Clock.Now())
+	beers, err := beerStore{c.DB}.track(ctx, in, c.Clock.Now())
 	if err != nil {
 		if perr := c.probe(ctx); perr == nil {
 			c.Log.ErrorContext(ctx, "enrichment: cannot read the batch's beers; retrying it", "queue", queueName, "messages", len(ds), "error", err.Error())
@@ -195,14 +250,31 @@ func (c *Consumer) ConsumeBatch(ctx context.Context, queueName string, msgs []qu
 			c.deferD1(ctx, b, d, err, now)
 		}
 		c.sendDeferred(ctx, b)
+		c.settleDuplicates(ctx, b, dups)
 		return nil
 	}
-	b.status = status
+	b.beers = beers
 	for _, d := range ds {
+		if d.tb = beers[d.beer.BeerID]; d.tb == nil {
+			d.tb = &tracked{status: StatusQueued}
+		}
 		c.process(ctx, b, d)
 	}
 	c.sendDeferred(ctx, b)
+	c.settleDuplicates(ctx, b, dups)
 	return nil
+}
+
+// settleDuplicates acks the later messages of a batch for a beer whose
+// first message was settled: that one's outcome (an answer stored, a retry
+// on the queue, a parked beer, a copy sent, a DLQ row) carries the beer's
+// work, so a duplicate adds nothing but a second call.
+func (c *Consumer) settleDuplicates(ctx context.Context, b *batchRun, dups []delivery) {
+	for _, d := range dups {
+		d.m.Ack()
+		b.t[CounterStale]++
+		d.log.InfoContext(ctx, "enrichment: another message of the batch for the same beer settled it; acked without a provider call")
+	}
 }
 
 // parseMessage reads a message body; problem is non-empty for poison.
@@ -255,19 +327,34 @@ type admission struct {
 // breaker admitted the call and a quota unit is reserved for it.
 func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admission, bool) {
 	t := b.t
-	if st := b.status[d.beer.BeerID]; Done(st) {
+	if st := d.tb.status; Done(st) {
 		d.m.Ack()
 		t[CounterStale]++
 		d.log.InfoContext(ctx, "enrichment: beer already done; acked without a provider call", "status", st)
 		return admission{}, false
 	}
 	now := c.Clock.Now()
+	if d.tb.attempts >= c.Policy.MaxAttempts {
+		// Its attempts are spent (the store of its last one failed and the
+		// message was retried): store it now, without another call.
+		if !c.deadLetter(ctx, b, d, ClassTransient, "attempts exhausted", d.tb.attempts, false, now) {
+			d.m.Retry(queueDelay(c.backoff(d.tb.attempts)))
+			t[CounterRetried]++
+		}
+		return admission{}, false
+	}
 	if !c.Provider.Configured() {
 		t[CounterConfigErrors]++
 		d.log.ErrorContext(ctx, "enrichment: ENRICHMENT_API_KEY is not set; message deferred (set the secret with wrangler secret put)", "class", ClassConfig)
-		// Nothing changes until an operator sets the secret: wait the
-		// backoff's cap rather than cycling the message every few seconds.
-		c.deferMessage(ctx, b, d, ClassConfig, "ENRICHMENT_API_KEY is not set", c.Policy.Backoff.Max, now, true)
+		// Nothing changes until an operator sets the secret: the beer
+		// waits, and the catch-up sends it once the key is set.
+		c.deferMessage(ctx, b, d, ClassConfig, "ENRICHMENT_API_KEY is not set", StatusWaiting, now, now)
+		return admission{}, false
+	}
+	if now.Add(c.Provider.Timeout).After(b.start.Add(batchCallWindow)) {
+		// The call could end past the batch's call window: park it for the
+		// catch-up (due at once) so the batch settles in time.
+		c.deferMessage(ctx, b, d, ClassDeadline, "the batch ran out of time before this call", StatusPending, now, now)
 		return admission{}, false
 	}
 	breaker := c.Breaker()
@@ -283,7 +370,7 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 			cause = " (" + adm.Cause + ")"
 		}
 		c.deferMessage(ctx, b, d, ClassBreakerOpen,
-			"circuit breaker open"+cause+"; provider not called until "+adm.RetryAt.UTC().Format(time.RFC3339), adm.RetryAt.Sub(now), now, true)
+			"circuit breaker open"+cause+"; provider not called before "+adm.RetryAt.UTC().Format(time.RFC3339), StatusWaiting, now, now)
 		return admission{}, false
 	}
 	if adm.Probe {
@@ -301,9 +388,12 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 	if !ok {
 		reset := ResetAt(now)
 		t[CounterQuotaRefused]++
+		// Due after the reset, spread over its first QuotaSpread so the
+		// waiting beers do not all come back at midnight together.
+		due := reset.Add(time.Duration(c.rnd() * float64(QuotaSpread)))
 		c.deferMessage(ctx, b, d, ClassQuota,
 			fmt.Sprintf("daily limit of %d provider calls reached; resets at %s", c.Policy.DailyLimit, reset.Format(time.RFC3339)),
-			reset.Sub(now), now, true)
+			StatusPending, due, now)
 		return admission{}, false
 	}
 	d.log = d.log.With("quota_used", used)
@@ -343,19 +433,13 @@ func (c *Consumer) settle(ctx context.Context, b *batchRun, d delivery, adm admi
 		d.m.Ack()
 		if v.Outcome == Enriched {
 			t[CounterEnriched]++
-			b.status[d.beer.BeerID] = StatusEnriched
 		} else {
 			t[CounterNotFound]++
-			b.status[d.beer.BeerID] = StatusNotFound
 		}
 	case RateLimited:
-		delay := v.RetryAfter
-		if delay == 0 {
-			delay = c.backoff(d.m.Attempts())
-		}
-		c.retry(ctx, b, d, ClassRateLimited, v.Reason, delay, after)
+		c.retry(ctx, b, d, ClassRateLimited, v.Reason, v.RetryAfter, after)
 	case Transient:
-		c.retry(ctx, b, d, ClassTransient, v.Reason, c.backoff(d.m.Attempts()), after)
+		c.retry(ctx, b, d, ClassTransient, v.Reason, 0, after)
 	case Auth:
 		c.authFailed(ctx, b, d, v.Reason, adm.now, after, openUntil)
 	default:
@@ -373,13 +457,9 @@ func (c *Consumer) authFailed(ctx context.Context, b *batchRun, d delivery, reas
 	if err := c.Quota().Release(ctx, reservedAt); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not give back the quota of a refused call", "error", err.Error())
 	}
-	delay := c.Policy.BreakerCooldown
-	if !openUntil.IsZero() {
-		delay = openUntil.Sub(now)
-	}
 	d.log.ErrorContext(ctx, "enrichment: the provider refused the API key; breaker open, quota given back, message deferred (check ENRICHMENT_API_KEY)",
-		"class", ClassAuth, "reason", reason)
-	c.deferMessage(ctx, b, d, ClassAuth, reason, delay, now, true)
+		"class", ClassAuth, "reason", reason, "open_until", openUntil.UTC().Format(time.RFC3339))
+	c.deferMessage(ctx, b, d, ClassAuth, reason, StatusWaiting, now, now)
 }
 
 // recordBreaker feeds the call's outcome to the breaker: a transient failure
@@ -427,34 +507,79 @@ func (c *Consumer) recordBreaker(ctx context.Context, b Breaker, adm Admission, 
 	return time.Time{}
 }
 
-// retry records the failed attempt (message_attempts, then the beer), then
-// asks the queue to redeliver after delay. The record comes first so that a
-// message that moves to the DLQ after its last attempt carries the reason.
+// retry records a failed attempt (the beer's count, then message_attempts
+// under the episode's key) and asks the queue to redeliver after delay (0:
+// the backoff of the episode's attempt number). The record comes first so
+// that a message the queue moves to the DLQ carries the reason. The attempt
+// that spends the episode's last one (MaxAttempts, counted across every
+// deferral and copy, or the queue's own last attempt) is stored in the DLQ
+// here and acked instead (deadLetter).
 func (c *Consumer) retry(ctx context.Context, b *batchRun, d delivery, class, reason string, delay time.Duration, now time.Time) {
 	t := b.t
+	lastByQueue := d.m.Attempts() >= c.Policy.MaxAttempts
+	n := d.m.Attempts()
+	if d.tb != nil {
+		n = d.tb.attempts + 1
+	}
+	if delay <= 0 {
+		delay = c.backoff(n)
+	}
 	delay = queueDelay(delay)
-	attempt := d.m.Attempts()
-	last := attempt >= c.Policy.MaxAttempts
-	rec := dlq.Attempt{MessageID: d.m.ID(), Queue: b.queue, Attempt: attempt, Class: class, Error: reason, At: now,
+	sp, err := (beerStore{c.DB}).attempted(ctx, d.beer.BeerID, d.key(), class+": "+reason, now.Add(delay), c.Policy.MaxAttempts, lastByQueue, now)
+	if err != nil {
+		d.log.ErrorContext(ctx, "enrichment: could not record the failure on the beer", "error", err.Error())
+	}
+	if !sp.found {
+		sp = spent{n: n, key: d.key(), last: lastByQueue || n >= c.Policy.MaxAttempts}
+	}
+	if sp.last && c.deadLetter(ctx, b, d, class, reason, sp.n, true, now) {
+		return
+	}
+	rec := dlq.Attempt{MessageID: sp.key, Queue: b.queue, Attempt: sp.n, Class: class, Error: reason, At: now,
 		Status: d.status, Duration: d.took, Version: c.Version}
 	if err := (dlq.Attempts{DB: c.DB}).Record(ctx, rec); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not record the attempt", "error", err.Error())
 	}
-	next := now.Add(delay)
-	if last {
-		next = time.Time{}
-	}
-	if err := (beerStore{c.DB}).failed(ctx, d.beer.BeerID, class+": "+reason, next, now); err != nil {
-		d.log.ErrorContext(ctx, "enrichment: could not record the failure on the beer", "error", err.Error())
-	}
 	d.m.Retry(delay)
 	t[CounterRetried]++
-	if last {
-		d.log.ErrorContext(ctx, "enrichment: last attempt failed; the queue moves the message to the DLQ",
+	if sp.last {
+		d.log.ErrorContext(ctx, "enrichment: last attempt failed and could not be stored; the queue moves the message to the DLQ",
 			"class", class, "reason", reason)
 		return
 	}
-	d.log.WarnContext(ctx, "enrichment: attempt failed; retrying", "class", class, "reason", reason, "delay_s", int64(delay/time.Second))
+	d.log.WarnContext(ctx, "enrichment: attempt failed; retrying", "class", class, "reason", reason, "attempt_n", sp.n, "delay_s", int64(delay/time.Second))
+}
+
+// deadLetter stores the message in the DLQ after the episode's last
+// attempt (attempt n, which this delivery made and which failed with class
+// and reason when attempted; else it only found the attempts spent) and
+// acks it: the row
+// is keyed by the episode's attempt key, so it carries the history of
+// every earlier attempt, whichever copy of the message made them, and
+// failure_count is n. It reports false, having done nothing else, when
+// the store failed (the caller then retries the message).
+func (c *Consumer) deadLetter(ctx context.Context, b *batchRun, d delivery, class, reason string, n int, attempted bool, now time.Time) bool {
+	key := d.key()
+	f := dlq.Failure{MessageID: key, SourceQueue: b.queue, Body: d.body, ContentType: d.ct, Attempts: n,
+		Class: class, Reason: class + ": " + reason, FailedAt: now, Version: c.Version}
+	if attempted {
+		// This delivery's attempt, after the recorded ones.
+		f.Attempt = &dlq.Attempt{MessageID: key, Queue: b.queue, Attempt: n, Class: class, Error: reason,
+			At: now, Status: d.status, Duration: d.took, Version: c.Version}
+	}
+	if err := c.store().Put(ctx, []dlq.Failure{f}); err != nil {
+		d.log.ErrorContext(ctx, "enrichment: could not store the message after its last attempt", "error", err.Error())
+		return false
+	}
+	if _, err := c.DB.ExecContext(ctx, `UPDATE beers SET status = 'failed', next_attempt_at = NULL, waiting = NULL, updated_at = ?2
+		WHERE beer_id = ?1 AND status NOT IN ('enriched', 'not_found', 'failed')`, d.beer.BeerID, now.UnixMilli()); err != nil {
+		d.log.ErrorContext(ctx, "enrichment: could not mark the beer failed", "error", err.Error())
+	}
+	d.m.Ack()
+	b.t[CounterRetried]++
+	d.log.ErrorContext(ctx, "enrichment: last attempt failed; stored in the DLQ with its history and acked",
+		"class", class, "reason", reason, "attempts", n, "dlq_message_id", key)
+	return true
 }
 
 // internal handles a D1 failure in the middle of a message. When the probe
@@ -468,7 +593,7 @@ func (c *Consumer) internal(ctx context.Context, b *batchRun, d delivery, err er
 		return
 	}
 	d.log.ErrorContext(ctx, "enrichment: internal error; retrying", "error", err.Error())
-	c.retry(ctx, b, d, ClassTransient, "internal: "+shorten(err.Error()), c.backoff(d.m.Attempts()), now)
+	c.retry(ctx, b, d, ClassTransient, "internal: "+shorten(err.Error()), 0, now)
 }
 
 // probe tells an unavailable D1 (down, refusing queries, a table missing or
@@ -480,37 +605,74 @@ func (c *Consumer) probe(ctx context.Context) error {
 		+ EXISTS (SELECT 1 FROM enrichment_quota) + EXISTS (SELECT 1 FROM message_attempts)`).Scan(&n)
 }
 
-// deferD1 defers a message because D1 is unavailable, for RetryDelay of its
-// attempt (a fresh copy is at attempt 1: D1RetryBase). The beer's
-// bookkeeping is skipped: it would fail too.
+// deferD1 defers a message because D1 is unavailable: nothing can be
+// parked or counted, so a fresh copy goes back to the queue (sendDeferred),
+// delayed by D1Delay of the message's age: consecutive copies wait about
+// twice as long each time.
 func (c *Consumer) deferD1(ctx context.Context, b *batchRun, d delivery, err error, now time.Time) {
 	base := c.Policy.D1RetryBase
 	if base <= 0 {
 		base = dlq.DefaultRetryBase
 	}
 	b.t[CounterD1Unavailable]++
-	c.deferMessage(ctx, b, d, ClassD1Unavailable, "D1 unavailable: "+shorten(err.Error()), dlq.RetryDelay(base, d.m.Attempts()), now, false)
+	delay := D1Delay(base, now.Sub(d.m.Timestamp()), c.rnd())
+	b.deferred = append(b.deferred, deferral{d: d, class: ClassD1Unavailable, reason: "D1 unavailable: " + shorten(err.Error()),
+		delay: queueDelay(delay), now: now})
 }
 
+// D1Delay is the delay of the copy of a message deferred because D1 is
+// unavailable, from the message's age (now minus the time it, or its
+// latest copy, was sent: about the previous delay) and rnd uniform in
+// [0, 1): c = min(12 h, max(base, 2·age)), delay uniform in [3c/4, c]. So
+// each copy waits 1.5 to 2 times as long as the one before, from base up to
+// Queues' 12 h limit.
+func D1Delay(base, age time.Duration, rnd float64) time.Duration {
+	c := min(MaxDelay, max(base, 2*max(age, 0)))
+	return c - time.Duration(float64(c/4)*min(max(rnd, 0), 1))
+}
+
+// QuotaSpread is how long after the quota's reset the beers it made wait
+// come back (each at a random time in it).
+const QuotaSpread = 15 * time.Minute
+
 // deferMessage defers a message that failed through no fault of its own
-// (see Consumer): the beer is recorded as queued with its retry due at
-// now+delay (when book), and the message joins the batch's deferrals, whose
-// fresh copies sendDeferred sends before acking the originals.
-func (c *Consumer) deferMessage(ctx context.Context, b *batchRun, d delivery, class, reason string, delay time.Duration, now time.Time, book bool) {
-	delay = queueDelay(delay)
-	if book {
-		if err := (beerStore{c.DB}).deferred(ctx, d.beer.BeerID, class+": "+reason, now.Add(delay), now); err != nil {
-			d.log.ErrorContext(ctx, "enrichment: could not record the deferral on the beer", "error", err.Error())
-		}
+// (see Consumer), spending no attempt: the beer is parked in D1 (status
+// StatusWaiting, for the catch-up to release; or StatusPending, due at
+// due) with one more consecutive deferral, and the message is acked. A
+// waiting beer's next_attempt_at orders the breaker's probes (WaitOrder:
+// later each time it waits again, so the probe rotates). If D1 fails the
+// message goes the way of any D1 failure (internal).
+func (c *Consumer) deferMessage(ctx context.Context, b *batchRun, d delivery, class, reason, status string, due, now time.Time) {
+	waits := 1
+	if d.tb != nil {
+		waits = d.tb.waits + 1
 	}
-	b.deferred = append(b.deferred, deferral{d: d, class: class, reason: reason, delay: delay, now: now})
+	if status == StatusWaiting {
+		due = now.Add(c.WaitOrder(waits))
+	}
+	if err := (beerStore{c.DB}).park(ctx, d.beer.BeerID, status, class, class+": "+reason, due, now); err != nil {
+		c.internal(ctx, b, d, err, now)
+		return
+	}
+	d.m.Ack()
+	b.t[CounterDeferred]++
+	d.log.WarnContext(ctx, "enrichment: deferred; the beer waits in D1 (no attempt spent)",
+		"class", class, "reason", reason, "status", status, "waits", waits)
+}
+
+// WaitOrder is how far back a beer goes in the order of the breaker's
+// probes after its n-th consecutive deferral: uniform in [c/2, c], c =
+// min(max cooldown, cooldown·2^(n-1)) (Breaker.ReopenCap).
+func (c *Consumer) WaitOrder(n int) time.Duration {
+	cp := c.Breaker().ReopenCap(n - 1)
+	return cp/2 + time.Duration(c.rnd()*float64(cp/2))
 }
 
 // sendDeferred sends the fresh copies of the batch's deferred messages to
 // the queue they came from (same body and content type, delayed; one
 // SendBatch per 100) and acks each original only after its copy was sent.
 // When a send fails, its messages are retried instead (Retry with the same
-// delay, spending an attempt): never lost.
+// delay): never lost.
 func (c *Consumer) sendDeferred(ctx context.Context, b *batchRun) {
 	if len(b.deferred) == 0 {
 		return
@@ -529,9 +691,10 @@ func (c *Consumer) sendDeferred(ctx context.Context, b *batchRun) {
 		}
 		for _, df := range dfs {
 			if err != nil {
-				df.d.log.ErrorContext(ctx, "enrichment: could not send the deferred copy; retrying the message instead (an attempt spent)",
+				df.d.log.ErrorContext(ctx, "enrichment: could not send the deferred copy; retrying the message instead",
 					"class", df.class, "error", err.Error())
-				c.retry(ctx, b, df.d, df.class, df.reason, df.delay, df.now)
+				df.d.m.Retry(df.delay)
+				b.t[CounterRetried]++
 				continue
 			}
 			df.d.m.Ack()
@@ -546,16 +709,20 @@ func (c *Consumer) sendDeferred(ctx context.Context, b *batchRun) {
 // cannot help. When the store fails the message is retried instead (never lost).
 func (c *Consumer) permanent(ctx context.Context, b *batchRun, d delivery, reason string, now time.Time) {
 	t := b.t
-	f := dlq.Failure{MessageID: d.m.ID(), SourceQueue: b.queue, Body: d.body, ContentType: d.ct, Attempts: d.m.Attempts(),
+	n, key := d.m.Attempts(), d.key()
+	if d.tb != nil {
+		n = d.tb.attempts + 1
+	}
+	f := dlq.Failure{MessageID: key, SourceQueue: b.queue, Body: d.body, ContentType: d.ct, Attempts: n,
 		Class: ClassPermanent, Reason: ClassPermanent + ": " + reason, FailedAt: now, Version: c.Version,
-		Attempt: &dlq.Attempt{MessageID: d.m.ID(), Queue: b.queue, Attempt: d.m.Attempts(), Class: ClassPermanent, Error: reason,
+		Attempt: &dlq.Attempt{MessageID: key, Queue: b.queue, Attempt: n, Class: ClassPermanent, Error: reason,
 			At: now, Status: d.status, Duration: d.took, Version: c.Version}}
 	if err := c.store().Put(ctx, []dlq.Failure{f}); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not store the permanent failure; retrying instead", "error", err.Error())
-		c.retry(ctx, b, d, ClassPermanent, reason, c.backoff(d.m.Attempts()), now)
+		c.retry(ctx, b, d, ClassPermanent, reason, 0, now)
 		return
 	}
-	if err := (beerStore{c.DB}).failed(ctx, d.beer.BeerID, f.Reason, time.Time{}, now); err != nil {
+	if err := (beerStore{c.DB}).failed(ctx, d.beer.BeerID, f.Reason, now); err != nil {
 		d.log.ErrorContext(ctx, "enrichment: could not record the failure on the beer", "error", err.Error())
 	}
 	d.m.Ack()

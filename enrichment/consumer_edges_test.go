@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
@@ -49,15 +48,16 @@ func TestConsumerD1DeferralDefaultsAndCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := msg("md", "bd", "Dark", 1)
+	m.SentAt = f.now
 	f.consume(t, m)
-	f.wantDeferred(t, m, dlq.DefaultRetryBase)
+	f.wantDeferred(t, m, 263*time.Second) // age 0: the base (300 s), less 1/8 (Rand 0.5), in whole seconds
 	if c := f.counters(t); c[CounterD1Unavailable] != 1 || c[CounterDeferred] != 1 || c[CounterRetried] != 0 {
 		t.Fatalf("counters %v", c)
 	}
 }
 
-// A message arriving while a half-open probe is in flight waits until the
-// probe's lease ends: the provider timeout plus 10 s after the probe began.
+// A message arriving while a half-open probe is in flight waits (parked)
+// and makes no second call.
 func TestConsumerWaitsForTheProbeInFlight(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -72,8 +72,7 @@ func TestConsumerWaitsForTheProbeInFlight(t *testing.T) {
 	f.now = probeAt.Add(time.Second)
 	m := msg("mw", "bw", "Waiting", 1)
 	f.consume(t, m)
-	// Timeout 2 s + 10 s after the probe began, 1 s of which has passed.
-	f.wantDeferred(t, m, 11*time.Second)
+	f.wantParked(t, m, "bw", StatusWaiting, ClassBreakerOpen)
 	if f.provider.calls() != 0 {
 		t.Fatalf("a second call during the probe: %d", f.provider.calls())
 	}

@@ -149,6 +149,30 @@ func (f *fixture) wantDeferred(t *testing.T, m *queuetest.Message, delay time.Du
 	}
 }
 
+// wantParked checks that m was deferred by parking its beer in D1: acked
+// (not retried), no copy sent, no attempt recorded, the beer in status
+// with last_error starting with class. It returns the beer.
+func (f *fixture) wantParked(t *testing.T, m *queuetest.Message, beerID, status, class string) BeerState {
+	t.Helper()
+	if !m.Acked || m.Retried {
+		t.Fatalf("%s: acked %v retried %v; want acked (parked)", m.MsgID, m.Acked, m.Retried)
+	}
+	body, _ := m.Body()
+	for _, o := range f.deferredCopies() {
+		if o.Body == body {
+			t.Fatalf("%s: a copy was sent (%+v); want the beer parked", m.MsgID, o)
+		}
+	}
+	if _, ok := f.attempt(t, m.MsgID); ok {
+		t.Fatalf("%s: a deferral must not record an attempt", m.MsgID)
+	}
+	s := f.beer(t, beerID)
+	if s.Status != status || s.LastError == nil || !strings.HasPrefix(*s.LastError, class+": ") {
+		t.Fatalf("%s: beer %+v, want %s with last_error %s: ...", m.MsgID, s, status, class)
+	}
+	return s
+}
+
 func (f *fixture) beer(t *testing.T, id string) BeerState {
 	t.Helper()
 	s, err := Registry{DB: f.db}.Lookup(context.Background(), id)
@@ -230,26 +254,30 @@ func TestConsumerTransientFailureRecordsAttemptAndRetriesWithBackoff(t *testing.
 	f.provider.status(500, `{"error":{"message":"upstream melted"}}`)
 	m := msg("m500", "b500", "Lager", 2)
 	f.consume(t, m)
-	// Backoff base 10 s, attempt 2: cap 20 s; Rand 0.5 → 10 s.
-	if !m.Retried || m.RetryDelay != 10*time.Second {
+	// The beer's first real attempt (whatever the delivery count): backoff
+	// base 10 s, attempt 1: cap 10 s; Rand 0.5 → 5 s.
+	if !m.Retried || m.RetryDelay != 5*time.Second {
 		t.Fatalf("retried=%v delay=%v", m.Retried, m.RetryDelay)
 	}
 	a, ok := f.attempt(t, "m500")
-	if !ok || a.Attempt != 2 || a.Class != ClassTransient || a.Error != "status 500: upstream melted" {
+	if !ok || a.Attempt != 1 || a.Class != ClassTransient || a.Error != "status 500: upstream melted" {
 		t.Fatalf("attempt record %+v %v", a, ok)
 	}
 	s := f.beer(t, "b500")
-	if s.Status != StatusQueued || s.NextAttemptAt == nil || *s.NextAttemptAt != f.now.Add(10*time.Second).UnixMilli() ||
+	if s.Status != StatusQueued || s.NextAttemptAt == nil || *s.NextAttemptAt != f.now.Add(5*time.Second).UnixMilli() ||
 		s.LastError == nil || *s.LastError != "transient: status 500: upstream melted" {
 		t.Fatalf("beer %+v", s)
 	}
 
-	// The last attempt (max_retries+1 = 4): same record, beer failed, no next attempt.
+	// The queue's last attempt (max_retries+1 = 4): stored in the DLQ here,
+	// with both calls in its history, and acked; beer failed, no next attempt.
 	last := msg("m500", "b500", "Lager", 4)
 	f.consume(t, last)
-	a, _ = f.attempt(t, "m500")
-	if !last.Retried || a.Attempt != 4 || a.Error != "status 500: upstream melted" {
-		t.Fatalf("last attempt: retried=%v record %+v", last.Retried, a)
+	var count int
+	var history string
+	if err := f.db.QueryRow(`SELECT failure_count, history FROM dlq_messages WHERE message_id = 'm500'`).Scan(&count, &history); err != nil ||
+		!last.Acked || last.Retried || count != 2 || strings.Count(history, `"status":500`) != 2 {
+		t.Fatalf("last attempt: acked=%v row %v count %d history %s", last.Acked, err, count, history)
 	}
 	if s := f.beer(t, "b500"); s.Status != StatusFailed || s.NextAttemptAt != nil || s.Attempts != 2 {
 		t.Fatalf("beer after last attempt %+v", s)
@@ -394,11 +422,9 @@ func TestConsumerMissingAPIKeyIsAConfigError(t *testing.T) {
 	f.c.Provider.APIKey = ""
 	m := msg("mkey", "bkey", "Kölsch", 3)
 	f.consume(t, m)
-	// Deferred for the backoff's cap (1 min here), whatever its attempt.
-	f.wantDeferred(t, m, time.Minute)
-	s := f.beer(t, "bkey")
-	if s.Status != StatusQueued || f.provider.calls() != 0 || s.Attempts != 0 || s.LastError == nil ||
-		*s.LastError != "config: ENRICHMENT_API_KEY is not set" || s.NextAttemptAt == nil || *s.NextAttemptAt != f.now.Add(time.Minute).UnixMilli() {
+	// Parked until the key is set (the catch-up sends it back then).
+	s := f.wantParked(t, m, "bkey", StatusWaiting, ClassConfig)
+	if f.provider.calls() != 0 || s.Attempts != 0 || *s.LastError != "config: ENRICHMENT_API_KEY is not set" {
 		t.Fatalf("a config error is not not_found: %+v calls %d", s, f.provider.calls())
 	}
 	if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), `"class":"config"`) {
@@ -462,9 +488,8 @@ func TestConsumerCircuitBreaker(t *testing.T) {
 	if f.provider.calls() != 2 {
 		t.Fatalf("open breaker: calls %d", f.provider.calls())
 	}
-	f.wantDeferred(t, blocked, 40*time.Second)
-	if s := f.beer(t, "cb3"); s.Status != StatusQueued || s.Attempts != 0 || s.LastError == nil ||
-		!strings.HasPrefix(*s.LastError, "breaker_open: circuit breaker open (transient); provider not called until ") {
+	if s := f.wantParked(t, blocked, "cb3", StatusWaiting, ClassBreakerOpen); s.Attempts != 0 ||
+		!strings.HasPrefix(*s.LastError, "breaker_open: circuit breaker open (transient); provider not called before ") {
 		t.Fatalf("blocked beer %+v", s)
 	}
 	// After the cooldown one probe goes through; a healthy answer closes it.
@@ -495,17 +520,19 @@ func TestConsumerQuotaStopsCallsAndKeepsMessages(t *testing.T) {
 	if !first.Acked || f.provider.calls() != 1 {
 		t.Fatalf("first: acked %v calls %d", first.Acked, f.provider.calls())
 	}
-	f.wantDeferred(t, second, 4*time.Hour)
-	if s := f.beer(t, "qb2"); s.Status != StatusQueued || s.NextAttemptAt == nil || *s.NextAttemptAt != ResetAt(f.now).UnixMilli() ||
-		s.Attempts != 0 || s.LastError == nil || !strings.HasPrefix(*s.LastError, "quota: daily limit of 1") {
+	// Parked, due after the reset (spread over QuotaSpread: Rand 0.5 → 7.5 min).
+	if s := f.wantParked(t, second, "qb2", StatusPending, ClassQuota); s.NextAttemptAt == nil ||
+		*s.NextAttemptAt != ResetAt(f.now).Add(QuotaSpread/2).UnixMilli() || s.Attempts != 0 || !strings.HasPrefix(*s.LastError, "quota: daily limit of 1") {
 		t.Fatalf("beer %+v", s)
 	}
-	// Early in the UTC day the wait is capped at Queues' 12 h.
+	// Early in the UTC day too: D1 keeps it, so no 12 h cap applies.
 	f.now = time.Date(2030, 6, 1, 1, 0, 0, 0, time.UTC)
 	f.db.Exec(`UPDATE enrichment_quota SET used = 1`)
 	early := msg("q3", "qb3", "Third", 1)
 	f.consume(t, early)
-	f.wantDeferred(t, early, MaxDelay)
+	if s := f.wantParked(t, early, "qb3", StatusPending, ClassQuota); *s.NextAttemptAt != ResetAt(f.now).Add(QuotaSpread/2).UnixMilli() {
+		t.Fatalf("early beer %+v", s)
+	}
 	// The next day the deferred copy (a new message, attempt 1) goes through.
 	f.now = time.Date(2030, 6, 2, 0, 0, 5, 0, time.UTC)
 	again := msg("q2-copy", "qb2", "Second", 1)
@@ -520,11 +547,12 @@ func TestConsumerQuotaStopsCallsAndKeepsMessages(t *testing.T) {
 
 // D1 unavailable when the batch's beers are read: no attempt is spent.
 // Every message is deferred: a fresh copy (same body and content type) is
-// sent with RetryDelay of its attempt, and only then is the original acked.
+// sent with D1Delay of the message's age, and only then is the original acked.
 func TestConsumerD1UnavailableDefersWithoutSpendingAttempts(t *testing.T) {
 	f := newFixture(t)
 	f.db.Close()
 	m1, m2 := msg("md1", "bd1", "Dunkel", 1), msg("md2", "bd2", "Doppelbock", 3)
+	m1.SentAt, m2.SentAt = f.now, f.now.Add(-2*time.Minute)
 	m2.Type = queue.JSON
 	f.consume(t, m1, m2)
 	if f.provider.calls() != 0 {
@@ -538,7 +566,7 @@ func TestConsumerD1UnavailableDefersWithoutSpendingAttempts(t *testing.T) {
 		m     *queuetest.Message
 		ct    queue.ContentType
 		delay time.Duration
-	}{{m1, queue.Text, 30 * time.Second}, {m2, queue.JSON, 120 * time.Second}} {
+	}{{m1, queue.Text, 27 * time.Second}, {m2, queue.JSON, 210 * time.Second}} { // base 30 s; 4 min - 1/8 (Rand 0.5)
 		if !want.m.Acked || want.m.Retried || copies[i].Body != want.m.Text || copies[i].ContentType != want.ct || copies[i].Delay != want.delay {
 			t.Errorf("%s: acked %v retried %v copy %+v; want %s after %v", want.m.MsgID, want.m.Acked, want.m.Retried, copies[i], want.ct, want.delay)
 		}
@@ -555,8 +583,9 @@ func TestConsumerMissingBeersTableDefersThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := msg("mr1", "br1", "Renamed", 1)
+	m.SentAt = f.now
 	f.consume(t, m)
-	f.wantDeferred(t, m, 30*time.Second)
+	f.wantDeferred(t, m, 27*time.Second)
 	if f.provider.calls() != 0 {
 		t.Fatal("provider called although the beer could not be tracked")
 	}
@@ -581,45 +610,34 @@ func TestConsumerD1FailingMidMessageDefers(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := msg("mb", "bb", "Breakerless", 2)
+	m.SentAt = f.now.Add(-30 * time.Second)
 	f.consume(t, m)
-	f.wantDeferred(t, m, 60*time.Second) // attempt 2: 30 s * 2
+	f.wantDeferred(t, m, 53*time.Second) // age 30 s: c = 60 s, less 1/8 (Rand 0.5)
 	if s := f.beer(t, "bb"); s.Attempts != 0 || f.provider.calls() != 0 {
 		t.Fatalf("beer %+v calls %d", s, f.provider.calls())
 	}
 }
 
-// When the fresh copy cannot be sent, the message is retried instead (an
-// attempt spent, recorded): never acked without a copy, never lost.
+// When the fresh copy of a message deferred for D1 cannot be sent, the
+// message is retried instead, with the same delay: never acked without a
+// copy, never lost.
 func TestConsumerDeferralFallsBackToRetryWhenTheSendFails(t *testing.T) {
 	f := newFixture(t)
 	f.sender.Err = errors.New("queue unavailable")
-	f.c.Policy.DailyLimit = 1
-	f.now = time.Date(2030, 6, 1, 20, 0, 0, 0, time.UTC)
-	first, second := msg("s1", "sb1", "First", 1), msg("s2", "sb2", "Second", 2)
-	f.consume(t, first, second)
-	if !first.Acked || second.Acked || !second.Retried || second.RetryDelay != 4*time.Hour {
-		t.Fatalf("first %+v second %+v", first, second)
-	}
-	if a, ok := f.attempt(t, "s2"); !ok || a.Class != ClassQuota || a.Attempt != 2 {
-		t.Fatalf("fallback retry must record its attempt: %+v %v", a, ok)
-	}
-	if s := f.beer(t, "sb2"); s.Attempts != 1 || s.Status != StatusQueued {
-		t.Fatalf("beer %+v", s)
+	f.db.Close()
+	first := msg("s1", "sb1", "First", 2)
+	first.SentAt = f.now.Add(-30 * time.Second)
+	f.consume(t, first)
+	if first.Acked || !first.Retried || first.RetryDelay != 53*time.Second {
+		t.Fatalf("D1 down and send failing: %+v", first)
 	}
 	// No sender at all: the same.
 	f.c.Sender = nil
-	third := msg("s3", "sb3", "Third", 1)
-	f.consume(t, third)
-	if third.Acked || !third.Retried {
-		t.Fatalf("without a sender: %+v", third)
-	}
-	// D1 unavailable and the send failing: retried with the D1 delay.
-	f.c.Sender = f.sender
-	f.db.Close()
-	fourth := msg("s4", "sb4", "Fourth", 2)
-	f.consume(t, fourth)
-	if fourth.Acked || !fourth.Retried || fourth.RetryDelay != 60*time.Second {
-		t.Fatalf("D1 down and send failing: %+v", fourth)
+	second := msg("s2", "sb2", "Second", 1)
+	second.SentAt = f.now
+	f.consume(t, second)
+	if second.Acked || !second.Retried || second.RetryDelay != 27*time.Second {
+		t.Fatalf("without a sender: %+v", second)
 	}
 }
 
@@ -640,8 +658,8 @@ func TestConsumerAuthFailureOpensBreakerAndDefers(t *testing.T) {
 			if f.provider.calls() != 1 {
 				t.Fatalf("provider calls %d, want 1 (the breaker opened)", f.provider.calls())
 			}
-			f.wantDeferred(t, m1, time.Minute)
-			f.wantDeferred(t, m2, time.Minute)
+			f.wantParked(t, m1, "ab1", StatusWaiting, ClassAuth)
+			f.wantParked(t, m2, "ab2", StatusWaiting, ClassBreakerOpen)
 			if n, _ := queueDLQRows(f.db); n != 0 {
 				t.Fatalf("%d DLQ rows for an auth failure", n)
 			}
@@ -657,7 +675,7 @@ func TestConsumerAuthFailureOpensBreakerAndDefers(t *testing.T) {
 				t.Fatalf("breaker %s %s %d", state, cause, openUntil)
 			}
 			s := f.beer(t, "ab1")
-			if s.Status != StatusQueued || s.Attempts != 0 || s.LastError == nil || !strings.HasPrefix(*s.LastError, fmt.Sprintf("auth: status %d: invalid key", status)) ||
+			if s.Status != StatusWaiting || s.Attempts != 0 || s.LastError == nil || !strings.HasPrefix(*s.LastError, fmt.Sprintf("auth: status %d: invalid key", status)) ||
 				strings.Contains(*s.LastError, testKey) {
 				t.Fatalf("beer %+v", s)
 			}

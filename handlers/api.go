@@ -234,6 +234,7 @@ func (a *API) routeTable() []route {
 		{"GET /admin/metrics", a.admin(a.metrics)},
 		{"POST /admin/enrich", a.admin(a.enrich)},
 		{"GET /admin/beers/{id}", a.admin(a.beer)},
+		{"POST /admin/enrichment/breaker/reset", a.admin(a.breakerReset)},
 
 		{"GET /admin/dlq", a.admin(a.dlqList)},
 		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},

@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
 )
 
@@ -60,4 +62,39 @@ func (a *API) beer(w http.ResponseWriter, r *http.Request) error {
 	}
 	respond(w, r, http.StatusOK, s)
 	return nil
+}
+
+// breakerResetData answers POST /admin/enrichment/breaker/reset.
+type breakerResetData struct {
+	// PreviousState is the breaker's state before the reset.
+	PreviousState string `json:"previous_state"`
+	// State is the state after it: closed.
+	State string `json:"state"`
+}
+
+// breakerReset closes the provider's circuit breaker at once (POST
+// /admin/enrichment/breaker/reset, audited as breaker_reset): an
+// operator's way out when the breaker waits for a probe that cannot
+// succeed yet, or after fixing the API key. The waiting beers go back to
+// the queue on the catch-up's next run.
+func (a *API) breakerReset(w http.ResponseWriter, r *http.Request) error {
+	if _, err := query(r.URL, nil); err != nil {
+		return err
+	}
+	if r.ContentLength > 0 {
+		var body struct{}
+		if err := decodeJSON(w, r, &body); err != nil {
+			return err
+		}
+	}
+	start := dlq.AuditStart{Action: dlq.ActionBreakerReset}
+	return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
+		prev, err := (enrichment.Breaker{DB: a.DB}).Reset(ctx, a.Clock.Now())
+		if err != nil {
+			return nil, "", nil, err
+		}
+		a.Log.WarnContext(ctx, "enrichment: circuit breaker reset by an operator", "request_id", RequestID(ctx), "previous_state", prev)
+		return breakerResetData{PreviousState: prev, State: enrichment.BreakerClosed}, dlq.OutcomeOK,
+			map[string]any{"previous_state": prev}, nil
+	})
 }

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { get } from "./api.js";
+import { get, post } from "./api.js";
 import { BarChart, daily } from "./chart.jsx";
 import { Bars, ErrorBox, Scroll, Time } from "./components.jsx";
 import { QueueBacklogs } from "./queues.jsx";
@@ -136,6 +136,8 @@ export function Overview() {
         )}
       </section>
 
+      <BreakerReset onDone={() => refresh(true)} />
+
       <section aria-labelledby="h-time">
         <h2 id="h-time">Failures over time</h2>
         <div class="charts">
@@ -203,6 +205,62 @@ export function Overview() {
         </Scroll>
       </section>
     </div>
+  );
+}
+
+// BreakerReset closes the enrichment provider's circuit breaker (POST
+// /admin/enrichment/breaker/reset, audited), after a confirmation: for
+// when a fixed key or a single bad beer leaves the pipeline waiting.
+function BreakerReset({ onDone }) {
+  const [phase, setPhase] = useState("idle"); // idle | confirm | running | done
+  const [result, setResult] = useState(null);
+  const [error, setError] = useState(null);
+  const run = async () => {
+    setPhase("running");
+    try {
+      setResult(await post("/admin/enrichment/breaker/reset"));
+      setError(null);
+      setPhase("done");
+      onDone();
+    } catch (e) {
+      setError(e);
+      setPhase("idle");
+    }
+  };
+  return (
+    <section aria-labelledby="h-breaker">
+      <h2 id="h-breaker">Provider circuit breaker</h2>
+      <p class="small muted">
+        While the breaker is open, beers wait in D1 and one probe at a time checks the provider. Close it by hand after fixing
+        the API key, or when one bad beer keeps reopening it; the waiting beers go back to the queue on the catch-up's next run.
+      </p>
+      <ErrorBox error={error} />
+      {phase === "idle" && (
+        <button type="button" onClick={() => setPhase("confirm")}>
+          Close the breaker…
+        </button>
+      )}
+      {phase === "confirm" && (
+        <p role="alertdialog" aria-label="Confirm closing the breaker">
+          Close the provider's circuit breaker now? This is audited.{" "}
+          <button type="button" onClick={run}>
+            Yes, close it
+          </button>{" "}
+          <button type="button" class="link" onClick={() => setPhase("idle")}>
+            Cancel
+          </button>
+        </p>
+      )}
+      {phase === "running" && <p aria-busy="true">Closing…</p>}
+      {phase === "done" && result && (
+        <p role="status">
+          Breaker closed (it was {result.previous_state}).{" "}
+          <button type="button" class="link" onClick={() => setPhase("idle")}>
+            OK
+          </button>
+        </p>
+      )}
+    </section>
   );
 }
 
