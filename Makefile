@@ -93,7 +93,7 @@ test-ts-client: node_modules ## type-check the README's calls against the docume
 	npm run --silent check:ts-client
 
 test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)
-	go test -count=1 -tags e2e -timeout 20m -v ./e2e
+	go test -count=1 -tags e2e -timeout 45m -v ./e2e
 
 test: vet test-native test-e2e ## everything CI runs
 
