@@ -75,8 +75,8 @@ func TestLighthouse(t *testing.T) {
 		Pages                []struct {
 			Name string
 			Runs []struct {
-				Scores  map[string]float64
-				Metrics map[string]float64
+				Scores         map[string]float64
+				Metrics        map[string]float64
 				Failed         []string
 				Error          string
 				BenchmarkIndex float64 `json:"benchmark_index"`

@@ -42,7 +42,7 @@ func TestBeerStoreWritesReportTheirErrors(t *testing.T) {
 		"failed":    s.failed(ctx, "b1", "x", now),
 		"attempted": aerr,
 		"park":      s.park(ctx, "b2", StatusWaiting, ClassBreakerOpen, "x", now, now),
-		"answered": s.answered(ctx, "b3", Verdict{Outcome: NotFound}, "llm:m", now),
+		"answered":  s.answered(ctx, "b3", Verdict{Outcome: NotFound}, "llm:m", now),
 	} {
 		if err == nil || !strings.Contains(err.Error(), "beer b") || !strings.Contains(err.Error(), "no such table") {
 			t.Errorf("%s without a beers table: %v", name, err)
