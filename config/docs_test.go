@@ -8,22 +8,18 @@ import (
 	"testing"
 )
 
-// README "Configuration" is where each setting is documented, once: every
-// var Load reads has its row there with the default and bounds Load uses,
-// and the table names no var Load does not read.
-func TestREADMEConfigurationTable(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+// docs/configuration.md "Configuration" is where each setting is documented,
+// once: every var Load reads has its row there with the default and bounds
+// Load uses, and the table names no var Load does not read.
+func TestConfigurationTable(t *testing.T) {
+	raw, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(raw)
-	start := strings.Index(text, "\n## Configuration\n")
-	if start < 0 {
-		t.Fatal(`README has no "## Configuration" section`)
-	}
-	section := text[start+1:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
+	section := text
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end] // the table is the page's first section
 	}
 	row := regexp.MustCompile("(?m)^\\| `([A-Z0-9_]+)` \\| (var|secret) \\| ([^|]*) \\|")
 	rng := regexp.MustCompile(`\((\d+)[–.]+(\d+)\)`)
@@ -49,7 +45,7 @@ func TestREADMEConfigurationTable(t *testing.T) {
 		docs[m[1]] = d
 	}
 	if len(docs) < 20 {
-		t.Fatalf("found %d rows in README \"Configuration\"; the table's format changed", len(docs))
+		t.Fatalf("found %d rows in docs/configuration.md; the table's format changed", len(docs))
 	}
 	read := map[string]bool{}
 	for _, s := range Specs() {
@@ -57,16 +53,16 @@ func TestREADMEConfigurationTable(t *testing.T) {
 		d, ok := docs[s.Name]
 		switch {
 		case !ok:
-			t.Errorf("%s is read by Load but has no row in README \"Configuration\"", s.Name)
+			t.Errorf("%s is read by Load but has no row in docs/configuration.md", s.Name)
 		case d.kind != "var" || d.def != s.Default:
-			t.Errorf("%s: README says %s with default %q, Load reads a var with default %q", s.Name, d.kind, d.def, s.Default)
+			t.Errorf("%s: docs/configuration.md says %s with default %q, Load reads a var with default %q", s.Name, d.kind, d.def, s.Default)
 		case s.Max != 0 && (!d.ranged || d.lo != s.Min || d.hi != s.Max):
-			t.Errorf("%s: README bounds (%d–%d, given %v), Load's %d–%d", s.Name, d.lo, d.hi, d.ranged, s.Min, s.Max)
+			t.Errorf("%s: docs/configuration.md bounds (%d–%d, given %v), Load's %d–%d", s.Name, d.lo, d.hi, d.ranged, s.Min, s.Max)
 		}
 	}
 	for name, d := range docs {
 		if d.kind == "var" && !read[name] {
-			t.Errorf("README documents var %s, which Load does not read", name)
+			t.Errorf("docs/configuration.md documents var %s, which Load does not read", name)
 		}
 	}
 }
