@@ -87,9 +87,9 @@ test-native: test-ts-client ## unit tests against SQLite, and the entry module's
 	node --test platform/worker/
 
 # A TypeScript client generated from handlers/openapi.json by openapi-typescript
-# (defaults; pinned in package-lock.json) must type-check the README's calls
+# (defaults; pinned in package-lock.json) must type-check the calls of README.md and docs/*.md
 # and reject what the API rejects (client/ts/readme_calls.ts).
-test-ts-client: node_modules ## type-check the README's calls against the document's TypeScript types
+test-ts-client: node_modules ## type-check the calls of README.md and docs/ against the document's TypeScript types
 	npm run --silent check:ts-client
 
 test-e2e: node_modules build ## end-to-end tests in workerd (wrangler dev)

@@ -1,7 +1,8 @@
-// The README's admin API calls, typed by the client openapi-typescript
-// generates from handlers/openapi.json with its default options
-// (`npm run check:ts-client`, part of `make test-native`). Every request
-// body the README sends is here verbatim (client/readme_calls_test.go checks
+// The admin API calls of README.md and docs/*.md (docs/admin-api.md holds
+// most), typed by the client openapi-typescript generates from
+// handlers/openapi.json with its default options (`npm run check:ts-client`,
+// part of `make test-native`). Every request body those pages send is here
+// verbatim (client/readme_calls_test.go checks
 // it), and bodies the API rejects must not type-check.
 import type { paths } from "../../build/openapi-ts/api";
 
@@ -48,10 +49,12 @@ export const tasks: Task[] = [
 
 export const edited: Edited[] = [
   {"body":{"beer_id":"7239443","beer_name":"Hop Stoopid","brewer":"Lagunitas"},"note":"beer_name was empty upstream"},
+  {"body":{"beer_id":"42","beer_name":"Pliny","brewer":"Russian River"},"note":"name fixed upstream"},
 ];
 
 export const enrich: Enrich[] = [
   {"beers":[{"beer_id":"7239443","beer_name":"Hop Stoopid","brewer":"Lagunitas"}]},
+  {"beers":[{"beer_id":"42","beer_name":"Pliny [fail-400]","brewer":"Russian River"}]},
 ];
 
 export const lists: Query<"/admin/dlq">[] = [
