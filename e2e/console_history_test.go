@@ -20,7 +20,7 @@ import (
 // TestConsoleGroupsAndHistory: the groups page shows each failure group
 // with its counts (a permanent one says replaying fails again), acknowledges
 // a whole group in one action, and a row's detail shows its attempt
-// history. CONSOLE_DOCS_SCREENSHOT=1 writes the README's screenshots.
+// history. CONSOLE_DOCS_SCREENSHOT=1 writes the screenshots of docs/admin-api.md.
 func TestConsoleGroupsAndHistory(t *testing.T) {
 	chromiumPath(t)
 	w := startWorker(t, nil)

@@ -26,7 +26,7 @@ import (
 // worker the API. The worker is the console's own, so that the counts the
 // page shows are the test's. Every step saves a screenshot under
 // e2e/screenshots (gitignored); CONSOLE_DOCS_SCREENSHOT=1 also writes the
-// README's docs/console.png.
+// docs/console.png (shown by README.md and docs/console.md).
 
 // demoBeers and demoReasons make the overview look like a real incident.
 var demoBeers = [][2]string{{"Hop Stoopid", "Lagunitas"}, {"Pliny the Elder", "Russian River"}, {"Heady Topper", "The Alchemist"},

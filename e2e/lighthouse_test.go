@@ -21,7 +21,7 @@ import (
 // TestLighthouse runs Lighthouse (scripts/lighthouse.mjs, pinned in
 // package.json) on the console's sign-in, overview, failures and groups
 // pages in Debian Chromium, against the built worker with demo data, and
-// writes the figures into README "Operator console" (between the
+// writes the figures into docs/console.md "Lighthouse" (between the
 // lighthouse markers). It fails when a page scores under 98 for
 // performance or under 100 for accessibility or best practices in any
 // run, or shifts its layout at all. Only `make lighthouse` runs it
@@ -135,22 +135,22 @@ func TestLighthouse(t *testing.T) {
 		"simulated CPU is 4× slower than the machine, so a busy machine scores lower). `make lighthouse` measures again and rewrites this table:\n\n%s%s",
 		lhStart, res.Lighthouse, res.Chromium, runs, time.Now().UTC().Format("2006-01-02"), span(bench, num), table.String(), lhEnd)
 	t.Logf("\n%s", section)
-	readme := filepath.Join(root, "README.md")
-	text, err := os.ReadFile(readme)
+	page := filepath.Join(root, "docs", "console.md")
+	text, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i, j := bytes.Index(text, []byte(lhStart)), bytes.Index(text, []byte(lhEnd))
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the markers %s ... %s", lhStart, lhEnd)
+		t.Fatalf("docs/console.md lacks the markers %s ... %s", lhStart, lhEnd)
 	}
 	out := append(append(append([]byte{}, text[:i]...), section...), text[j+len(lhEnd):]...)
-	if err := os.WriteFile(readme, out, 0o644); err != nil {
+	if err := os.WriteFile(page, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// The README lines between these markers are TestLighthouse's.
+// The lines of docs/console.md between these markers are TestLighthouse's.
 const (
 	lhStart = "<!-- lighthouse: written by make lighthouse -->"
 	lhEnd   = "<!-- /lighthouse -->"
