@@ -31,7 +31,7 @@ type Condition interface {
 }
 
 // Notifier delivers one alert message, e.g. to ALERT_WEBHOOK_URL (see
-// platform.Webhook, which posts WebhookPayload(text)).
+// alerts.Webhook, which posts WebhookPayload(text)).
 type Notifier interface {
 	Notify(ctx context.Context, text string) error
 }

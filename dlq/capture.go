@@ -83,7 +83,7 @@ type Capture struct {
 	// in the worker); nil: a transaction on DB (native tests).
 	Batch sqlbatch.Runner
 	// Version is the worker version stamped on rows whose attempts name
-	// none (dlq.Version.Stamp).
+	// none (version.Info.Stamp).
 	Version string
 }
 

@@ -55,7 +55,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // range of an index (the oldest pending row, the replayed pending rows, the
 // rows of the hour 24 h ago, the StatsReasonSample newest pending rows):
 // none visits every row of a status or sorts one. Rows read are measured in
-// workerd by e2e/budget_test.go.
+// workerd by TestD1RowsBudget (e2e/d1rows_test.go).
 func TestStatsReadsBoundedRanges(t *testing.T) {
 	db := sqlitetest.New(t)
 	plan := sqlitetest.Plan(t, db, statsSQL, 10, 0, 0, 1000)

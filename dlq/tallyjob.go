@@ -34,7 +34,7 @@ const activityKeep = SeriesHours * time.Hour
 //
 // What it reads: a few rows when retention deleted nothing; otherwise about
 // 3 per acknowledged or replayed row, and with cap evictions about 3 per row
-// of the last 25 hours (README "What it costs"). It writes a row per count
+// of the last 25 hours (docs/costs.md "What it costs"). It writes a row per count
 // it sets (a few dozen).
 type TallyCheck struct {
 	DB *sql.DB
@@ -42,7 +42,7 @@ type TallyCheck struct {
 	Batch sqlbatch.Runner
 }
 
-// Name implements handlers.Job.
+// Name implements jobs.Job.
 func (j *TallyCheck) Name() string { return TallyJobName }
 
 // tallySeenSQL reads retention's deletion counters and what the previous

@@ -124,7 +124,7 @@ type Consumer struct {
 	// Rand returns uniform values in [0, 1) for jitter; rand.Float64 when nil.
 	Rand func() float64
 	// Version is the worker version stamped on each failed attempt and on
-	// the DLQ rows this consumer stores (dlq.Version.Stamp).
+	// the DLQ rows this consumer stores (version.Info.Stamp).
 	Version string
 	// Batch runs a DLQ store's statements in one round trip (D1's batch()
 	// in the worker); nil: a transaction on DB (native tests).

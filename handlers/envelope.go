@@ -1,5 +1,6 @@
 // Package handlers holds redrive's entry points: the HTTP API (routing, auth,
-// envelopes, request ids), the queue batch router and the cron router.
+// envelopes, request ids) and the queue batch router. The cron router is
+// jobs.CronRouter.
 package handlers
 
 import (

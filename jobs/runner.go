@@ -53,7 +53,7 @@ func (w WhileMore) Due(ctx context.Context, _ time.Time) (bool, error) {
 	return w.Runs.LastMore(ctx, w.Name())
 }
 
-// RunRecorder stores each job's last run (see dlq.JobRuns).
+// RunRecorder stores each job's last run (see metrics.JobRuns).
 type RunRecorder interface {
 	RecordRun(ctx context.Context, job string, startedAt time.Time, duration time.Duration, runErr error, summary map[string]any) error
 }

@@ -7,7 +7,7 @@ package jobs
 // silently disable jobs).
 const (
 	// Frequent runs the rescue, the catch-up and the alerts, and continues
-	// the retention jobs while their last run left work (handlers.WhileMore).
+	// the retention jobs while their last run left work (WhileMore).
 	Frequent = "*/5 * * * *"
 	// Daily runs the retention jobs (03:17 UTC, off the busy hour).
 	Daily = "17 3 * * *"
