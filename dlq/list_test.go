@@ -149,7 +149,7 @@ func TestListIncludeRawAndFields(t *testing.T) {
 	if got[1]["beer_name"] != nil || got[0]["beer_name"] != "IPA" {
 		t.Fatalf("beer_name: %s", js)
 	}
-	// The seed's fields are all there, with their names.
+	// The original worker's fields are all there, with their names.
 	for _, f := range []string{"id", "message_id", "beer_id", "beer_name", "brewer", "failed_at", "failure_count",
 		"failure_reason", "source_queue", "status", "replay_count", "replayed_at", "acknowledged_at"} {
 		if _, ok := got[0][f]; !ok {

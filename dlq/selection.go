@@ -10,7 +10,7 @@ import (
 // Selection is what a replay or acknowledge acts on: the rows named by IDs,
 // or (bulk) the rows matching Filter. Either way only pending rows move.
 type Selection struct {
-	// IDs names dlq_messages rows (the seed's form).
+	// IDs names dlq_messages rows (the original worker's form).
 	IDs []int64
 	// Filter selects rows like the list does (bulk form); status must be pending or empty.
 	Filter *Filter

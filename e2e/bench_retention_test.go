@@ -207,7 +207,7 @@ func TestBenchRetention1M(t *testing.T) {
 		return note
 	}
 
-	// The reference: its seed §5 cleanup, awaited by /__scheduled.
+	// The reference: its own daily auto-cleanup, awaited by /__scheduled.
 	ref, err := StartWorker(Options{Config: referenceOptions.Config, ReadyPath: referenceOptions.ReadyPath, Main: "bench/d1meta/reference.mjs"})
 	if err != nil {
 		t.Fatal(err)

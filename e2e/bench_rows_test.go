@@ -15,7 +15,7 @@ import (
 )
 
 // refTable is the original worker's dlq_messages (bench/reference's
-// migration, seed 002 §1) under another name, beside redrive's tables in the
+// migration) under another name, beside redrive's tables in the
 // same local D1: its statements are run through POST /__dev/sql, so their
 // rows read and written are D1's own count, as for redrive's.
 const refTable = "ref_dlq_messages"
@@ -44,8 +44,8 @@ func refSchema(t testing.TB) string {
 }
 
 // refRowsRun seeds n rows (the same as rowsRun's) into refTable and runs the
-// original worker's statements for the same operations (bench/reference/src,
-// seed 002 §3.4-3.5): what the original reads and writes.
+// original worker's statements for the same operations (bench/reference/src:
+// its storage function and admin handlers): what the original reads and writes.
 func refRowsRun(t *testing.T, w *Worker, n int) []rowsFigure {
 	t.Helper()
 	now := time.Now().UnixMilli()

@@ -21,12 +21,12 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
-// referenceOptions start the original TypeScript worker (bench/reference, seed
-// 002's code) instead of redrive: same credentials, its own config, local D1
+// referenceOptions start the original TypeScript worker (bench/reference: the
+// original D1 dead-letter plan's code) instead of redrive: same credentials, its own config, local D1
 // and queues. It has no /health, so readiness is its empty first list page.
 var referenceOptions = Options{Config: "bench/reference/wrangler.jsonc", ReadyPath: "/admin/dlq?limit=1"}
 
-// referenceCleanupCron is the reference's cleanup cron (seed 002 §5).
+// referenceCleanupCron is the reference's cleanup cron (its daily auto-cleanup at 3 AM UTC).
 const referenceCleanupCron = "0 3 * * *"
 
 // benchSide is one worker's measurement of a figure.
@@ -437,8 +437,9 @@ func benchCapture(t *testing.T, w, ref *Worker, rep *benchReport) {
 // seedAdminSQL inserts n DLQ rows in one statement (70% pending, 15%
 // replayed, 10% acknowledged, 5% on another queue; 50 brewers, 12 reasons,
 // some repeat failures). Row i gets id firstID+i on a table whose rows were
-// deleted (ids are AUTOINCREMENT). The reference's table is seed 002 §1's:
-// the same rows without redrive's additional columns.
+// deleted (ids are AUTOINCREMENT). The reference's table is its own
+// dlq_messages (bench/reference/migrations): the same rows without redrive's
+// additional columns.
 func seedAdminSQL(n int, now int64, redrive bool) string {
 	cols := `message_id, beer_id, beer_name, brewer, failed_at, failure_count, failure_reason, source_queue, status,
 		replay_count, replayed_at, acknowledged_at, raw_message`
@@ -620,7 +621,7 @@ func seedExpiredSQL(prefix string, at int64, rows int, redrive bool) string {
 // benchRetention100k seeds 100,000 expired terminal rows on each worker and
 // times its scheduled cleanup until they are gone, 3 runs each, alternating:
 // redrive's daily cron (the scheduled handler answers when its run is over;
-// fired again while rows remain), the reference's seed §5 cleanup through
+// fired again while rows remain), the reference's own daily auto-cleanup through
 // /__scheduled (it awaits the cleanup; the time runs until no row is left).
 func benchRetention100k(t *testing.T, w, ref *Worker, rep *benchReport) {
 	const rows = 100_000

@@ -380,7 +380,8 @@ func TestConsumerStoresPoisonMessages(t *testing.T) {
 	}
 }
 
-// Staleness (seed 000): a message for a beer already enriched or not_found
+// Staleness (a message whose work is already done has no value in a
+// retry): a message for a beer already enriched or not_found
 // is acked without a provider call and without spending quota.
 func TestConsumerAcksStaleMessagesWithoutCalling(t *testing.T) {
 	f := newFixture(t)

@@ -245,7 +245,7 @@ func jsonFilter(raw json.RawMessage) (*dlq.Filter, error) {
 	return &f, nil
 }
 
-// selection reads ids or filter; neither is the seed's "ids array required".
+// selection reads ids or filter; neither is the original worker's "ids array required".
 func selection(ids, filter json.RawMessage) (dlq.Selection, error) {
 	var sel dlq.Selection
 	var err error

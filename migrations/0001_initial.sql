@@ -1,7 +1,7 @@
 -- 0001: the initial schema (see schema.sql for the whole current schema).
 
--- dlq_messages: every message that reached a dead-letter queue (seed 002 §1,
--- every column kept as written there, plus redrive's additions below them).
+-- dlq_messages: every message that reached a dead-letter queue (the original
+-- worker's schema, every column kept as written there, plus redrive's additions below them).
 CREATE TABLE IF NOT EXISTS dlq_messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL UNIQUE,        -- queue message id of the first failure
