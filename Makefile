@@ -103,7 +103,7 @@ test: vet test-native test-e2e ## everything CI runs
 # scripts/lighthouse.mjs). Fails under performance 98, accessibility or best
 # practices 100, or any layout shift. Not in CI.
 LIGHTHOUSE_RUNS ?= 3
-lighthouse: node_modules build ## Lighthouse (mobile) on the console's main pages; writes the figures into README "Operator console"
+lighthouse: node_modules build ## Lighthouse (mobile) on the console's main pages; writes the figures into docs/console.md "Lighthouse"
 	LIGHTHOUSE=1 LIGHTHOUSE_RUNS=$(LIGHTHOUSE_RUNS) go test -count=1 -tags e2e -timeout 30m -run '^TestLighthouse$$' -v ./e2e
 
 bench: node_modules build bench-init ## measure the worker in workerd (TINYGO=1: the TinyGo build); writes bench-results/latest.json, retention1m.json, rows.json and init.json

@@ -176,7 +176,7 @@ CREATE INDEX IF NOT EXISTS idx_dlq_status_acknowledged_at ON dlq_messages(status
 CREATE INDEX IF NOT EXISTS idx_dlq_replay_lineage ON dlq_messages(source_queue, body_hash)
     WHERE status = 'replaying' OR replay_count > 0;
 
--- Counts kept instead of counted (migrations/0012, README "What it costs"):
+-- Counts kept instead of counted (migrations/0012, docs/costs.md "What it costs"):
 -- dlq_tally gives by_status, by_source_queue, top_failing_brewers, the list's
 -- total_count and the metrics gauges; dlq_activity gives last_24h and
 -- dlq_captured_total. The triggers below keep them right for every change of
@@ -293,8 +293,8 @@ BEGIN
         ON CONFLICT(name) DO UPDATE SET value = value + excluded.value;
 END;
 
--- replay_tasks: durable replay tasks (dlq/replay_task.go, README "Replay
--- tasks"): a filter replayed at a rate by the 5-minute cron, each step
+-- replay_tasks: durable replay tasks (dlq/replay_task.go, docs/admin-api.md
+-- "Replay tasks"): a filter replayed at a rate by the 5-minute cron, each step
 -- sending what the rate allows until the next one, with staggered delays.
 CREATE TABLE IF NOT EXISTS replay_tasks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -576,7 +576,7 @@ func (e ResetBreaker200JSONResponseBodyDataPreviousState) Valid() bool {
 	}
 }
 
-// AcknowledgeRequest Either ids (the seed's form) or filter (bulk: at most DLQ_BULK_ACKNOWLEDGE_MAX rows per call; call again while has_more). Only pending rows move. dry_run: true changes nothing. Exactly one of ids and filter.
+// AcknowledgeRequest Either ids (the original worker's form) or filter (bulk: at most DLQ_BULK_ACKNOWLEDGE_MAX rows per call; call again while has_more). Only pending rows move. dry_run: true changes nothing. Exactly one of ids and filter.
 type AcknowledgeRequest struct {
 	// DryRun Default false.
 	DryRun *bool   `json:"dry_run,omitempty"`
@@ -626,7 +626,7 @@ type AlertState struct {
 	Firing         bool    `json:"firing"`
 	LastNotifiedAt *int    `json:"last_notified_at"`
 
-	// Name e.g. dlq_pending_high (README "Alerts").
+	// Name e.g. dlq_pending_high (docs/operations.md "Alerts").
 	Name          string `json:"name"`
 	Notifications int    `json:"notifications"`
 	ResolvedAt    *int   `json:"resolved_at"`
@@ -1101,7 +1101,7 @@ type QueueList struct {
 	Queues []QueueDepth `json:"queues"`
 }
 
-// ReplayRequest Either ids (the seed's form) or filter (bulk: claims at most limit <= DLQ_BULK_REPLAY_MAX matching pending rows, newest failure first; continue with next_cursor until has_more is false). dry_run: true changes nothing and returns a Preview. Exactly one of ids and filter; cursor and limit only with filter.
+// ReplayRequest Either ids (the original worker's form) or filter (bulk: claims at most limit <= DLQ_BULK_REPLAY_MAX matching pending rows, newest failure first; continue with next_cursor until has_more is false). dry_run: true changes nothing and returns a Preview. Exactly one of ids and filter; cursor and limit only with filter.
 type ReplayRequest struct {
 	// Cursor Bulk only: next_cursor of the previous call with the same filter.
 	Cursor *string `json:"cursor,omitempty"`
@@ -1327,7 +1327,7 @@ type TaskList struct {
 
 // TaskRequest A durable replay: the pending rows matching filter that failed at or before the task's creation, newest failure first, delivered at rate_per_minute by the 5-minute cron (each step sends the next 5 minutes' worth with staggered per-message delays).
 type TaskRequest struct {
-	// Canary Optional: state canary until the first size rows are judged (README "Canary").
+	// Canary Optional: state canary until the first size rows are judged (docs/admin-api.md "Canary").
 	Canary *Canary `json:"canary,omitempty"`
 
 	// DelaySeconds The first delivery is this long after creation. Default 0.

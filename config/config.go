@@ -12,7 +12,7 @@ import (
 
 // Config is every setting of the worker. Vars come from wrangler.jsonc
 // ("vars"), secrets from `wrangler secret put` (or .dev.vars locally). What
-// each one means, with its default and bounds, is documented once: README
+// each one means, with its default and bounds, is documented once: docs/configuration.md
 // "Configuration" (a test checks its defaults and bounds against Load).
 type Config struct {
 	// APIKey is the secret API_KEY.
@@ -52,7 +52,7 @@ type Config struct {
 	// ReplayStuckAfter is var DLQ_REPLAY_STUCK_MINUTES.
 	ReplayStuckAfter time.Duration
 
-	// Scheduled jobs (see README "Scheduled jobs").
+	// Scheduled jobs (see docs/operations.md "Scheduled jobs").
 
 	// CronBatchSize is var CRON_BATCH_SIZE.
 	CronBatchSize int

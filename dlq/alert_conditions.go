@@ -72,7 +72,7 @@ func (c OldestPending) Check(ctx context.Context, now time.Time) (bool, string, 
 }
 
 // RepeatFailures fires while `pending` DLQ rows have been replayed more than
-// MaxReplays times (replay_count > 2 as shipped; README "Alerts"): replaying them
+// MaxReplays times (replay_count > 2 as shipped; docs/operations.md "Alerts"): replaying them
 // does not help.
 type RepeatFailures struct {
 	DB         *sql.DB
@@ -233,7 +233,7 @@ func (c RetentionBehind) Check(ctx context.Context, now time.Time) (bool, string
 }
 
 // ReplayCanaryFailed fires while a replay task whose canary failed is
-// paused (README "Canary"): its detail names the tasks, their canary
+// paused (docs/admin-api.md "Canary"): its detail names the tasks, their canary
 // ratios and the failure reasons. It resolves when the task is resumed or
 // cancelled. One read of replay_tasks (a handful of rows).
 type ReplayCanaryFailed struct {

@@ -101,7 +101,7 @@ type Attempts struct {
 // idx_attempts_recorded_at too. A message's record costs 3 rows written
 // when created (row, primary key, recorded_at), 1 per later attempt and 1
 // when the DLQ consumer removes it: 7 for the 4 attempts of a message that
-// ends in the DLQ (README "What it costs"); the history is in the same row.
+// ends in the DLQ (docs/costs.md "What it costs"); the history is in the same row.
 const RecordSQL = `INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at,
 			history, signature, signature_text, version)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, json_array(json(?7)), ?8, ?9, ?10)

@@ -112,7 +112,7 @@ const StatsReasonSample = 3000
 const hourMS = int64(time.Hour / time.Millisecond)
 
 // statsSQL computes every figure in one statement (one D1 round trip), and
-// what it reads does not grow with the backlog (README "What it costs"):
+// what it reads does not grow with the backlog (docs/costs.md "What it costs"):
 //   - by_status, by_source_queue, top_failing_brewers: dlq_tally (a row per
 //     status and source queue, pending rows also per brewer), kept by
 //     triggers and by the statements that move rows (migrations/0012);

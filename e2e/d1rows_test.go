@@ -17,7 +17,7 @@ import (
 	"github.com/redrive/redrive/metrics"
 )
 
-// D1 bills rows read and rows written (README "What it costs"). These tests
+// D1 bills rows read and rows written (docs/costs.md "What it costs"). These tests
 // measure them in workerd, where every statement's meta is counted per
 // operation (metrics.Meter, flushed after every operation with
 // D1_USAGE_FLUSH_SECONDS=0) and exported by /admin/metrics. Rows are

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Replay tasks (README "Replay tasks") in workerd: the task's step runs on
+// Replay tasks (docs/admin-api.md "Replay tasks") in workerd: the task's step runs on
 // the 5-minute cron (fired through /__dev/cron at chosen times) and sends
 // through the real queue binding with per-message delays. The delays asked
 // for are recorded in replay_task_rows (deliver_at = send time + delay), so
@@ -135,7 +135,7 @@ func TestReplayTaskDeliversEvenlyOnceAtItsRate(t *testing.T) {
 	read, written := lastStepUsage(t, w)
 	t.Logf("one step of 300 rows: %d rows read, %d written (%.1f / %.1f per row)", read, written, float64(read)/300, float64(written)/300)
 	// 60 read per row: the replay's claim and settle with their tally and
-	// failure-group bookkeeping, the task's own rows (README "Replay tasks").
+	// failure-group bookkeeping, the task's own rows (docs/admin-api.md "Replay tasks").
 	if written > 300*10+100 || read > 300*60+1000 {
 		t.Errorf("a step of 300 rows read %d and wrote %d rows: over its budget (60 read, 10 written per row)", read, written)
 	}

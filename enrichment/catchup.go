@@ -30,7 +30,7 @@ var (
 		"Sum of the lateness (now - due) of the beers the catch-up job enqueued; divide by catchup_enqueued_total for the mean.")
 )
 
-// CatchUp is the scheduled recovery sweep of the beers table (README "Scheduled jobs"):
+// CatchUp is the scheduled recovery sweep of the beers table (docs/operations.md "Scheduled jobs"):
 // the beers table is the source of truth, so whatever should be on the
 // enrichment queue and is not (a day of downtime, a failed send, a lost
 // message) is found by "due <= now", claimed with one conditional UPDATE

@@ -8,7 +8,7 @@ import (
 	"github.com/redrive/redrive/config"
 )
 
-// Cost of one waiting beer's own bookkeeping (README "Delivery guarantees"),
+// Cost of one waiting beer's own bookkeeping (docs/operations.md "Outages"),
 // in queue operations (a send, a read and a delete per message) and D1 rows
 // written (a beers row and its idx_beers_status_next entry).
 const (
@@ -68,7 +68,7 @@ func TestOutageScheduleCostAtShippedSettings(t *testing.T) {
 	}
 	t.Logf("probes per hour of a 24-hour outage: %v (%d in all)", perHour, len(probes))
 	if perHour[0] > 8 || slicesMax(perHour[1:]) > 6 {
-		t.Fatalf("probes per hour %v: more than README's 8 in the first hour or 6 in a later one", perHour)
+		t.Fatalf("probes per hour %v: more than docs/operations.md's 8 in the first hour or 6 in a later one", perHour)
 	}
 	for _, waiting := range []int{1, 10, 10_000} {
 		share := func(n int) float64 { return float64(n) / float64(waiting) }

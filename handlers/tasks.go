@@ -12,7 +12,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// The replay task routes (README "Replay tasks"): create, list, get, pause,
+// The replay task routes (docs/admin-api.md "Replay tasks"): create, list, get, pause,
 // resume, cancel. Every action is audited (dlq.Audit) like a replay.
 
 func (a *API) replayTasks() dlq.ReplayTasks {

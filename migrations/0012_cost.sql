@@ -1,6 +1,6 @@
 -- 0012: D1 bills rows read and rows written (every index entry a write
 -- touches is a row written), so what redrive reads no longer grows with the
--- backlog, and what it writes per message shrinks (README "What it costs").
+-- backlog, and what it writes per message shrinks (docs/costs.md "What it costs").
 --
 -- Counts are kept instead of counted:
 --   dlq_tally     rows per status and source queue (pending rows also per

@@ -1,7 +1,7 @@
 -- 0020: replay tasks (issue 19): a durable, paced replay advanced by the cron.
 
--- replay_tasks: durable replay tasks (dlq/replay_task.go, README "Replay
--- tasks"): a filter replayed at a rate by the 5-minute cron, each step
+-- replay_tasks: durable replay tasks (dlq/replay_task.go, docs/admin-api.md
+-- "Replay tasks"): a filter replayed at a rate by the 5-minute cron, each step
 -- sending what the rate allows until the next one, with staggered delays.
 CREATE TABLE IF NOT EXISTS replay_tasks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,7 +1,7 @@
 // Command redrive is the command-line tool of a redrive worker's admin API:
 // list, inspect, replay, acknowledge, edit, run replay tasks, export, read
 // the audit log and follow new failures. `redrive --help` says how, and
-// which exit codes it uses; README "CLI" has an example per command.
+// which exit codes it uses; docs/cli.md "CLI" has an example per command.
 //
 //	go install github.com/redrive/redrive/cmd/redrive@latest
 package main

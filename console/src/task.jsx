@@ -4,7 +4,7 @@ import { PermanentWarning } from "./action.jsx";
 import { Dialog, ErrorBox, Time } from "./components.jsx";
 import { href } from "./router.js";
 
-// The limits of POST /admin/dlq/replay-tasks (README "Replay tasks", "Canary").
+// The limits of POST /admin/dlq/replay-tasks (docs/admin-api.md "Replay tasks", docs/admin-api.md "Canary").
 const MAX_RATE = 600;
 const MAX_DELAY = 43200;
 const MAX_CANARY = 100;
