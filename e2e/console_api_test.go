@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 )
@@ -82,7 +83,7 @@ func TestConsoleRoutesInWorkerd(t *testing.T) {
 		return false
 	})
 	r = w.Admin(t, http.MethodGet, "/admin/alerts", nil)
-	var al dlq.AlertList
+	var al alerts.AlertList
 	r.Decode(t, &al)
 	firing := 0
 	for _, a := range al.Alerts {

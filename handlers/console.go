@@ -3,11 +3,13 @@ package handlers
 import (
 	"context"
 	"errors"
-	"github.com/redrive/redrive/internal/text"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/internal/text"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
@@ -79,7 +81,7 @@ func (a *API) alertsList(w http.ResponseWriter, r *http.Request) error {
 	if _, err := query(r.URL, nil); err != nil {
 		return err
 	}
-	l, err := dlq.AlertStates{DB: a.DB}.List(r.Context())
+	l, err := alerts.AlertStates{DB: a.DB}.List(r.Context())
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
@@ -60,7 +61,7 @@ func TestConsoleRoutes(t *testing.T) {
 	}
 
 	rec, env = do(h, "GET", "/admin/alerts", "", adminHeaders)
-	var al dlq.AlertList
+	var al alerts.AlertList
 	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &al) != nil || al.FiringCount != 1 || len(al.Alerts) != 2 ||
 		al.Alerts[0].Name != "dlq_pending_high" || *al.Alerts[0].Detail != "3 rows" || al.Alerts[1].Since != nil {
 		t.Errorf("alerts: %d %s", rec.Code, rec.Body)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/metrics"
@@ -108,8 +109,8 @@ func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
 		"AcknowledgeResult": dlq.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
 		"AuditPage": dlq.AuditPage{}, "Health": healthData{}, "EnrichResult": enrichment.EnqueueResult{},
 		"BeerState": enrichment.BeerState{}, "MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{},
-		"Series": dlq.Series{}, "Bucket": dlq.Bucket{}, "AlertState": dlq.AlertState{},
-		"AlertList": dlq.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
+		"Series": dlq.Series{}, "Bucket": dlq.Bucket{}, "AlertState": alerts.AlertState{},
+		"AlertList": alerts.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"Task": dlq.Task{}, "Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 	} {
@@ -132,7 +133,7 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"Beer": enrichment.Beer{}, "EnrichRequest": enrichRequest{}, "EnrichResult": enrichment.EnqueueResult{},
 		"BeerState":     enrichment.BeerState{},
 		"MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{}, "Series": dlq.Series{}, "Bucket": dlq.Bucket{},
-		"AlertState": dlq.AlertState{}, "AlertList": dlq.AlertList{},
+		"AlertState": alerts.AlertState{}, "AlertList": alerts.AlertList{},
 		"Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},

@@ -1,8 +1,7 @@
-package dlq
+package jobs
 
 import (
 	"context"
-	"github.com/redrive/redrive/jobs"
 	"testing"
 	"time"
 )
@@ -14,7 +13,7 @@ func TestLimitsDefaults(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1000, 0), step: 5 * time.Second}
 	var limits []int
 	full := 3 // batches that come back full
-	total, more, err := jobs.Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
+	total, more, err := Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
 		limits = append(limits, limit)
 		if len(limits) <= full {
 			return int64(limit), nil
@@ -28,11 +27,23 @@ func TestLimitsDefaults(t *testing.T) {
 	// full batch, so the fourth full batch ends at 20 s, past the budget.
 	clock = &fakeClock{t: time.Unix(1000, 0), step: 5 * time.Second}
 	calls := 0
-	total, more, err = jobs.Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
+	total, more, err = Limits{Clock: clock.Now}.Start().Drain(context.Background(), func(_ context.Context, limit int) (int64, error) {
 		calls++
 		return int64(limit), nil
 	})
 	if err != nil || !more || calls != 4 || total != 4000 {
 		t.Fatalf("budget: calls %d total %d more %v err %v", calls, total, more, err)
 	}
+}
+
+// fakeClock reads t, then moves it on by step.
+type fakeClock struct {
+	t    time.Time
+	step time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	now := c.t
+	c.t = c.t.Add(c.step)
+	return now
 }
