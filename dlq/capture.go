@@ -1,5 +1,3 @@
-// Package dlq is the dead-letter domain: capture of dead-lettered messages,
-// listing, stats, replay, acknowledge, retention and alerts.
 package dlq
 
 import (
