@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
+	"github.com/redrive/redrive/consume"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
@@ -163,11 +164,11 @@ func (w worker) destinations() []string {
 }
 
 // queueRouter builds the consumers of every queue (queue).
-func (w worker) queueRouter() *handlers.QueueRouter {
+func (w worker) queueRouter() *consume.Router {
 	cfg, db, log := w.cfg, w.db, w.log
 	capture := &dlq.Capture{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, RetryBase: cfg.D1RetryBase,
 		SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}}
-	consumers := map[string]handlers.BatchConsumer{queue.EnrichmentDLQ: capture}
+	consumers := map[string]consume.Consumer{queue.EnrichmentDLQ: capture}
 	if platform.HasBinding("E2E_JS_QUEUE") {
 		// The JavaScript worker of the e2e tests (e2e/jsconsumer): its DLQ is
 		// captured here and its rows are replayed to its queue.
@@ -199,7 +200,7 @@ func (w worker) queueRouter() *handlers.QueueRouter {
 	// messages become DLQ rows (class unroutable) instead of being dropped.
 	unroutable := dlq.Unroutable(db, log, cfg.D1RetryBase)
 	unroutable.Batch, unroutable.Version = w.batch, w.version.Stamp()
-	return &handlers.QueueRouter{Log: log, Consumers: consumers, Meter: w.meter, Unroutable: unroutable}
+	return &consume.Router{Log: log, Consumers: consumers, Meter: w.meter, Unroutable: unroutable}
 }
 
 // cronRouter builds the scheduled jobs of each cron (scheduled).

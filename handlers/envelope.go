@@ -1,6 +1,6 @@
-// Package handlers holds redrive's entry points: the HTTP API (routing, auth,
-// envelopes, request ids) and the queue batch router. The cron router is
-// jobs.CronRouter.
+// Package handlers is redrive's HTTP API: routing, auth, envelopes, request
+// ids, strict JSON decoding and the OpenAPI document. Queue batches are
+// routed by consume.Router, crons by jobs.CronRouter.
 package handlers
 
 import (

@@ -297,7 +297,7 @@ func comments(t *testing.T, path string) []string {
 }
 
 // qualified is a project package's exported name in a comment: dlq.Store,
-// jobs.WhileMore, handlers.QueueRouter.
+// jobs.WhileMore, consume.Router.
 var qualified = regexp.MustCompile(`\b([a-z][a-z0-9]*)\.([A-Z][A-Za-z0-9_]*)`)
 
 // TestGoCommentNamesExist: every `pkg.Name` a Go comment cites, where pkg

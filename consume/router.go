@@ -1,4 +1,9 @@
-package handlers
+// Package consume routes each delivered queue batch to the consumer of its
+// queue (consume.Router): it is to queue batches what jobs.CronRouter is
+// to crons. A queue without a consumer goes to Unroutable, a panicking
+// consumer becomes an error (the batch is retried), and D1 usage is
+// metered per queue.
+package consume
 
 import (
 	"context"
@@ -10,21 +15,21 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
-// BatchConsumer handles one delivered batch. It acks or retries each message
+// Consumer handles one delivered batch. It acks or retries each message
 // itself; an error it returns retries every message it did not settle.
-type BatchConsumer interface {
+type Consumer interface {
 	ConsumeBatch(ctx context.Context, queueName string, msgs []queue.Message) error
 }
 
-// QueueRouter sends each batch to the consumer registered for its queue.
+// Router sends each batch to the consumer registered for its queue.
 // A batch from any other queue (a consumer added to wrangler.jsonc but not
 // wired in main.go) goes to Unroutable, which stores its messages as DLQ
 // rows (dlq.Unroutable) and acks only what it stored; without Unroutable the
 // messages are retried, never acked.
-type QueueRouter struct {
-	Consumers map[string]BatchConsumer
+type Router struct {
+	Consumers map[string]Consumer
 	// Unroutable consumes batches of queues without a consumer (nil: retried).
-	Unroutable BatchConsumer
+	Unroutable Consumer
 	Log        *slog.Logger
 	// Meter counts D1's rows read and written per queue (each batch is an
 	// operation named "queue <name>") and is flushed after each batch; nil:
@@ -35,7 +40,7 @@ type QueueRouter struct {
 // Consume routes one batch. A panicking consumer is recovered and reported
 // as an error (so the runtime retries the batch) instead of killing the
 // instance together with every other message in flight.
-func (q *QueueRouter) Consume(ctx context.Context, queueName string, msgs []queue.Message) (err error) {
+func (q *Router) Consume(ctx context.Context, queueName string, msgs []queue.Message) (err error) {
 	ctx, _ = metrics.Start(ctx, metrics.QueueOp(queueName))
 	defer q.Meter.Flush(ctx) // a nil Meter counts nothing
 	c, ok := q.Consumers[queueName]
