@@ -21,9 +21,9 @@ import (
 	"github.com/syumai/workers/cloudflare/cron"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/consume"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
-	"github.com/redrive/redrive/consume"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
