@@ -17,7 +17,7 @@ func TestBreakerAlertDetailsSayWhatHappensNext(t *testing.T) {
 	db := sqlitetest.New(t)
 	t0 := time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
 	b := Breaker{DB: db, Threshold: 5, Cooldown: time.Minute, ProbeLease: 30 * time.Second}
-	auth, open := AuthFailingCondition{DB: db}, BreakerOpenCondition{DB: db}
+	auth, open := AuthFailingCondition(db), BreakerOpenCondition(db)
 	check := func(c interface {
 		Check(context.Context, time.Time) (bool, string, error)
 	}, at time.Time, want bool, detail string) {

@@ -5,55 +5,111 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/alerts"
 	"time"
+
+	"github.com/redrive/redrive/alerts"
 )
 
-// BreakerOpenCondition is the alert condition "the provider's circuit breaker
-// is open" (a alerts.Condition for the alerts job). It fires while the breaker
-// is not closed: open (provider calls stopped) or half-open (one probe
-// decides). A breaker whose cooldown ended stays open until a message probes
-// the provider, so the alert resolves only once a call has succeeded.
-type BreakerOpenCondition struct {
+// BreakerCondition is an alert condition on the provider's circuit breaker
+// (an alerts.Condition for the alerts job). Both enrichment alerts are one
+// of these, reading the same breaker row:
+//   - BreakerOpenCondition, enrichment_breaker_open: fires while the breaker
+//     is not closed, whatever opened it: open (provider calls stopped) or
+//     half-open (one probe decides). A breaker whose cooldown ended stays
+//     open until a probe succeeds, so it resolves only once a call has.
+//   - AuthFailingCondition, enrichment_auth_failing: fires while the breaker
+//     is not closed because the provider refused the API key (a 401 or 403
+//     opens it at once with cause auth, Breaker.Trip). Waiting beers stay
+//     parked, none is dead-lettered, and the quota of the refused calls is
+//     given back. It resolves when a probe succeeds (the breaker closes)
+//     after ENRICHMENT_API_KEY was fixed.
+type BreakerCondition struct {
 	DB *sql.DB
+	// Auth restricts the condition to the auth cause (enrichment_auth_failing).
+	Auth bool
 }
 
-var _ alerts.Condition = BreakerOpenCondition{}
+// BreakerOpenCondition is the condition enrichment_breaker_open.
+func BreakerOpenCondition(db *sql.DB) BreakerCondition { return BreakerCondition{DB: db} }
+
+// AuthFailingCondition is the condition enrichment_auth_failing.
+func AuthFailingCondition(db *sql.DB) BreakerCondition { return BreakerCondition{DB: db, Auth: true} }
+
+var _ alerts.Condition = BreakerCondition{}
 
 // Name implements alerts.Condition.
-func (BreakerOpenCondition) Name() string { return "enrichment_breaker_open" }
+func (c BreakerCondition) Name() string {
+	if c.Auth {
+		return "enrichment_auth_failing"
+	}
+	return "enrichment_breaker_open"
+}
 
-// Check implements alerts.Condition; the detail says since when and until when.
-func (c BreakerOpenCondition) Check(ctx context.Context, now time.Time) (bool, string, error) {
-	var state string
-	var failures, updated int64
-	var openUntil, probeUntil sql.NullInt64
-	var cause sql.NullString
+// breakerRow is the breaker's row as the conditions read it.
+type breakerRow struct {
+	state                 string
+	failures, updated     int64
+	openUntil, probeUntil sql.NullInt64
+	cause                 sql.NullString
+}
+
+// Check implements alerts.Condition; the detail says since when, why and
+// what happens next.
+func (c BreakerCondition) Check(ctx context.Context, now time.Time) (bool, string, error) {
+	var b breakerRow
 	err := c.DB.QueryRowContext(ctx, `SELECT state, failures, open_until, probe_until, updated_at, cause FROM enrichment_breaker WHERE name = ?`,
-		breakerName).Scan(&state, &failures, &openUntil, &probeUntil, &updated, &cause)
+		breakerName).Scan(&b.state, &b.failures, &b.openUntil, &b.probeUntil, &b.updated, &b.cause)
 	if errors.Is(err, sql.ErrNoRows) {
+		if c.Auth {
+			return false, "provider accepts the API key (breaker never opened)", nil
+		}
 		return false, "provider circuit breaker closed (never opened)", nil
 	}
 	if err != nil {
 		return false, "", fmt.Errorf("breaker state: %w", err)
 	}
-	since := time.UnixMilli(updated).UTC().Format(time.RFC3339)
-	switch state {
+	if c.Auth {
+		return b.authDetail(now)
+	}
+	return b.openDetail(now)
+}
+
+// authDetail is enrichment_auth_failing's verdict on the row.
+func (b breakerRow) authDetail(now time.Time) (bool, string, error) {
+	if b.state == BreakerClosed || b.cause.String != CauseAuth {
+		return false, "provider accepts the API key", nil
+	}
+	next := "a probe call is under way"
+	if b.state == BreakerOpen {
+		next = "next probe at " + time.UnixMilli(b.openUntil.Int64).UTC().Format(time.RFC3339)
+		if b.openUntil.Int64 <= now.UnixMilli() {
+			next = "the next message probes the provider"
+		}
+	}
+	return true, fmt.Sprintf("the provider refuses ENRICHMENT_API_KEY (401/403; breaker %s, last change %s): provider calls stopped, "+
+		"messages wait on the queue (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; %s",
+		b.state, time.UnixMilli(b.updated).UTC().Format(time.RFC3339), next), nil
+}
+
+// openDetail is enrichment_breaker_open's verdict on the row.
+func (b breakerRow) openDetail(now time.Time) (bool, string, error) {
+	since := time.UnixMilli(b.updated).UTC().Format(time.RFC3339)
+	switch b.state {
 	case BreakerClosed:
 		return false, fmt.Sprintf("provider circuit breaker closed (since %s)", since), nil
 	case BreakerHalfOpen:
 		return true, fmt.Sprintf("provider circuit breaker half-open since %s: one probe call decides (lease until %s)",
-			since, time.UnixMilli(probeUntil.Int64).UTC().Format(time.RFC3339)), nil
+			since, time.UnixMilli(b.probeUntil.Int64).UTC().Format(time.RFC3339)), nil
 	default:
-		until := time.UnixMilli(openUntil.Int64).UTC().Format(time.RFC3339)
+		until := time.UnixMilli(b.openUntil.Int64).UTC().Format(time.RFC3339)
 		next := "provider calls stopped until " + until
-		if openUntil.Int64 <= now.UnixMilli() {
+		if b.openUntil.Int64 <= now.UnixMilli() {
 			next = "cooldown ended at " + until + ", the next message probes the provider"
 		}
-		why := fmt.Sprintf("after %d consecutive transient failures", failures)
-		if cause.String == CauseAuth {
+		why := fmt.Sprintf("after %d consecutive transient failures", b.failures)
+		if b.cause.String == CauseAuth {
 			why = "because the provider refused the API key (see enrichment_auth_failing)"
 		}
-		return true, fmt.Sprintf("provider circuit breaker %s since %s %s; %s", state, since, why, next), nil
+		return true, fmt.Sprintf("provider circuit breaker %s since %s %s; %s", b.state, since, why, next), nil
 	}
 }

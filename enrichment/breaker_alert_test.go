@@ -30,7 +30,7 @@ func TestBreakerOpenConditionFollowsTheBreaker(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
 	b := Breaker{DB: db, Threshold: 2, Cooldown: time.Minute, ProbeLease: 30 * time.Second}
-	cond := BreakerOpenCondition{DB: db}
+	cond := BreakerOpenCondition(db)
 	n := &notes{}
 	alerts := &alerts.Engine{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Conditions: []alerts.Condition{cond}}
 	check := func(at time.Time, want bool, detail string) {

@@ -16,10 +16,10 @@ import (
 func TestAuthFailingConditionFiresAndResolves(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	cond := AuthFailingCondition{DB: f.db}
+	cond := AuthFailingCondition(f.db)
 	n := &notes{}
 	alerts := &alerts.Engine{DB: f.db, Log: discard, Notifier: n, Reminder: time.Hour,
-		Conditions: []alerts.Condition{cond, BreakerOpenCondition{DB: f.db}}}
+		Conditions: []alerts.Condition{cond, BreakerOpenCondition(f.db)}}
 	check := func(want bool, detail string) {
 		t.Helper()
 		on, d, err := cond.Check(ctx, f.now)
