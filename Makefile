@@ -8,7 +8,7 @@ BUILD_MODE := $(if $(filter 1,$(TINYGO)),tinygo,go)
 PERSIST := .wrangler/state
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: FORCE tinygo help lighthouse bench bench-init bench-workerd bench-retention bench-rows build dev test test-native test-ts-client test-e2e vet fmt deploy migrate-local clean node_modules mutate
+.PHONY: FORCE fmt-check tinygo help lighthouse bench bench-init bench-workerd bench-retention bench-rows build dev test test-native test-ts-client test-e2e vet fmt deploy migrate-local clean node_modules mutate
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -75,12 +75,20 @@ dev: node_modules .dev.vars build migrate-local build/devprovider build/devcron 
 	trap 'kill $$pid $$cpid 2>/dev/null' EXIT; \
 	$(WRANGLER) dev --local --persist-to $(PERSIST) --test-scheduled --port 8787
 
-vet: ## go vet, native and js/wasm
+vet: fmt-check ## go vet, native and js/wasm (after fmt-check)
 	go vet ./...
 	GOOS=js GOARCH=wasm go vet . ./platform
 
-fmt: ## gofmt -w
-	gofmt -w $$(git ls-files '*.go' ':!third_party')
+# goimports formats like gofmt and groups imports: the standard library,
+# then other modules, then this module's packages (-local). Generated code
+# (client/client.gen.go) and third_party are left as they come.
+GOIMPORTS := go run golang.org/x/tools/cmd/goimports@v0.52.0 -local github.com/redrive/redrive
+GO_SOURCES = $$(git ls-files '*.go' ':!third_party' ':!client/client.gen.go')
+fmt: ## goimports -local -w: format every Go file and group its imports
+	$(GOIMPORTS) -w $(GO_SOURCES)
+
+fmt-check: ## fail, naming the files, when make fmt would change one (make vet runs it, so CI does)
+	@out=$$($(GOIMPORTS) -l $(GO_SOURCES)); if [ -n "$$out" ]; then echo "make fmt would change:"; echo "$$out"; exit 1; fi
 
 test-native: test-ts-client ## unit tests against SQLite, and the entry module's own under node
 	go test -count=1 ./...
