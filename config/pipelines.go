@@ -78,7 +78,7 @@ type Pipeline struct {
 // BeerPipeline is the beer pipeline's entry: the seed's beer_id, beer_name
 // and brewer are its key and labels. With PIPELINES unset it is the only one.
 func BeerPipeline() Pipeline {
-	return Pipeline{Name: "beers", Queue: BeerQueue, DLQ: "beer-enrichment-dlq", Producer: "ENRICHMENT_QUEUE",
+	return Pipeline{Name: "beers", Queue: BeerQueue, DLQ: BeerDLQ, Producer: "ENRICHMENT_QUEUE",
 		Key: "/beer_id", Labels: []Label{{Name: "beer_name", Pointer: "/beer_name"}, {Name: "brewer", Pointer: "/brewer"}},
 		Consumer: ConsumerRedrive}
 }
@@ -271,4 +271,41 @@ func (c Config) PipelineByName(name string) (Pipeline, bool) {
 		}
 	}
 	return Pipeline{}, false
+}
+
+// Wiring is what the configured pipelines make of the worker (main.go): the
+// sender's producer bindings, the DLQs captured, the capture-only queues.
+type Wiring struct {
+	// Bindings maps a main queue to its producer binding, for each pipeline
+	// whose binding is present (and the beer queue's when present: the
+	// enrichment consumer and the catch-up send to it).
+	Bindings map[string]string
+	// Missing maps a main queue to its producer binding that is absent: the
+	// pipeline is capture-only.
+	Missing map[string]string
+	// SourceQueue maps each captured DLQ to its main queue (dlq.Capture).
+	// The beer DLQ is always in it, as before PIPELINES: its rows have no
+	// pipeline when the beer entry is off.
+	SourceQueue map[string]string
+}
+
+// BeerDLQ is the beer pipeline's dead-letter queue (queue.EnrichmentDLQ).
+const BeerDLQ = "beer-enrichment-dlq"
+
+// Wire builds the Wiring of ps given which bindings the runtime has.
+func Wire(ps []Pipeline, hasBinding func(string) bool) Wiring {
+	w := Wiring{Bindings: map[string]string{}, Missing: map[string]string{}, SourceQueue: map[string]string{BeerDLQ: BeerQueue}}
+	if hasBinding("ENRICHMENT_QUEUE") {
+		w.Bindings[BeerQueue] = "ENRICHMENT_QUEUE"
+	}
+	for _, p := range ps {
+		w.SourceQueue[p.DLQ] = p.Queue
+		if hasBinding(p.Producer) {
+			w.Bindings[p.Queue] = p.Producer
+			continue
+		}
+		delete(w.Bindings, p.Queue)
+		w.Missing[p.Queue] = p.Producer
+	}
+	return w
 }

@@ -164,3 +164,30 @@ func FuzzParsePipelines(f *testing.F) {
 		}
 	})
 }
+
+// Wire binds each pipeline's queue to its producer when the binding is
+// present, lists it as missing (capture-only) otherwise, and captures every
+// pipeline's DLQ and always the beer DLQ.
+func TestWire(t *testing.T) {
+	c, _ := Load(env(map[string]string{"PIPELINES": "[" + ordersEntry + "]"}))
+	w := Wire(c.Pipelines, func(b string) bool { return b == "ENRICHMENT_QUEUE" })
+	if w.Bindings["beer-enrichment"] != "ENRICHMENT_QUEUE" || len(w.Bindings) != 1 {
+		t.Errorf("bindings %v", w.Bindings)
+	}
+	if w.Missing["e2e-orders"] != "E2E_ORDERS_QUEUE" || len(w.Missing) != 1 {
+		t.Errorf("missing %v", w.Missing)
+	}
+	if w.SourceQueue["e2e-orders-dlq"] != "e2e-orders" || w.SourceQueue["beer-enrichment-dlq"] != "beer-enrichment" || len(w.SourceQueue) != 2 {
+		t.Errorf("source queues %v", w.SourceQueue)
+	}
+	w = Wire(c.Pipelines, func(string) bool { return true })
+	if w.Bindings["e2e-orders"] != "E2E_ORDERS_QUEUE" || len(w.Bindings) != 2 || len(w.Missing) != 0 {
+		t.Errorf("all bound: %v %v", w.Bindings, w.Missing)
+	}
+	// The beer pipeline without its binding is capture-only too.
+	c, _ = Load(env(nil))
+	w = Wire(c.Pipelines, func(string) bool { return false })
+	if len(w.Bindings) != 0 || w.Missing["beer-enrichment"] != "ENRICHMENT_QUEUE" {
+		t.Errorf("nothing bound: %v %v", w.Bindings, w.Missing)
+	}
+}
