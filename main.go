@@ -133,6 +133,7 @@ func (w worker) api() *handlers.API {
 
 		Sender:             w.sender,
 		ReplayDestinations: w.destinations(),
+		MissingProducers:   w.pipelines.Missing,
 		Backlogs:           w.sender,
 		BulkReplayMax:      cfg.BulkReplayMax,
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
@@ -223,7 +224,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 			// Replay tasks: one step each, due only while one is running.
 			&dlq.ReplayTaskJob{Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{DB: db, Batch: w.batch, Sender: w.sender,
-				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations()}}},
+				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}}},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != ""},
 			// The daily retention jobs, continued here only while their last
