@@ -149,6 +149,7 @@ func (w worker) api() *handlers.API {
 			queue.EnrichmentDLQ: "DEV_DLQ_QUEUE",
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
 			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
+			"e2e-orders-dlq":    "E2E_ORDERS_DLQ_QUEUE",
 		} {
 			if platform.HasBinding(binding) {
 				dev.Bindings[q] = binding
