@@ -232,9 +232,9 @@ func (w worker) cronRouter() *jobs.CronRouter {
 			// run left expired rows behind (one job_runs read when not).
 			jobs.WhileMore{Job: retention, Runs: runs},
 			jobs.WhileMore{Job: auditRetention, Runs: runs},
-			&alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []alerts.Condition{
-				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
-				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},
+			&alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: append(
+				// Pending-high and oldest-pending per pipeline (the beer pipeline's keep their names).
+				dlq.PipelineAlerts(db, cfg.Pipelines, cfg.AlertPendingThreshold, cfg.AlertOldestPending),
 				dlq.RepeatFailures{DB: db, MaxReplays: 2},
 				dlq.ReplayCanaryFailed{DB: db},
 				dlq.CapEvicting{DB: db},
@@ -242,7 +242,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 				enrichment.BreakerOpenCondition{DB: db},
 				enrichment.AuthFailingCondition{DB: db},
 				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
-			}, Announcers: []alerts.Announcer{dlq.NewFailureSignature{DB: db}}},
+			), Announcers: []alerts.Announcer{dlq.NewFailureSignature{DB: db}}},
 		},
 		// After retention: counts what it deleted again (dlq_tally, dlq_activity).
 		jobs.Daily: {retention, auditRetention, &dlq.TallyCheck{DB: db, Batch: w.batch}},
