@@ -57,6 +57,8 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A pipeline's queue: its samples carry a pipeline label; the others none.
+	snap.Pipelines = map[string]string{"beer-enrichment": "beers"}
 	var buf bytes.Buffer
 	if err := WritePrometheus(&buf, snap, now); err != nil {
 		t.Fatal(err)
@@ -66,28 +68,28 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
 	want := map[string]float64{
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "pending"):      2,
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "acknowledged"): 1,
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "replaying"):    0,
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "replayed"):     0,
-		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "replaying"):                1,
-		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "pending"):                  0,
-		"redrive_dlq_oldest_pending_age_seconds":                                                          5400,
-		"redrive_dlq_rescued_total":                                                                       5,
-		"redrive_dlq_captured_total":                                                                      4, // dlq_messages' insert trigger
-		"redrive_enrichment_outcome_ok":                                                                   7,
-		promtext.Key("redrive_alert_firing", "alert", "dlq_pending_high"):                                 1,
-		promtext.Key("redrive_alert_firing", "alert", "job_failing"):                                      0,
-		promtext.Key("redrive_job_last_run_timestamp_seconds", "job", "dlq_rescue"):                       float64(now.Unix()),
-		promtext.Key("redrive_job_last_duration_seconds", "job", "dlq_rescue"):                            1.5,
-		promtext.Key("redrive_job_last_success", "job", "dlq_rescue"):                                     1,
-		promtext.Key("redrive_job_last_success", "job", "dlq_retention"):                                  0,
-		promtext.Key("redrive_job_runs_total", "job", "dlq_retention"):                                    2,
-		promtext.Key("redrive_job_failures_total", "job", "dlq_retention"):                                1,
-		promtext.Key("redrive_job_last_more", "job", "dlq_retention"):                                     0,
-		"redrive_test_jobs_known":                                                                         3,
-		"redrive_test_last_lateness_seconds":                                                              1.5,
-		"redrive_test_rescued_total":                                                                      4,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "pending"):      2,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "acknowledged"): 1,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "replaying"):    0,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "replayed"):     0,
+		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "replaying"):                                     1,
+		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "pending"):                                       0,
+		"redrive_dlq_oldest_pending_age_seconds":                                    5400,
+		"redrive_dlq_rescued_total":                                                 5,
+		"redrive_dlq_captured_total":                                                4, // dlq_messages' insert trigger
+		"redrive_enrichment_outcome_ok":                                             7,
+		promtext.Key("redrive_alert_firing", "alert", "dlq_pending_high"):           1,
+		promtext.Key("redrive_alert_firing", "alert", "job_failing"):                0,
+		promtext.Key("redrive_job_last_run_timestamp_seconds", "job", "dlq_rescue"): float64(now.Unix()),
+		promtext.Key("redrive_job_last_duration_seconds", "job", "dlq_rescue"):      1.5,
+		promtext.Key("redrive_job_last_success", "job", "dlq_rescue"):               1,
+		promtext.Key("redrive_job_last_success", "job", "dlq_retention"):            0,
+		promtext.Key("redrive_job_runs_total", "job", "dlq_retention"):              2,
+		promtext.Key("redrive_job_failures_total", "job", "dlq_retention"):          1,
+		promtext.Key("redrive_job_last_more", "job", "dlq_retention"):               0,
+		"redrive_test_jobs_known":                                                   3,
+		"redrive_test_last_lateness_seconds":                                        1.5,
+		"redrive_test_rescued_total":                                                4,
 	}
 	for k, v := range want {
 		got, ok := page.Samples[k]
