@@ -62,6 +62,18 @@ func query(u *url.URL, known map[string]bool) (map[string]string, error) {
 	return out, nil
 }
 
+// pageQuery is the prologue of every paged listing: the query string with
+// only the allowed parameters, and its limit (absent: 0, the service
+// default).
+func pageQuery(r *http.Request, allowed map[string]bool) (map[string]string, int, error) {
+	q, err := query(r.URL, allowed)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit, err := queryLimit(q)
+	return q, limit, err
+}
+
 // queryLimit parses limit (absent: 0, the service default).
 func queryLimit(q map[string]string) (int, error) {
 	raw, ok := q["limit"]
@@ -140,14 +152,11 @@ var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true,
 
 // dlqGroups serves GET /admin/dlq/groups.
 func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r.URL, groupsParams)
+	q, limit, err := pageQuery(r, groupsParams)
 	if err != nil {
 		return err
 	}
-	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"]}
-	if p.Limit, err = queryLimit(q); err != nil {
-		return err
-	}
+	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Limit: limit}
 	page, err := dlq.Groups{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
@@ -452,14 +461,11 @@ var auditParams = map[string]bool{"action": true, "limit": true, "cursor": true}
 
 // auditList serves GET /admin/audit: the audit log, newest first.
 func (a *API) auditList(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r.URL, auditParams)
+	q, limit, err := pageQuery(r, auditParams)
 	if err != nil {
 		return err
 	}
-	p := dlq.AuditParams{Action: q["action"], Cursor: q["cursor"]}
-	if p.Limit, err = queryLimit(q); err != nil {
-		return err
-	}
+	p := dlq.AuditParams{Action: q["action"], Cursor: q["cursor"], Limit: limit}
 	page, err := a.auditLog().Page(r.Context(), p)
 	if err != nil {
 		return err

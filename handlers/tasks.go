@@ -106,11 +106,7 @@ var taskListParams = map[string]bool{"limit": true}
 
 // taskList serves GET /admin/dlq/replay-tasks: the newest tasks first.
 func (a *API) taskList(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r.URL, taskListParams)
-	if err != nil {
-		return err
-	}
-	limit, err := queryLimit(q)
+	_, limit, err := pageQuery(r, taskListParams)
 	if err != nil {
 		return err
 	}
