@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/clock"
 	"slices"
 	"strings"
+
+	"github.com/redrive/redrive/clock"
 
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -55,13 +56,6 @@ type Audit struct {
 	Cursors Cursors
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
-}
-
-// Requester says who asked for an action.
-type Requester struct {
-	RequestID string
-	// KeyFingerprint identifies the API key used (never the key itself).
-	KeyFingerprint string
 }
 
 // AuditStart describes an action about to run.

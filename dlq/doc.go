@@ -8,20 +8,24 @@
 //
 // The map, by capability (file: main names):
 //
+// Shared types: types.go holds the Status* values, Message (a row as the
+// admin API shows it), Outcome, Requester and InputError.
+//
 // Capture, from a DLQ batch to a stored row:
 //   - capture.go: Capture, the DLQ consumer (ConsumeBatch)
-//   - store.go: Store, Failure, Outcome (one batch of upserts; lineage of replays)
+//   - store.go: Store, Failure (one batch of upserts; lineage of replays)
 //   - unavailable.go: RetryDelay, SurvivableOutage, Unroutable (D1 outages, queues without a consumer)
 //   - attempts.go: Attempt, Attempts, HistoryEntry (why each attempt failed, before the DLQ)
 //   - signature.go: Signature, SignatureOf, NormalizeReason (failure groups' keys)
 //
 // Reading rows:
-//   - filter.go: Filter, InputError, the Status* values (one filter for list, bulk actions, tasks, export)
+//   - filter.go: Filter (one filter for list, bulk actions, tasks, export)
 //   - cursor.go: Cursors (signed, opaque page cursors)
-//   - list.go: List, Message, Page (GET /admin/dlq)
+//   - list.go: List, Page (GET /admin/dlq)
 //   - detail.go: Detail, MessageDetail (one row with its history and audit)
 //   - groups.go: Groups, Group (failure groups by signature)
 //   - stats.go, tally.go: Stats, StatsReport (counts from dlq_tally, never a scan)
+//   - pipelines.go: the configured pipelines (key, labels, filter by pipeline)
 //   - timeseries.go: TimeSeries, Series (dlq_activity by hour)
 //   - export.go: Export, CSVExport (NDJSON and CSV, bounded by bytes)
 //   - selection.go: Selection, Preview (what a bulk action or task would touch)
@@ -31,7 +35,7 @@
 //   - replay_edited.go: Replay.RunEdited (edit and replay one row)
 //   - replay_task.go: ReplayTasks, Task, Canary (paced, canaried replay run by the cron)
 //   - acknowledge.go: Acknowledge
-//   - audit.go: Audit, Requester, AuditEntry (every admin action, before and after)
+//   - audit.go: Audit, AuditEntry (every admin action, before and after)
 //
 // Alert conditions (run by the alerts job; alerts holds the engine):
 //   - alert_conditions.go: PendingHigh, OldestPending, RepeatFailures, CapEvicting, RetentionBehind, ReplayCanary

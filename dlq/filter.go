@@ -4,18 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
-)
-
-// Status values of a dlq_messages row (schema.sql), and "all" for the list.
-const (
-	StatusPending      = "pending"
-	StatusReplaying    = "replaying"
-	StatusReplayed     = "replayed"
-	StatusAcknowledged = "acknowledged"
-	// StatusAll lists rows of every status (list filter only).
-	StatusAll = "all"
 )
 
 // Limits of the admin API's inputs.
@@ -36,19 +25,6 @@ const (
 	// maxSafeInteger is the largest integer a JSON number (and D1) carries exactly.
 	maxSafeInteger = 1<<53 - 1
 )
-
-// InputError is a rejected input: the admin API answers it with a 400 and
-// its Code; nothing was changed.
-type InputError struct {
-	Code    string
-	Message string
-}
-
-func (e *InputError) Error() string { return e.Code + ": " + e.Message }
-
-func inputErr(code, format string, args ...any) *InputError {
-	return &InputError{Code: code, Message: fmt.Sprintf(format, args...)}
-}
 
 // Filter selects dlq_messages rows. It is the list's query parameters and the
 // `filter` object of bulk replay and acknowledge (JSON names are the same).

@@ -9,52 +9,6 @@ import (
 	"strings"
 )
 
-// Message is one dlq_messages row as the admin API shows it (DLQMessage in
-// handlers/openapi.json): the original worker's fields with their names,
-// then redrive's additions.
-type Message struct {
-	ID             int64   `json:"id"`
-	MessageID      string  `json:"message_id"`
-	BeerID         string  `json:"beer_id"`
-	BeerName       *string `json:"beer_name"`
-	Brewer         *string `json:"brewer"`
-	FailedAt       int64   `json:"failed_at"`
-	FailureCount   *int64  `json:"failure_count"`
-	FailureReason  *string `json:"failure_reason"`
-	SourceQueue    string  `json:"source_queue"`
-	Status         string  `json:"status"`
-	ReplayCount    int64   `json:"replay_count"`
-	ReplayedAt     *int64  `json:"replayed_at"`
-	AcknowledgedAt *int64  `json:"acknowledged_at"`
-
-	// FailureClass is transient | permanent | rate_limited | poison | unknown.
-	FailureClass *string `json:"failure_class"`
-	// FirstFailedAt is when the row was first captured (failed_at is the latest failure).
-	FirstFailedAt int64 `json:"first_failed_at"`
-	// ReplayingAt is when a replay claimed the row (set while status is replaying).
-	ReplayingAt *int64 `json:"replaying_at"`
-	// AcknowledgedNote is the note given when the row was acknowledged.
-	AcknowledgedNote *string `json:"acknowledged_note"`
-	// UpdatedAt is the last change of the row.
-	UpdatedAt int64 `json:"updated_at"`
-	// ContentType is how the message was sent: json | text | bytes | v8
-	// (derived from the body for rows captured before it was recorded).
-	// Replay sends the body back with it.
-	ContentType string `json:"content_type"`
-
-	// Pipeline is the configured pipeline whose queue is source_queue
-	// (null for a queue no pipeline names); Key is its row key (= beer_id);
-	// Labels its labels by name (beer_name and brewer hold them).
-	Pipeline *string            `json:"pipeline"`
-	Key      string             `json:"key"`
-	Labels   map[string]*string `json:"labels"`
-
-	// RawMessage (a JSON string, or null) is present only when asked for
-	// (include_raw=true), with RawEncoding (text | base64).
-	RawMessage  json.RawMessage `json:"raw_message,omitempty"`
-	RawEncoding string          `json:"raw_encoding,omitempty"`
-}
-
 // messageFields is the json_object argument list of a Message; raw adds
 // raw_message and raw_encoding.
 func messageFields(raw bool) string {

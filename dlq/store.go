@@ -87,19 +87,6 @@ func BodyHash(ct queue.ContentType, text string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// Outcome is what storing one failure did to dlq_messages.
-type Outcome string
-
-const (
-	// OutcomeNew: the failure created a new row.
-	OutcomeNew Outcome = "new"
-	// OutcomeRepeat: a replayed message failed again (same source queue and
-	// body hash as a row a replay claimed) and updated that row.
-	OutcomeRepeat Outcome = "repeat"
-	// OutcomeDuplicate: a redelivery of a message already stored; nothing changed.
-	OutcomeDuplicate Outcome = "duplicate"
-)
-
 // Store writes failures to dlq_messages.
 type Store struct {
 	DB *sql.DB
