@@ -36,13 +36,9 @@ import (
 // static value, which a package initializer would then overwrite.
 var version string
 
-// Queues of the e2e environment's JavaScript worker (e2e/jsconsumer; bound
-// only in wrangler.jsonc's env.e2e).
-const (
-	e2eJSQueue        = "e2e-js"
-	e2eJSDLQ          = "e2e-js-dlq"
-	e2eJSProduceQueue = "e2e-js-produce"
-)
+// e2eJSProduceQueue is where the e2e tests command the JavaScript worker
+// (e2e/jsconsumer) to produce (bound only in wrangler.jsonc's env.e2e).
+const e2eJSProduceQueue = "e2e-js-produce"
 
 func main() {
 	// Request ids (handlers) are uuids from crypto/rand, which asks the
@@ -68,10 +64,15 @@ func main() {
 	// id when the runtime gives one, else the build's version string.
 	running := ver.Info{Build: cmp.Or(version, "dev")}
 	running.ID, running.Tag, running.Timestamp = platform.VersionMetadata("CF_VERSION_METADATA")
-	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running,
-		sender: platform.Sender{Bindings: map[string]string{queue.Enrichment: "ENRICHMENT_QUEUE"}}}
+	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running}
+	w.pipelines = config.Wire(cfg.Pipelines, platform.HasBinding)
+	for q, binding := range w.pipelines.Missing {
+		log.Error("config: a pipeline's producer binding is missing; it is capture-only (replay to it is refused)",
+			"queue", q, "binding", binding)
+	}
+	w.sender = platform.Sender{Bindings: w.pipelines.Bindings}
 
-	router := w.queueRouter() // first: it may bind the e2e JavaScript queue to the sender
+	router := w.queueRouter()
 	crons := w.cronRouter()
 	api := w.api()
 	if cfg.DevRoutes {
@@ -109,6 +110,8 @@ type worker struct {
 	sender platform.Sender
 	// version is the running worker's version (stamped on failures).
 	version ver.Info
+	// pipelines is cfg.Pipelines wired to the bindings present.
+	pipelines config.Wiring
 }
 
 // api builds the HTTP API (fetch).
@@ -135,11 +138,12 @@ func (w worker) api() *handlers.API {
 		// Every queue of these this configuration binds a producer for: the
 		// top level binds the main queue and the DLQ, the e2e environment all.
 		dev := platform.Sender{Bindings: map[string]string{}}
+		for q, binding := range w.pipelines.Bindings {
+			dev.Bindings[q] = binding
+		}
 		for q, binding := range map[string]string{
-			queue.Enrichment:    "ENRICHMENT_QUEUE",
 			queue.EnrichmentDLQ: "DEV_DLQ_QUEUE",
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
-			e2eJSQueue:          "E2E_JS_QUEUE",
 			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
 		} {
 			if platform.HasBinding(binding) {
@@ -165,15 +169,12 @@ func (w worker) destinations() []string {
 // queueRouter builds the consumers of every queue (queue).
 func (w worker) queueRouter() *handlers.QueueRouter {
 	cfg, db, log := w.cfg, w.db, w.log
+	// Every pipeline's DLQ (and the beer DLQ) is captured by one Capture.
 	capture := &dlq.Capture{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, RetryBase: cfg.D1RetryBase,
-		SourceQueue: map[string]string{queue.EnrichmentDLQ: queue.Enrichment}}
-	consumers := map[string]handlers.BatchConsumer{queue.EnrichmentDLQ: capture}
-	if platform.HasBinding("E2E_JS_QUEUE") {
-		// The JavaScript worker of the e2e tests (e2e/jsconsumer): its DLQ is
-		// captured here and its rows are replayed to its queue.
-		w.sender.Bindings[e2eJSQueue] = "E2E_JS_QUEUE"
-		capture.SourceQueue[e2eJSDLQ] = e2eJSQueue
-		consumers[e2eJSDLQ] = capture
+		SourceQueue: w.pipelines.SourceQueue}
+	consumers := map[string]handlers.BatchConsumer{}
+	for dlqName := range w.pipelines.SourceQueue {
+		consumers[dlqName] = capture
 	}
 	// Sender: messages deferred while D1 is unavailable go back to the
 	// queue as fresh delayed copies (the other deferrals park the beer in D1).

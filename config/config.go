@@ -96,6 +96,14 @@ type Config struct {
 
 	// DevRoutes is var DEV_ROUTES.
 	DevRoutes bool
+
+	// Pipelines is var PIPELINES: the queues whose dead letters redrive
+	// captures, each validated (config/pipelines.go); the beer pipeline
+	// alone when unset.
+	Pipelines []Pipeline
+	// ReportToken is the secret REPORT_TOKEN: the bearer token external
+	// consumers report failed attempts with (POST /admin/attempts).
+	ReportToken string
 }
 
 // Load reads the config through getenv. Invalid values are replaced by their
@@ -145,6 +153,10 @@ func (l *loader) load() Config {
 		D1RetryBase:           l.seconds("D1_RETRY_BASE_SECONDS", 300, 1, 3600),
 		D1UsageFlush:          time.Duration(l.int("D1_USAGE_FLUSH_SECONDS", 60, 0, 3600)) * time.Second,
 	}
+	c.ReportToken = getenv("REPORT_TOKEN")
+	var problems []error
+	c.Pipelines, problems = ParsePipelines(l.str("PIPELINES", ""), c.AlertPendingThreshold, c.AlertOldestPending, c.DLQRetention)
+	l.problems = append(l.problems, problems...)
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {
 		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_BACKOFF_BASE_SECONDS (%s) exceeds ENRICHMENT_BACKOFF_MAX_SECONDS (%s); using the max as base",
 			c.EnrichmentBackoffBase, c.EnrichmentBackoffMax))

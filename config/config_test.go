@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestScheduledJobKnobs(t *testing.T) {
 		DLQMaxRowsPerKey: c.DLQMaxRowsPerKey, AttemptRetention: c.AttemptRetention, AuditRetention: c.AuditRetention,
 		AlertWebhookURL: c.AlertWebhookURL, AlertWebhookTimeout: c.AlertWebhookTimeout, AlertPendingThreshold: c.AlertPendingThreshold,
 		AlertOldestPending: c.AlertOldestPending, AlertReminder: c.AlertReminder}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
 	}
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
@@ -36,6 +37,46 @@ func TestWranglerVarsMatchTheQueues(t *testing.T) {
 		}
 		if _, problems := Load(func(k string) string { return env.Vars[k] }); len(problems) > 0 {
 			t.Errorf("env %q: %v", name, problems)
+		}
+	}
+}
+
+// In every environment of wrangler.jsonc, each pipeline of PIPELINES has
+// its DLQ consumed by this worker and its producer binding bound to its
+// queue; a pipeline redrive consumes has its main queue consumed here,
+// dead-lettering to its DLQ. The e2e environment declares beers, js and orders.
+func TestWranglerPipelinesAreBound(t *testing.T) {
+	root, err := sqlitetest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := wranglerconfig.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, env := range cfg.All() {
+		c, _ := Load(func(k string) string { return env.Vars[k] })
+		var names []string
+		for _, p := range c.Pipelines {
+			names = append(names, p.Name)
+			if _, ok := env.Consumer(p.DLQ); !ok {
+				t.Errorf("env %q: pipeline %s: no consumer of its dlq %s", name, p.Name, p.DLQ)
+			}
+			bound := false
+			for _, pr := range env.Queues.Producers {
+				bound = bound || (pr.Binding == p.Producer && pr.Queue == p.Queue)
+			}
+			if !bound {
+				t.Errorf("env %q: pipeline %s: no producer %s of %s", name, p.Name, p.Producer, p.Queue)
+			}
+			if p.Consumer == ConsumerRedrive {
+				if main, ok := env.Consumer(p.Queue); !ok || main.DeadLetterQueue != p.DLQ {
+					t.Errorf("env %q: pipeline %s: %s not consumed here with dead_letter_queue %s", name, p.Name, p.Queue, p.DLQ)
+				}
+			}
+		}
+		if name == "e2e" && strings.Join(names, ",") != "beers,js,orders" {
+			t.Errorf("env e2e: pipelines %v, want beers, js, orders", names)
 		}
 	}
 }
