@@ -19,10 +19,6 @@ type Config struct {
 	APIKey string
 	// AdminSecret is the secret ADMIN_SECRET.
 	AdminSecret string
-	// ReportToken is the secret REPORT_TOKEN: the bearer token external
-	// consumers report failed attempts with (POST /admin/attempts); empty:
-	// only the admin pair may report.
-	ReportToken string
 
 	// EnrichmentAPIURL is var ENRICHMENT_API_URL.
 	EnrichmentAPIURL string
@@ -118,7 +114,6 @@ func (l *loader) load() Config {
 	c := Config{
 		APIKey:           getenv("API_KEY"),
 		AdminSecret:      getenv("ADMIN_SECRET"),
-		ReportToken:      getenv("REPORT_TOKEN"),
 		EnrichmentAPIURL: l.str("ENRICHMENT_API_URL", "https://api.perplexity.ai/chat/completions"),
 		EnrichmentModel:  l.str("ENRICHMENT_MODEL", "sonar"),
 		EnrichmentAPIKey: getenv("ENRICHMENT_API_KEY"),
