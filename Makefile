@@ -82,9 +82,9 @@ vet: ## go vet, native and js/wasm
 fmt: ## gofmt -w
 	gofmt -w $$(git ls-files '*.go' ':!third_party')
 
-test-native: test-ts-client ## unit tests against SQLite, and the entry module's own under node
+test-native: test-ts-client ## unit tests against SQLite, and the entry module's and the JavaScript report helper's under node
 	go test -count=1 ./...
-	node --test platform/worker/
+	node --test platform/worker/ clients/js/
 
 # A TypeScript client generated from handlers/openapi.json by openapi-typescript
 # (defaults; pinned in package-lock.json) must type-check the README's calls
