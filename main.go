@@ -65,6 +65,9 @@ func main() {
 	running := ver.Info{Build: cmp.Or(version, "dev")}
 	running.ID, running.Tag, running.Timestamp = platform.VersionMetadata("CF_VERSION_METADATA")
 	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running}
+	// The pipelines every filter, row object and capture reads (before
+	// anything is served).
+	dlq.SetPipelines(cfg.Pipelines)
 	w.pipelines = config.Wire(cfg.Pipelines, platform.HasBinding)
 	for q, binding := range w.pipelines.Missing {
 		log.Error("config: a pipeline's producer binding is missing; it is capture-only (replay to it is refused)",

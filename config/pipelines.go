@@ -78,9 +78,11 @@ type Pipeline struct {
 // BeerPipeline is the beer pipeline's entry: the seed's beer_id, beer_name
 // and brewer are its key and labels. With PIPELINES unset it is the only one.
 func BeerPipeline() Pipeline {
-	return Pipeline{Name: "beers", Queue: BeerQueue, DLQ: BeerDLQ, Producer: "ENRICHMENT_QUEUE",
+	p := Pipeline{Name: "beers", Queue: BeerQueue, DLQ: BeerDLQ, Producer: "ENRICHMENT_QUEUE",
 		Key: "/beer_id", Labels: []Label{{Name: "beer_name", Pointer: "/beer_name"}, {Name: "brewer", Pointer: "/brewer"}},
 		Consumer: ConsumerRedrive}
+	p.KeyPointer, p.LabelPointers = mustPointers(p)
+	return p
 }
 
 var (
@@ -121,7 +123,6 @@ const (
 func ParsePipelines(raw string, pending int64, oldest, retention time.Duration) ([]Pipeline, []error) {
 	def := BeerPipeline()
 	def.AlertPendingThreshold, def.AlertOldestPending, def.Retention = pending, oldest, retention
-	def.KeyPointer, def.LabelPointers = mustPointers(def)
 	if raw == "" {
 		return []Pipeline{def}, nil
 	}

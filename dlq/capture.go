@@ -147,7 +147,7 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 	// Class and Reason stay empty: the store statement takes them (and the
 	// true attempt count) from the message's attempt record.
 	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, ContentType: ct, Attempts: m.Attempts(), FailedAt: now, Version: c.Version}
-	b := parseBody(text, ct == queue.Bytes)
+	b := parseBody(text, ct == queue.Bytes, shapeOf(source))
 	f.parsed = &b
 	cm := &captured{msg: m, failure: f}
 	if b.Problem != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/internal/text"
 
 	"github.com/redrive/redrive/queue"
@@ -323,7 +324,7 @@ func encodeFailure(f Failure) (encoded, error) {
 	ct := f.contentType()
 	b := f.parsed
 	if b == nil {
-		p := parseBody(f.Body, ct == queue.Bytes)
+		p := parseBody(f.Body, ct == queue.Bytes, shapeOf(f.SourceQueue))
 		b = &p
 	}
 	raw, enc := f.Body, "text"
@@ -480,9 +481,12 @@ type body struct {
 	Problem string
 }
 
-// parseBody reads beer_id, beer_name and brewer from a message body. It never fails: a body without a usable beer_id gets a
-// Problem, and whatever could be read is still returned.
-func parseBody(src string, binary bool) body {
+// parseBody reads a body's key and labels through the pointers of p (the
+// pipeline of its source queue, shapeOf): for the beer pipeline beer_id,
+// beer_name and brewer, as before pipelines (beer_id must be a non-empty
+// string, like the enrichment consumer's). It never fails: a body without a
+// usable key gets a Problem, and whatever could be read is still returned.
+func parseBody(src string, binary bool, p config.Pipeline) body {
 	if binary {
 		return body{Problem: fmt.Sprintf("binary body (%d base64 characters)", len(src))}
 	}
@@ -492,6 +496,9 @@ func parseBody(src string, binary bool) body {
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		if json.Valid(trimmed) && !p.IsBeer() {
+			return parsePipelineBody(trimmed, p)
+		}
 		switch trimmed[0] {
 		case '[', '"', 't', 'f', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 			if json.Valid(trimmed) {
@@ -499,6 +506,9 @@ func parseBody(src string, binary bool) body {
 			}
 		}
 		return body{Problem: "body is not JSON: " + text.Clip(err.Error(), 120)}
+	}
+	if !p.IsBeer() {
+		return parsePipelineBody(trimmed, p)
 	}
 	if obj == nil {
 		return body{Problem: "body is JSON but not an object"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/internal/text"
 	"strings"
 	"testing"
@@ -437,7 +438,7 @@ func TestParseBody(t *testing.T) {
 		{`AAEC`, true, "", "binary body (4 base64 characters)"},
 	}
 	for _, c := range cases {
-		b := parseBody(c.body, c.binary)
+		b := parseBody(c.body, c.binary, config.BeerPipeline())
 		if b.Problem != c.problem || (c.problem == "" && b.BeerID != c.beer) {
 			t.Errorf("parseBody(%q) = %+v, want beer %q problem %q", c.body, b, c.beer, c.problem)
 		}

@@ -1,0 +1,159 @@
+package dlq
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+// testPipelinesJSON is the e2e environment's pipelines, with a third one
+// whose key is escaped (RFC 6901 ~0 and ~1) and labels reversed.
+const testPipelinesJSON = `[
+{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[{"name":"beer_name","pointer":"/beer_name"},{"name":"brewer","pointer":"/brewer"}],"consumer":"redrive"},
+{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
+{"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
+
+// withPipelines configures the pipelines of testPipelinesJSON for the test.
+func withPipelines(t testing.TB) []config.Pipeline {
+	t.Helper()
+	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
+	if len(problems) != 0 || len(ps) != 3 {
+		t.Fatalf("pipelines %v %v", ps, problems)
+	}
+	SetPipelines(ps)
+	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	return ps
+}
+
+func pipelineCapture(t *testing.T) (*Capture, *bytes.Buffer) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	c.SourceQueue = map[string]string{dlqName: "beer-enrichment", "orders-dlq": "orders", "odd-dlq": "odd", "other-dlq": "other"}
+	return c, &logs
+}
+
+// Each pipeline's rows get their key and labels through its pointers: a
+// string key as is, a number key as its JSON text, anything else poison
+// (stored, never dropped); labels in beer_name then brewer. A queue of no
+// pipeline is read as the beer pipeline, as before pipelines.
+func TestCaptureReadsEachPipelinesPointers(t *testing.T) {
+	withPipelines(t)
+	c, logs := pipelineCapture(t)
+	db := c.DB
+	msgs := []struct {
+		dlq, id, body              string
+		key, label1, label2, class string
+	}{
+		{"orders-dlq", "o-str", `{"order":{"id":"o-1","customer":"ACME"},"lines":[1]}`, "o-1", "ACME", "", "unknown"},
+		{"orders-dlq", "o-num", `{"order":{"id":42.50,"customer":{"n":1}}}`, "42.50", `{"n":1}`, "", "unknown"},
+		{"orders-dlq", "o-neg", `{"order":{"id":-3}}`, "-3", "", "", "unknown"},
+		{"orders-dlq", "o-none", `{"order":{"customer":"SECRET-PAYLOAD"}}`, UnparseableBeerID, "SECRET-PAYLOAD", "", "poison"},
+		{"orders-dlq", "o-null", `{"order":{"id":null}}`, UnparseableBeerID, "", "", "poison"},
+		{"orders-dlq", "o-obj", `{"order":{"id":{"x":1}}}`, UnparseableBeerID, "", "", "poison"},
+		{"orders-dlq", "o-bool", `{"order":{"id":true}}`, UnparseableBeerID, "", "", "poison"},
+		{"orders-dlq", "o-empty", `{"order":{"id":""}}`, UnparseableBeerID, "", "", "poison"},
+		{"orders-dlq", "o-long", `{"order":{"id":"` + strings.Repeat("x", 201) + `"}}`, UnparseableBeerID, "", "", "poison"},
+		{"orders-dlq", "o-beer", `{"beer_id":"b-1"}`, UnparseableBeerID, "", "", "poison"},
+		{"orders-dlq", "o-text", `not json`, UnparseableBeerID, "", "", "poison"},
+		{"odd-dlq", "odd-1", `{"a/b":{"~":"k~/"}}`, "k~/", "", "", "unknown"},
+		{"odd-dlq", "odd-arr", `["x","one","two"]`, UnparseableBeerID, "two", "one", "poison"},
+		{dlqName, "b-1", `{"beer_id":"b-1","beer_name":"N","brewer":"B"}`, "b-1", "N", "B", "unknown"},
+		{dlqName, "b-num", `{"beer_id":7}`, UnparseableBeerID, "", "", "poison"},
+		{"other-dlq", "x-1", `{"beer_id":"x-1","brewer":"B"}`, "x-1", "", "B", "unknown"},
+	}
+	for _, m := range msgs {
+		qm := queuetest.New(m.id, m.body)
+		if err := c.ConsumeBatch(context.Background(), m.dlq, queuetest.Batch(qm)); err != nil || !qm.Acked {
+			t.Fatalf("%s not stored: %v", m.id, err)
+		}
+		r := readRow(t, db, `message_id = ?`, m.id)
+		if r.BeerID != m.key || r.BeerName.String != m.label1 || r.Brewer.String != m.label2 || r.Class.String != m.class {
+			t.Errorf("%s: key %q labels %q %q class %q, want %q %q %q %q (%s)", m.id, r.BeerID, r.BeerName.String, r.Brewer.String,
+				r.Class.String, m.key, m.label1, m.label2, m.class, r.Reason.String)
+		}
+	}
+	for id, reason := range map[string]string{
+		"o-none": "unparseable: no key /order/id; no attempt record", "o-null": "unparseable: key /order/id is null; no attempt record",
+		"o-obj":   "unparseable: key /order/id is not a string or number; no attempt record",
+		"o-empty": "unparseable: empty key /order/id; no attempt record",
+		"o-long":  "unparseable: key /order/id is longer than 200 bytes; no attempt record",
+		"o-text":  "unparseable: body is not JSON: invalid character 'o' in literal null (expecting 'u'); no attempt record",
+		"b-num":   "unparseable: beer_id is not a string; no attempt record",
+	} {
+		if r := readRow(t, db, `message_id = ?`, id); r.Reason.String != reason {
+			t.Errorf("%s: reason %q, want %q", id, r.Reason.String, reason)
+		}
+	}
+	if strings.Contains(logs.String(), "SECRET-PAYLOAD") {
+		t.Fatal("a payload reached the logs")
+	}
+}
+
+// Whatever the body and the key and label pointers: parsing never panics, a
+// usable key is valid UTF-8 of at most 200 bytes, and the body is stored
+// (key or the poison placeholder), never dropped. Seeds are in
+// testdata/fuzz/FuzzPipelineBody.
+func FuzzPipelineBody(f *testing.F) {
+	f.Add(`{"order":{"id":"o-1","customer":"c"}}`, "/order/id", "/order/customer")
+	f.Add(`{"a/b":{"~":7}}`, "/a~1b/~0", "/x")
+	f.Add(`[0,[1,2]]`, "/1/0", "/0")
+	f.Add(`"s"`, "", "")
+	f.Add("\xff", "/~1", "/~0")
+	db := sqlitetest.New(f)
+	s := Store{DB: db}
+	n := 0
+	f.Fuzz(func(t *testing.T, body, key, label string) {
+		raw := `[{"name":"fz","queue":"fz","dlq":"fz-dlq","producer":"FZ","key":` + jsonString(key) +
+			`,"labels":[{"name":"l","pointer":` + jsonString(label) + `}],"consumer":"external"}]`
+		ps, problems := config.ParsePipelines(raw, 1, 3600e9, 24*3600e9)
+		if len(problems) != 0 {
+			return // not a pointer: config refuses it
+		}
+		b := parseBody(body, false, ps[0])
+		if b.Problem == "" && (b.BeerID == "" || len(b.BeerID) > maxKeyBytes || !utf8.ValidString(b.BeerID)) {
+			t.Fatalf("key %q from %q at %q", b.BeerID, body, key)
+		}
+		n++
+		id := "fzp" + string(rune('a'+n%26)) + base64.RawURLEncoding.EncodeToString([]byte{byte(n), byte(n >> 8), byte(n >> 16)})
+		f := Failure{MessageID: id, SourceQueue: "fz", Body: body, ContentType: queue.Text, FailedAt: t0, parsed: &b}
+		if err := s.Put(context.Background(), []Failure{f}); err != nil {
+			t.Fatalf("%q not stored: %v", body, err)
+		}
+		var stored string
+		if err := db.QueryRow(`SELECT beer_id FROM dlq_messages WHERE message_id = ?`, id).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{true: UnparseableBeerID, false: b.BeerID}[b.Problem != ""]; stored != want {
+			t.Fatalf("stored key %q, want %q", stored, want)
+		}
+	})
+}
+
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte("0123456789abcdef"[r>>4])
+			b.WriteByte("0123456789abcdef"[r&15])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
