@@ -15,31 +15,30 @@ import (
 // orders message carries their history, failure count, reason and
 // signature, and its group is the reported failure's.
 func TestRecordAllReportsLandInHistoryAndSignature(t *testing.T) {
+	withPipelines(t) // orders: queue "orders", key /order/id, label customer
 	db := sqlitetest.New(t)
 	a := Attempts{DB: db}
 	long := strings.Repeat("x", MaxReportError)
 	err := a.RecordAll(context.Background(), nil, []Attempt{
-		{MessageID: "o1", Queue: "e2e-orders", Attempt: 1, Class: "permanent", Error: "card declined for order 1001", At: t0},
-		{MessageID: "o2", Queue: "e2e-orders", Attempt: 1, Class: "unknown", Error: long, At: t0},
-		{MessageID: "o1", Queue: "e2e-orders", Attempt: 2, Class: "permanent", Error: "card declined for order 1001", At: t0.Add(time.Second)},
+		{MessageID: "o1", Queue: "orders", Attempt: 1, Class: "permanent", Error: "card declined for order 1001", At: t0},
+		{MessageID: "o2", Queue: "orders", Attempt: 1, Class: "unknown", Error: long, At: t0},
+		{MessageID: "o1", Queue: "orders", Attempt: 2, Class: "permanent", Error: "card declined for order 1001", At: t0.Add(time.Second)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := records(t, db)
-	if len(got) != 2 || got["o1"].Attempt != 2 || got["o1"].Queue != "e2e-orders" || got["o2"].Class != "unknown" ||
+	if len(got) != 2 || got["o1"].Attempt != 2 || got["o1"].Queue != "orders" || got["o2"].Class != "unknown" ||
 		len(got["o2"].Error) > maxAttemptError+len("…") {
 		t.Fatalf("records = %+v", got)
 	}
 
-	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"e2e-orders-dlq": "e2e-orders"},
+	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
 		Clock: func() time.Time { return t0.Add(time.Minute) }}
-	// A body the capture parses (keyed capture of other shapes is the
-	// pipelines' part: dlq tests of capture by pointer).
-	body := beer("1001")
+	body := `{"order":{"id":1001,"customer":"acme","fail":"card declined"}}`
 	m := queuetest.New("o1", body)
 	m.Attempt = 1
-	if err := c.ConsumeBatch(context.Background(), "e2e-orders-dlq", queuetest.Batch(m)); err != nil {
+	if err := c.ConsumeBatch(context.Background(), "orders-dlq", queuetest.Batch(m)); err != nil {
 		t.Fatal(err)
 	}
 	h, _, sig, _ := historyOf(t, db, `message_id = 'o1'`)
@@ -50,13 +49,13 @@ func TestRecordAllReportsLandInHistoryAndSignature(t *testing.T) {
 		t.Fatalf("signature %s, want %s", sig, want)
 	}
 	var n int64
-	var reason, class, source string
-	if err := db.QueryRow(`SELECT failure_count, failure_reason, failure_class, source_queue FROM dlq_messages WHERE message_id = 'o1'`).
-		Scan(&n, &reason, &class, &source); err != nil {
+	var reason, class, source, key, customer string
+	if err := db.QueryRow(`SELECT failure_count, failure_reason, failure_class, source_queue, beer_id, beer_name FROM dlq_messages WHERE message_id = 'o1'`).
+		Scan(&n, &reason, &class, &source, &key, &customer); err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 || class != "permanent" || source != "e2e-orders" || !strings.Contains(reason, "card declined") {
-		t.Fatalf("row: count %d class %s source %s reason %q", n, class, source, reason)
+	if n != 2 || class != "permanent" || source != "orders" || reason != "permanent: card declined for order 1001" || key != "1001" || customer != "acme" {
+		t.Fatalf("row: count %d class %s source %s reason %q key %s customer %s", n, class, source, reason, key, customer)
 	}
 	// The record is removed once its row is stored; o2's stays until its message arrives.
 	if got := records(t, db); len(got) != 1 || got["o2"].MessageID != "o2" {
@@ -69,8 +68,8 @@ func TestRecordAllIsOneBatch(t *testing.T) {
 	db := sqlitetest.New(t)
 	mustExec(t, db, `CREATE TRIGGER fail_o2 BEFORE INSERT ON message_attempts WHEN NEW.message_id = 'o2' BEGIN SELECT RAISE(ABORT, 'no'); END`)
 	err := Attempts{DB: db}.RecordAll(context.Background(), nil, []Attempt{
-		{MessageID: "o1", Queue: "e2e-orders", Attempt: 1, Class: "permanent", Error: "e", At: t0},
-		{MessageID: "o2", Queue: "e2e-orders", Attempt: 1, Class: "permanent", Error: "e", At: t0},
+		{MessageID: "o1", Queue: "orders", Attempt: 1, Class: "permanent", Error: "e", At: t0},
+		{MessageID: "o2", Queue: "orders", Attempt: 1, Class: "permanent", Error: "e", At: t0},
 	})
 	if err == nil {
 		t.Fatal("the failing batch reported no error")
