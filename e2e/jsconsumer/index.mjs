@@ -16,7 +16,9 @@
 //   asks for it ({"order":{"id":..,"customer":..,"fail":"card declined"}})
 //   fails: the failure is reported to redrive (class order.class, else
 //   permanent; unless order.report === false) and the message retried, so it
-//   reaches e2e-orders-dlq after its last attempt carrying its history.
+//   reaches e2e-orders-dlq after its last attempt carrying its history. An
+//   order with fail_until (Unix ms) fails only until then (a flaky failure
+//   that a later replay gets past).
 
 import { reportFailures } from "../../clients/js/redrive-report.mjs";
 
@@ -108,6 +110,8 @@ async function consume(batch, env) {
 function orderFailure(body) {
   const order = body !== null && typeof body === "object" ? body.order : null;
   if (order === null || typeof order !== "object" || typeof order.fail !== "string" || order.fail === "") return null;
+  // A flaky order fails only until fail_until (Unix ms): replayed later, it succeeds.
+  if (typeof order.fail_until === "number" && Date.now() >= order.fail_until) return null;
   return order;
 }
 
