@@ -270,3 +270,44 @@ func TestOrdersPipelineReportsFailuresAndReplays(t *testing.T) {
 		return len(w.orderDeliveries(t, ok)) == 1 && len(w.orderDeliveries(t, fixed)) == 1
 	})
 }
+
+// What a failure report costs in D1 (POST /admin/attempts, one batch of one
+// upsert per entry): 100 new messages' first attempts write 3 rows each
+// (row, primary key, recorded_at index), their second attempts 1 each.
+func TestReportAttemptsD1Rows(t *testing.T) {
+	w := shared
+	prefix := fmt.Sprintf("rows-%d-", time.Now().UnixNano())
+	defer w.Exec(t, fmt.Sprintf(`DELETE FROM message_attempts WHERE message_id LIKE '%s%%'`, prefix))
+	report := func(attempt int) dlqUsage {
+		var es []map[string]any
+		for i := range 100 {
+			es = append(es, map[string]any{"queue": ordersQueue, "message_id": fmt.Sprintf("%s%d", prefix, i), "attempt": attempt,
+				"error": fmt.Sprintf("gateway timeout after %d ms", 100+i), "class": "transient"})
+		}
+		before := settledUsage(t, w)
+		resp, err := w.Do(http.MethodPost, "/admin/attempts", map[string]any{"attempts": es},
+			map[string]string{"Authorization": "Bearer " + TestReportToken})
+		if err != nil || resp.Status != http.StatusAccepted || !strings.Contains(string(resp.Raw), `"recorded":100`) {
+			t.Fatalf("report: %v %+v", err, resp)
+		}
+		d := usageDelta(before, settledUsage(t, w), opIs("POST /admin/attempts"))
+		return dlqUsage{d.RowsRead, d.RowsWritten, d.Statements}
+	}
+	first, second := report(1), report(2)
+	t.Logf("100 first attempts: read %d written %d statements %d; 100 second attempts: read %d written %d statements %d",
+		first.read, first.written, first.statements, second.read, second.written, second.statements)
+	if first.written != 300 || second.written != 100 || first.statements != 100 || second.statements != 100 {
+		t.Fatalf("rows written %d then %d (statements %d, %d), want 300 then 100 in 100 statements each",
+			first.written, second.written, first.statements, second.statements)
+	}
+	if first.read > 200 || second.read > 200 {
+		t.Fatalf("rows read %d then %d, want at most 2 per entry", first.read, second.read)
+	}
+	if n := w.Int(t, fmt.Sprintf(`SELECT COUNT(*) FROM message_attempts WHERE message_id LIKE '%s%%' AND attempt = 2
+		AND json_array_length(history) = 2`, prefix)); n != 100 {
+		t.Fatalf("%d records with both attempts, want 100", n)
+	}
+}
+
+// dlqUsage is one operation's D1 rows read and written and statements.
+type dlqUsage struct{ read, written, statements int64 }
