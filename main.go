@@ -133,6 +133,7 @@ func (w worker) api() *handlers.API {
 
 		Sender:             w.sender,
 		ReplayDestinations: w.destinations(),
+		MissingProducers:   w.pipelines.Missing,
 		Backlogs:           w.sender,
 		BulkReplayMax:      cfg.BulkReplayMax,
 		ReportQueues:       externalQueues(cfg.Pipelines),
@@ -149,6 +150,7 @@ func (w worker) api() *handlers.API {
 			queue.EnrichmentDLQ: "DEV_DLQ_QUEUE",
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
 			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
+			"e2e-orders-dlq":    "E2E_ORDERS_DLQ_QUEUE",
 		} {
 			if platform.HasBinding(binding) {
 				dev.Bindings[q] = binding
@@ -224,16 +226,16 @@ func (w worker) cronRouter() *jobs.CronRouter {
 			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 			// Replay tasks: one step each, due only while one is running.
 			&dlq.ReplayTaskJob{Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{DB: db, Batch: w.batch, Sender: w.sender,
-				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations()}}},
+				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}}},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != ""},
 			// The daily retention jobs, continued here only while their last
 			// run left expired rows behind (one job_runs read when not).
 			jobs.WhileMore{Job: retention, Runs: runs},
 			jobs.WhileMore{Job: auditRetention, Runs: runs},
-			&alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: []alerts.Condition{
-				dlq.PendingHigh{DB: db, Threshold: cfg.AlertPendingThreshold},
-				dlq.OldestPending{DB: db, MaxAge: cfg.AlertOldestPending},
+			&alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: append(
+				// Pending-high and oldest-pending per pipeline (the beer pipeline's keep their names).
+				dlq.PipelineAlerts(db, cfg.Pipelines, cfg.AlertPendingThreshold, cfg.AlertOldestPending),
 				dlq.RepeatFailures{DB: db, MaxReplays: 2},
 				dlq.ReplayCanaryFailed{DB: db},
 				dlq.CapEvicting{DB: db},
@@ -241,7 +243,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 				enrichment.BreakerOpenCondition{DB: db},
 				enrichment.AuthFailingCondition{DB: db},
 				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
-			}, Announcers: []alerts.Announcer{dlq.NewFailureSignature{DB: db}}},
+			), Announcers: []alerts.Announcer{dlq.NewFailureSignature{DB: db}}},
 		},
 		// After retention: counts what it deleted again (dlq_tally, dlq_activity).
 		jobs.Daily: {retention, auditRetention, &dlq.TallyCheck{DB: db, Batch: w.batch}},

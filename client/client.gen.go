@@ -131,8 +131,10 @@ const (
 	NOTCONFIGURED      ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
 	NOTFOUND           ErrorEnvelopeErrorCode = "NOT_FOUND"
 	PAYLOADTOOLARGE    ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
+	PRODUCERMISSING    ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
 	QUEUEUNAVAILABLE   ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
 	UNAUTHORIZED       ErrorEnvelopeErrorCode = "UNAUTHORIZED"
+	UNKNOWNPIPELINE    ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
 	UNKNOWNQUEUE       ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
 )
 
@@ -175,9 +177,13 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case PAYLOADTOOLARGE:
 		return true
+	case PRODUCERMISSING:
+		return true
 	case QUEUEUNAVAILABLE:
 		return true
 	case UNAUTHORIZED:
+		return true
+	case UNKNOWNPIPELINE:
 		return true
 	case UNKNOWNQUEUE:
 		return true
@@ -300,6 +306,24 @@ func (e MessageDetailReplaysMatchedBy) Valid() bool {
 	case MessageDetailReplaysMatchedByFilter:
 		return true
 	case MessageDetailReplaysMatchedByIds:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PipelineConsumer.
+const (
+	External PipelineConsumer = "external"
+	Redrive  PipelineConsumer = "redrive"
+)
+
+// Valid indicates whether the value is a known member of the PipelineConsumer enum.
+func (e PipelineConsumer) Valid() bool {
+	switch e {
+	case External:
+		return true
+	case Redrive:
 		return true
 	default:
 		return false
@@ -845,7 +869,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY, UNKNOWN_QUEUE (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY, UNKNOWN_QUEUE, UNKNOWN_PIPELINE, PRODUCER_MISSING (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`
@@ -866,6 +890,9 @@ type Filter struct {
 	BeerId       *string `json:"beer_id,omitempty"`
 	FailedAfter  *int    `json:"failed_after,omitempty"`
 	FailedBefore *int    `json:"failed_before,omitempty"`
+
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): its rows, source_queue = its queue. An unknown name is 400 UNKNOWN_PIPELINE; a different source_queue 400 INVALID_FILTER.
+	Pipeline *string `json:"pipeline,omitempty"`
 
 	// Q Substring of beer_name, brewer or failure_reason (case-insensitive for ASCII letters; %, _ and \ are literal); at most 200 bytes. At most 200 bytes of UTF-8 (maxLength counts characters; a longer text is 400 INVALID_FILTER).
 	Q *string `json:"q,omitempty"`
@@ -1027,7 +1054,16 @@ type Message struct {
 	FailureReason *string `json:"failure_reason"`
 	FirstFailedAt int     `json:"first_failed_at"`
 	Id            int     `json:"id"`
-	MessageId     string  `json:"message_id"`
+
+	// Key The row key read through the pipeline's key pointer (stored in beer_id, which it equals).
+	Key string `json:"key"`
+
+	// Labels The pipeline's labels by name (the beer pipeline: beer_name and brewer); {} for a queue no pipeline names.
+	Labels    map[string]*string `json:"labels"`
+	MessageId string             `json:"message_id"`
+
+	// Pipeline The configured pipeline whose queue is source_queue (var PIPELINES); null for a queue no pipeline names.
+	Pipeline *string `json:"pipeline"`
 
 	// RawEncoding Only with include_raw=true.
 	RawEncoding *MessageRawEncoding `json:"raw_encoding,omitempty"`
@@ -1116,6 +1152,40 @@ type Page struct {
 
 	// TotalCountExact false when total_count is a lower bound (more than 1000 rows match filters beyond status and source_queue).
 	TotalCountExact bool `json:"total_count_exact"`
+}
+
+// Pipeline One configured pipeline (var PIPELINES, README "Add your own queue").
+type Pipeline struct {
+	AlertOldestHours      int              `json:"alert_oldest_hours"`
+	AlertPendingThreshold int              `json:"alert_pending_threshold"`
+	Consumer              PipelineConsumer `json:"consumer"`
+	Dlq                   string           `json:"dlq"`
+
+	// Key RFC 6901 JSON pointer of the row key.
+	Key    string `json:"key"`
+	Labels []struct {
+		Name    string `json:"name"`
+		Pointer string `json:"pointer"`
+	} `json:"labels"`
+	Name string `json:"name"`
+
+	// Producer The producer binding replay sends through.
+	Producer string `json:"producer"`
+
+	// ProducerBound false: the binding is missing and the pipeline is capture-only (a replay to it is 400 PRODUCER_MISSING).
+	ProducerBound bool `json:"producer_bound"`
+
+	// Queue The main queue: its rows have this source_queue; replays go here.
+	Queue         string `json:"queue"`
+	RetentionDays int    `json:"retention_days"`
+}
+
+// PipelineConsumer defines model for Pipeline.Consumer.
+type PipelineConsumer string
+
+// PipelineList defines model for PipelineList.
+type PipelineList struct {
+	Pipelines []Pipeline `json:"pipelines"`
 }
 
 // Preview Dry run: what the action would act on now; nothing changed.
@@ -1296,6 +1366,13 @@ type SeriesBucketMs int
 
 // StatsReport defines model for StatsReport.
 type StatsReport struct {
+	// ByPipeline Rows per configured pipeline (var PIPELINES), in configuration order; a pipeline's rows are those of its queue in by_source_queue.
+	ByPipeline []struct {
+		Pending  int    `json:"pending"`
+		Pipeline string `json:"pipeline"`
+		Queue    string `json:"queue"`
+		Total    int    `json:"total"`
+	} `json:"by_pipeline"`
 	BySourceQueue []struct {
 		Pending     int    `json:"pending"`
 		SourceQueue string `json:"source_queue"`
@@ -1328,9 +1405,18 @@ type StatsReport struct {
 	} `json:"last_24h"`
 	OldestPendingAgeHours float32 `json:"oldest_pending_age_hours"`
 	RepeatFailures        []struct {
-		BeerId      string  `json:"beer_id"`
-		BeerName    *string `json:"beer_name"`
-		Id          int     `json:"id"`
+		BeerId   string  `json:"beer_id"`
+		BeerName *string `json:"beer_name"`
+		Id       int     `json:"id"`
+
+		// Key The row key read through the pipeline's key pointer (stored in beer_id, which it equals).
+		Key string `json:"key"`
+
+		// Labels The pipeline's labels by name (the beer pipeline: beer_name and brewer); {} for a queue no pipeline names.
+		Labels map[string]*string `json:"labels"`
+
+		// Pipeline The configured pipeline whose queue is source_queue (var PIPELINES); null for a queue no pipeline names.
+		Pipeline    *string `json:"pipeline"`
 		ReplayCount int     `json:"replay_count"`
 	} `json:"repeat_failures"`
 	TopFailingBrewers []struct {
@@ -1522,6 +1608,9 @@ type ListDLQParams struct {
 	// SourceQueue Filter by the queue the message failed on (exact).
 	SourceQueue *string `form:"source_queue,omitempty" json:"source_queue,omitempty"`
 
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): its rows, source_queue = its queue. An unknown name is 400 UNKNOWN_PIPELINE; a different source_queue 400 INVALID_FILTER.
+	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
+
 	// FailedAfter Keep rows with failed_at >= this (epoch ms, inclusive).
 	FailedAfter *int `form:"failed_after,omitempty" json:"failed_after,omitempty"`
 
@@ -1571,6 +1660,9 @@ type ExportDLQParams struct {
 
 	// SourceQueue Filter by the queue the message failed on (exact).
 	SourceQueue *string `form:"source_queue,omitempty" json:"source_queue,omitempty"`
+
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): its rows, source_queue = its queue. An unknown name is 400 UNKNOWN_PIPELINE; a different source_queue 400 INVALID_FILTER.
+	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
 
 	// FailedAfter Keep rows with failed_at >= this (epoch ms, inclusive).
 	FailedAfter *int `form:"failed_after,omitempty" json:"failed_after,omitempty"`
@@ -2400,6 +2492,13 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/openapi.json (the `OpenAPI` operationId).
 	OpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Pipelines The configured pipelines
+	//
+	// Every pipeline of var PIPELINES (the beer pipeline alone when unset), in configuration order, with whether its producer binding is present: for a pipeline selector. Reads no D1 row.
+	//
+	// Corresponds with GET /admin/pipelines (the `Pipelines` operationId).
+	Pipelines(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Queues Each queue's backlog
 	//
 	// The backlog of each queue the worker has a producer binding for, as Cloudflare Queues reports it to the binding (metrics()): messages waiting to be delivered, their bytes, and when the oldest was sent. available is false (and the figures null) when the runtime cannot say. Reads no D1 row.
@@ -2944,6 +3043,23 @@ func (c *Client) OpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
+// Pipelines The configured pipelines
+//
+// Every pipeline of var PIPELINES (the beer pipeline alone when unset), in configuration order, with whether its producer binding is present: for a pipeline selector. Reads no D1 row.
+//
+// Corresponds with GET /admin/pipelines (the `Pipelines` operationId).
+func (c *Client) Pipelines(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPipelinesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Queues Each queue's backlog
 //
 // The backlog of each queue the worker has a producer binding for, as Cloudflare Queues reports it to the binding (metrics()): messages waiting to be delivered, their bytes, and when the oldest was sent. available is false (and the figures null) when the runtime cannot say. Reads no D1 row.
@@ -3219,6 +3335,18 @@ func NewListDLQRequest(server string, params *ListDLQParams) (*http.Request, err
 
 		}
 
+		if params.Pipeline != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pipeline", *params.Pipeline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.FailedAfter != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "failed_after", *params.FailedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -3448,6 +3576,18 @@ func NewExportDLQRequest(server string, params *ExportDLQParams) (*http.Request,
 		if params.SourceQueue != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "source_queue", *params.SourceQueue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Pipeline != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pipeline", *params.Pipeline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4247,6 +4387,33 @@ func NewOpenAPIRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPipelinesRequest constructs an http.Request for the Pipelines method
+func NewPipelinesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/pipelines")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewQueuesRequest constructs an http.Request for the Queues method
 func NewQueuesRequest(server string) (*http.Request, error) {
 	var err error
@@ -4599,6 +4766,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/openapi.json (the `OpenAPI` operationId).
 	OpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenAPIResponse, error)
+
+	// PipelinesWithResponse The configured pipelines
+	//
+	// Every pipeline of var PIPELINES (the beer pipeline alone when unset), in configuration order, with whether its producer binding is present: for a pipeline selector. Reads no D1 row.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/pipelines (the `Pipelines` operationId).
+	PipelinesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*PipelinesResponse, error)
 
 	// QueuesWithResponse Each queue's backlog
 	//
@@ -7928,6 +8104,118 @@ func (r OpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// PipelinesResponse200Headers the declared response headers of an HTTP 200 response for Pipelines
+type PipelinesResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PipelinesResponse400Headers the declared response headers of an HTTP 400 response for Pipelines
+type PipelinesResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PipelinesResponse401Headers the declared response headers of an HTTP 401 response for Pipelines
+type PipelinesResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PipelinesResponse403Headers the declared response headers of an HTTP 403 response for Pipelines
+type PipelinesResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// PipelinesResponse500Headers the declared response headers of an HTTP 500 response for Pipelines
+type PipelinesResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type PipelinesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      PipelineList       `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PipelinesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PipelinesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PipelinesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PipelinesResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PipelinesResponse500Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PipelinesResponse) GetJSON200() *struct {
+	Data      PipelineList       `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PipelinesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PipelinesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PipelinesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PipelinesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PipelinesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PipelinesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PipelinesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PipelinesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // QueuesResponse200Headers the declared response headers of an HTTP 200 response for Queues
 type QueuesResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -8577,6 +8865,21 @@ func (c *ClientWithResponses) OpenAPIWithResponse(ctx context.Context, reqEditor
 		return nil, err
 	}
 	return ParseOpenAPIResponse(rsp)
+}
+
+// PipelinesWithResponse The configured pipelines
+//
+// Every pipeline of var PIPELINES (the beer pipeline alone when unset), in configuration order, with whether its producer binding is present: for a pipeline selector. Reads no D1 row.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/pipelines (the `Pipelines` operationId).
+func (c *ClientWithResponses) PipelinesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*PipelinesResponse, error) {
+	rsp, err := c.Pipelines(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePipelinesResponse(rsp)
 }
 
 // QueuesWithResponse Each queue's backlog
@@ -11970,6 +12273,117 @@ func ParseOpenAPIResponse(rsp *http.Response) (*OpenAPIResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePipelinesResponse parses an HTTP response from a PipelinesWithResponse call
+func ParsePipelinesResponse(rsp *http.Response) (*PipelinesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PipelinesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      PipelineList       `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PipelinesResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PipelinesResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PipelinesResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PipelinesResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers PipelinesResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

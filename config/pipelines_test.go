@@ -1,6 +1,8 @@
 package config
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +191,37 @@ func TestWire(t *testing.T) {
 	w = Wire(c.Pipelines, func(string) bool { return false })
 	if len(w.Bindings) != 0 || w.Missing["beer-enrichment"] != "ENRICHMENT_QUEUE" {
 		t.Errorf("nothing bound: %v %v", w.Bindings, w.Missing)
+	}
+}
+
+// README "Add your own queue" stays under 15 lines, and its PIPELINES
+// entry is valid as written.
+func TestREADMEAddYourOwnQueue(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	start := strings.Index(text, "\n## Add your own queue\n")
+	if start < 0 {
+		t.Fatal(`README has no "## Add your own queue" section`)
+	}
+	section := text[start+1:]
+	section = section[:3+strings.Index(section[3:], "\n## ")]
+	if n := strings.Count(strings.TrimSpace(section), "\n") + 1; n >= 15 {
+		t.Errorf("the section is %d lines, want under 15", n)
+	}
+	_, value, ok := strings.Cut(section, `"PIPELINES": `)
+	if !ok {
+		t.Fatal("no PIPELINES entry in the section")
+	}
+	value, _, _ = strings.Cut(value, "\n")
+	var js string
+	if err := json.Unmarshal([]byte(value), &js); err != nil {
+		t.Fatalf("PIPELINES value %s: %v", value, err)
+	}
+	ps, problems := ParsePipelines(js, 100, time.Hour, 24*time.Hour)
+	if len(problems) != 0 || len(ps) != 2 || ps[1].Name != "orders" || ps[1].Consumer != ConsumerExternal {
+		t.Errorf("README's PIPELINES: %+v %v", ps, problems)
 	}
 }

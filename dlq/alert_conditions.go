@@ -15,10 +15,21 @@ import (
 type PendingHigh struct {
 	DB        *sql.DB
 	Threshold int64
+	// Pipeline and Queue, when set, make it the alert of one pipeline
+	// (dlq_pending_high:<Pipeline>) over the rows of Queue; Exclude, when
+	// set, leaves the rows of those queues out (the beer pipeline's alert
+	// beside other pipelines: PipelineAlerts).
+	Pipeline, Queue string
+	Exclude         []string
 }
 
 // Name implements Condition.
-func (PendingHigh) Name() string { return "dlq_pending_high" }
+func (c PendingHigh) Name() string {
+	if c.Pipeline != "" {
+		return "dlq_pending_high:" + c.Pipeline
+	}
+	return "dlq_pending_high"
+}
 
 // countBeyond is how far past a threshold an alert's count goes on counting
 // for its detail: enough to tell a few rows over from a flood, without
@@ -31,6 +42,9 @@ const pendingHighSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages WHERE s
 
 // Check implements Condition. It reads at most Threshold + 101 index entries.
 func (c PendingHigh) Check(ctx context.Context, _ time.Time) (bool, string, error) {
+	if c.Queue != "" || len(c.Exclude) > 0 {
+		return c.checkPipeline(ctx)
+	}
 	var n int64
 	bound := c.Threshold + 1 + countBeyond
 	if err := c.DB.QueryRowContext(ctx, pendingHighSQL, bound).Scan(&n); err != nil {
@@ -52,13 +66,25 @@ func atLeast(n, bound int64) string {
 type OldestPending struct {
 	DB     *sql.DB
 	MaxAge time.Duration
+	// Pipeline, Queue and Exclude: as PendingHigh's
+	// (dlq_oldest_pending:<Pipeline>).
+	Pipeline, Queue string
+	Exclude         []string
 }
 
 // Name implements Condition.
-func (OldestPending) Name() string { return "dlq_oldest_pending" }
+func (c OldestPending) Name() string {
+	if c.Pipeline != "" {
+		return "dlq_oldest_pending:" + c.Pipeline
+	}
+	return "dlq_oldest_pending"
+}
 
 // Check implements Condition.
 func (c OldestPending) Check(ctx context.Context, now time.Time) (bool, string, error) {
+	if c.Queue != "" || len(c.Exclude) > 0 {
+		return c.checkPipeline(ctx, now)
+	}
 	var oldest sql.NullInt64
 	if err := c.DB.QueryRowContext(ctx, `SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending'`).Scan(&oldest); err != nil {
 		return false, "", fmt.Errorf("oldest pending: %w", err)

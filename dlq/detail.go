@@ -90,11 +90,13 @@ type RowAuditEntry struct {
 
 // detailRowSQL reads the row: its Message JSON and the fields the rest of
 // the detail needs.
-var detailRowSQL = `SELECT json_object(` + messageFields(true) + `) AS message, last_message_id, body_hash,
+func detailRowSQL() string {
+	return `SELECT json_object(` + messageFields(true) + `) AS message, last_message_id, body_hash,
 	source_queue, beer_id, acknowledged_at, replayed_at, replaying_at,
 	COALESCE(history, '[]') AS history_json, history_dropped, signature AS sig, version AS ver,
 	(SELECT json_object('class', s.class, 'text', s.text) FROM dlq_signatures s WHERE s.signature = dlq_messages.signature) AS sig_group
 	FROM dlq_messages WHERE id = ?`
+}
 
 // detailAuditSQL returns related_ids and the matching audit entries as JSON
 // (one round trip). ?1 id, ?2 source_queue, ?3 body_hash, ?4 acknowledged_at,
@@ -131,7 +133,7 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 		history                    string
 		sig, ver, sigGroup         sql.NullString
 	)
-	err := d.DB.QueryRowContext(ctx, detailRowSQL, id).Scan(&msg, &out.LastMessageID, &hash, &source, &beer, &ackAt, &replayedAt, &claimAt,
+	err := d.DB.QueryRowContext(ctx, detailRowSQL(), id).Scan(&msg, &out.LastMessageID, &hash, &source, &beer, &ackAt, &replayedAt, &claimAt,
 		&history, &out.HistoryDropped, &sig, &ver, &sigGroup)
 	if errors.Is(err, sql.ErrNoRows) {
 		return MessageDetail{}, ErrMessageNotFound

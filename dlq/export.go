@@ -91,7 +91,7 @@ func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMess
 // raw_message and raw_encoding only with include_raw).
 var ExportColumns = []string{"id", "message_id", "beer_id", "beer_name", "brewer", "failed_at", "failure_count",
 	"failure_reason", "source_queue", "status", "replay_count", "replayed_at", "acknowledged_at", "failure_class",
-	"first_failed_at", "replaying_at", "acknowledged_note", "updated_at", "content_type"}
+	"first_failed_at", "replaying_at", "acknowledged_note", "updated_at", "content_type", "pipeline", "key", "labels"}
 
 // ExportRawColumns follow ExportColumns with include_raw.
 var ExportRawColumns = []string{"raw_message", "raw_encoding"}
@@ -151,7 +151,7 @@ func (c *CSVExport) Write(rows []json.RawMessage) error {
 		rec := []string{exportInt(m.ID), m.MessageID, m.BeerID, str(m.BeerName), str(m.Brewer), exportInt(m.FailedAt),
 			intp(m.FailureCount), str(m.FailureReason), m.SourceQueue, m.Status, exportInt(m.ReplayCount),
 			intp(m.ReplayedAt), intp(m.AcknowledgedAt), str(m.FailureClass), exportInt(m.FirstFailedAt),
-			intp(m.ReplayingAt), str(m.AcknowledgedNote), exportInt(m.UpdatedAt), m.ContentType}
+			intp(m.ReplayingAt), str(m.AcknowledgedNote), exportInt(m.UpdatedAt), m.ContentType, str(m.Pipeline), m.Key, labelsJSON(m.Labels)}
 		if c.raw {
 			var raw *string
 			if len(m.RawMessage) > 0 {
@@ -202,4 +202,13 @@ func str(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// labelsJSON is a row's labels as a CSV cell: their JSON object ({} when none).
+func labelsJSON(labels map[string]*string) string {
+	if len(labels) == 0 {
+		return "{}"
+	}
+	js, _ := json.Marshal(labels) // keys sorted
+	return string(js)
 }

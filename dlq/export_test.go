@@ -80,7 +80,7 @@ func TestCSVExportKeepsLineBreaksInCells(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	line := "7,m7,b,,,0,," + `"` + reason + `"` + ",,pending,0,,,,0,,,0,\r\n"
+	line := "7,m7,b,,,0,," + `"` + reason + `"` + ",,pending,0,,,,0,,,0,,,,{}\r\n"
 	want := strings.Join(ExportColumns, ",") + "\r\n" + line + line
 	if buf.String() != want {
 		t.Fatalf("csv\n%q\nwant\n%q", buf.String(), want)

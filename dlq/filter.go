@@ -59,6 +59,11 @@ type Filter struct {
 	BeerID string `json:"beer_id,omitempty"`
 	// SourceQueue matches source_queue exactly.
 	SourceQueue string `json:"source_queue,omitempty"`
+	// Pipeline keeps the rows of a configured pipeline (config.Pipeline):
+	// source_queue = its queue. Normalize sets SourceQueue to that queue;
+	// an unknown name is UNKNOWN_PIPELINE, a different source_queue
+	// INVALID_FILTER.
+	Pipeline string `json:"pipeline,omitempty"`
 	// FailedAfter keeps rows with failed_at >= FailedAfter (epoch ms, inclusive).
 	FailedAfter *int64 `json:"failed_after,omitempty"`
 	// FailedBefore keeps rows with failed_at < FailedBefore (epoch ms, exclusive).
@@ -102,6 +107,16 @@ func (f Filter) Normalize() (Filter, error) {
 	}
 	if f.Signature != "" && !validSignatureKey(f.Signature) {
 		return f, inputErr("INVALID_FILTER", "signature must be 16 lowercase hex digits (a signature of GET /admin/dlq/groups)")
+	}
+	if f.Pipeline != "" {
+		q, err := pipelineQueue(f.Pipeline)
+		if err != nil {
+			return f, err
+		}
+		if f.SourceQueue != "" && f.SourceQueue != q {
+			return f, inputErr("INVALID_FILTER", "pipeline %s is source_queue %s; got source_queue %q", f.Pipeline, q, clipName(f.SourceQueue))
+		}
+		f.SourceQueue = q
 	}
 	for _, t := range []struct{ name, v string }{{"beer_id", f.BeerID}, {"source_queue", f.SourceQueue}, {"q", f.Q},
 		{"version", f.Version}, {"version_not", f.VersionNot}} {

@@ -42,6 +42,13 @@ type Message struct {
 	// Replay sends the body back with it.
 	ContentType string `json:"content_type"`
 
+	// Pipeline is the configured pipeline whose queue is source_queue
+	// (null for a queue no pipeline names); Key is its row key (= beer_id);
+	// Labels its labels by name (beer_name and brewer hold them).
+	Pipeline *string            `json:"pipeline"`
+	Key      string             `json:"key"`
+	Labels   map[string]*string `json:"labels"`
+
 	// RawMessage (a JSON string, or null) is present only when asked for
 	// (include_raw=true), with RawEncoding (text | base64).
 	RawMessage  json.RawMessage `json:"raw_message,omitempty"`
@@ -56,7 +63,7 @@ func messageFields(raw bool) string {
 		'source_queue', source_queue, 'status', status, 'replay_count', COALESCE(replay_count, 0),
 		'replayed_at', replayed_at, 'acknowledged_at', acknowledged_at, 'failure_class', failure_class,
 		'first_failed_at', first_failed_at, 'replaying_at', replaying_at, 'acknowledged_note', acknowledged_note,
-		'updated_at', updated_at, 'content_type', ` + contentTypeSQL
+		'updated_at', updated_at, 'content_type', ` + contentTypeSQL + `, ` + pipelineFieldsSQL()
 	if raw {
 		fields += `, 'raw_message', raw_message, 'raw_encoding', raw_encoding`
 	}

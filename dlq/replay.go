@@ -59,11 +59,37 @@ type Replay struct {
 	// Destinations are the queues a replay may be sent to instead of a
 	// row's source_queue: those the worker has a producer binding for.
 	Destinations []string
+	// MissingProducers maps the main queue of each capture-only pipeline
+	// to its absent producer binding: a replay to it (its destination, or
+	// the source_queue of its filter) is PRODUCER_MISSING.
+	MissingProducers map[string]string
+}
+
+// checkProducer refuses a replay sent to queue q when q's pipeline has no
+// producer binding: PRODUCER_MISSING, naming the binding.
+func (r Replay) checkProducer(q string) error {
+	if binding, ok := r.MissingProducers[q]; ok && q != "" {
+		return inputErr("PRODUCER_MISSING", "queue %s has no producer binding %s in this worker (wrangler.jsonc): its pipeline is capture-only", q, binding)
+	}
+	return nil
+}
+
+// checkTarget is checkProducer of where a filter's rows go: dest, else
+// the filter's source queue (its pipeline's queue).
+func (r Replay) checkTarget(dest string, f *Filter) error {
+	if dest == "" && f != nil {
+		dest = f.SourceQueue
+	}
+	return r.checkProducer(dest)
 }
 
 // CheckDestination accepts "" (each row's source_queue) or one of
-// Destinations; anything else is INVALID_DESTINATION.
+// Destinations; a capture-only pipeline's queue is PRODUCER_MISSING,
+// anything else INVALID_DESTINATION.
 func (r Replay) CheckDestination(dest string) error {
+	if err := r.checkProducer(dest); err != nil {
+		return err
+	}
 	if dest == "" || slices.Contains(r.Destinations, dest) {
 		return nil
 	}
@@ -256,6 +282,9 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 		return sel, nil, 0, err
 	}
 	if err := r.CheckDestination(req.Destination); err != nil {
+		return sel, nil, 0, err
+	}
+	if err := r.checkTarget(req.Destination, sel.Filter); err != nil {
 		return sel, nil, 0, err
 	}
 	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {

@@ -33,7 +33,8 @@ const (
 	// taken over by a later run after it.
 	taskLease = 10 * time.Minute
 	// TaskObserve is how long after its delivery a sent row without a new
-	// failure counts as succeeded (when its beer was not enriched first).
+	// failure counts as succeeded (when, in the beer pipeline, its beer was
+	// not enriched first: only rows of beer-enrichment join beers).
 	TaskObserve = 10 * time.Minute
 	// maxTasksPerRun bounds one run of the job (each task is one step).
 	maxTasksPerRun = 10
@@ -99,8 +100,9 @@ const (
 )
 
 // Canary is a task's trial: its first Size rows go alone (state canary);
-// each then either succeeds (its beer enriched after its delivery, or no
-// new failure within ObserveMinutes of it) or fails again (a repeat
+// each then either succeeds (no new failure within ObserveMinutes of it,
+// for every pipeline; in the beer pipeline also its beer enriched after
+// its delivery, which decides earlier) or fails again (a repeat
 // failure after its delivery, found by lineage). Once every canary row is
 // decided, the task continues (running) if succeeded/size >=
 // MinSuccessRatio, else it pauses itself and the alert replay_canary_failed
@@ -265,7 +267,10 @@ func (ts ReplayTasks) Check(req TaskRequest) (Filter, error) {
 			return f, inputErr("INVALID_CANARY", "canary.observe_minutes must be an integer in 1..%d", MaxCanaryObserve)
 		}
 	}
-	return f, ts.Replay.CheckDestination(req.Destination)
+	if err := ts.Replay.CheckDestination(req.Destination); err != nil {
+		return f, err
+	}
+	return f, ts.Replay.checkTarget(req.Destination, &f)
 }
 
 // taskCond is the condition of the rows task id may still claim: its
@@ -350,7 +355,7 @@ func (ts ReplayTasks) Get(ctx context.Context, id int64) (Task, error) {
 			COALESCE(SUM(m.failed_at < r.deliver_at AND ((b.status = 'enriched' AND b.enriched_at >= r.deliver_at)
 				OR r.deliver_at + ? <= ?)), 0) AS task_succeeded,
 			COALESCE(SUM(m.failed_at >= r.deliver_at), 0) AS task_failed_again
-		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id
+		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id AND m.source_queue = 'beer-enrichment'
 		WHERE r.task_id = ?`, TaskObserve.Milliseconds(), now, id).Scan(&ok, &again); err != nil {
 		return Task{}, fmt.Errorf("replay task outcomes: %w", err)
 	}
@@ -668,7 +673,7 @@ func (ts ReplayTasks) judgeCanary(ctx context.Context, id, steps int64, c Canary
 			(SELECT json_group_array(reason) FROM (SELECT DISTINCT m2.failure_reason AS reason
 				FROM replay_task_rows r2 JOIN dlq_messages m2 ON m2.id = r2.dlq_id
 				WHERE r2.task_id = ?3 AND m2.failed_at >= r2.deliver_at AND m2.failure_reason IS NOT NULL LIMIT 5)) AS canary_reasons
-		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id
+		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id AND m.source_queue = 'beer-enrichment'
 		WHERE r.task_id = ?3`, c.ObserveMinutes*60_000, now, id).Scan(&r.Sent, &r.Succeeded, &r.FailedAgain, &reasons); err != nil {
 		return false, false, fmt.Errorf("replay task canary: %w", err)
 	}

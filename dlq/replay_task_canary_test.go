@@ -194,3 +194,35 @@ func TestReplayTaskCanaryIsJudgedOnItsSize(t *testing.T) {
 		}
 	}
 }
+
+// A canary over another pipeline's rows succeeds only by "not dead-lettered
+// again within observe_minutes": a beer that happens to share a row's key
+// and was enriched says nothing about an order.
+func TestReplayTaskCanaryOfAnotherPipeline(t *testing.T) {
+	withPipelines(t)
+	db := sqlitetest.New(t)
+	seedPending(t, db, 4, taskT0.UnixMilli()-1_000_000)
+	mustExec(t, db, `UPDATE dlq_messages SET source_queue = 'orders'`)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{Filter: Filter{Pipeline: "orders"}, RatePerMinute: 60,
+		Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 10}}, Requester{RequestID: "r", KeyFingerprint: "k"})
+	if err != nil || task.State != TaskCanary {
+		t.Fatalf("%+v %v", task, err)
+	}
+	at := taskT0.Add(time.Minute)
+	if st, err := ts.Step(ctx, task.ID, at); err != nil || st.Sent != 2 {
+		t.Fatalf("canary step: %+v %v", st, err)
+	}
+	mustExec(t, db, `INSERT INTO beers(beer_id, name, status, enriched_at, created_at, updated_at)
+		SELECT m.beer_id, 'x', 'enriched', r.deliver_at + 1000, 0, 0 FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id`)
+	if st, _ := ts.Step(ctx, task.ID, at.Add(5*time.Minute)); st.Sent != 0 || st.CanaryPassed || st.CanaryFailed {
+		t.Fatalf("an enriched beer decided an order's canary: %+v", st)
+	}
+	if got, _ := ts.Get(ctx, task.ID); got.Succeeded == nil || *got.Succeeded != 0 {
+		t.Fatalf("succeeded before observe: %+v", got)
+	}
+	st, err := ts.Step(ctx, task.ID, at.Add(15*time.Minute))
+	if err != nil || !st.CanaryPassed || st.Sent != 2 {
+		t.Fatalf("verdict after observe: %+v %v", st, err)
+	}
+}

@@ -33,6 +33,9 @@ type StatsReport struct {
 	Last24h        Last24h         `json:"last_24h"`
 	// BySourceQueue: rows per source queue (pending and total), busiest first.
 	BySourceQueue []SourceQueueCount `json:"by_source_queue"`
+	// ByPipeline: rows per configured pipeline, in configuration order
+	// (every pipeline, 0 when it has none).
+	ByPipeline []PipelineCount `json:"by_pipeline"`
 	// TopFailureReasons: the 10 most frequent failure reasons among the
 	// TopFailureReasonsSample newest pending rows.
 	TopFailureReasons []ReasonCount `json:"top_failure_reasons"`
@@ -71,12 +74,39 @@ type BrewerCount struct {
 	Count  int64  `json:"count"`
 }
 
-// RepeatFailure is one entry of repeat_failures (id is an addition).
+// RepeatFailure is one entry of repeat_failures (id, pipeline, key and
+// labels are additions: see Message).
 type RepeatFailure struct {
-	BeerID      string  `json:"beer_id"`
-	BeerName    *string `json:"beer_name"`
-	ReplayCount int64   `json:"replay_count"`
-	ID          int64   `json:"id"`
+	BeerID      string             `json:"beer_id"`
+	BeerName    *string            `json:"beer_name"`
+	ReplayCount int64              `json:"replay_count"`
+	ID          int64              `json:"id"`
+	Pipeline    *string            `json:"pipeline"`
+	Key         string             `json:"key"`
+	Labels      map[string]*string `json:"labels"`
+}
+
+// PipelineCount is one entry of by_pipeline: a configured pipeline's rows
+// (those of its queue in by_source_queue).
+type PipelineCount struct {
+	Pipeline string `json:"pipeline"`
+	Queue    string `json:"queue"`
+	Pending  int64  `json:"pending"`
+	Total    int64  `json:"total"`
+}
+
+// rowPipeline is a row's pipeline, key and labels (see Message) from its
+// source queue and columns, as pipelineFieldsSQL builds them in SQL.
+func rowPipeline(sourceQueue string, label1, label2 *string) (*string, map[string]*string) {
+	labels := map[string]*string{}
+	p, ok := PipelineOfQueue(sourceQueue)
+	if !ok {
+		return nil, labels
+	}
+	for i, l := range p.Labels {
+		labels[l.Name] = []*string{label1, label2}[i]
+	}
+	return &p.Name, labels
 }
 
 // Last24h is recent activity.
@@ -130,8 +160,9 @@ const statsSQL = `SELECT
 	(SELECT json_group_array(json_object('brewer', brewer, 'count', n)) FROM (
 		SELECT substr(brewer_key, 2) AS brewer, SUM(n) AS n FROM dlq_tally WHERE status = 'pending' AND brewer_key <> ''
 		GROUP BY brewer_key HAVING SUM(n) > 0 ORDER BY n DESC, brewer LIMIT ?1)) AS brewers,
-	(SELECT json_group_array(json_object('beer_id', beer_id, 'beer_name', beer_name, 'replay_count', replay_count, 'id', id)) FROM (
-		SELECT id, beer_id, beer_name, replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
+	(SELECT json_group_array(json_object('beer_id', beer_id, 'beer_name', beer_name, 'replay_count', replay_count, 'id', id,
+			'source_queue', source_queue, 'brewer', brewer)) FROM (
+		SELECT id, beer_id, beer_name, replay_count, source_queue, brewer FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
 		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC, id DESC LIMIT ?1)) AS repeats,
 	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'replayed' AND hour > ?3)
 		+ (SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?2 AND replayed_at < (?3 + 1) * 3600000) AS replayed,
@@ -158,6 +189,12 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	if err != nil {
 		return StatsReport{}, fmt.Errorf("dlq stats: %w", err)
 	}
+	// Each repeat failure with what gives its pipeline and labels.
+	var repeatRows []struct {
+		RepeatFailure
+		SourceQueue string  `json:"source_queue"`
+		Brewer      *string `json:"brewer"`
+	}
 	var byGroup []struct {
 		Status      string `json:"status"`
 		SourceQueue string `json:"source_queue"`
@@ -166,7 +203,7 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	for _, part := range []struct {
 		js string
 		v  any
-	}{{groups, &byGroup}, {brewers, &r.TopFailingBrewers}, {repeats, &r.RepeatFailures}, {reasons, &r.TopFailureReasons}} {
+	}{{groups, &byGroup}, {brewers, &r.TopFailingBrewers}, {repeats, &repeatRows}, {reasons, &r.TopFailureReasons}} {
 		if err := json.Unmarshal([]byte(part.js), part.v); err != nil {
 			return StatsReport{}, fmt.Errorf("dlq stats decode: %w", err)
 		}
@@ -196,6 +233,21 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	}
 	for _, sq := range bySource {
 		r.BySourceQueue = append(r.BySourceQueue, *sq)
+	}
+	r.ByPipeline = []PipelineCount{}
+	for _, p := range Pipelines() {
+		c := PipelineCount{Pipeline: p.Name, Queue: p.Queue}
+		if sq := bySource[p.Queue]; sq != nil {
+			c.Pending, c.Total = sq.Pending, sq.Total
+		}
+		r.ByPipeline = append(r.ByPipeline, c)
+	}
+	r.RepeatFailures = make([]RepeatFailure, len(repeatRows))
+	for i, row := range repeatRows {
+		rf := row.RepeatFailure
+		rf.Key = rf.BeerID
+		rf.Pipeline, rf.Labels = rowPipeline(row.SourceQueue, rf.BeerName, row.Brewer)
+		r.RepeatFailures[i] = rf
 	}
 	r.TopFailureReasonsSample = min(r.ByStatus.Pending, StatsReasonSample)
 	if oldest.Valid {

@@ -33,9 +33,11 @@ func TestStatsReport(t *testing.T) {
 	js, _ := json.Marshal(r)
 	want := `{"by_status":{"pending":4,"replaying":1,"replayed":1,"acknowledged":2},"oldest_pending_age_hours":50,` +
 		`"top_failing_brewers":[{"brewer":"Acme","count":2},{"brewer":"Bold","count":1}],` +
-		`"repeat_failures":[{"beer_id":"2","beer_name":null,"replay_count":3,"id":` + itoa(ids[1]) + `},{"beer_id":"3","beer_name":"Again","replay_count":1,"id":` + itoa(ids[2]) + `}],` +
+		`"repeat_failures":[{"beer_id":"2","beer_name":null,"replay_count":3,"id":` + itoa(ids[1]) + `,"pipeline":"beers","key":"2","labels":{"beer_name":null,"brewer":"Acme"}},` +
+		`{"beer_id":"3","beer_name":"Again","replay_count":1,"id":` + itoa(ids[2]) + `,"pipeline":"beers","key":"3","labels":{"beer_name":"Again","brewer":"Bold"}}],` +
 		`"last_24h":{"replayed_24h":1,"acknowledged_24h":1,"new_failures_24h":3},` +
 		`"by_source_queue":[{"source_queue":"beer-enrichment","pending":3,"total":7},{"source_queue":"other","pending":1,"total":1}],` +
+		`"by_pipeline":[{"pipeline":"beers","queue":"beer-enrichment","pending":3,"total":7}],` +
 		`"top_failure_reasons":[{"failure_reason":"transient: 500","count":2},{"failure_reason":null,"count":1},{"failure_reason":"permanent: 404","count":1}],` +
 		`"top_failure_reasons_sample":4}`
 	if string(js) != want {

@@ -48,6 +48,10 @@ type API struct {
 	// ReplayDestinations are the queues a replay may name as its
 	// destination: those the worker has a producer binding for.
 	ReplayDestinations []string
+	// MissingProducers maps the main queue of each capture-only pipeline
+	// (its producer binding is absent) to that binding: a replay to it is
+	// refused with a 400 naming the binding.
+	MissingProducers map[string]string
 	// Backlogs reads the backlog of the ReplayDestinations queues (GET
 	// /admin/queues); nil: none is available.
 	Backlogs queue.BacklogReader
@@ -273,6 +277,7 @@ func (a *API) routeTable() []route {
 		{"GET /admin/jobs", a.admin(a.jobsList)},
 		{"GET /admin/queues", a.admin(a.queuesList)},
 		{"GET /admin/openapi.json", a.admin(a.openAPI)},
+		{"GET /admin/pipelines", a.admin(a.pipelinesList)},
 	}
 	if a.DevSender != nil {
 		rs = append(rs, route{"POST /__dev/send", a.admin(a.devSend)}, route{"POST /__dev/sql", a.admin(a.testSQL)})

@@ -22,7 +22,7 @@ func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) 
 
 func (a *API) replayService() dlq.Replay {
 	return dlq.Replay{DB: a.DB, Batch: a.Batch, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock,
-		Destinations: a.ReplayDestinations}
+		Destinations: a.ReplayDestinations, MissingProducers: a.MissingProducers}
 }
 
 func (a *API) acknowledgeService() dlq.Acknowledge {
@@ -34,7 +34,7 @@ func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.curso
 // listParams are the query parameters GET /admin/dlq accepts.
 var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true, "cursor": true, "include_raw": true,
 	"source_queue": true, "failed_after": true, "failed_before": true, "q": true,
-	"signature": true, "version": true, "version_not": true}
+	"signature": true, "version": true, "version_not": true, "pipeline": true}
 
 // query returns the single value of each known parameter. Unknown or
 // repeated parameters, invalid percent-escapes and text that is not UTF-8
@@ -101,7 +101,7 @@ func queryMillis(q map[string]string, name string) (*int64, error) {
 // GET /admin/dlq/export).
 func parseListParams(q map[string]string) (dlq.ListParams, error) {
 	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
-		SourceQueue: q["source_queue"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
+		SourceQueue: q["source_queue"], Pipeline: q["pipeline"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
 	var err error
 	if p.Limit, err = queryLimit(q); err != nil {
 		return p, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 )
 
@@ -15,6 +16,10 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) error {
 	snap, err := metrics.ReadSnapshot(r.Context(), a.DB)
 	if err != nil {
 		return fmt.Errorf("admin metrics: %w", err)
+	}
+	snap.Pipelines = map[string]string{}
+	for _, p := range dlq.Pipelines() {
+		snap.Pipelines[p.Queue] = p.Name
 	}
 	var buf bytes.Buffer
 	if err := metrics.WritePrometheus(&buf, snap, a.Clock.Now()); err != nil {

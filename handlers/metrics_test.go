@@ -21,7 +21,7 @@ func TestAdminMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, rec.Body)
 	}
-	if page.Samples[promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "pending")] != 1 {
+	if page.Samples[promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "pending")] != 1 {
 		t.Fatalf("%s", rec.Body)
 	}
 	api.DB.Close()

@@ -25,6 +25,9 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 type Snapshot struct {
 	// DLQ counts dlq_messages rows by status and source queue.
 	DLQ []DLQCount
+	// Pipelines names the configured pipeline of each main queue (var
+	// PIPELINES): its rows' samples carry a pipeline label. Not read from D1.
+	Pipelines map[string]string
 	// OldestPendingFailedAt is the failed_at (epoch ms) of the oldest pending row; 0 when none.
 	OldestPendingFailedAt int64
 	// Counters is every row of the counters table.
@@ -177,10 +180,14 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 			statuses = append(statuses, c.Status)
 		}
 	}
-	family("redrive_dlq_messages", "gauge", "DLQ rows (dlq_messages) by status and source queue.")
+	family("redrive_dlq_messages", "gauge", "DLQ rows (dlq_messages) by status and source queue, and pipeline when one names the queue.")
 	for _, src := range slices.Sorted(maps.Keys(sources)) {
 		for _, st := range statuses {
-			sample("redrive_dlq_messages", float64(counts[[2]string{src, st}]), "source_queue", src, "status", st)
+			labels := []string{"source_queue", src, "status", st}
+			if p, ok := s.Pipelines[src]; ok {
+				labels = append([]string{"pipeline", p}, labels...)
+			}
+			sample("redrive_dlq_messages", float64(counts[[2]string{src, st}]), labels...)
 		}
 	}
 	family("redrive_dlq_oldest_pending_age_seconds", "gauge", "Seconds since the oldest pending DLQ row failed (0 when none is pending).")

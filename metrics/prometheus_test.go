@@ -57,6 +57,8 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A pipeline's queue: its samples carry a pipeline label; the others none.
+	snap.Pipelines = map[string]string{"beer-enrichment": "beers"}
 	var buf bytes.Buffer
 	if err := WritePrometheus(&buf, snap, now); err != nil {
 		t.Fatal(err)
@@ -66,10 +68,10 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
 	want := map[string]float64{
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "pending"):      2,
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "acknowledged"): 1,
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "replaying"):    0,
-		promtext.Key("redrive_dlq_messages", "source_queue", "beer-enrichment", "status", "replayed"):     0,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "pending"):      2,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "acknowledged"): 1,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "replaying"):    0,
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "replayed"):     0,
 		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "replaying"):                1,
 		promtext.Key("redrive_dlq_messages", "source_queue", weird, "status", "pending"):                  0,
 		"redrive_dlq_oldest_pending_age_seconds":                                                          5400,
