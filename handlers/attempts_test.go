@@ -19,7 +19,9 @@ func reportAPI(t *testing.T, token string) *API {
 	return api
 }
 
-func bearer(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+func bearer(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token}
+}
 
 // attemptRecord reads one message's attempt record.
 func attemptRecord(t *testing.T, api *API, id string) (queue string, attempt int, class, errText string, history []dlq.HistoryEntry, sig string) {
@@ -105,7 +107,9 @@ func TestReportAttemptsAuth(t *testing.T) {
 // (a bad entry after good ones too).
 func TestReportAttemptsRejectsBadReports(t *testing.T) {
 	good := `{"queue":"e2e-orders","message_id":"m1","attempt":1,"error":"e"}`
-	entries := func(n int) string { return `{"attempts":[` + strings.TrimSuffix(strings.Repeat(good+",", n), ",") + `]}` }
+	entries := func(n int) string {
+		return `{"attempts":[` + strings.TrimSuffix(strings.Repeat(good+",", n), ",") + `]}`
+	}
 	for _, c := range []struct {
 		body, code, msg string
 	}{
