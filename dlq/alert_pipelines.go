@@ -96,20 +96,22 @@ const oldestScanMax = 100
 // its age from above.
 func (c OldestPending) checkPipeline(ctx context.Context, now time.Time) (bool, string, error) {
 	cond, arg := pipelineCond(c.Queue, c.Exclude)
-	var oldest sql.NullInt64
-	var any bool
-	if err := c.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM dlq_tally WHERE status = 'pending' AND `+cond+` AND n > 0),
-		(SELECT failed_at FROM (SELECT failed_at, source_queue FROM dlq_messages WHERE status = 'pending'
-			ORDER BY failed_at LIMIT ?2) WHERE `+cond+` LIMIT 1)`, arg, int64(oldestScanMax)).Scan(&any, &oldest); err != nil {
+	// NULL: no pending row (the scan is not run); -1: none among the
+	// oldestScanMax oldest; else its oldest failed_at.
+	var first sql.NullInt64
+	if err := c.DB.QueryRowContext(ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM dlq_tally WHERE status = 'pending' AND `+cond+` AND n > 0)
+		THEN COALESCE((SELECT failed_at FROM (SELECT failed_at, source_queue FROM dlq_messages WHERE status = 'pending'
+			ORDER BY failed_at LIMIT ?2) WHERE `+cond+` LIMIT 1), -1) END`, arg, int64(oldestScanMax)).Scan(&first); err != nil {
 		return false, "", fmt.Errorf("oldest pending: %w", err)
 	}
 	of := ""
 	if c.Pipeline != "" {
 		of = " of pipeline " + c.Pipeline
 	}
-	if !any {
+	if !first.Valid {
 		return false, fmt.Sprintf("no pending DLQ rows%s (threshold %s)", of, c.MaxAge), nil
 	}
+	oldest := sql.NullInt64{Int64: first.Int64, Valid: first.Int64 >= 0}
 	if oldest.Valid {
 		age := now.Sub(time.UnixMilli(oldest.Int64))
 		return age > c.MaxAge, fmt.Sprintf("oldest pending DLQ row%s failed %s ago at %s (threshold %s)",
