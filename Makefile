@@ -90,9 +90,9 @@ fmt: ## goimports -local -w: format every Go file and group its imports
 fmt-check: ## fail, naming the files, when make fmt would change one (make vet runs it, so CI does)
 	@out=$$($(GOIMPORTS) -l $(GO_SOURCES)); if [ -n "$$out" ]; then echo "make fmt would change:"; echo "$$out"; exit 1; fi
 
-test-native: test-ts-client ## unit tests against SQLite, and the entry module's own under node
+test-native: test-ts-client ## unit tests against SQLite, and the entry module's and the JavaScript report helper's under node
 	go test -count=1 ./...
-	node --test platform/worker/
+	node --test platform/worker/ clients/js/
 
 # A TypeScript client generated from handlers/openapi.json by openapi-typescript
 # (defaults; pinned in package-lock.json) must type-check the calls of README.md and docs/*.md

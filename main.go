@@ -126,7 +126,7 @@ func (w worker) api() *handlers.API {
 		Batch:    w.batch,
 		Log:      w.log,
 		Meter:    w.meter,
-		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret},
+		Auth:     handlers.Auth{APIKey: cfg.APIKey, AdminSecret: cfg.AdminSecret, ReportToken: cfg.ReportToken},
 		Version:  cmp.Or(version, "dev"),
 		Running:  w.version,
 		Instance: handlers.NewInstance(time.Now()),
@@ -137,6 +137,7 @@ func (w worker) api() *handlers.API {
 		MissingProducers:   w.pipelines.Missing,
 		Backlogs:           w.sender,
 		BulkReplayMax:      cfg.BulkReplayMax,
+		ReportQueues:       externalQueues(cfg.Pipelines),
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}
 	if cfg.DevRoutes {
@@ -248,4 +249,17 @@ func (w worker) cronRouter() *jobs.CronRouter {
 		// After retention: counts what it deleted again (dlq_tally, dlq_activity).
 		jobs.Daily: {retention, auditRetention, &dlq.TallyCheck{DB: db, Batch: w.batch}},
 	}}
+}
+
+// externalQueues says whether a queue is the main queue of a configured
+// pipeline whose consumer is external: the queues a failure report (POST
+// /admin/attempts) may name.
+func externalQueues(ps []config.Pipeline) func(string) bool {
+	queues := map[string]bool{}
+	for _, p := range ps {
+		if p.Consumer == config.ConsumerExternal {
+			queues[p.Queue] = true
+		}
+	}
+	return func(q string) bool { return queues[q] }
 }

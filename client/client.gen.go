@@ -135,6 +135,7 @@ const (
 	QUEUEUNAVAILABLE   ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
 	UNAUTHORIZED       ErrorEnvelopeErrorCode = "UNAUTHORIZED"
 	UNKNOWNPIPELINE    ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
+	UNKNOWNQUEUE       ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
 )
 
 // Valid indicates whether the value is a known member of the ErrorEnvelopeErrorCode enum.
@@ -183,6 +184,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case UNAUTHORIZED:
 		return true
 	case UNKNOWNPIPELINE:
+		return true
+	case UNKNOWNQUEUE:
 		return true
 	default:
 		return false
@@ -342,6 +345,42 @@ func (e ReplayResultSkippedReason) Valid() bool {
 	case ReplayResultSkippedReasonNotPending:
 		return true
 	case ReplayResultSkippedReasonNotReplayable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportedAttemptClass.
+const (
+	ReportedAttemptClassBreakerOpen ReportedAttemptClass = "breaker_open"
+	ReportedAttemptClassConfig      ReportedAttemptClass = "config"
+	ReportedAttemptClassLessThannil ReportedAttemptClass = "<nil>"
+	ReportedAttemptClassPermanent   ReportedAttemptClass = "permanent"
+	ReportedAttemptClassQuota       ReportedAttemptClass = "quota"
+	ReportedAttemptClassRateLimited ReportedAttemptClass = "rate_limited"
+	ReportedAttemptClassTransient   ReportedAttemptClass = "transient"
+	ReportedAttemptClassUnknown     ReportedAttemptClass = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ReportedAttemptClass enum.
+func (e ReportedAttemptClass) Valid() bool {
+	switch e {
+	case ReportedAttemptClassBreakerOpen:
+		return true
+	case ReportedAttemptClassConfig:
+		return true
+	case ReportedAttemptClassLessThannil:
+		return true
+	case ReportedAttemptClassPermanent:
+		return true
+	case ReportedAttemptClassQuota:
+		return true
+	case ReportedAttemptClassRateLimited:
+		return true
+	case ReportedAttemptClassTransient:
+		return true
+	case ReportedAttemptClassUnknown:
 		return true
 	default:
 		return false
@@ -660,6 +699,18 @@ type AlertState struct {
 	UpdatedAt int  `json:"updated_at"`
 }
 
+// AttemptsRecorded defines model for AttemptsRecorded.
+type AttemptsRecorded struct {
+	// Recorded How many attempts were recorded.
+	Recorded int `json:"recorded"`
+}
+
+// AttemptsReport defines model for AttemptsReport.
+type AttemptsReport struct {
+	// Attempts 1..100 failed attempts, written all together (one D1 batch) or not at all.
+	Attempts []ReportedAttempt `json:"attempts"`
+}
+
 // AuditEntry defines model for AuditEntry.
 type AuditEntry struct {
 	Action AuditEntryAction        `json:"action"`
@@ -818,7 +869,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY, UNKNOWN_QUEUE, UNKNOWN_PIPELINE, PRODUCER_MISSING (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`
@@ -1237,6 +1288,27 @@ type ReplayResult struct {
 
 // ReplayResultSkippedReason defines model for ReplayResult.Skipped.Reason.
 type ReplayResultSkippedReason string
+
+// ReportedAttempt defines model for ReportedAttempt.
+type ReportedAttempt struct {
+	// Attempt The delivery's attempt number (message.attempts, from 1). A report of an earlier attempt than one already recorded for the message is ignored.
+	Attempt int `json:"attempt"`
+
+	// Class The failure's class; unknown when absent or null.
+	Class *ReportedAttemptClass `json:"class,omitempty"`
+
+	// Error Why the attempt failed: 1..2,000 bytes, no secrets. Kept cut to 500 bytes (200 in the history entry), like the beer consumer's; its normalised text is the failure signature.
+	Error string `json:"error"`
+
+	// MessageId The queue message's id (message.id); it keeps it when it moves to the DLQ, where redrive joins the report to the captured row. At most 128 bytes, no control characters.
+	MessageId string `json:"message_id"`
+
+	// Queue The main queue of a configured pipeline whose consumer is external (400 UNKNOWN_QUEUE otherwise).
+	Queue string `json:"queue"`
+}
+
+// ReportedAttemptClass The failure's class; unknown when absent or null.
+type ReportedAttemptClass string
 
 // RowAuditEntry defines model for RowAuditEntry.
 type RowAuditEntry struct {
@@ -1661,6 +1733,9 @@ type ResetBreakerJSONBody = map[string]interface{}
 
 // ResetBreaker200JSONResponseBodyDataPreviousState defines parameters for ResetBreaker.
 type ResetBreaker200JSONResponseBodyDataPreviousState string
+
+// ReportAttemptsJSONRequestBody defines body for ReportAttempts for application/json ContentType.
+type ReportAttemptsJSONRequestBody = AttemptsReport
 
 // AcknowledgeDLQJSONRequestBody defines body for AcknowledgeDLQ for application/json ContentType.
 type AcknowledgeDLQJSONRequestBody = AcknowledgeRequest
@@ -2203,6 +2278,24 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/alerts (the `Alerts` operationId).
 	Alerts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReportAttemptsWithBody Report failed attempts of messages consumed outside redrive
+	//
+	// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+	ReportAttemptsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReportAttempts Report failed attempts of messages consumed outside redrive
+	//
+	// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+	ReportAttempts(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AuditLog Every replay and acknowledge, newest first
 	//
 	// Corresponds with GET /admin/audit (the `AuditLog` operationId).
@@ -2426,6 +2519,44 @@ type ClientInterface interface {
 // Corresponds with GET /admin/alerts (the `Alerts` operationId).
 func (c *Client) Alerts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAlertsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReportAttemptsWithBody Report failed attempts of messages consumed outside redrive
+//
+// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+func (c *Client) ReportAttemptsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReportAttemptsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReportAttempts Report failed attempts of messages consumed outside redrive
+//
+// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+func (c *Client) ReportAttempts(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReportAttemptsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2984,6 +3115,46 @@ func NewAlertsRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewReportAttemptsRequest calls the generic ReportAttempts builder with application/json body
+func NewReportAttemptsRequest(server string, body ReportAttemptsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReportAttemptsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReportAttemptsRequestWithBody constructs an http.Request for the ReportAttempts method, with any body, and a specified content type
+func NewReportAttemptsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/attempts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -4350,6 +4521,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin/alerts (the `Alerts` operationId).
 	AlertsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AlertsResponse, error)
 
+	// ReportAttemptsWithBodyWithResponse Report failed attempts of messages consumed outside redrive
+	//
+	// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+	ReportAttemptsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReportAttemptsResponse, error)
+
+	// ReportAttemptsWithResponse Report failed attempts of messages consumed outside redrive
+	//
+	// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+	ReportAttemptsWithResponse(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportAttemptsResponse, error)
+
 	// AuditLogWithResponse Every replay and acknowledge, newest first
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4724,6 +4913,158 @@ func (r AlertsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AlertsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReportAttemptsResponse202Headers the declared response headers of an HTTP 202 response for ReportAttempts
+type ReportAttemptsResponse202Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReportAttemptsResponse400Headers the declared response headers of an HTTP 400 response for ReportAttempts
+type ReportAttemptsResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReportAttemptsResponse401Headers the declared response headers of an HTTP 401 response for ReportAttempts
+type ReportAttemptsResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReportAttemptsResponse403Headers the declared response headers of an HTTP 403 response for ReportAttempts
+type ReportAttemptsResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReportAttemptsResponse413Headers the declared response headers of an HTTP 413 response for ReportAttempts
+type ReportAttemptsResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReportAttemptsResponse500Headers the declared response headers of an HTTP 500 response for ReportAttempts
+type ReportAttemptsResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReportAttemptsResponse503Headers the declared response headers of an HTTP 503 response for ReportAttempts
+type ReportAttemptsResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ReportAttemptsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *struct {
+		Data      AttemptsRecorded   `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ReportAttemptsResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReportAttemptsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReportAttemptsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReportAttemptsResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReportAttemptsResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReportAttemptsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReportAttemptsResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ReportAttemptsResponse) GetJSON202() *struct {
+	Data      AttemptsRecorded   `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReportAttemptsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReportAttemptsResponse) GetJSON401() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReportAttemptsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReportAttemptsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReportAttemptsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReportAttemptsResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReportAttemptsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReportAttemptsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReportAttemptsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReportAttemptsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8100,6 +8441,36 @@ func (c *ClientWithResponses) AlertsWithResponse(ctx context.Context, reqEditors
 	return ParseAlertsResponse(rsp)
 }
 
+// ReportAttemptsWithBodyWithResponse Report failed attempts of messages consumed outside redrive
+//
+// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+func (c *ClientWithResponses) ReportAttemptsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReportAttemptsResponse, error) {
+	rsp, err := c.ReportAttemptsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReportAttemptsResponse(rsp)
+}
+
+// ReportAttemptsWithResponse Report failed attempts of messages consumed outside redrive
+//
+// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
+func (c *ClientWithResponses) ReportAttemptsWithResponse(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportAttemptsResponse, error) {
+	rsp, err := c.ReportAttempts(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReportAttemptsResponse(rsp)
+}
+
 // AuditLogWithResponse Every replay and acknowledge, newest first
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8654,6 +9025,157 @@ func ParseAlertsResponse(rsp *http.Response) (*AlertsResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers AlertsResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReportAttemptsResponse parses an HTTP response from a ReportAttemptsWithResponse call
+func ParseReportAttemptsResponse(rsp *http.Response) (*ReportAttemptsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReportAttemptsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			Data      AttemptsRecorded   `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers ReportAttemptsResponse202Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReportAttemptsResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReportAttemptsResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReportAttemptsResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReportAttemptsResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReportAttemptsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReportAttemptsResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

@@ -75,8 +75,8 @@ func TestWranglerPipelinesAreBound(t *testing.T) {
 				}
 			}
 		}
-		if name == "e2e" && strings.Join(names, ",") != "beers,js,orders" {
-			t.Errorf("env e2e: pipelines %v, want beers, js, orders", names)
+		if name == "e2e" && strings.Join(names, ",") != "beers,js,orders,tickets" {
+			t.Errorf("env e2e: pipelines %v, want beers, js, orders, tickets", names)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/text"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // maxAttemptError caps the error text kept per attempt (bytes).
@@ -128,14 +129,18 @@ const (
 // a record with a higher attempt number (late writes of an earlier attempt
 // are ignored).
 func (a Attempts) Record(ctx context.Context, at Attempt) error {
-	sig := SignatureOf(at.Class, at.Error)
-	_, err := a.DB.ExecContext(ctx, RecordSQL,
-		at.MessageID, at.Queue, int64(at.Attempt), at.Class, text.Clip(at.Error, maxAttemptError), at.At.UnixMilli(),
-		at.entryJSON(), sig.Key, sig.Text, nullIfEmpty(at.Version))
+	_, err := a.DB.ExecContext(ctx, RecordSQL, at.recordArgs()...)
 	if err != nil {
 		return fmt.Errorf("record attempt of %s: %w", at.MessageID, err)
 	}
 	return nil
+}
+
+// recordArgs are RecordSQL's arguments for the attempt.
+func (at Attempt) recordArgs() []any {
+	sig := SignatureOf(at.Class, at.Error)
+	return []any{at.MessageID, at.Queue, int64(at.Attempt), at.Class, text.Clip(at.Error, maxAttemptError), at.At.UnixMilli(),
+		at.entryJSON(), sig.Key, sig.Text, nullIfEmpty(at.Version)}
 }
 
 // nullIfEmpty is s as a statement argument: nil when empty.
@@ -144,4 +149,35 @@ func nullIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// ReportClasses are the classes an external consumer may give a reported
+// attempt (POST /admin/attempts): the beer consumer's attempt classes and
+// unknown (the default).
+var ReportClasses = []string{"transient", "rate_limited", "permanent", "breaker_open", "quota", "config", "unknown"}
+
+// MaxReportError bounds the error text of one reported attempt (bytes); the
+// text kept is cut further, as for the beer consumer's own attempts.
+const MaxReportError = 2000
+
+// MaxReportAttempts bounds the attempts of one report.
+const MaxReportAttempts = 100
+
+// RecordAll upserts every attempt with one batch (one RecordSQL statement
+// per attempt, all or nothing), so a report from a consumer outside redrive
+// lands in the same attempt history and failure signatures as the beer
+// consumer's own attempts. batch nil: a transaction on a.DB (native tests).
+// Rows written: 3 per new record, 1 per later attempt of a message.
+func (a Attempts) RecordAll(ctx context.Context, batch sqlbatch.Runner, ats []Attempt) error {
+	if len(ats) == 0 {
+		return nil
+	}
+	stmts := make([]sqlbatch.Stmt, len(ats))
+	for i, at := range ats {
+		stmts[i] = sqlbatch.Stmt{SQL: RecordSQL, Args: at.recordArgs()}
+	}
+	if _, err := batchOf(batch, a.DB).Batch(ctx, stmts...); err != nil {
+		return fmt.Errorf("record %d reported attempts: %w", len(ats), err)
+	}
+	return nil
 }

@@ -33,6 +33,9 @@ import (
 const (
 	TestAPIKey      = "e2e-api-key"
 	TestAdminSecret = "e2e-admin-secret"
+	// TestReportToken is REPORT_TOKEN (POST /admin/attempts); the
+	// JavaScript consumer (e2e/jsconsumer/wrangler.jsonc) reports with it.
+	TestReportToken = "e2e-report-token"
 )
 
 // Options configures one worker.
@@ -140,7 +143,7 @@ func StartWorker(opts Options) (*Worker, error) {
 	args = append(args, "--local", "--persist-to", persist, "--ip", "127.0.0.1",
 		"--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector), "--test-scheduled",
 		"--show-interactive-dev-session=false",
-		"--var", "API_KEY:"+TestAPIKey, "--var", "ADMIN_SECRET:"+TestAdminSecret,
+		"--var", "API_KEY:"+TestAPIKey, "--var", "ADMIN_SECRET:"+TestAdminSecret, "--var", "REPORT_TOKEN:"+TestReportToken,
 		"--var", "ENRICHMENT_API_URL:"+w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key")
 	args = append(append(args, w.configArgs...), w.extraArgs...)
 	for k, v := range opts.Vars {

@@ -81,7 +81,7 @@ func TestPipelineOrdersCapturedListedAndExported(t *testing.T) {
 			t.Errorf("orders pending %d, want at least 3", p.Pending)
 		}
 	}
-	if strings.Join(names, ",") != "beers,js,orders" {
+	if strings.Join(names, ",") != "beers,js,orders,tickets" {
 		t.Errorf("by_pipeline %s", r.Raw)
 	}
 	r = shared.Admin(t, http.MethodGet, "/admin/pipelines", nil)
@@ -94,7 +94,7 @@ func TestPipelineOrdersCapturedListedAndExported(t *testing.T) {
 		} `json:"pipelines"`
 	}
 	json.Unmarshal(r.Data, &l)
-	if r.Status != 200 || len(l.Pipelines) != 3 || l.Pipelines[2].Name != "orders" || l.Pipelines[2].Key != "/order/id" ||
+	if r.Status != 200 || len(l.Pipelines) != 4 || l.Pipelines[2].Name != "orders" || l.Pipelines[2].Key != "/order/id" ||
 		!l.Pipelines[2].ProducerBound || l.Pipelines[2].Consumer != "external" || l.Pipelines[0].Consumer != "redrive" {
 		t.Errorf("pipelines: %d %s", r.Status, r.Raw)
 	}

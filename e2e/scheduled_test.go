@@ -390,7 +390,7 @@ func expectedSeries(t *testing.T, w *Worker) (map[string]float64, int64) {
 		var n float64
 		r.Scan(&st, &src, &n)
 		// The pipelines of env.e2e (PIPELINES) label their queues' samples.
-		if p, ok := map[string]string{"beer-enrichment": "beers", "e2e-js": "js", "e2e-orders": "orders"}[src]; ok {
+		if p, ok := map[string]string{"beer-enrichment": "beers", "e2e-js": "js", "e2e-orders": "orders", "e2e-tickets": "tickets"}[src]; ok {
 			want[promtext.Key("redrive_dlq_messages", "pipeline", p, "source_queue", src, "status", st)] = n
 			return
 		}

@@ -55,6 +55,10 @@ type API struct {
 	// Backlogs reads the backlog of the ReplayDestinations queues (GET
 	// /admin/queues); nil: none is available.
 	Backlogs queue.BacklogReader
+	// ReportQueues says whether a failure report (POST /admin/attempts) may
+	// name a queue: the main queue of a pipeline whose consumer is external.
+	// nil: none may.
+	ReportQueues func(queue string) bool
 	// BulkReplayMax caps the rows one bulk replay call claims (DLQ_BULK_REPLAY_MAX).
 	BulkReplayMax int
 	// BulkAcknowledgeMax caps the rows one bulk acknowledge call moves (DLQ_BULK_ACKNOWLEDGE_MAX).
@@ -108,6 +112,17 @@ func (a *API) public(h handlerFunc) http.Handler {
 func (a *API) admin(h handlerFunc) http.Handler {
 	return a.public(func(w http.ResponseWriter, r *http.Request) error {
 		if err := a.Auth.check(r); err != nil {
+			return err
+		}
+		return h(w, r)
+	})
+}
+
+// reporter adapts a handlerFunc behind the report token or the admin pair
+// (Auth.checkReporter).
+func (a *API) reporter(h handlerFunc) http.Handler {
+	return a.public(func(w http.ResponseWriter, r *http.Request) error {
+		if err := a.Auth.checkReporter(r); err != nil {
 			return err
 		}
 		return h(w, r)
@@ -239,6 +254,7 @@ func (a *API) routeTable() []route {
 		{"POST /admin/enrich", a.admin(a.enrich)},
 		{"GET /admin/beers/{id}", a.admin(a.beer)},
 		{"POST /admin/enrichment/breaker/reset", a.admin(a.breakerReset)},
+		{"POST /admin/attempts", a.reporter(a.attempts)},
 
 		{"GET /admin/dlq", a.admin(a.dlqList)},
 		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},

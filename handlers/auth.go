@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"strings"
 )
 
 // Auth holds the two admin credentials. Both come from secrets
@@ -14,6 +15,10 @@ type Auth struct {
 	APIKey string
 	// AdminSecret is expected in the X-Admin-Secret header (missing or wrong: 403).
 	AdminSecret string
+	// ReportToken, when set, is also accepted on POST /admin/attempts, as
+	// `Authorization: Bearer <token>` (secret REPORT_TOKEN): what a consumer
+	// outside redrive reports failures with, without the admin pair.
+	ReportToken string
 }
 
 // equal compares two secrets in constant time (hashing first, so that the
@@ -42,6 +47,29 @@ func (a Auth) check(r *http.Request) *APIError {
 	}
 	if !equal(r.Header.Get("X-Admin-Secret"), a.AdminSecret) {
 		return &APIError{Status: http.StatusForbidden, Code: "FORBIDDEN", Message: "missing or invalid X-Admin-Secret"}
+	}
+	return nil
+}
+
+// checkReporter authorises a failure report (POST /admin/attempts): a
+// request with an Authorization header must carry `Bearer <REPORT_TOKEN>`
+// (401 otherwise, and whenever REPORT_TOKEN is unset); one without it must
+// carry the admin pair (check).
+func (a Auth) checkReporter(r *http.Request) *APIError {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return a.check(r)
+	}
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return &APIError{Status: http.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "Authorization must be Bearer <REPORT_TOKEN>"}
+	}
+	if a.ReportToken == "" {
+		return &APIError{Status: http.StatusUnauthorized, Code: "UNAUTHORIZED",
+			Message: "REPORT_TOKEN is not set: report with X-API-Key and X-Admin-Secret, or set the secret"}
+	}
+	if !equal(token, a.ReportToken) {
+		return &APIError{Status: http.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "invalid bearer token"}
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ func FuzzDecodeStrict(f *testing.F) {
 		func() any { return new(dlq.Filter) },
 		func() any { return new(taskBody) },
 		func() any { return new(editedReplayBody) },
+		func() any { return new(attemptsBody) },
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, newV := range targets {

@@ -11,6 +11,16 @@
 //   its exact value), then retried when the body asks for it (so it reaches the
 //   DLQ), else acked. Asking: an object with fail === true, an array or a string
 //   containing "FAIL", bytes starting with 0xff.
+// e2e-orders: the orders pipeline's consumer (PIPELINES "orders", consumer
+//   external). Every delivery is recorded the same way; an order whose body
+//   asks for it ({"order":{"id":..,"customer":..,"fail":"card declined"}})
+//   fails: the failure is reported to redrive (class order.class, else
+//   permanent; unless order.report === false) and the message retried, so it
+//   reaches e2e-orders-dlq after its last attempt carrying its history. An
+//   order with fail_until (Unix ms) fails only until then (a flaky failure
+//   that a later replay gets past).
+
+import { reportFailures } from "../../clients/js/redrive-report.mjs";
 
 const schema = `CREATE TABLE IF NOT EXISTS e2e_js_deliveries (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -75,7 +85,8 @@ async function produce(batch, env) {
   }
 }
 
-async function consume(batch, env) {
+// record writes every delivery of the batch to e2e_js_deliveries.
+async function record(batch, env) {
   ready ??= env.DB.prepare(schema).run().catch((err) => {
     ready = undefined;
     throw err;
@@ -85,10 +96,46 @@ async function consume(batch, env) {
   const insert = env.DB.prepare(`INSERT INTO e2e_js_deliveries(queue, message_id, attempts, typeof_body, body_json_or_text, received_at)
     VALUES (?, ?, ?, ?, ?, ?)`);
   await env.DB.batch(batch.messages.map((m) => insert.bind(batch.queue, m.id, m.attempts, ...describe(m.body), now)));
+}
+
+async function consume(batch, env) {
+  await record(batch, env);
   for (const m of batch.messages) {
     if (wantsFailure(m.body)) m.retry();
     else m.ack();
   }
+}
+
+// orderFailure is why an orders message fails, or null when it does not.
+function orderFailure(body) {
+  const order = body !== null && typeof body === "object" ? body.order : null;
+  if (order === null || typeof order !== "object" || typeof order.fail !== "string" || order.fail === "") return null;
+  // A flaky order fails only until fail_until (Unix ms): replayed later, it succeeds.
+  if (typeof order.fail_until === "number" && Date.now() >= order.fail_until) return null;
+  return order;
+}
+
+async function consumeOrders(batch, env) {
+  await record(batch, env);
+  const failures = [];
+  for (const m of batch.messages) {
+    const order = orderFailure(m.body);
+    if (order === null) {
+      m.ack();
+      continue;
+    }
+    if (order.report !== false) {
+      failures.push({ queue: batch.queue, message_id: m.id, attempt: m.attempts,
+        error: `${order.fail} (order ${order.id})`, class: order.class ?? "permanent" });
+    }
+    m.retry();
+  }
+  // Awaited, not waitUntil: the report of the last attempt must be stored
+  // before the message can move to the DLQ (where redrive joins it to the
+  // row). reportFailures never throws: a failed report leaves the row with
+  // Queues' delivery count and "no attempt record".
+  const res = await reportFailures(env.REDRIVE, env.REPORT_TOKEN, failures);
+  if (!res.ok) console.log(JSON.stringify({ msg: "orders: failure report refused", status: res.status }));
 }
 
 export default {
@@ -97,6 +144,7 @@ export default {
   },
   async queue(batch, env) {
     if (batch.queue === "e2e-js-produce") return produce(batch, env);
+    if (batch.queue === "e2e-orders") return consumeOrders(batch, env);
     return consume(batch, env);
   },
 };

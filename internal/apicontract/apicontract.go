@@ -155,8 +155,15 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 // (the server checks the values; the document says which headers it needs).
 func credentialsPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	s := in.SecurityScheme
-	if s.Type == "apiKey" && s.In == "header" && in.RequestValidationInput.Request.Header.Get(s.Name) != "" {
+	h := in.RequestValidationInput.Request.Header
+	if s.Type == "apiKey" && s.In == "header" && h.Get(s.Name) != "" {
 		return nil
+	}
+	if s.Type == "http" && s.Scheme == "bearer" {
+		if strings.HasPrefix(h.Get("Authorization"), "Bearer ") {
+			return nil
+		}
+		return errors.New("no Authorization: Bearer header")
 	}
 	return fmt.Errorf("no %s header", s.Name)
 }

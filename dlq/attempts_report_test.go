@@ -1,0 +1,83 @@
+package dlq
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+// Attempts reported by a consumer outside redrive (RecordAll, one batch)
+// land in the same records as the beer consumer's: the captured row of an
+// orders message carries their history, failure count, reason and
+// signature, and its group is the reported failure's.
+func TestRecordAllReportsLandInHistoryAndSignature(t *testing.T) {
+	withPipelines(t) // orders: queue "orders", key /order/id, label customer
+	db := sqlitetest.New(t)
+	a := Attempts{DB: db}
+	long := strings.Repeat("x", MaxReportError)
+	err := a.RecordAll(context.Background(), nil, []Attempt{
+		{MessageID: "o1", Queue: "orders", Attempt: 1, Class: "permanent", Error: "card declined for order 1001", At: t0},
+		{MessageID: "o2", Queue: "orders", Attempt: 1, Class: "unknown", Error: long, At: t0},
+		{MessageID: "o1", Queue: "orders", Attempt: 2, Class: "permanent", Error: "card declined for order 1001", At: t0.Add(time.Second)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := records(t, db)
+	if len(got) != 2 || got["o1"].Attempt != 2 || got["o1"].Queue != "orders" || got["o2"].Class != "unknown" ||
+		len(got["o2"].Error) > maxAttemptError+len("…") {
+		t.Fatalf("records = %+v", got)
+	}
+
+	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
+		Clock: func() time.Time { return t0.Add(time.Minute) }}
+	body := `{"order":{"id":1001,"customer":"acme","fail":"card declined"}}`
+	m := queuetest.New("o1", body)
+	m.Attempt = 1
+	if err := c.ConsumeBatch(context.Background(), "orders-dlq", queuetest.Batch(m)); err != nil {
+		t.Fatal(err)
+	}
+	h, _, sig, _ := historyOf(t, db, `message_id = 'o1'`)
+	if len(h) != 2 || h[0].Attempt != 1 || h[1].Attempt != 2 || h[1].Class != "permanent" || h[1].MessageID != "o1" {
+		t.Fatalf("history = %+v", h)
+	}
+	if want := SignatureOf("permanent", "card declined for order 1001").Key; sig != want {
+		t.Fatalf("signature %s, want %s", sig, want)
+	}
+	var n int64
+	var reason, class, source, key, customer string
+	if err := db.QueryRow(`SELECT failure_count, failure_reason, failure_class, source_queue, beer_id, beer_name FROM dlq_messages WHERE message_id = 'o1'`).
+		Scan(&n, &reason, &class, &source, &key, &customer); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || class != "permanent" || source != "orders" || reason != "permanent: card declined for order 1001" || key != "1001" || customer != "acme" {
+		t.Fatalf("row: count %d class %s source %s reason %q key %s customer %s", n, class, source, reason, key, customer)
+	}
+	// The record is removed once its row is stored; o2's stays until its message arrives.
+	if got := records(t, db); len(got) != 1 || got["o2"].MessageID != "o2" {
+		t.Fatalf("records after capture = %+v", got)
+	}
+}
+
+// RecordAll is all or nothing: one bad statement writes none of the report.
+func TestRecordAllIsOneBatch(t *testing.T) {
+	db := sqlitetest.New(t)
+	mustExec(t, db, `CREATE TRIGGER fail_o2 BEFORE INSERT ON message_attempts WHEN NEW.message_id = 'o2' BEGIN SELECT RAISE(ABORT, 'no'); END`)
+	err := Attempts{DB: db}.RecordAll(context.Background(), nil, []Attempt{
+		{MessageID: "o1", Queue: "orders", Attempt: 1, Class: "permanent", Error: "e", At: t0},
+		{MessageID: "o2", Queue: "orders", Attempt: 1, Class: "permanent", Error: "e", At: t0},
+	})
+	if err == nil {
+		t.Fatal("the failing batch reported no error")
+	}
+	if got := records(t, db); len(got) != 0 {
+		t.Fatalf("a failed report left records: %+v", got)
+	}
+	if err := (Attempts{DB: db}).RecordAll(context.Background(), nil, nil); err != nil {
+		t.Fatalf("empty report: %v", err)
+	}
+}
