@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { format, iso, utc } from "./time.js";
-import { useSignal } from "./state.js";
 
 // Time shows ms in the viewer's zone (or UTC, per the header's switch), the
-// other form in its title and as the machine-readable datetime.
+// other form in its title and as the machine-readable datetime. It keeps no
+// state of its own: the switch re-renders the whole console (App uses the
+// signal), and a list of 50 rows needs no 50 subscriptions.
 export function Time({ ms }) {
-  const inUtc = useSignal(utc);
+  const inUtc = utc.value;
   if (ms === null || ms === undefined) return <span>—</span>;
   return (
     <time dateTime={iso(ms)} title={format(ms, !inUtc)}>
