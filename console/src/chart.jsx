@@ -11,13 +11,12 @@ const STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4,
 // with grid lines on the left, each bucket's start below (as many as fit).
 // A chart of a few dozen bars needs no charting library: this is the
 // whole of it, and no page pays for loading and running one.
-function draw(canvas, points, step, inUtc) {
-  const width = Math.max(240, canvas.parentElement.clientWidth);
+// The canvas's box is app.css's (its box's width, HEIGHT px tall): draw
+// sets only its bitmap, so drawing never moves anything on the page.
+function draw(canvas, width, points, step, inUtc) {
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(width * dpr);
   canvas.height = Math.round(HEIGHT * dpr);
-  canvas.style.width = width + "px";
-  canvas.style.height = HEIGHT + "px";
   const g = canvas.getContext("2d");
   g.scale(dpr, dpr);
   g.font = FONT;
@@ -64,19 +63,18 @@ function clock(ms, inUtc) {
 export function BarChart({ title, points, unit, step }) {
   const canvas = useRef(null);
   const inUtc = useSignal(utc);
+  // A ResizeObserver gives the box's width once layout has it (the first
+  // time, and whenever it changes): reading clientWidth here instead would
+  // force a layout of the page in the middle of rendering it.
   useEffect(() => {
-    const paint = () => points.length && draw(canvas.current, points, step, inUtc);
-    paint();
-    let t = 0;
-    const resize = () => {
-      clearTimeout(t);
-      t = setTimeout(paint, 150);
-    };
-    window.addEventListener("resize", resize);
-    return () => {
-      window.removeEventListener("resize", resize);
-      clearTimeout(t);
-    };
+    const c = canvas.current;
+    const ro = new ResizeObserver(([e]) => {
+      const width = Math.floor(e.contentRect.width);
+      if (points.length && width > 0 && width !== c.drawn) draw(c, (c.drawn = width), points, step, inUtc);
+    });
+    c.drawn = 0;
+    ro.observe(c);
+    return () => ro.disconnect();
   }, [points, inUtc]);
   const total = points.reduce((s, p) => s + p.count, 0);
   return (
