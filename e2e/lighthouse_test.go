@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,25 @@ func TestLighthouse(t *testing.T) {
 				t.Errorf("%s run %d: %v, CLS %v; below full marks: %v", p.Name, i+1, r.Scores, r.Metrics["cls"], r.Failed)
 			}
 		}
+	}
+	// Each page's medians over its runs, with the machine's benchmark index
+	// (a loaded machine scores lower: compare figures at a like index).
+	median := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	for _, p := range res.Pages {
+		var perf, tbt, lcp, fcp, cls, bi []float64
+		for _, r := range p.Runs {
+			perf, tbt, lcp = append(perf, r.Scores["performance"]), append(tbt, r.Metrics["tbt_ms"]), append(lcp, r.Metrics["lcp_ms"])
+			fcp, cls, bi = append(fcp, r.Metrics["fcp_ms"]), append(cls, r.Metrics["cls"]), append(bi, r.BenchmarkIndex)
+		}
+		t.Logf("%s: median of %d runs: performance %.0f, FCP %.0f ms, LCP %.0f ms, TBT %.0f ms, CLS %.2g; benchmark index median %.0f (%s)",
+			p.Name, len(p.Runs), median(perf), median(fcp), median(lcp), median(tbt), median(cls), median(bi), span(bi, num))
 	}
 	section := fmt.Sprintf("%s\nLighthouse %s (mobile: its default phone, simulated slow 4G and 4× slower CPU) in %s, %s runs a page, %s, against\n"+
 		"the built worker under wrangler dev with demo data, on a machine of benchmark index %s (Lighthouse's CPU measure; the\n"+

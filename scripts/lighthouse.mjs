@@ -7,7 +7,14 @@
 // metrics. Run by `make lighthouse` (through e2e/lighthouse_test.go, which
 // starts the worker with demo data).
 //
+// With LIGHTHOUSE_SAVE=DIR in the environment it also writes each run's
+// whole report (DIR/PAGE-RUN.json) and its trace (DIR/PAGE-RUN.trace.json,
+// for Chromium's performance panel) for profiling: bootup-time,
+// mainthread-work-breakdown, long-tasks, largest-contentful-paint-element.
+//
 //   node scripts/lighthouse.mjs --base http://127.0.0.1:8787 --key K --secret S [--runs 3] [--chromium /usr/bin/chromium]
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import lighthouse from "lighthouse";
 import puppeteer from "puppeteer-core";
 
@@ -20,17 +27,21 @@ const key = arg("key");
 const secret = arg("secret");
 const runs = Number(arg("runs", "3"));
 const chromium = arg("chromium", "/usr/bin/chromium");
+const save = process.env.LIGHTHOUSE_SAVE;
+if (save) mkdirSync(save, { recursive: true });
 if (!base || !key || !secret) {
   console.error("usage: node scripts/lighthouse.mjs --base URL --key API_KEY --secret ADMIN_SECRET [--runs N]");
   process.exit(2);
 }
 
+// LIGHTHOUSE_PAGES (names, comma-separated) runs only those pages.
+const only = process.env.LIGHTHOUSE_PAGES?.split(",");
 const pages = [
   { name: "sign-in", hash: "", signedIn: false },
   { name: "overview", hash: "#/", signedIn: true },
   { name: "failures", hash: "#/failures", signedIn: true },
   { name: "groups", hash: "#/groups", signedIn: true },
-];
+].filter((p) => !only || only.includes(p.name));
 const categories = ["performance", "accessibility", "best-practices", "seo"];
 const metrics = {
   fcp_ms: "first-contentful-paint",
@@ -64,6 +75,10 @@ try {
       }
       const r = await lighthouse(base + "/" + p.hash, { logLevel: "error", output: "json", onlyCategories: categories }, undefined, page);
       const lhr = r.lhr;
+      if (save) {
+        writeFileSync(join(save, `${p.name}-${i + 1}.json`), JSON.stringify(lhr));
+        writeFileSync(join(save, `${p.name}-${i + 1}.trace.json`), JSON.stringify(r.artifacts.Trace));
+      }
       // benchmarkIndex: Lighthouse's measure of this machine's CPU at the
       // time (its simulated phone is 4× slower than the machine it runs on).
       const run = { scores: {}, metrics: {}, failed: [], benchmark_index: lhr.environment.benchmarkIndex };
@@ -79,7 +94,7 @@ try {
       if (lhr.runtimeError) run.error = lhr.runtimeError.message;
       result.runs.push(run);
       await page.close();
-      console.error(`lighthouse: ${p.name} run ${i + 1}: ${JSON.stringify(run.scores)} ${JSON.stringify(run.metrics)} below full marks: ${run.failed.join(", ") || "none"}`);
+      console.error(`lighthouse: ${p.name} run ${i + 1} (benchmark index ${run.benchmark_index}): ${JSON.stringify(run.scores)} ${JSON.stringify(run.metrics)} below full marks: ${run.failed.join(", ") || "none"}`);
     }
     out.pages.push(result);
   }

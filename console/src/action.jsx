@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { post } from "./api.js";
-import { Dialog, ErrorBox, Scroll, Time } from "./components.jsx";
+import { Dialog, ErrorBox, Table, Time } from "./components.jsx";
 
 const LABEL = { replay: "Replay", acknowledge: "Acknowledge" };
 
@@ -82,25 +82,16 @@ export function ActionDialog({ kind, selection, classes, onClose }) {
           </p>
           {kind === "replay" && <PermanentWarning preview={preview} classes={classes} />}
           {preview.by_failure_reason.length > 0 && (
-            <Scroll label="Rows by failure reason">
-              <table>
-                <caption>By failure reason</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Reason</th>
-                    <th scope="col" class="num">Rows</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {preview.by_failure_reason.map((r, i) => (
-                    <tr key={i}>
-                      <td class="reason">{r.failure_reason ?? "(none)"}</td>
-                      <td class="num">{r.count}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </Scroll>
+            <Table
+              label="Rows by failure reason"
+              caption="By failure reason"
+              rows={preview.by_failure_reason}
+              rowKey={(r, i) => i}
+              columns={[
+                { head: "Reason", cellClass: "reason", cell: (r) => r.failure_reason ?? "(none)" },
+                { head: "Rows", class: "num", cell: (r) => r.count },
+              ]}
+            />
           )}
           {preview.sample.length > 0 && (
             <details>

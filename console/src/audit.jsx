@@ -1,6 +1,5 @@
-import { useState } from "preact/hooks";
 import { get } from "./api.js";
-import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
+import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 
 function counts(c) {
@@ -33,59 +32,51 @@ function target(e) {
 
 export function AuditTable({ entries }) {
   return (
-    <Scroll label="Audit entries">
-      <table class="audit">
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Who (key)</th>
-            <th scope="col">What</th>
-            <th scope="col">Rows</th>
-            <th scope="col">Note</th>
-            <th scope="col">Outcome</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr key={e.id}>
-              <td class="nowrap">
-                <Time ms={e.at} />
-              </td>
-              <td>
-                <code title="first 12 hex digits of the API key's SHA-256">{e.key_fingerprint}</code>
-              </td>
-              <td>
-                {e.action}
-                {e.dry_run ? <span class="badge">dry run</span> : null}
-              </td>
-              <td>{target(e)}</td>
-              <td class="reason">{e.note ?? "—"}</td>
-              <td>
-                <span class={"badge " + (e.outcome === "ok" ? "ok" : e.outcome === "started" ? "" : "bad")}>{e.outcome}</span>{" "}
-                <span class="small">{counts(e.counts)}</span>
-                {e.error && (
-                  <span class="small error-text">
-                    {" "}
-                    {e.error.code}: {e.error.message}
-                  </span>
-                )}
-                <br />
-                <span class="muted small">request {e.request_id}</span>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </Scroll>
+    <Table
+      label="Audit entries"
+      class="audit"
+      rows={entries}
+      rowKey={(e) => e.id}
+      columns={[
+        { head: "When", cellClass: "nowrap", cell: (e) => <Time ms={e.at} /> },
+        { head: "Who (key)", cell: (e) => <code title="first 12 hex digits of the API key's SHA-256">{e.key_fingerprint}</code> },
+        {
+          head: "What",
+          cell: (e) => (
+            <>
+              {e.action}
+              {e.dry_run ? <span class="badge">dry run</span> : null}
+            </>
+          ),
+        },
+        { head: "Rows", cell: target },
+        { head: "Note", cellClass: "reason", cell: (e) => e.note ?? "—" },
+        {
+          head: "Outcome",
+          cell: (e) => (
+            <>
+              <span class={"badge " + (e.outcome === "ok" ? "ok" : e.outcome === "started" ? "" : "bad")}>{e.outcome}</span>{" "}
+              <span class="small">{counts(e.counts)}</span>
+              {e.error && (
+                <span class="small error-text">
+                  {" "}
+                  {e.error.code}: {e.error.message}
+                </span>
+              )}
+              <br />
+              <span class="muted small">request {e.request_id}</span>
+            </>
+          ),
+        },
+      ]}
+    />
   );
 }
 
 export function Audit({ params }) {
   const action = params.action || "";
-  const [nav, setNav] = useState({ action, cursors: [null] });
-  const cursors = nav.action === action ? nav.cursors : [null];
-  const page = cursors.length - 1;
-  const [state] = useLoad(() => get("/admin/audit", { action, limit: 50, cursor: cursors[page] ?? undefined }), [action, page, cursors[page]]);
+  const pages = useCursors(action);
+  const [state] = useLoad(() => get("/admin/audit", { action, limit: 50, cursor: pages.cursor }), pages.deps);
   const d = state.data;
   return (
     <div>
@@ -102,20 +93,7 @@ export function Audit({ params }) {
       <ErrorBox error={state.error} />
       {d && (d.entries.length ? <AuditTable entries={d.entries} /> : <p class="muted">No entries.</p>)}
       {!d && !state.error && <p aria-busy="true">Loading…</p>}
-      {d && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" disabled={page === 0} onClick={() => setNav({ action, cursors: [null] })}>
-            First page
-          </button>
-          <button type="button" disabled={page === 0} onClick={() => setNav({ action, cursors: cursors.slice(0, -1) })}>
-            Previous page
-          </button>
-          <span>Page {page + 1}</span>
-          <button type="button" disabled={!d?.has_more} onClick={() => setNav({ action, cursors: [...cursors, d.next_cursor] })}>
-            Next page
-          </button>
-        </nav>
-      )}
+      <Pager pages={pages} data={d} previous />
     </div>
   );
 }

@@ -1,11 +1,12 @@
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { format, iso, utc } from "./time.js";
-import { useSignal } from "./state.js";
 
 // Time shows ms in the viewer's zone (or UTC, per the header's switch), the
-// other form in its title and as the machine-readable datetime.
+// other form in its title and as the machine-readable datetime. It keeps no
+// state of its own: the switch re-renders the whole console (App uses the
+// signal), and a list of 50 rows needs no 50 subscriptions.
 export function Time({ ms }) {
-  const inUtc = useSignal(utc);
+  const inUtc = utc.value;
   if (ms === null || ms === undefined) return <span>—</span>;
   return (
     <time dateTime={iso(ms)} title={format(ms, !inUtc)}>
@@ -24,37 +25,115 @@ export function ErrorBox({ error }) {
   );
 }
 
-// Scroll holds a table: below 600 px wide each row becomes a card (see
-// app.css), each cell labelled with its column's header (data-label, set
-// here after every render from the table's <thead>); wider, a table that
-// does not fit scrolls sideways (a focusable, labelled region, so keyboard
-// users can scroll it too).
-export function Scroll({ label, children }) {
-  const ref = useRef(null);
-  useLayoutEffect(() => labelCells(ref.current));
+// Table is the console's one table of rows. It sits in a labelled,
+// focusable region that scrolls sideways when the table does not fit (so
+// keyboard users can scroll it too); below 600 px wide each row becomes a
+// card (see app.css), each cell labelled with its column's header
+// (data-label).
+//
+// columns: one { head, label, class, headClass, cellClass, rowHeader,
+// cell } per column. head is the header's content; label the cell's
+// data-label (by default head, when that is text; none for a column
+// without a text header); class goes on both the header and the cells,
+// headClass on the header only, cellClass on the cells only (a string, or a
+// function of the row); rowHeader makes the cells <th scope="row">;
+// cell(row, i) is a cell's content.
+// rows, rowKey(row, i) and rowClass(row) give the body; empty, when given,
+// is the one row shown when there are no rows (and busy is not true);
+// busy, when given, is the table's aria-busy; caption is a visible
+// caption, srCaption one for screen readers only.
+export function Table({ label, class: cls, caption, srCaption, busy, columns, rows, rowKey, rowClass, empty }) {
   return (
-    <div class="scroll" role="region" aria-label={label} tabIndex={0} ref={ref}>
-      {children}
+    <div class="scroll" role="region" aria-label={label} tabIndex={0}>
+      <table class={cls} aria-busy={busy === undefined ? undefined : busy ? "true" : "false"}>
+        {caption && <caption>{caption}</caption>}
+        {srCaption && <caption class="sr-only">{srCaption}</caption>}
+        <thead>
+          <tr>
+            {columns.map((c, n) => (
+              <th key={n} scope="col" class={join(c.class, c.headClass)}>
+                {c.head}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {empty && !busy && rows.length === 0 && (
+            <tr>
+              <td colSpan={columns.length} class="muted">
+                {empty}
+              </td>
+            </tr>
+          )}
+          {rows.map((row, i) => (
+            <tr key={rowKey(row, i)} class={rowClass?.(row)}>
+              {columns.map((c, n) => {
+                const Cell = c.rowHeader ? "th" : "td";
+                const cellClass = typeof c.cellClass === "function" ? c.cellClass(row) : c.cellClass;
+                return (
+                  <Cell key={n} scope={c.rowHeader ? "row" : undefined} class={join(c.class, cellClass)} data-label={labelOf(c)}>
+                    {c.cell(row, i)}
+                  </Cell>
+                );
+              })}
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </div>
   );
 }
 
-// labelCells sets each body cell's data-label to its column's header text
-// (cells spanning columns get none).
-function labelCells(box) {
-  for (const table of box.querySelectorAll("table")) {
-    const heads = [...(table.tHead?.rows[0]?.cells ?? [])].map((th) => th.textContent.trim());
-    for (const body of table.tBodies) {
-      for (const row of body.rows) {
-        [...row.cells].forEach((cell, i) => {
-          const l = cell.colSpan === 1 ? heads[i] : "";
-          if (l) {
-            if (cell.dataset.label !== l) cell.dataset.label = l;
-          } else if (cell.dataset.label !== undefined) delete cell.dataset.label;
-        });
-      }
-    }
-  }
+function labelOf(c) {
+  if (c.label !== undefined) return c.label || undefined;
+  return typeof c.head === "string" ? c.head : undefined;
+}
+
+function join(...classes) {
+  return classes.filter(Boolean).join(" ") || undefined;
+}
+
+// useCursors keeps the cursor pages of a list: pages[i] is the cursor of
+// page i (null for the first). A new key (another filter or page size)
+// starts again at the first page.
+export function useCursors(key) {
+  const [nav, setNav] = useState({ key, cursors: [null] });
+  const cursors = nav.key === key ? nav.cursors : [null];
+  const set = (c) => setNav({ key, cursors: c });
+  const page = cursors.length - 1;
+  return {
+    page,
+    cursor: cursors[page] ?? undefined,
+    // deps for useLoad: a reset to the first page loads again
+    deps: [key, page, cursors[page], nav],
+    first: () => set([null]),
+    previous: () => set(cursors.slice(0, -1)),
+    next: (cursor) => set([...cursors, cursor]),
+  };
+}
+
+// Pager moves through a list's cursor pages (see useCursors); it shows
+// once the first page has come (data: its answer, with has_more and
+// next_cursor), so it never moves down as the table loads. previous adds a
+// "Previous page" button.
+export function Pager({ pages, data, previous }) {
+  if (!data) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={pages.page === 0} onClick={pages.first}>
+        First page
+      </button>
+      {previous && (
+        <button type="button" disabled={pages.page === 0} onClick={pages.previous}>
+          Previous page
+        </button>
+      )}
+      <span>Page {pages.page + 1}</span>
+      <button type="button" disabled={!data.has_more} onClick={() => pages.next(data.next_cursor)}>
+        Next page
+      </button>
+    </nav>
+  );
 }
 
 // Bars is a horizontal bar list (top reasons, top brewers): label, count,

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { get } from "./api.js";
 import { ActionDialog, ResultSummary } from "./action.jsx";
-import { Copy, ErrorBox, Pre, Scroll, Time, useLoad } from "./components.jsx";
+import { Copy, ErrorBox, Pre, Table, Time, useLoad } from "./components.jsx";
 import { href } from "./router.js";
 import { AuditTable } from "./audit.jsx";
 import { EditReplayDialog } from "./edit.jsx";
@@ -145,41 +145,23 @@ export function Detail({ id }) {
           </p>
         )}
         {d.history.length ? (
-          <Scroll label="Attempt history">
-            <table class="rows history">
-              <caption class="sr-only">Every failed attempt, oldest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Failed</th>
-                  <th scope="col" class="num">Attempt</th>
-                  <th scope="col">Class</th>
-                  <th scope="col" class="num">HTTP</th>
-                  <th scope="col" class="num">Took</th>
-                  <th scope="col">Error</th>
-                  <th scope="col">Version</th>
-                  <th scope="col">Message id</th>
-                </tr>
-              </thead>
-              <tbody>
-                {d.history.map((e, i) => (
-                  <tr key={i}>
-                    <td class="nowrap">
-                      <Time ms={e.at} />
-                    </td>
-                    <td class="num">{e.attempt}</td>
-                    <td>{e.class}</td>
-                    <td class="num">{e.status ?? "—"}</td>
-                    <td class="num nowrap">{e.duration_ms == null ? "—" : `${e.duration_ms} ms`}</td>
-                    <td class="reason">{e.error}</td>
-                    <td>
-                      <code class="version">{(e.version || "—").slice(0, 8)}</code>
-                    </td>
-                    <td class="small">{e.message_id}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroll>
+          <Table
+            label="Attempt history"
+            class="rows history"
+            srCaption="Every failed attempt, oldest first"
+            rows={d.history}
+            rowKey={(e, i) => i}
+            columns={[
+              { head: "Failed", cellClass: "nowrap", cell: (e) => <Time ms={e.at} /> },
+              { head: "Attempt", class: "num", cell: (e) => e.attempt },
+              { head: "Class", cell: (e) => e.class },
+              { head: "HTTP", class: "num", cell: (e) => e.status ?? "—" },
+              { head: "Took", class: "num", cellClass: "nowrap", cell: (e) => (e.duration_ms == null ? "—" : `${e.duration_ms} ms`) },
+              { head: "Error", cellClass: "reason", cell: (e) => e.error },
+              { head: "Version", cell: (e) => <code class="version">{(e.version || "—").slice(0, 8)}</code> },
+              { head: "Message id", cellClass: "small", cell: (e) => e.message_id },
+            ]}
+          />
         ) : (
           <p class="muted">No attempt history (captured before histories were kept, or never retried).</p>
         )}

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { exportRows, get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
-import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
+import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 import { useSignal } from "./state.js";
 import { format, fromInput, toInput, utc } from "./time.js";
@@ -33,18 +33,14 @@ export function Failures({ params }) {
   const status = filter.status || "pending";
   const limit = SIZES.includes(Number(params.limit)) ? Number(params.limit) : 50;
   const key = JSON.stringify([filter, limit]);
-  // cursors[i] is the cursor of page i (null for the first).
-  const [nav, setNav] = useState({ key, cursors: [null] });
-  const cursors = nav.key === key ? nav.cursors : [null];
-  const setCursors = (c) => setNav({ key, cursors: c });
-  const page = cursors.length - 1;
+  const pages = useCursors(key);
   const [selected, setSelected] = useState(new Set());
   const [action, setAction] = useState(null);
   const [result, setResult] = useState(null);
   const [list, reload] = useLoad(() => {
     setSelected(new Set());
-    return get("/admin/dlq", { ...filter, limit, cursor: cursors[page] ?? undefined });
-  }, [key, page, cursors[page], nav]);
+    return get("/admin/dlq", { ...filter, limit, cursor: pages.cursor });
+  }, pages.deps);
 
   const set = (patch, replace = false) => {
     const next = { ...params, ...patch };
@@ -80,7 +76,7 @@ export function Failures({ params }) {
     setAction(null);
     if (res) {
       setResult(res);
-      setCursors([null]);
+      pages.first();
       reload();
     }
   };
@@ -188,75 +184,41 @@ export function Failures({ params }) {
       <ResultBox result={result} onDismiss={() => setResult(null)} />
       <ErrorBox error={list.error} />
 
-      <Scroll label="Failures">
-        <table class="rows" aria-busy={list.loading ? "true" : "false"}>
-          <caption class="sr-only">Failures, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">
-                <input type="checkbox" aria-label="Select every row on this page" checked={allOnPage} onChange={toggleAll} />
-              </th>
-              <th scope="col">Id</th>
-              <th scope="col">Failed</th>
-              <th scope="col">Beer</th>
-              <th scope="col">Brewer</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Queue</th>
-              <th scope="col">Status</th>
-              <th scope="col" class="num">Replays</th>
-            </tr>
-          </thead>
-          <tbody>
-            {!list.loading && rows.length === 0 && (
-              <tr>
-                <td colSpan={9} class="muted">
-                  No failures match.
-                </td>
-              </tr>
-            )}
-            {rows.map((m) => (
-              <tr key={m.id} class={selected.has(m.id) ? "selected" : ""}>
-                <td>
-                  <input type="checkbox" aria-label={`Select row ${m.id}`} checked={selected.has(m.id)} onChange={() => toggle(m.id)} />
-                </td>
-                <td>
-                  <a href={href("/failures/" + m.id)}>{m.id}</a>
-                </td>
-                <td class="nowrap">
-                  <Time ms={m.failed_at} />
-                </td>
-                <td>
-                  <span class="beer-name">{m.beer_name ?? "—"}</span>
-                  <br />
-                  <span class="muted small">{m.beer_id}</span>
-                </td>
-                <td>{m.brewer ?? "—"}</td>
-                <td class="reason">{m.failure_reason ?? "—"}</td>
-                <td>{m.source_queue}</td>
-                <td>
-                  <span class={"status " + m.status}>{m.status}</span>
-                </td>
-                <td class="num">{m.replay_count}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table
+        label="Failures"
+        class="rows"
+        srCaption="Failures, newest first"
+        busy={list.loading}
+        empty="No failures match."
+        rows={rows}
+        rowKey={(m) => m.id}
+        rowClass={(m) => (selected.has(m.id) ? "selected" : "")}
+        columns={[
+          {
+            head: <input type="checkbox" aria-label="Select every row on this page" checked={allOnPage} onChange={toggleAll} />,
+            cell: (m) => <input type="checkbox" aria-label={`Select row ${m.id}`} checked={selected.has(m.id)} onChange={() => toggle(m.id)} />,
+          },
+          { head: "Id", cell: (m) => <a href={href("/failures/" + m.id)}>{m.id}</a> },
+          { head: "Failed", cellClass: "nowrap", cell: (m) => <Time ms={m.failed_at} /> },
+          {
+            head: "Beer",
+            cell: (m) => (
+              <>
+                <span class="beer-name">{m.beer_name ?? "—"}</span>
+                <br />
+                <span class="muted small">{m.beer_id}</span>
+              </>
+            ),
+          },
+          { head: "Brewer", cell: (m) => m.brewer ?? "—" },
+          { head: "Reason", cellClass: "reason", cell: (m) => m.failure_reason ?? "—" },
+          { head: "Queue", cell: (m) => m.source_queue },
+          { head: "Status", cell: (m) => <span class={"status " + m.status}>{m.status}</span> },
+          { head: "Replays", class: "num", cell: (m) => m.replay_count },
+        ]}
+      />
       {/* The pager appears with the first page, and never moves down as it loads. */}
-      {data && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" disabled={page === 0} onClick={() => setCursors([null])}>
-            First page
-          </button>
-          <button type="button" disabled={page === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-            Previous page
-          </button>
-          <span>Page {page + 1}</span>
-          <button type="button" disabled={!data?.has_more} onClick={() => setCursors([...cursors, data.next_cursor])}>
-            Next page
-          </button>
-        </nav>
-      )}
+      <Pager pages={pages} data={data} previous />
       {action?.kind === "task" && <TaskDialog filter={action.filter} what="every pending row matching the filter" onClose={() => setAction(null)} />}
       {action && action.kind !== "task" && <ActionDialog kind={action.kind} selection={action.selection} classes={action.classes} onClose={done} />}
     </div>

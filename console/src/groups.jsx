@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
-import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
+import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 
 const SIZES = [10, 25, 50, 100];
@@ -16,13 +16,10 @@ export function Groups({ params }) {
   if (params.class) filter.class = params.class;
   if (params.version) filter.version = params.version;
   const key = JSON.stringify([filter, limit]);
-  const [nav, setNav] = useState({ key, cursors: [null] });
-  const cursors = nav.key === key ? nav.cursors : [null];
-  const setCursors = (c) => setNav({ key, cursors: c });
-  const page = cursors.length - 1;
+  const pages = useCursors(key);
   const [action, setAction] = useState(null);
   const [result, setResult] = useState(null);
-  const [list, reload] = useLoad(() => get("/admin/dlq/groups", { ...filter, limit, cursor: cursors[page] ?? undefined }), [key, page, cursors[page], nav]);
+  const [list, reload] = useLoad(() => get("/admin/dlq/groups", { ...filter, limit, cursor: pages.cursor }), pages.deps);
   const [stats] = useLoad(() => get("/admin/dlq/stats"), []);
   const live = stats.data?.current_version;
   const set = (patch) => {
@@ -62,95 +59,84 @@ export function Groups({ params }) {
       </form>
       <ResultBox result={result} onDismiss={() => setResult(null)} />
       <ErrorBox error={list.error} />
-      <Scroll label="Failure groups">
-        <table class="rows groups" aria-busy={list.loading ? "true" : "false"}>
-          <caption class="sr-only">Failure groups, most pending rows first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Failure</th>
-              <th scope="col">Class</th>
-              <th scope="col" class="num">Pending</th>
-              <th scope="col" class="num">Replayed</th>
-              <th scope="col" class="num">Acknowledged</th>
-              <th scope="col">First and last seen</th>
-              <th scope="col">Versions</th>
-              <th scope="col">Act on the group</th>
-            </tr>
-          </thead>
-          <tbody>
-            {!list.loading && groups.length === 0 && (
-              <tr>
-                <td colSpan={8} class="muted">
-                  No failure groups.
-                </td>
-              </tr>
-            )}
-            {groups.map((g) => (
-              <tr key={g.signature}>
-                <td class="reason">
-                  <a href={href("/failures", { signature: g.signature, status: "all" })}>{g.text || "(empty reason)"}</a>
-                  <br />
-                  <span class="muted small">
-                    {g.signature}
-                    {g.sample_ids.length ? " · e.g. " : ""}
-                    {g.sample_ids.slice(0, 3).map((id, i) => (
-                      <span key={id}>
-                        {i ? ", " : ""}
-                        <a href={href("/failures/" + id)}>#{id}</a>
-                      </span>
-                    ))}
-                  </span>
-                  {g.replay_will_fail && (
-                    <p class="warn small" role="note">
-                      {g.advice}
-                    </p>
-                  )}
-                </td>
-                <td>{g.class}</td>
-                <td class="num">{g.counts.pending}</td>
-                <td class="num">{g.counts.replayed}</td>
-                <td class="num">{g.counts.acknowledged}</td>
-                <td class="small">
-                  <Time ms={g.first_seen} />
-                  <br />
-                  <Time ms={g.last_seen} />
-                </td>
-                <td class="small">
-                  {g.versions.map((v) => (
-                    <code key={v} class={"version" + (live && v === live.stamp ? " live" : "")} title={live && v === live.stamp ? "live now" : "older"}>
-                      {v.slice(0, 8)}
-                    </code>
+      <Table
+        label="Failure groups"
+        class="rows groups"
+        srCaption="Failure groups, most pending rows first"
+        busy={list.loading}
+        empty="No failure groups."
+        rows={groups}
+        rowKey={(g) => g.signature}
+        columns={[
+          {
+            head: "Failure",
+            cellClass: "reason",
+            cell: (g) => (
+              <>
+                <a href={href("/failures", { signature: g.signature, status: "all" })}>{g.text || "(empty reason)"}</a>
+                <br />
+                <span class="muted small">
+                  {g.signature}
+                  {g.sample_ids.length ? " · e.g. " : ""}
+                  {g.sample_ids.slice(0, 3).map((id, i) => (
+                    <span key={id}>
+                      {i ? ", " : ""}
+                      <a href={href("/failures/" + id)}>#{id}</a>
+                    </span>
                   ))}
-                </td>
-                <td>
-                  <span class="actions">
-                    <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "replay", selection: { filter: { signature: g.signature } } })}>
-                      Replay
-                    </button>
-                    <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "acknowledge", selection: { filter: { signature: g.signature } } })}>
-                      Acknowledge
-                    </button>
-                    <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "task", filter: { signature: g.signature }, what: g.text })}>
-                      Replay task…
-                    </button>
-                  </span>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
-      {list.data && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" disabled={page === 0} onClick={() => setCursors([null])}>
-            First page
-          </button>
-          <span>Page {page + 1}</span>
-          <button type="button" disabled={!list.data?.has_more} onClick={() => setCursors([...cursors, list.data.next_cursor])}>
-            Next page
-          </button>
-        </nav>
-      )}
+                </span>
+                {g.replay_will_fail && (
+                  <p class="warn small" role="note">
+                    {g.advice}
+                  </p>
+                )}
+              </>
+            ),
+          },
+          { head: "Class", cell: (g) => g.class },
+          { head: "Pending", class: "num", cell: (g) => g.counts.pending },
+          { head: "Replayed", class: "num", cell: (g) => g.counts.replayed },
+          { head: "Acknowledged", class: "num", cell: (g) => g.counts.acknowledged },
+          {
+            head: "First and last seen",
+            cellClass: "small",
+            cell: (g) => (
+              <>
+                <Time ms={g.first_seen} />
+                <br />
+                <Time ms={g.last_seen} />
+              </>
+            ),
+          },
+          {
+            head: "Versions",
+            cellClass: "small",
+            cell: (g) =>
+              g.versions.map((v) => (
+                <code key={v} class={"version" + (live && v === live.stamp ? " live" : "")} title={live && v === live.stamp ? "live now" : "older"}>
+                  {v.slice(0, 8)}
+                </code>
+              )),
+          },
+          {
+            head: "Act on the group",
+            cell: (g) => (
+              <span class="actions">
+                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "replay", selection: { filter: { signature: g.signature } } })}>
+                  Replay
+                </button>
+                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "acknowledge", selection: { filter: { signature: g.signature } } })}>
+                  Acknowledge
+                </button>
+                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "task", filter: { signature: g.signature }, what: g.text })}>
+                  Replay task…
+                </button>
+              </span>
+            ),
+          },
+        ]}
+      />
+      <Pager pages={pages} data={list.data} />
       {action?.kind === "task" && <TaskDialog filter={action.filter} what={`group "${action.what || action.filter.signature}"`} onClose={() => setAction(null)} />}
       {action && action.kind !== "task" && (
         <ActionDialog
@@ -160,7 +146,7 @@ export function Groups({ params }) {
             setAction(null);
             if (res) {
               setResult(res);
-              setCursors([null]);
+              pages.first();
               reload();
             }
           }}

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { get, post } from "./api.js";
 import { BarChart, daily } from "./chart.jsx";
-import { Bars, ErrorBox, Scroll, Time } from "./components.jsx";
+import { Bars, ErrorBox, Table, Time } from "./components.jsx";
 import { QueueBacklogs } from "./queues.jsx";
 import { href } from "./router.js";
 import { useSignal } from "./state.js";
@@ -85,34 +85,18 @@ export function Overview() {
           <Card label="Oldest pending" value={s.pending ? hours(stats.oldest_pending_age_hours) : "—"} />
           <Card label="New failures, 24 h" value={stats.last_24h.new_failures_24h} />
         </ul>
-        <Scroll label="Rows by source queue">
-          <table>
-            <caption>By source queue</caption>
-            <thead>
-              <tr>
-                <th scope="col">Source queue</th>
-                <th scope="col" class="num">Pending</th>
-                <th scope="col" class="num">All</th>
-              </tr>
-            </thead>
-            <tbody>
-              {stats.by_source_queue.length === 0 && (
-                <tr>
-                  <td colSpan={3} class="muted">No rows.</td>
-                </tr>
-              )}
-              {stats.by_source_queue.map((q) => (
-                <tr key={q.source_queue}>
-                  <td>
-                    <a href={href("/failures", { source_queue: q.source_queue })}>{q.source_queue}</a>
-                  </td>
-                  <td class="num">{q.pending}</td>
-                  <td class="num">{q.total}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
+        <Table
+          label="Rows by source queue"
+          caption="By source queue"
+          empty="No rows."
+          rows={stats.by_source_queue}
+          rowKey={(q) => q.source_queue}
+          columns={[
+            { head: "Source queue", cell: (q) => <a href={href("/failures", { source_queue: q.source_queue })}>{q.source_queue}</a> },
+            { head: "Pending", class: "num", cell: (q) => q.pending },
+            { head: "All", class: "num", cell: (q) => q.total },
+          ]}
+        />
       </section>
 
       <QueueBacklogs queues={queues} />
@@ -167,42 +151,28 @@ export function Overview() {
 
       <section aria-labelledby="h-jobs">
         <h2 id="h-jobs">Scheduled jobs</h2>
-        <Scroll label="Last run of each job">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Last run</th>
-                <th scope="col">Outcome</th>
-                <th scope="col" class="num">Took</th>
-                <th scope="col" class="num">Runs</th>
-                <th scope="col" class="num">Failed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.jobs.length === 0 && (
-                <tr>
-                  <td colSpan={6} class="muted">No job has run yet.</td>
-                </tr>
-              )}
-              {jobs.jobs.map((j) => (
-                <tr key={j.job}>
-                  <th scope="row">{j.job}</th>
-                  <td>
-                    <Time ms={j.last_run_at} />
-                  </td>
-                  <td>
-                    {j.last_ok ? <span class="badge ok">ok</span> : <span class="badge bad">failed</span>}
-                    {j.last_error && <span class="muted small"> {j.last_error}</span>}
-                  </td>
-                  <td class="num">{j.last_duration_ms} ms</td>
-                  <td class="num">{j.runs}</td>
-                  <td class="num">{j.failures}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Scroll>
+        <Table
+          label="Last run of each job"
+          empty="No job has run yet."
+          rows={jobs.jobs}
+          rowKey={(j) => j.job}
+          columns={[
+            { head: "Job", rowHeader: true, cell: (j) => j.job },
+            { head: "Last run", cell: (j) => <Time ms={j.last_run_at} /> },
+            {
+              head: "Outcome",
+              cell: (j) => (
+                <>
+                  {j.last_ok ? <span class="badge ok">ok</span> : <span class="badge bad">failed</span>}
+                  {j.last_error && <span class="muted small"> {j.last_error}</span>}
+                </>
+              ),
+            },
+            { head: "Took", class: "num", cell: (j) => `${j.last_duration_ms} ms` },
+            { head: "Runs", class: "num", cell: (j) => j.runs },
+            { head: "Failed", class: "num", cell: (j) => j.failures },
+          ]}
+        />
       </section>
     </div>
   );

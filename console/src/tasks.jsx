@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { get, post } from "./api.js";
-import { ErrorBox, Scroll, Time, useLoad } from "./components.jsx";
+import { ErrorBox, Table, Time, useLoad } from "./components.jsx";
 import { href } from "./router.js";
 
 const ACTIONS = {
@@ -41,57 +41,49 @@ export function Tasks() {
       {tasks.length === 0 ? (
         <p class="muted">No replay tasks.</p>
       ) : (
-        <Scroll label="Replay tasks">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col" class="num">Id</th>
-                <th scope="col">State</th>
-                <th scope="col">Filter</th>
-                <th scope="col" class="num">Rate / min</th>
-                <th scope="col">Progress</th>
-                <th scope="col">Finish (estimate)</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tasks.map((t) => {
-                const total = Math.max(t.matched, 1);
-                return (
-                  <tr key={t.id}>
-                    <td class="num">{t.id}</td>
-                    <td>
-                      {t.state}
-                      {t.canary_result && !t.canary_result.passed && <span class="badge">canary failed</span>}
-                    </td>
-                    <td>
-                      <code>{JSON.stringify(t.filter)}</code>
-                    </td>
-                    <td class="num">{t.rate_per_minute}</td>
-                    <td>
-                      <span class="progress">
-                        <progress max={total} value={t.sent + t.send_failed} aria-label={`Task ${t.id} progress`} />
-                        <span class="small progress-text">
-                          {t.sent} sent{t.send_failed ? `, ${t.send_failed} failed` : ""} of {t.matched}
-                        </span>
-                      </span>
-                    </td>
-                    <td>{t.estimated_finish_at ? <Time ms={t.estimated_finish_at} /> : "—"}</td>
-                    <td>
-                      <span class="actions">
-                        {(ACTIONS[t.state] || []).map((a) => (
-                          <button key={a} type="button" disabled={busy === t.id} onClick={() => act(t.id, a)}>
-                            {a[0].toUpperCase() + a.slice(1)}
-                          </button>
-                        ))}
-                      </span>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </Scroll>
+        <Table
+          label="Replay tasks"
+          rows={tasks}
+          rowKey={(t) => t.id}
+          columns={[
+            { head: "Id", class: "num", cell: (t) => t.id },
+            {
+              head: "State",
+              cell: (t) => (
+                <>
+                  {t.state}
+                  {t.canary_result && !t.canary_result.passed && <span class="badge">canary failed</span>}
+                </>
+              ),
+            },
+            { head: "Filter", cell: (t) => <code>{JSON.stringify(t.filter)}</code> },
+            { head: "Rate / min", class: "num", cell: (t) => t.rate_per_minute },
+            {
+              head: "Progress",
+              cell: (t) => (
+                <span class="progress">
+                  <progress max={Math.max(t.matched, 1)} value={t.sent + t.send_failed} aria-label={`Task ${t.id} progress`} />
+                  <span class="small progress-text">
+                    {t.sent} sent{t.send_failed ? `, ${t.send_failed} failed` : ""} of {t.matched}
+                  </span>
+                </span>
+              ),
+            },
+            { head: "Finish (estimate)", cell: (t) => (t.estimated_finish_at ? <Time ms={t.estimated_finish_at} /> : "—") },
+            {
+              head: "Actions",
+              cell: (t) => (
+                <span class="actions">
+                  {(ACTIONS[t.state] || []).map((a) => (
+                    <button key={a} type="button" disabled={busy === t.id} onClick={() => act(t.id, a)}>
+                      {a[0].toUpperCase() + a.slice(1)}
+                    </button>
+                  ))}
+                </span>
+              ),
+            },
+          ]}
+        />
       )}
     </div>
   );
