@@ -1,7 +1,7 @@
 // Builds the operator console into build/console (the assets directory of
-// wrangler.jsonc): console/src bundled by esbuild (Preact; nothing is
-// fetched from elsewhere at run time, and the CSS travels inside the
-// JavaScript), console/public copied as it is. Fails when the
+// wrangler.jsonc): console/src bundled by esbuild (Preact, uPlot; nothing is
+// fetched from elsewhere at run time; uPlot is a chunk of its own, and the
+// CSS travels inside the JavaScript), console/public copied as it is. Fails when the
 // whole console is over its budget of 150 KB gzipped.
 //
 //   node console/build.mjs [--out DIR]
@@ -28,7 +28,7 @@ await build({
   jsx: "automatic",
   jsxImportSource: "preact",
   outdir: out,
-  splitting: true, // a dynamic import() becomes a chunk of its own
+  splitting: true, // uPlot is a chunk of its own, loaded by the charts only
   chunkNames: "[name]-[hash]",
   // Each imported .css file is its minified text (console/src/style.js
   // applies it as a constructed stylesheet): no render-blocking <link>.
