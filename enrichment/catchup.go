@@ -96,6 +96,10 @@ type CatchUp struct {
 	// Configured is whether the provider's API key is set: waiting beers
 	// are sent back only then.
 	Configured bool
+	// KeyProbe, when set, is the breaker's probe while it is open because
+	// the key was refused: the run asks the provider itself (no queue
+	// operation). Without it a waiting beer goes back as the probe.
+	KeyProbe *KeyProbe
 }
 
 // Name implements jobs.Job.
@@ -153,7 +157,7 @@ var catchUpRules = []catchUpRule{
 		due:   `next_attempt_at`,
 		param: func(*CatchUp) int64 { return 0 },
 		when: func(run *catchUpRun) bool {
-			return run.c.Configured && run.breaker.State != BreakerClosed && run.breaker.ProbeDue(run.now)
+			return run.c.Configured && run.breaker.State != BreakerClosed && run.breaker.ProbeDue(run.now) && !run.keyProbed
 		},
 		once: true,
 	},
@@ -161,12 +165,16 @@ var catchUpRules = []catchUpRule{
 
 // catchUpRun is what one run did.
 type catchUpRun struct {
-	c        *CatchUp
-	breaker  BreakerState
-	now      time.Time
-	sent     map[string]int64 // by rule
-	putBack  int64
-	lateness []int64 // ms, one per beer sent
+	c       *CatchUp
+	breaker BreakerState
+	now     time.Time
+	started time.Time // wall clock at the start (the key probe's answer time is now + elapsed)
+	// keyProbed: this run probed the key itself (KeyProbe), so no waiting
+	// beer goes back as the probe.
+	keyProbed bool
+	sent      map[string]int64 // by rule
+	putBack   int64
+	lateness  []int64 // ms, one per beer sent
 }
 
 // Run claims and sends the due and the lost beers at now.
@@ -183,10 +191,17 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	run := &catchUpRun{c: c, now: now, sent: map[string]int64{}}
+	run := &catchUpRun{c: c, now: now, started: time.Now(), sent: map[string]int64{}}
+	keyProbe := ""
 	if c.Configured {
 		if run.breaker, err = (Breaker{DB: c.DB}).Read(ctx); err != nil {
 			return nil, fmt.Errorf("catch-up: %w", err)
+		}
+		if run.keyProbeDue() {
+			run.keyProbed = true
+			if keyProbe, err = run.keyProbe(ctx); err != nil {
+				return nil, fmt.Errorf("catch-up: key probe: %w", err)
+			}
 		}
 	}
 	lostFrom := upSince + c.LostAfter.Milliseconds()
@@ -228,6 +243,9 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 	sum := map[string]any{"enqueued": total, "due": run.sent["due"], "lost": run.sent["lost"],
 		"released": run.sent["released"], "probe": run.sent["probe"], "put_back": run.putBack,
 		"lateness_max_ms": maxLate, "lateness_median_ms": medianLate, "more": more, "up_since": upSince}
+	if keyProbe != "" {
+		sum["key_probe"] = keyProbe
+	}
 	if now.UnixMilli() < lostFrom {
 		sum["lost_check_from"] = lostFrom
 	}
