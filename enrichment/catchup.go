@@ -150,7 +150,9 @@ var catchUpRules = []catchUpRule{
 	// goes back to be that probe: the first in next_attempt_at order, which
 	// the consumer moves back each time a beer waits again, so the probe
 	// rotates among the waiting beers (no single bad beer holds the
-	// breaker open for the others).
+	// breaker open for the others). Not while the key is refused and the
+	// run has probed the key itself (KeyProbe): a waiting beer would cost a
+	// queue round trip per probe and prove nothing more.
 	{
 		name:  "probe",
 		where: `status = 'waiting' AND ?3 = ?3`,
