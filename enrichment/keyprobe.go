@@ -32,10 +32,11 @@ type KeyProbe struct {
 }
 
 // keyProbeDue reports whether this run probes the key itself: the key
-// probe is set, and the breaker is open for an auth failure and due.
+// probe is set, and the breaker is open for an auth failure and due. (Run
+// reads the breaker only when the key is set.)
 func (run *catchUpRun) keyProbeDue() bool {
 	kp, s := run.c.KeyProbe, run.breaker
-	return run.c.Configured && kp != nil && s.State == BreakerOpen && s.Cause == CauseAuth && s.ProbeDue(run.now)
+	return kp != nil && s.State == BreakerOpen && s.Cause == CauseAuth && s.ProbeDue(run.now)
 }
 
 // keyProbe asks the provider KeyProbeBeer and records the verdict in the
