@@ -100,6 +100,10 @@ type CatchUp struct {
 	// the key was refused: the run asks the provider itself (no queue
 	// operation). Without it a waiting beer goes back as the probe.
 	KeyProbe *KeyProbe
+	// Clock is the wall clock the key probe reads the breaker at (the
+	// consumers' clock, not the run's scheduled time, which a fired cron
+	// may set anywhere); nil: time.Now.
+	Clock func() time.Time
 }
 
 // Name implements jobs.Job.
@@ -170,9 +174,8 @@ type catchUpRun struct {
 	c       *CatchUp
 	breaker BreakerState
 	now     time.Time
-	started time.Time // wall clock at the start (the key probe's answer time is now + elapsed)
-	// keyProbed: this run probed the key itself (KeyProbe), so no waiting
-	// beer goes back as the probe.
+	// keyProbed: the key probe is this run's probe (keyProbes), so no
+	// waiting beer goes back as the probe.
 	keyProbed bool
 	sent      map[string]int64 // by rule
 	putBack   int64
@@ -193,14 +196,13 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	run := &catchUpRun{c: c, now: now, started: time.Now(), sent: map[string]int64{}}
+	run := &catchUpRun{c: c, now: now, sent: map[string]int64{}}
 	keyProbe := ""
 	if c.Configured {
 		if run.breaker, err = (Breaker{DB: c.DB}).Read(ctx); err != nil {
 			return nil, fmt.Errorf("catch-up: %w", err)
 		}
-		if run.keyProbeDue() {
-			run.keyProbed = true
+		if run.keyProbed = run.keyProbes(); run.keyProbed && run.breaker.ProbeDue(c.clock()) {
 			if keyProbe, err = run.keyProbe(ctx); err != nil {
 				return nil, fmt.Errorf("catch-up: key probe: %w", err)
 			}

@@ -31,12 +31,21 @@ type KeyProbe struct {
 	Quota Quota
 }
 
-// keyProbeDue reports whether this run probes the key itself: the key
-// probe is set, and the breaker is open for an auth failure and due. (Run
-// reads the breaker only when the key is set.)
-func (run *catchUpRun) keyProbeDue() bool {
-	kp, s := run.c.KeyProbe, run.breaker
-	return kp != nil && s.State == BreakerOpen && s.Cause == CauseAuth && s.ProbeDue(run.now)
+// keyProbes reports whether the key probe is this run's probe: it is set,
+// and the breaker is open for an auth failure. (Run reads the breaker only
+// when the key is set.) Then no waiting beer goes back as the probe, and
+// the run probes the key when the breaker is due by the wall clock.
+func (run *catchUpRun) keyProbes() bool {
+	s := run.breaker
+	return run.c.KeyProbe != nil && s.State == BreakerOpen && s.Cause == CauseAuth
+}
+
+// clock is the wall clock (Clock, or time.Now).
+func (c *CatchUp) clock() time.Time {
+	if c.Clock != nil {
+		return c.Clock()
+	}
+	return time.Now()
 }
 
 // keyProbe asks the provider KeyProbeBeer and records the verdict in the
@@ -46,7 +55,7 @@ func (run *catchUpRun) keyProbeDue() bool {
 func (run *catchUpRun) keyProbe(ctx context.Context) (string, error) {
 	kp, log := run.c.KeyProbe, run.c.Log
 	resp, callErr := kp.Provider.Ask(ctx, KeyProbeBeer)
-	after := run.now.Add(max(0, time.Since(run.started)))
+	after := run.c.clock()
 	v := Classify(resp, callErr, after)
 	reason := kp.Provider.redact(v.Reason)
 	b := kp.Breaker

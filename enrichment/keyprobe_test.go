@@ -30,6 +30,7 @@ func keyProbeFixture(t *testing.T) (*fixture, *CatchUp, *queuetest.Sender) {
 	c := newCatchUp(f.db, s)
 	c.Configured = true
 	c.KeyProbe = &KeyProbe{Provider: f.c.Provider, Breaker: f.c.Breaker(), Quota: f.c.Quota()}
+	c.Clock = func() time.Time { return f.now }
 	return f, c, s
 }
 
@@ -65,11 +66,18 @@ func TestCatchUpProbesARefusedKeyItself(t *testing.T) {
 	run := func(at time.Time) map[string]any {
 		t.Helper()
 		recordRun(t, f.db, at.Add(-5*time.Minute), map[string]any{"up_since": catchUpNow.Add(-2 * time.Hour).UnixMilli()}, nil)
-		sum, err := c.Run(ctx, at)
+		f.now = at
+		sum, err := c.Run(ctx, at.Add(time.Minute)) // the breaker follows the wall clock, not the scheduled time
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sum
+	}
+	// A run whose scheduled time is past the breaker's end (a cron fired
+	// with a time) does not probe before the wall clock gets there.
+	f.now = catchUpNow.Add(30 * time.Second)
+	if sum, err := c.Run(ctx, catchUpNow.Add(time.Hour)); err != nil || f.provider.calls() != calls0 || sum["key_probe"] != nil || len(s.Sent) != 0 {
+		t.Fatalf("probed by the scheduled time: %v %v", sum, err)
 	}
 	// Not due: no call.
 	if sum := run(catchUpNow.Add(30 * time.Second)); f.provider.calls() != calls0 || sum["key_probe"] != nil {
@@ -156,6 +164,7 @@ func TestCatchUpKeyProbeOnlyForAnOpenAuthBreaker(t *testing.T) {
 			}
 			calls0 := f.provider.calls()
 			recordRun(t, f.db, catchUpNow.Add(-5*time.Minute), map[string]any{"up_since": catchUpNow.Add(-2 * time.Hour).UnixMilli()}, nil)
+			f.now = catchUpNow.Add(2 * time.Minute)
 			sum, err := c.Run(ctx, catchUpNow.Add(2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
@@ -168,6 +177,7 @@ func TestCatchUpKeyProbeOnlyForAnOpenAuthBreaker(t *testing.T) {
 	// Without the key set, no probe of any kind.
 	f, c, s := keyProbeFixture(t)
 	c.Configured = false
+	f.now = catchUpNow.Add(2 * time.Minute)
 	calls0 := f.provider.calls()
 	if sum, err := c.Run(ctx, catchUpNow.Add(2*time.Minute)); err != nil || sum["key_probe"] != nil || f.provider.calls() != calls0 || len(s.Sent) != 0 {
 		t.Fatalf("without a key: %v %v", sum, err)
