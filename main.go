@@ -185,7 +185,19 @@ func (w worker) queueRouter() *consume.Router {
 	}
 	// Sender: messages deferred while D1 is unavailable go back to the
 	// queue as fresh delayed copies (the other deferrals park the beer in D1).
-	consumers[queue.Enrichment] = &enrichment.Consumer{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, Sender: w.sender,
+	consumers[queue.Enrichment] = w.enrichmentConsumer()
+	// A queue with a consumer in wrangler.jsonc but none here: its
+	// messages become DLQ rows (class unroutable) instead of being dropped.
+	unroutable := dlq.Unroutable(db, log, cfg.D1RetryBase)
+	unroutable.Batch, unroutable.Version = w.batch, w.version.Stamp()
+	return &consume.Router{Log: log, Consumers: consumers, Meter: w.meter, Unroutable: unroutable}
+}
+
+// enrichmentConsumer is the enrichment queue's consumer (its provider,
+// breaker and quota are also the catch-up's key probe).
+func (w worker) enrichmentConsumer() *enrichment.Consumer {
+	cfg := w.cfg
+	return &enrichment.Consumer{DB: w.db, Batch: w.batch, Version: w.version.Stamp(), Log: w.log, Sender: w.sender,
 		Provider: enrichment.ChatProvider{
 			URL:     cfg.EnrichmentAPIURL,
 			Model:   cfg.EnrichmentModel,
@@ -203,11 +215,6 @@ func (w worker) queueRouter() *consume.Router {
 			D1RetryBase:        cfg.D1RetryBase,
 		},
 	}
-	// A queue with a consumer in wrangler.jsonc but none here: its
-	// messages become DLQ rows (class unroutable) instead of being dropped.
-	unroutable := dlq.Unroutable(db, log, cfg.D1RetryBase)
-	unroutable.Batch, unroutable.Version = w.batch, w.version.Stamp()
-	return &consume.Router{Log: log, Consumers: consumers, Meter: w.meter, Unroutable: unroutable}
 }
 
 // cronRouter builds the scheduled jobs of each cron (scheduled).
@@ -219,6 +226,8 @@ func (w worker) cronRouter() *jobs.CronRouter {
 		notifier = alerts.Webhook{Doer: platform.Fetch{}, URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
 	}
 	runs := metrics.JobRuns{DB: db}
+	consumer := w.enrichmentConsumer()
+	keyProbe := &enrichment.KeyProbe{Provider: consumer.Provider, Breaker: consumer.Breaker(), Quota: consumer.Quota()}
 	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
 	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
@@ -229,7 +238,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 			&dlq.ReplayTaskJob{Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{DB: db, Batch: w.batch, Sender: w.sender,
 				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}}},
 			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
-				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != ""},
+				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != "", KeyProbe: keyProbe},
 			// The daily retention jobs, continued here only while their last
 			// run left expired rows behind (one job_runs read when not).
 			jobs.WhileMore{Job: retention, Runs: runs},

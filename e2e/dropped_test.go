@@ -64,9 +64,10 @@ func firing(t *testing.T, w *Worker, alert string) int64 {
 
 // 401 and 403 from the provider: the breaker opens at once with cause auth,
 // the beers wait in D1 (no attempt spent, no DLQ row) while the catch-up
-// sends one at a time as the breaker's probe, the calls' quota is given
-// back, and enrichment_auth_failing fires. Once the provider accepts the key
-// again, a probe closes the breaker, every beer is enriched and the alert
+// probes the key itself (enrichment.KeyProbe, refused like every call), the
+// calls' quota is given back, and enrichment_auth_failing fires. Once the
+// provider accepts the key again, the key probe closes the breaker (its
+// call counted in the quota), every beer is enriched and the alert
 // resolves.
 func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 	// Re-opens capped at 8 s: the probes after the key is accepted again
@@ -74,10 +75,13 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 	w := startWorker(t, map[string]string{"ENRICHMENT_BREAKER_COOLDOWN_SECONDS": "2", "ENRICHMENT_BREAKER_MAX_COOLDOWN_SECONDS": "8"})
 	dumpOnFailure(t, w)
 	enriched := int64(0)
+	keyProbes := func() int64 { return int64(len(w.Provider.Calls(enrichment.KeyProbeBeer.BeerName))) }
+	acceptedProbes := int64(0)
 	cronAt := cronTime()
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		var beers []enrichment.Beer
 		var tokens []string
+		w.Provider.On(enrichment.KeyProbeBeer.BeerName, Behavior{Status: status}) // the key is refused, whatever the question
 		for i := range 3 {
 			token := uniq(fmt.Sprintf("auth%d-%d", status, i))
 			w.Provider.On(token, Behavior{Status: status})
@@ -94,10 +98,11 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 		enrich(t, w, beers...)
 
 		// Every beer waiting, and the provider refused at least three calls
-		// (the first, then the catch-up's probes after each cooldown).
+		// (the first, then the catch-up's key probes after each cooldown).
+		probes0 := keyProbes()
 		stop := ticker(w, 2*time.Second)
 		Eventually(t, 90*time.Second, fmt.Sprintf("%d: every beer waiting, three calls refused", status), func() bool {
-			return calls() >= 3 && w.Int(t, `SELECT COUNT(*) FROM beers WHERE status = 'waiting' AND beer_id IN (?, ?, ?)`,
+			return int64(calls())+keyProbes()-probes0 >= 3 && w.Int(t, `SELECT COUNT(*) FROM beers WHERE status = 'waiting' AND beer_id IN (?, ?, ?)`,
 				beers[0].BeerID, beers[1].BeerID, beers[2].BeerID) == 3
 		})
 		stop()
@@ -117,9 +122,10 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 				t.Fatalf("%d: beer %+v", status, s)
 			}
 		}
-		// Each refused call gave its reservation back: only the enrichments count.
-		if used := w.Int(t, `SELECT COALESCE(MAX(used), 0) FROM enrichment_quota`); used != enriched {
-			t.Fatalf("%d: quota used %d, want %d (refused calls given back)", status, used, enriched)
+		// Each refused call gave its reservation back (a refused key probe
+		// takes none): only the enrichments and the accepted key probes count.
+		if used := w.Int(t, `SELECT COALESCE(MAX(used), 0) FROM enrichment_quota`); used != enriched+acceptedProbes {
+			t.Fatalf("%d: quota used %d, want %d (refused calls given back)", status, used, enriched+acceptedProbes)
 		}
 
 		cronAt = cronAt.Add(time.Minute)
@@ -128,10 +134,12 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 			t.Fatalf("%d: enrichment_auth_failing not firing", status)
 		}
 
-		// The provider accepts the key again: the next probe closes the breaker.
+		// The provider accepts the key again: the next key probe closes the breaker.
 		for _, tk := range tokens {
 			w.Provider.On(tk, Behavior{Content: "5.0"})
 		}
+		accepted0 := keyProbes()
+		w.Provider.On(enrichment.KeyProbeBeer.BeerName, Behavior{Content: "5.0"})
 		stop = ticker(w, 2*time.Second)
 		defer stop()
 		for _, b := range beers {
@@ -142,6 +150,7 @@ func TestEnrichAuthFailureOpensBreakerAndDefers(t *testing.T) {
 		}
 		enriched += int64(len(beers))
 		stop()
+		acceptedProbes += keyProbes() - accepted0
 		cronAt = cronAt.Add(time.Minute)
 		fireAndWait(t, w, cronFrequent, "alerts", cronAt)
 		if firing(t, w, "enrichment_auth_failing") != 0 {

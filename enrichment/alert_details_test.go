@@ -31,18 +31,18 @@ func TestBreakerAlertDetailsSayWhatHappensNext(t *testing.T) {
 		t.Fatalf("trip: %v %v", opened, err)
 	}
 	check(auth, t0.Add(59*time.Second), true, "breaker open, last change 2030-06-01T10:00:00Z): provider calls stopped, "+
-		"messages wait on the queue (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; next probe at 2030-06-01T10:01:00Z")
-	check(auth, t0.Add(time.Minute), true, "; the next message probes the provider")
-	check(auth, t0.Add(2*time.Minute), true, "; the next message probes the provider")
+		"beers wait in D1 (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; next key probe at 2030-06-01T10:01:00Z")
+	check(auth, t0.Add(time.Minute), true, "; the next catch-up run probes the key")
+	check(auth, t0.Add(2*time.Minute), true, "; the next catch-up run probes the key")
 	check(open, t0.Add(59*time.Second), true, "because the provider refused the API key (see enrichment_auth_failing); provider calls stopped until 2030-06-01T10:01:00Z")
-	check(open, t0.Add(time.Minute), true, "; cooldown ended at 2030-06-01T10:01:00Z, the next message probes the provider")
+	check(open, t0.Add(time.Minute), true, "; cooldown ended at 2030-06-01T10:01:00Z, the next catch-up run probes the provider")
 
 	probeAt := t0.Add(2 * time.Minute)
 	if adm := mustAdmit(t, b, probeAt); !adm.Probe {
 		t.Fatalf("no probe: %+v", adm)
 	}
 	check(auth, probeAt, true, "(401/403; breaker half_open, last change 2030-06-01T10:02:00Z): provider calls stopped, "+
-		"messages wait on the queue (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; a probe call is under way")
+		"beers wait in D1 (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; a probe call is under way")
 	check(open, probeAt, true, "provider circuit breaker half-open since 2030-06-01T10:02:00Z: one probe call decides (lease until 2030-06-01T10:02:30Z)")
 
 	if _, err := b.Succeeded(ctx, probeAt.Add(time.Second)); err != nil {

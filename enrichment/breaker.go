@@ -213,6 +213,30 @@ func (b Breaker) Trip(ctx context.Context, now time.Time, cause string) (opened 
 	return previous != BreakerOpen, time.UnixMilli(until), nil
 }
 
+// ReopenAfterKeyProbe re-opens the breaker after the catch-up's own probe
+// of the API key (CatchUp.KeyProbe) failed: refused again, or no answer.
+// It changes the row only while the breaker is still open for cause with
+// the open_until the caller read (observed, epoch ms), so a probe a
+// consumer claimed meanwhile, a reset or a close is never overwritten; the
+// re-open grows as after a failed half-open probe (reopenSQL, reopens + 1).
+// One statement, one row written; updated is false when the breaker had
+// changed.
+func (b Breaker) ReopenAfterKeyProbe(ctx context.Context, now time.Time, observed int64, cause string) (updated bool, openUntil time.Time, err error) {
+	var until int64
+	err = b.DB.QueryRowContext(ctx, `UPDATE enrichment_breaker
+		SET previous_state = state, open_until = `+reopenSQL+`, reopens = reopens + 1, updated_at = ?4
+		WHERE name = ?1 AND state = 'open' AND open_until = ?2 AND cause = ?3
+		RETURNING open_until`,
+		append([]any{breakerName, observed, cause, now.UnixMilli()}, b.reopenArgs()...)...).Scan(&until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, time.Time{}, nil
+	}
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("breaker re-open after the key probe: %w", err)
+	}
+	return true, time.UnixMilli(until), nil
+}
+
 // Reset closes the breaker at once, whatever its state and cause: an
 // operator's decision (POST /admin/enrichment/breaker/reset), for instance
 // after fixing the API key. The failure count and the re-open growth start

@@ -16,13 +16,15 @@ import (
 //   - BreakerOpenCondition, enrichment_breaker_open: fires while the breaker
 //     is not closed, whatever opened it: open (provider calls stopped) or
 //     half-open (one probe decides). A breaker whose cooldown ended stays
-//     open until a probe succeeds, so it resolves only once a call has.
+//     open until a probe (sent by the catch-up) succeeds, so it resolves
+//     only once a call has.
 //   - AuthFailingCondition, enrichment_auth_failing: fires while the breaker
 //     is not closed because the provider refused the API key (a 401 or 403
 //     opens it at once with cause auth, Breaker.Trip). Waiting beers stay
-//     parked, none is dead-lettered, and the quota of the refused calls is
-//     given back. It resolves when a probe succeeds (the breaker closes)
-//     after ENRICHMENT_API_KEY was fixed.
+//     parked in D1, none is dead-lettered, and the quota of the refused
+//     calls is given back; the catch-up probes the key itself (KeyProbe).
+//     It resolves when a probe succeeds (the breaker closes) after
+//     ENRICHMENT_API_KEY was fixed.
 type BreakerCondition struct {
 	DB *sql.DB
 	// Auth restricts the condition to the auth cause (enrichment_auth_failing).
@@ -81,13 +83,13 @@ func (b breakerRow) authDetail(now time.Time) (bool, string, error) {
 	}
 	next := "a probe call is under way"
 	if b.state == BreakerOpen {
-		next = "next probe at " + time.UnixMilli(b.openUntil.Int64).UTC().Format(time.RFC3339)
+		next = "next key probe at " + time.UnixMilli(b.openUntil.Int64).UTC().Format(time.RFC3339)
 		if b.openUntil.Int64 <= now.UnixMilli() {
-			next = "the next message probes the provider"
+			next = "the next catch-up run probes the key"
 		}
 	}
 	return true, fmt.Sprintf("the provider refuses ENRICHMENT_API_KEY (401/403; breaker %s, last change %s): provider calls stopped, "+
-		"messages wait on the queue (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; %s",
+		"beers wait in D1 (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; %s",
 		b.state, time.UnixMilli(b.updated).UTC().Format(time.RFC3339), next), nil
 }
 
@@ -104,7 +106,7 @@ func (b breakerRow) openDetail(now time.Time) (bool, string, error) {
 		until := time.UnixMilli(b.openUntil.Int64).UTC().Format(time.RFC3339)
 		next := "provider calls stopped until " + until
 		if b.openUntil.Int64 <= now.UnixMilli() {
-			next = "cooldown ended at " + until + ", the next message probes the provider"
+			next = "cooldown ended at " + until + ", the next catch-up run probes the provider"
 		}
 		why := fmt.Sprintf("after %d consecutive transient failures", b.failures)
 		if b.cause.String == CauseAuth {

@@ -50,7 +50,7 @@ func TestBreakerOpenConditionFollowsTheBreaker(t *testing.T) {
 		t.Fatal("breaker did not open")
 	}
 	check(now.Add(2*time.Second), true, "open since 2030-06-01T10:00:01Z after 2 consecutive transient failures; provider calls stopped until 2030-06-01T10:01:01Z")
-	check(now.Add(2*time.Minute), true, "cooldown ended at 2030-06-01T10:01:01Z, the next message probes the provider")
+	check(now.Add(2*time.Minute), true, "cooldown ended at 2030-06-01T10:01:01Z, the next catch-up run probes the provider")
 	if adm, _ := b.Admit(ctx, now.Add(3*time.Minute)); !adm.Probe {
 		t.Fatal("no probe")
 	}

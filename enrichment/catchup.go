@@ -96,6 +96,14 @@ type CatchUp struct {
 	// Configured is whether the provider's API key is set: waiting beers
 	// are sent back only then.
 	Configured bool
+	// KeyProbe, when set, is the breaker's probe while it is open because
+	// the key was refused: the run asks the provider itself (no queue
+	// operation). Without it a waiting beer goes back as the probe.
+	KeyProbe *KeyProbe
+	// Clock is the wall clock the key probe reads the breaker at (the
+	// consumers' clock, not the run's scheduled time, which a fired cron
+	// may set anywhere); nil: time.Now.
+	Clock func() time.Time
 }
 
 // Name implements jobs.Job.
@@ -146,14 +154,16 @@ var catchUpRules = []catchUpRule{
 	// goes back to be that probe: the first in next_attempt_at order, which
 	// the consumer moves back each time a beer waits again, so the probe
 	// rotates among the waiting beers (no single bad beer holds the
-	// breaker open for the others).
+	// breaker open for the others). Not while the key is refused and the
+	// run has probed the key itself (KeyProbe): a waiting beer would cost a
+	// queue round trip per probe and prove nothing more.
 	{
 		name:  "probe",
 		where: `status = 'waiting' AND ?3 = ?3`,
 		due:   `next_attempt_at`,
 		param: func(*CatchUp) int64 { return 0 },
 		when: func(run *catchUpRun) bool {
-			return run.c.Configured && run.breaker.State != BreakerClosed && run.breaker.ProbeDue(run.now)
+			return run.c.Configured && run.breaker.State != BreakerClosed && run.breaker.ProbeDue(run.now) && !run.keyProbed
 		},
 		once: true,
 	},
@@ -161,12 +171,15 @@ var catchUpRules = []catchUpRule{
 
 // catchUpRun is what one run did.
 type catchUpRun struct {
-	c        *CatchUp
-	breaker  BreakerState
-	now      time.Time
-	sent     map[string]int64 // by rule
-	putBack  int64
-	lateness []int64 // ms, one per beer sent
+	c       *CatchUp
+	breaker BreakerState
+	now     time.Time
+	// keyProbed: the key probe is this run's probe (keyProbes), so no
+	// waiting beer goes back as the probe.
+	keyProbed bool
+	sent      map[string]int64 // by rule
+	putBack   int64
+	lateness  []int64 // ms, one per beer sent
 }
 
 // Run claims and sends the due and the lost beers at now.
@@ -184,9 +197,15 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 		return nil, err
 	}
 	run := &catchUpRun{c: c, now: now, sent: map[string]int64{}}
+	keyProbe := ""
 	if c.Configured {
 		if run.breaker, err = (Breaker{DB: c.DB}).Read(ctx); err != nil {
 			return nil, fmt.Errorf("catch-up: %w", err)
+		}
+		if run.keyProbed = run.keyProbes(); run.keyProbed && run.breaker.ProbeDue(c.clock()) {
+			if keyProbe, err = run.keyProbe(ctx); err != nil {
+				return nil, fmt.Errorf("catch-up: key probe: %w", err)
+			}
 		}
 	}
 	lostFrom := upSince + c.LostAfter.Milliseconds()
@@ -228,6 +247,9 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 	sum := map[string]any{"enqueued": total, "due": run.sent["due"], "lost": run.sent["lost"],
 		"released": run.sent["released"], "probe": run.sent["probe"], "put_back": run.putBack,
 		"lateness_max_ms": maxLate, "lateness_median_ms": medianLate, "more": more, "up_since": upSince}
+	if keyProbe != "" {
+		sum["key_probe"] = keyProbe
+	}
 	if now.UnixMilli() < lostFrom {
 		sum["lost_check_from"] = lostFrom
 	}
