@@ -626,3 +626,35 @@ func (t flakyTx) Commit() error   { t.f.inTx = false; return t.Tx.Commit() }
 func (t flakyTx) Rollback() error { t.f.inTx = false; return t.Tx.Rollback() }
 
 var _ queue.Message = (*queuetest.Message)(nil)
+
+// The log names each poison message stored, with its problem, and only
+// those; the batch's log line counts them.
+func TestCaptureLogsPoisonMessagesOnly(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	good, bad := queuetest.New("good", beer("1")), queuetest.New("bad", "not json")
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(good, bad)); err != nil || !good.Acked || !bad.Acked {
+		t.Fatalf("ConsumeBatch: %v, good %+v, bad %+v", err, good, bad)
+	}
+	var poison []string
+	batchLines := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		switch e["msg"] {
+		case "dlq: poison message stored":
+			poison = append(poison, fmt.Sprint(e["message_id"], " ", e["problem"] != ""))
+		case "dlq: captured batch":
+			batchLines++
+			if e["poison"] != float64(1) || e["new"] != float64(2) {
+				t.Errorf("batch line %s", line)
+			}
+		}
+	}
+	if len(poison) != 1 || poison[0] != "bad true" || batchLines != 1 {
+		t.Fatalf("poison lines %q, batch lines %d:\n%s", poison, batchLines, logs.String())
+	}
+}
