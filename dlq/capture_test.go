@@ -658,3 +658,27 @@ func TestCaptureLogsPoisonMessagesOnly(t *testing.T) {
 		t.Fatalf("poison lines %q, batch lines %d:\n%s", poison, batchLines, logs.String())
 	}
 }
+
+// A message alone in its chunk whose store statement fails is not sent
+// again by itself (it would be the same statement): one store statement,
+// then two probes (probeStore: 3 statements each), and it is retried; with
+// a neighbour, the one-by-one stores run (one each).
+func TestCaptureLoneMessageIsNotStoredTwice(t *testing.T) {
+	plain, db, stmts := flakyDB(t, 1_000_000)
+	mustExec(t, plain, `CREATE TRIGGER reject_bad BEFORE INSERT ON dlq_messages WHEN NEW.raw_message LIKE '%"bad"%'
+		BEGIN SELECT RAISE(ABORT, 'rejected by test trigger'); END`)
+	c := newCapture(db, &bytes.Buffer{})
+	bad := queuetest.New("bad", beer("bad"))
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(bad)); err != nil || bad.Acked || !bad.Retried {
+		t.Fatalf("ConsumeBatch: %v, %+v", err, bad)
+	}
+	alone := stmts.Load()
+	stmts.Store(0)
+	bad, good := queuetest.New("bad", beer("bad")), queuetest.New("good", beer("good"))
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(bad, good)); err != nil || bad.Acked || !good.Acked {
+		t.Fatalf("ConsumeBatch: %v, %+v, %+v", err, bad, good)
+	}
+	if pair := stmts.Load(); alone != 7 || pair != alone+2 {
+		t.Fatalf("statements: %d alone (want 7: store, probe, probe), %d with a neighbour (want 9: and one store each)", alone, pair)
+	}
+}
