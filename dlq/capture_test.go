@@ -682,3 +682,36 @@ func TestCaptureLoneMessageIsNotStoredTwice(t *testing.T) {
 		t.Fatalf("statements: %d alone (want 7: store, probe, probe), %d with a neighbour (want 9: and one store each)", alone, pair)
 	}
 }
+
+// The batch's log line counts what became of its messages: new and
+// retried, after a store failure while D1 answers and with D1 unavailable;
+// none is left unsettled.
+func TestCaptureBatchLogLineCountsEachOutcome(t *testing.T) {
+	counts := func(t *testing.T, logs *bytes.Buffer) string {
+		t.Helper()
+		var line map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var e map[string]any
+			if json.Unmarshal([]byte(l), &e) == nil && e["msg"] == "dlq: captured batch" {
+				line = e
+			}
+		}
+		logs.Reset()
+		return fmt.Sprintf("messages %v new %v repeats %v duplicates %v poison %v retried %v unsettled %v",
+			line["messages"], line["new"], line["repeats"], line["duplicates"], line["poison"], line["retried"], line["unsettled"])
+	}
+	db := sqlitetest.New(t)
+	mustExec(t, db, `CREATE TRIGGER reject_bad BEFORE INSERT ON dlq_messages WHEN NEW.raw_message LIKE '%"bad"%'
+		BEGIN SELECT RAISE(ABORT, 'rejected by test trigger'); END`)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	consume(t, c, queuetest.New("g1", beer("g1")), queuetest.New("bad", beer("bad")), queuetest.New("g2", beer("g2")))
+	if got := counts(t, &logs); got != "messages 3 new 2 repeats 0 duplicates 0 poison 0 retried 1 unsettled 0" {
+		t.Fatalf("a rejected message: %s", got)
+	}
+	db.Close()
+	consume(t, c, queuetest.New("g3", beer("g3")), queuetest.New("g4", beer("g4")))
+	if got := counts(t, &logs); got != "messages 2 new 0 repeats 0 duplicates 0 poison 0 retried 2 unsettled 0" {
+		t.Fatalf("D1 unavailable: %s", got)
+	}
+}
