@@ -127,3 +127,24 @@ func TestDetailPlanIsBounded(t *testing.T) {
 }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// Every id from 1 to 2^53-1 (JavaScript's largest safe integer) is read,
+// both ends included; an id past it, which D1 could only bind as the
+// nearest REAL, is not found rather than read as its neighbour.
+func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "one", failedAt: 1}, adminRow{beerID: "max", failedAt: 1}, adminRow{beerID: "past", failedAt: 1})
+	for i, id := range []int64{1, 1<<53 - 1, 1 << 53} {
+		mustExec(t, db, `UPDATE dlq_messages SET id = ? WHERE id = ?`, strconv.FormatInt(id, 10), ids[i])
+	}
+	for id, beer := range map[int64]string{1: "one", 1<<53 - 1: "max"} {
+		if d, err := (Detail{DB: db}).Read(ctx, id); err != nil || d.Message.BeerID != beer {
+			t.Errorf("id %d: row %d, beer %q, %v", id, d.Message.ID, d.Message.BeerID, err)
+		}
+	}
+	for _, id := range []int64{0, 1<<53 + 1} {
+		if d, err := (Detail{DB: db}).Read(ctx, id); !errors.Is(err, ErrMessageNotFound) {
+			t.Errorf("id %d: row %d, beer %q, %v", id, d.Message.ID, d.Message.BeerID, err)
+		}
+	}
+}
