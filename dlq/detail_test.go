@@ -3,6 +3,7 @@ package dlq
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,5 +147,51 @@ func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
 		if d, err := (Detail{DB: db}).Read(ctx, id); !errors.Is(err, ErrMessageNotFound) {
 			t.Errorf("id %d: row %d, beer %q, %v", id, d.Message.ID, d.Message.BeerID, err)
 		}
+	}
+}
+
+// A row's replays are the audit entries of replays that ran (not dry runs,
+// not acknowledgements), finished or not; finished_at is null exactly while
+// an action has not finished.
+func TestDetailReplaysAndFinishedAt(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "a", failedAt: 1})
+	audit := Audit{DB: db, Clock: fixedClock}
+	by := Requester{RequestID: "r", KeyFingerprint: "fp"}
+	if err := audit.Record(ctx, AuditStart{Action: ActionReplay, Requester: by, DryRun: true, IDs: ids}, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Record(ctx, AuditStart{Action: ActionAcknowledge, Requester: by, IDs: ids}, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	done, err := audit.Begin(ctx, AuditStart{Action: ActionReplay, Requester: by, IDs: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Finish(ctx, done, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Begin(ctx, AuditStart{Action: ActionReplay, Requester: by, IDs: ids}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Detail{DB: db}.Read(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := fixedClock().UnixMilli()
+	var finished []string
+	for _, e := range d.Audit {
+		f := "null"
+		if e.FinishedAt != nil {
+			f = strconv.FormatInt(*e.FinishedAt, 10)
+		}
+		finished = append(finished, e.Action+" "+f)
+	}
+	want := fmt.Sprintf("replay null, replay %d, acknowledge %d, replay %d", at, at, at)
+	if strings.Join(finished, ", ") != want {
+		t.Errorf("audit entries %s, want %s", strings.Join(finished, ", "), want)
+	}
+	if len(d.Replays) != 2 || d.Replays[0].FinishedAt != nil || d.Replays[1].FinishedAt == nil || *d.Replays[1].FinishedAt != at {
+		t.Errorf("replays %s", mustJSON(d.Replays))
 	}
 }
