@@ -151,11 +151,14 @@ func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
 }
 
 // A row's replays are the audit entries of replays that ran (not dry runs,
-// not acknowledgements), finished or not; finished_at is null exactly while
-// an action has not finished.
+// not acknowledgements), finished or not, and [] when there are none;
+// finished_at is null exactly while an action has not finished.
 func TestDetailReplaysAndFinishedAt(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db, adminRow{beerID: "a", failedAt: 1})
+	if d, err := (Detail{DB: db}).Read(ctx, ids[0]); err != nil || !strings.Contains(mustJSON(d), `"replays":[]`) {
+		t.Fatalf("no replays: %s, %v", mustJSON(d), err)
+	}
 	audit := Audit{DB: db, Clock: fixedClock}
 	by := Requester{RequestID: "r", KeyFingerprint: "fp"}
 	if err := audit.Record(ctx, AuditStart{Action: ActionReplay, Requester: by, DryRun: true, IDs: ids}, OutcomeOK, nil, nil); err != nil {
