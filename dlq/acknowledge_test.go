@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"strings"
@@ -177,5 +178,44 @@ func TestAcknowledgedIDsAlwaysInTheIDsForm(t *testing.T) {
 	}
 	if b, _ := json.Marshal(res); strings.Contains(string(b), `acknowledged_ids`) {
 		t.Fatalf("bulk form: %s", b)
+	}
+}
+
+// firstResult is a sqlbatch.Runner that runs each batch in a transaction
+// and hands back first as the first statement's result.
+type firstResult struct {
+	db    *sql.DB
+	first string
+}
+
+func (r firstResult) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawMessage, error) {
+	out, err := sqlbatch.Tx{DB: r.db}.Batch(ctx, stmts...)
+	if err == nil {
+		out[0] = json.RawMessage(r.first)
+	}
+	return out, err
+}
+
+// A bulk acknowledge whose audit statement returns anything but one row of
+// counts with has_more is an error, never a panic or a result without
+// has_more: no row, two rows, text that is not JSON, counts that are not
+// JSON and counts without has_more.
+func TestBulkAcknowledgeRejectsCountsItCannotRead(t *testing.T) {
+	db := sqlitetest.New(t)
+	insert(t, db, adminRow{beerID: "1", failedAt: 1})
+	for _, first := range []string{`[]`, `[{"Counts":"{\"has_more\":true}"},{"Counts":"{\"has_more\":true}"}]`, `not json`,
+		`[{"Counts":"{"}]`, `[{"Counts":"{\"requested_count\":0,\"acknowledged_count\":1}"}]`} {
+		t.Run(first, func(t *testing.T) {
+			a := Acknowledge{DB: db, Batch: firstResult{db: db, first: first}, BulkMax: 10, Clock: fixedClock}
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("panics: %v", p)
+				}
+			}()
+			res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: &Filter{}}})
+			if err == nil || !strings.Contains(err.Error(), "bulk acknowledge counts") {
+				t.Fatalf("result %+v, error %v", res, err)
+			}
+		})
 	}
 }

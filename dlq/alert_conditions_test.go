@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,4 +52,50 @@ func TestConditions(t *testing.T) {
 	check(failing, true, "dlq_rescue failed at 2030-06-01T10:00:00Z: rescue: xxx")
 	runs.RecordRun(ctx, "dlq_rescue", now, time.Second, nil, nil)
 	check(failing, false, "every job's last run succeeded")
+}
+
+// The retention_behind detail when it does not fire says which job is
+// still within the time ("catching up: ...") or that every last run
+// finished, and the count a run left reads "at least N" at
+// ExpiredLeftCountMax, where countUpTo stops counting, N below it, and "an
+// unknown number of" when the run could not count.
+func TestRetentionBehindDetailSaysWhatIsLeft(t *testing.T) {
+	db := sqlitetest.New(t)
+	c := RetentionBehind{DB: db, After: time.Hour}
+	record := func(job, summary string) {
+		t.Helper()
+		if _, err := db.Exec(`INSERT INTO job_runs(job, last_run_at, last_duration_ms, last_ok, last_summary) VALUES (?, ?, 1, 1, ?)
+			ON CONFLICT(job) DO UPDATE SET last_summary = excluded.last_summary`, job, alertT0.UnixMilli(), summary); err != nil {
+			t.Fatal(err)
+		}
+	}
+	detail := func() string {
+		t.Helper()
+		firing, d, err := c.Check(ctx, alertT0)
+		if err != nil || firing {
+			t.Fatalf("firing %v, %q, %v", firing, d, err)
+		}
+		return d
+	}
+	finished := "every retention job's last run finished"
+	if d := detail(); d != finished {
+		t.Fatalf("no runs: %q", d)
+	}
+	record(RetentionJobName, `{"more":false,"expired_left":0,"behind_since":null}`)
+	record(AuditRetentionJobName, `{"more":false,"expired_left":0}`)
+	if d := detail(); d != finished {
+		t.Fatalf("both finished: %q", d)
+	}
+	since := alertT0.Add(-time.Minute).UnixMilli()
+	for left, text := range map[string]string{
+		fmt.Sprint(ExpiredLeftCountMax - 1): fmt.Sprintf("): %d left after", ExpiredLeftCountMax-1),
+		fmt.Sprint(ExpiredLeftCountMax):     fmt.Sprintf("): at least %d left after", ExpiredLeftCountMax),
+		"null":                              "): an unknown number of left after",
+	} {
+		record(AuditRetentionJobName, fmt.Sprintf(`{"more":true,"expired_left":%s,"behind_since":%d}`, left, since))
+		want := "catching up: " + AuditRetentionJobName + " has had expired rows left since " + alerts.Stamp(since) + " (1m0s; threshold 1h0m0s" + text
+		if d := detail(); !strings.HasPrefix(d, want) {
+			t.Fatalf("expired_left %s: %q, want %q...", left, d, want)
+		}
+	}
 }

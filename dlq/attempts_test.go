@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,28 @@ func TestAttemptsRecordKeepsTheLatestAttempt(t *testing.T) {
 	}
 	if e := got["m2"].Error; len(e) > maxAttemptError+len("…") || !strings.HasSuffix(e, "…") || !strings.HasPrefix(e, "éé") {
 		t.Fatalf("long error kept as %d bytes: %q", len(e), e)
+	}
+}
+
+// A history entry's status and duration_ms are null when no response
+// arrived (Status 0) and when no provider call was made (Duration 0), and
+// kept when set, however small: status 1, a duration under a millisecond
+// (0 ms).
+func TestHistoryEntryStatusAndDurationNullOnlyWhenAbsent(t *testing.T) {
+	at := time.UnixMilli(1_750_000_000_000)
+	for _, c := range []struct {
+		a    Attempt
+		want string
+	}{
+		{Attempt{MessageID: "m", Attempt: 1, Class: "transient", Error: "e", At: at},
+			`{"at":1750000000000,"attempt":1,"class":"transient","status":null,"error":"e","duration_ms":null,"message_id":"m"}`},
+		{Attempt{MessageID: "m", Attempt: 2, Class: "transient", Error: "e", At: at, Status: 1, Duration: time.Microsecond},
+			`{"at":1750000000000,"attempt":2,"class":"transient","status":1,"error":"e","duration_ms":0,"message_id":"m"}`},
+		{Attempt{MessageID: "m", Attempt: 3, Class: "transient", Error: "e", At: at, Status: 503, Duration: 1500 * time.Millisecond},
+			`{"at":1750000000000,"attempt":3,"class":"transient","status":503,"error":"e","duration_ms":1500,"message_id":"m"}`},
+	} {
+		if js, _ := json.Marshal(c.a.entry()); string(js) != c.want {
+			t.Errorf("%+v: %s, want %s", c.a, js, c.want)
+		}
 	}
 }

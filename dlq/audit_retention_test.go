@@ -57,3 +57,22 @@ func TestAuditRetentionReportsAMissingTable(t *testing.T) {
 		t.Fatal("a missing table must fail the run, not be skipped silently")
 	}
 }
+
+// A MaxAge of zero (or less) is refused before anything is deleted: it
+// would expire every record at once.
+func TestAuditRetentionRefusesAMaxAgeOfZero(t *testing.T) {
+	db := sqlitetest.New(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	if _, err := (Audit{DB: db, Clock: func() time.Time { return now.Add(-time.Hour) }}).Begin(ctx, AuditStart{Action: "replay"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, age := range []time.Duration{0, -time.Millisecond} {
+		a := &AuditRetention{DB: db, MaxAge: age, Limits: jobs.Limits{BatchSize: 10, Budget: time.Second}}
+		if sum, err := a.Run(ctx, now); err == nil || sum != nil {
+			t.Fatalf("MaxAge %s: %v %v", age, sum, err)
+		}
+		if n := count(t, db, `SELECT COUNT(*) FROM admin_audit`); n != 1 {
+			t.Fatalf("MaxAge %s: %d records left, want 1", age, n)
+		}
+	}
+}

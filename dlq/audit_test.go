@@ -120,3 +120,51 @@ func TestAuditErrorIsACodeAndAMessage(t *testing.T) {
 		t.Fatalf("JSON shape: %s", js)
 	}
 }
+
+// What a page shows of stored values that are not what the code writes
+// today: an error that is JSON but has no code (null, an object without
+// one) shows as INTERNAL_ERROR with the request id, as text does; ids,
+// filter or counts that are not JSON show as null. Counts recorded with
+// Record are shown as given, and no counts are stored as NULL.
+func TestAuditPageShowsOnlyWellFormedStoredValues(t *testing.T) {
+	db := sqlitetest.New(t)
+	a := Audit{DB: db, Cursors: NewCursors("s"), Clock: fixedClock}
+	start := AuditStart{Action: ActionAcknowledge, Requester: Requester{RequestID: "req-counts", KeyFingerprint: "fp"}, DryRun: true}
+	if err := a.Record(ctx, start, OutcomeOK, map[string]int{"matched_count": 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	start.RequestID = "req-none"
+	if err := a.Record(ctx, start, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM admin_audit WHERE request_id = 'req-none' AND counts IS NULL`); n != 1 {
+		t.Fatal("no counts are not stored as NULL")
+	}
+	for _, stored := range []string{`null`, `{"message":"no code"}`, `text`} {
+		id, err := a.Begin(ctx, AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "req-" + stored}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE admin_audit SET outcome = 'error', error = ?, ids = '[1,', filter = 'x', counts = '{' WHERE id = ?`, stored, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := a.Page(ctx, AuditParams{})
+	if err != nil || len(p.Entries) != 5 {
+		t.Fatalf("%+v %v", p, err)
+	}
+	js, err := json.Marshal(p.Entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, stored := range []string{`text`, `{"message":"no code"}`, `null`} {
+		e := p.Entries[i]
+		want := &AuditError{Code: "INTERNAL_ERROR", Message: "see the worker log for request req-" + stored}
+		if !reflect.DeepEqual(e.Error, want) || string(e.IDs) != "null" || string(e.Filter) != "null" || string(e.Counts) != "null" {
+			t.Errorf("stored error %s: shown as error %+v, ids %s, filter %s, counts %s", stored, e.Error, e.IDs, e.Filter, e.Counts)
+		}
+	}
+	if string(p.Entries[3].Counts) != "null" || string(p.Entries[4].Counts) != `{"matched_count":3}` {
+		t.Errorf("recorded counts: %s", js)
+	}
+}

@@ -626,3 +626,92 @@ func (t flakyTx) Commit() error   { t.f.inTx = false; return t.Tx.Commit() }
 func (t flakyTx) Rollback() error { t.f.inTx = false; return t.Tx.Rollback() }
 
 var _ queue.Message = (*queuetest.Message)(nil)
+
+// The log names each poison message stored, with its problem, and only
+// those; the batch's log line counts them.
+func TestCaptureLogsPoisonMessagesOnly(t *testing.T) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	good, bad := queuetest.New("good", beer("1")), queuetest.New("bad", "not json")
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(good, bad)); err != nil || !good.Acked || !bad.Acked {
+		t.Fatalf("ConsumeBatch: %v, good %+v, bad %+v", err, good, bad)
+	}
+	var poison []string
+	batchLines := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		switch e["msg"] {
+		case "dlq: poison message stored":
+			poison = append(poison, fmt.Sprint(e["message_id"], " ", e["problem"] != ""))
+		case "dlq: captured batch":
+			batchLines++
+			if e["poison"] != float64(1) || e["new"] != float64(2) {
+				t.Errorf("batch line %s", line)
+			}
+		}
+	}
+	if len(poison) != 1 || poison[0] != "bad true" || batchLines != 1 {
+		t.Fatalf("poison lines %q, batch lines %d:\n%s", poison, batchLines, logs.String())
+	}
+}
+
+// A message alone in its chunk whose store statement fails is not sent
+// again by itself (it would be the same statement): one store statement,
+// then two probes (probeStore: 3 statements each), and it is retried; with
+// a neighbour, the one-by-one stores run (one each).
+func TestCaptureLoneMessageIsNotStoredTwice(t *testing.T) {
+	plain, db, stmts := flakyDB(t, 1_000_000)
+	mustExec(t, plain, `CREATE TRIGGER reject_bad BEFORE INSERT ON dlq_messages WHEN NEW.raw_message LIKE '%"bad"%'
+		BEGIN SELECT RAISE(ABORT, 'rejected by test trigger'); END`)
+	c := newCapture(db, &bytes.Buffer{})
+	bad := queuetest.New("bad", beer("bad"))
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(bad)); err != nil || bad.Acked || !bad.Retried {
+		t.Fatalf("ConsumeBatch: %v, %+v", err, bad)
+	}
+	alone := stmts.Load()
+	stmts.Store(0)
+	bad, good := queuetest.New("bad", beer("bad")), queuetest.New("good", beer("good"))
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(bad, good)); err != nil || bad.Acked || !good.Acked {
+		t.Fatalf("ConsumeBatch: %v, %+v, %+v", err, bad, good)
+	}
+	if pair := stmts.Load(); alone != 7 || pair != alone+2 {
+		t.Fatalf("statements: %d alone (want 7: store, probe, probe), %d with a neighbour (want 9: and one store each)", alone, pair)
+	}
+}
+
+// The batch's log line counts what became of its messages: new and
+// retried, after a store failure while D1 answers and with D1 unavailable;
+// none is left unsettled.
+func TestCaptureBatchLogLineCountsEachOutcome(t *testing.T) {
+	counts := func(t *testing.T, logs *bytes.Buffer) string {
+		t.Helper()
+		var line map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			var e map[string]any
+			if json.Unmarshal([]byte(l), &e) == nil && e["msg"] == "dlq: captured batch" {
+				line = e
+			}
+		}
+		logs.Reset()
+		return fmt.Sprintf("messages %v new %v repeats %v duplicates %v poison %v retried %v unsettled %v",
+			line["messages"], line["new"], line["repeats"], line["duplicates"], line["poison"], line["retried"], line["unsettled"])
+	}
+	db := sqlitetest.New(t)
+	mustExec(t, db, `CREATE TRIGGER reject_bad BEFORE INSERT ON dlq_messages WHEN NEW.raw_message LIKE '%"bad"%'
+		BEGIN SELECT RAISE(ABORT, 'rejected by test trigger'); END`)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	consume(t, c, queuetest.New("g1", beer("g1")), queuetest.New("bad", beer("bad")), queuetest.New("g2", beer("g2")))
+	if got := counts(t, &logs); got != "messages 3 new 2 repeats 0 duplicates 0 poison 0 retried 1 unsettled 0" {
+		t.Fatalf("a rejected message: %s", got)
+	}
+	db.Close()
+	consume(t, c, queuetest.New("g3", beer("g3")), queuetest.New("g4", beer("g4")))
+	if got := counts(t, &logs); got != "messages 2 new 0 repeats 0 duplicates 0 poison 0 retried 2 unsettled 0" {
+		t.Fatalf("D1 unavailable: %s", got)
+	}
+}

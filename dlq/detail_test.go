@@ -3,6 +3,7 @@ package dlq
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,3 +128,73 @@ func TestDetailPlanIsBounded(t *testing.T) {
 }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// Every id from 1 to 2^53-1 (JavaScript's largest safe integer) is read,
+// both ends included; an id past it, which D1 could only bind as the
+// nearest REAL, is not found rather than read as its neighbour.
+func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "one", failedAt: 1}, adminRow{beerID: "max", failedAt: 1}, adminRow{beerID: "past", failedAt: 1})
+	for i, id := range []int64{1, 1<<53 - 1, 1 << 53} {
+		mustExec(t, db, `UPDATE dlq_messages SET id = ? WHERE id = ?`, strconv.FormatInt(id, 10), ids[i])
+	}
+	for id, beer := range map[int64]string{1: "one", 1<<53 - 1: "max"} {
+		if d, err := (Detail{DB: db}).Read(ctx, id); err != nil || d.Message.BeerID != beer {
+			t.Errorf("id %d: row %d, beer %q, %v", id, d.Message.ID, d.Message.BeerID, err)
+		}
+	}
+	for _, id := range []int64{0, 1<<53 + 1} {
+		if d, err := (Detail{DB: db}).Read(ctx, id); !errors.Is(err, ErrMessageNotFound) {
+			t.Errorf("id %d: row %d, beer %q, %v", id, d.Message.ID, d.Message.BeerID, err)
+		}
+	}
+}
+
+// A row's replays are the audit entries of replays that ran (not dry runs,
+// not acknowledgements), finished or not, and [] when there are none;
+// finished_at is null exactly while an action has not finished.
+func TestDetailReplaysAndFinishedAt(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "a", failedAt: 1})
+	if d, err := (Detail{DB: db}).Read(ctx, ids[0]); err != nil || !strings.Contains(mustJSON(d), `"replays":[]`) {
+		t.Fatalf("no replays: %s, %v", mustJSON(d), err)
+	}
+	audit := Audit{DB: db, Clock: fixedClock}
+	by := Requester{RequestID: "r", KeyFingerprint: "fp"}
+	if err := audit.Record(ctx, AuditStart{Action: ActionReplay, Requester: by, DryRun: true, IDs: ids}, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Record(ctx, AuditStart{Action: ActionAcknowledge, Requester: by, IDs: ids}, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	done, err := audit.Begin(ctx, AuditStart{Action: ActionReplay, Requester: by, IDs: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Finish(ctx, done, OutcomeOK, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Begin(ctx, AuditStart{Action: ActionReplay, Requester: by, IDs: ids}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Detail{DB: db}.Read(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := fixedClock().UnixMilli()
+	var finished []string
+	for _, e := range d.Audit {
+		f := "null"
+		if e.FinishedAt != nil {
+			f = strconv.FormatInt(*e.FinishedAt, 10)
+		}
+		finished = append(finished, e.Action+" "+f)
+	}
+	want := fmt.Sprintf("replay null, replay %d, acknowledge %d, replay %d", at, at, at)
+	if strings.Join(finished, ", ") != want {
+		t.Errorf("audit entries %s, want %s", strings.Join(finished, ", "), want)
+	}
+	if len(d.Replays) != 2 || d.Replays[0].FinishedAt != nil || d.Replays[1].FinishedAt == nil || *d.Replays[1].FinishedAt != at {
+		t.Errorf("replays %s", mustJSON(d.Replays))
+	}
+}

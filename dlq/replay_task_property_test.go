@@ -70,9 +70,10 @@ func (s *propSender) SendBatch(ctx context.Context, q string, msgs []queue.Outgo
 // matching row when fewer match, and a task never leaves its canary
 // unjudged; a task is done only with no matching row left; a task's sent count is
 // its replay_task_rows, and dlq_tally and dlq_activity equal COUNT(*).
-// TASK_PROPERTY_SEQUENCES sets how many sequences (default 200).
+// TASK_PROPERTY_SEQUENCES sets how many sequences (default
+// taskPropertySequences: 200, or 30 under the mutation build tag).
 func TestReplayTaskProperties(t *testing.T) {
-	n := 200
+	n := taskPropertySequences
 	if testing.Short() {
 		n = 30
 	}
@@ -83,6 +84,10 @@ func TestReplayTaskProperties(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { taskSequence(t, seed) })
 	}
 }
+
+// taskPropertySequences is how many sequences TestReplayTaskProperties
+// runs; mutation_test.go lowers it for `make mutate`.
+var taskPropertySequences = 200
 
 func taskSequence(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 29))

@@ -82,3 +82,20 @@ func TestStatsReadsBoundedRanges(t *testing.T) {
 		t.Errorf("stats reads dlq_messages through\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// last_24h counts dlq_activity's hourly counts of the hours after the one
+// 24 h ago, whether or not their rows are still there (retention deletes
+// rows, the counts stay); the hour 24 h ago itself is counted row by row.
+func TestStatsLast24hComesFromTheHourlyCounts(t *testing.T) {
+	db := sqlitetest.New(t)
+	hour := fixedClock().Add(-24*time.Hour).UnixMilli() / time.Hour.Milliseconds()
+	mustExec(t, db, `INSERT INTO dlq_activity(kind, hour, n) VALUES ('failed', ?1, 100), ('failed', ?1 + 1, 5), ('failed', ?1 + 24, 2),
+		('replayed', ?1 + 3, 4), ('acknowledged', ?1 + 12, 3), ('replayed', ?1, 100), ('acknowledged', ?1 - 1, 100)`, hour)
+	r, err := Stats{DB: db, Clock: fixedClock}.Report(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Last24h; got.NewFailures24h != 7 || got.Replayed24h != 4 || got.Acknowledged24h != 3 {
+		t.Fatalf("last_24h %+v, want 7 failures, 4 replayed, 3 acknowledged", got)
+	}
+}
