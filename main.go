@@ -220,7 +220,7 @@ func (w worker) enrichmentConsumer() *enrichment.Consumer {
 // cronRouter builds the scheduled jobs of each cron (scheduled).
 func (w worker) cronRouter() *jobs.CronRouter {
 	cfg, db, log := w.cfg, w.db, w.log
-	limits := jobs.Limits{BatchSize: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
+	limits := jobs.Limits{ChunkRows: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
 	var notifier alerts.Notifier
 	if cfg.AlertWebhookURL != "" {
 		notifier = alerts.Webhook{Doer: platform.Fetch{}, URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
@@ -229,7 +229,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	consumer := w.enrichmentConsumer()
 	keyProbe := &enrichment.KeyProbe{Provider: consumer.Provider, Breaker: consumer.Breaker(), Quota: consumer.Quota()}
 	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
-		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{BatchSize: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
+		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{ChunkRows: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
 	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
 	return &jobs.CronRouter{Log: log, Recorder: runs, Meter: w.meter, Jobs: map[string][]jobs.Job{
 		jobs.Frequent: {

@@ -19,7 +19,7 @@ func TestAuditRetentionDeletesOldRecords(t *testing.T) {
 		}
 	}
 	clock := &fakeClock{t: now, step: time.Second}
-	a := &AuditRetention{DB: db, MaxAge: 90 * day, Limits: jobs.Limits{BatchSize: 1, Budget: time.Second, Clock: clock.Now}}
+	a := &AuditRetention{DB: db, MaxAge: 90 * day, Limits: jobs.Limits{ChunkRows: 1, Budget: time.Second, Clock: clock.Now}}
 	sum, err := a.Run(ctx, now)
 	if err != nil || sum["expired"] != int64(1) || sum["more"] != true || sum["expired_left"] != int64(1) || sum["behind_since"] != now.UnixMilli() {
 		t.Fatalf("first run (budget of one batch) %v %v", sum, err)
@@ -67,7 +67,7 @@ func TestAuditRetentionRefusesAMaxAgeOfZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, age := range []time.Duration{0, -time.Millisecond} {
-		a := &AuditRetention{DB: db, MaxAge: age, Limits: jobs.Limits{BatchSize: 10, Budget: time.Second}}
+		a := &AuditRetention{DB: db, MaxAge: age, Limits: jobs.Limits{ChunkRows: 10, Budget: time.Second}}
 		if sum, err := a.Run(ctx, now); err == nil || sum != nil {
 			t.Fatalf("MaxAge %s: %v %v", age, sum, err)
 		}

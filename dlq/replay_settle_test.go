@@ -62,7 +62,7 @@ func TestLateSettleDoesNotTouchAnotherReplaysClaim(t *testing.T) {
 	s1, s2 := newGateSender(), newGateSender()
 	first := replay(s1, t0)
 	<-s1.started // claimed at t0, sending
-	if _, err := (&Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute, Limits: jobs.Limits{BatchSize: 100, Budget: time.Minute}}).Run(ctx, later); err != nil {
+	if _, err := (&Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute, Limits: jobs.Limits{ChunkRows: 100, Budget: time.Minute}}).Run(ctx, later); err != nil {
 		t.Fatal(err)
 	}
 	second := replay(s2, later)

@@ -47,7 +47,7 @@ func TestRescueIsBoundedByBatchAndBudget(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := time.Date(2030, 6, 1, 10, 5, 0, 0, time.UTC)
 	clock := &fakeClock{t: now, step: time.Second}
-	r := &Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute, Limits: jobs.Limits{BatchSize: 2, Budget: time.Second, Clock: clock.Now}}
+	r := &Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute, Limits: jobs.Limits{ChunkRows: 2, Budget: time.Second, Clock: clock.Now}}
 	for _, id := range []string{"a", "b", "c"} {
 		seed(t, db, row{msgID: id, beerID: id, status: "replaying", failedAt: now.Add(-time.Hour), replayingAt: now.Add(-time.Hour)})
 	}

@@ -249,7 +249,7 @@ const capDeleteSQL = `DELETE FROM dlq_messages WHERE id IN (
 // only terminal rows lack an action time (none are written any more) are
 // not looked at; they age out.
 func (r *Retention) trimOverCap(ctx context.Context, b *jobs.Budget, from, now int64, keys map[string]bool) (deleted, scannedTo int64, more bool, err error) {
-	size := r.Limits.Batch()
+	size := r.Limits.Chunk()
 	for first := true; ; first = false {
 		if !first && b.Spent() {
 			return deleted, min(from, now), true, nil

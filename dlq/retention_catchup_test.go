@@ -145,7 +145,7 @@ func TestRetentionCapKeepsExactlyTheNewestAcrossChunksAndRuns(t *testing.T) {
 	r.MaxRowsPerKey = 2
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	clock := &fakeClock{t: now, step: time.Second}
-	r.Limits = jobs.Limits{BatchSize: 2, Budget: 4 * time.Second, Clock: clock.Now}
+	r.Limits = jobs.Limits{ChunkRows: 2, Budget: 4 * time.Second, Clock: clock.Now}
 	rng := rand.New(rand.NewPCG(7, 21))
 	statuses := []string{"acknowledged", "replayed", "pending", "replaying"}
 	var rows []row
@@ -245,7 +245,7 @@ func TestRetentionSummaryCarriesTheBacklogAcrossRuns(t *testing.T) {
 	r.MaxRowsPerKey = 2
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	clock := &fakeClock{t: now, step: time.Second}
-	r.Limits = jobs.Limits{BatchSize: 3, Budget: 2 * time.Second, Clock: clock.Now}
+	r.Limits = jobs.Limits{ChunkRows: 3, Budget: 2 * time.Second, Clock: clock.Now}
 	var rows []row
 	for i := 0; i < 9; i++ {
 		rows = append(rows, row{msgID: fmt.Sprint("old", i), beerID: fmt.Sprint("o", i), status: "acknowledged", failedAt: now.Add(-90 * day), ackAt: now.Add(-60 * day)})
@@ -325,7 +325,7 @@ func TestRetentionBehindFiresAndResolves(t *testing.T) {
 	r := newRetention(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	clock := &fakeClock{t: now, step: time.Second}
-	r.Limits = jobs.Limits{BatchSize: 2, Budget: time.Second, Clock: clock.Now} // one batch per run
+	r.Limits = jobs.Limits{ChunkRows: 2, Budget: time.Second, Clock: clock.Now} // one batch per run
 	var rows []row
 	for i := 0; i < 30; i++ {
 		rows = append(rows, row{msgID: fmt.Sprint("old", i), beerID: fmt.Sprint(i), status: "replayed", failedAt: now.Add(-90 * day), replayedAt: now.Add(-60 * day)})

@@ -141,7 +141,7 @@ func TestRetentionIsBoundedByBatchAndBudget(t *testing.T) {
 	r := newRetention(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	clock := &fakeClock{t: now, step: time.Second}
-	r.Limits = jobs.Limits{BatchSize: 2, Budget: 3 * time.Second, Clock: clock.Now}
+	r.Limits = jobs.Limits{ChunkRows: 2, Budget: 3 * time.Second, Clock: clock.Now}
 	var rows []row
 	for i := 0; i < 10; i++ {
 		rows = append(rows, row{msgID: fmt.Sprint("old", i), beerID: fmt.Sprint(i), status: "acknowledged", failedAt: now.Add(-90 * day), ackAt: now.Add(-60 * day)})

@@ -95,7 +95,7 @@ func TestCountsFollowEveryChange(t *testing.T) {
 			capture := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{dlqName: "beer-enrichment", "other-dlq": "other"}, Clock: clock}
 			ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 7, Clock: clock}
 			replay := Replay{DB: db, Sender: sender, Log: discard, Cursors: NewCursors("k"), BulkMax: 5, Clock: clock}
-			rescue := &Rescue{DB: db, Log: discard, StuckAfter: time.Minute, Limits: jobs.Limits{BatchSize: 3}}
+			rescue := &Rescue{DB: db, Log: discard, StuckAfter: time.Minute, Limits: jobs.Limits{ChunkRows: 3}}
 			brewers := []string{"", "A", "B", "C"}
 			msg := 0
 			var exactFrom int64 // dlq_activity is exact from this hour on

@@ -384,7 +384,7 @@ func TestCatchUpOverlappingRunsNeverSendABeerTwice(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := newCatchUp(db, &racyRun{s: sender})
-			c.Limits = jobs.Limits{BatchSize: 7}
+			c.Limits = jobs.Limits{ChunkRows: 7}
 			sums[i], errs[i] = c.Run(context.Background(), catchUpNow)
 		}()
 	}
@@ -493,7 +493,7 @@ func TestCatchUpIsBoundedByBatchAndBudget(t *testing.T) {
 	seedBeers(t, db, rows...)
 	clock := catchUpNow
 	c := newCatchUp(db, &queuetest.Sender{})
-	c.Limits = jobs.Limits{BatchSize: 2, Budget: time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
+	c.Limits = jobs.Limits{ChunkRows: 2, Budget: time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
 	for i, want := range []struct {
 		n    int64
 		more bool

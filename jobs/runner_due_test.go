@@ -134,7 +134,7 @@ func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
 	runs := metrics.JobRuns{DB: db}
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	clock := now
-	limits := jobs.Limits{BatchSize: 100, Budget: 3 * time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
+	limits := jobs.Limits{ChunkRows: 100, Budget: 3 * time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
 	retention := &dlq.Retention{DB: db, Log: slog.New(slog.DiscardHandler), MaxAge: 30 * 24 * time.Hour, MaxRowsPerKey: 1000,
 		AttemptMaxAge: 7 * 24 * time.Hour, Limits: limits}
 	audit := &dlq.AuditRetention{DB: db, MaxAge: 90 * 24 * time.Hour, Limits: limits}
