@@ -125,31 +125,59 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 	if id < 1 || id > maxSafeInteger {
 		return MessageDetail{}, ErrMessageNotFound
 	}
+	out := MessageDetail{AuditWindow: AuditWindow}
+	keys, err := d.readRow(ctx, id, &out)
+	if err != nil {
+		return MessageDetail{}, err
+	}
+	related, audit, err := d.readAudit(ctx, id, keys)
+	if err != nil {
+		return MessageDetail{}, err
+	}
+	if err := decodeRelated(related, &out); err != nil {
+		return MessageDetail{}, err
+	}
+	if err := decodeAudit(audit, &out); err != nil {
+		return MessageDetail{}, err
+	}
+	return out, nil
+}
+
+// detailKeys are the columns of a row that detailAuditSQL matches related
+// rows and audit entries by; readRow reads them, readAudit binds them.
+type detailKeys struct {
+	source, beer               string
+	hash                       sql.NullString
+	ackAt, replayedAt, claimAt sql.NullInt64
+}
+
+// readRow runs detailRowSQL for row id (one row read, plus its signature
+// group) and fills out's Message, LastMessageID, BodyHash, History,
+// HistoryDropped, Signature and Version. It returns the keys readAudit
+// needs, or ErrMessageNotFound when the row is gone.
+func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (detailKeys, error) {
 	var (
-		msg, source, beer          string
-		out                        = MessageDetail{AuditWindow: AuditWindow}
-		hash                       sql.NullString
-		ackAt, replayedAt, claimAt sql.NullInt64
-		history                    string
-		sig, ver, sigGroup         sql.NullString
+		k                  detailKeys
+		msg, history       string
+		sig, ver, sigGroup sql.NullString
 	)
-	err := d.DB.QueryRowContext(ctx, detailRowSQL(), id).Scan(&msg, &out.LastMessageID, &hash, &source, &beer, &ackAt, &replayedAt, &claimAt,
+	err := d.DB.QueryRowContext(ctx, detailRowSQL(), id).Scan(&msg, &out.LastMessageID, &k.hash, &k.source, &k.beer, &k.ackAt, &k.replayedAt, &k.claimAt,
 		&history, &out.HistoryDropped, &sig, &ver, &sigGroup)
 	if errors.Is(err, sql.ErrNoRows) {
-		return MessageDetail{}, ErrMessageNotFound
+		return detailKeys{}, ErrMessageNotFound
 	}
 	if err != nil {
-		return MessageDetail{}, fmt.Errorf("dlq detail: %w", err)
+		return detailKeys{}, fmt.Errorf("dlq detail: %w", err)
 	}
 	if err := json.Unmarshal([]byte(msg), &out.Message); err != nil {
-		return MessageDetail{}, fmt.Errorf("dlq detail decode: %w", err)
+		return detailKeys{}, fmt.Errorf("dlq detail decode: %w", err)
 	}
-	if hash.Valid {
-		out.BodyHash = &hash.String
+	if k.hash.Valid {
+		out.BodyHash = &k.hash.String
 	}
 	out.History = []HistoryEntry{}
 	if err := json.Unmarshal([]byte(history), &out.History); err != nil {
-		return MessageDetail{}, fmt.Errorf("dlq detail history: %w", err)
+		return detailKeys{}, fmt.Errorf("dlq detail history: %w", err)
 	}
 	if sig.Valid {
 		rs := RowSignature{Signature: sig.String}
@@ -162,20 +190,39 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 	if ver.Valid {
 		out.Version = &ver.String
 	}
-	var related, audit string
-	err = d.DB.QueryRowContext(ctx, detailAuditSQL, id, source, nullable(hash), nullable(ackAt), nullable(replayedAt),
-		nullable(claimAt), beer, int64(AuditWindow), int64(relatedLimit)).Scan(&related, &audit)
+	return k, nil
+}
+
+// readAudit runs detailAuditSQL for row id with the keys readRow read and
+// returns its two JSON arrays unparsed: the related row ids and the matching
+// admin_audit entries (reads at most relatedLimit rows and AuditWindow
+// entries; writes nothing).
+func (d Detail) readAudit(ctx context.Context, id int64, k detailKeys) (related, audit string, err error) {
+	err = d.DB.QueryRowContext(ctx, detailAuditSQL, id, k.source, nullable(k.hash), nullable(k.ackAt), nullable(k.replayedAt),
+		nullable(k.claimAt), k.beer, int64(AuditWindow), int64(relatedLimit)).Scan(&related, &audit)
 	if err != nil {
-		return MessageDetail{}, fmt.Errorf("dlq detail audit: %w", err)
+		return "", "", fmt.Errorf("dlq detail audit: %w", err)
 	}
+	return related, audit, nil
+}
+
+// decodeRelated parses readAudit's related JSON array into out.RelatedIDs.
+func decodeRelated(related string, out *MessageDetail) error {
 	var ids []float64 // D1 may return integers in JSON as REAL text
 	if err := json.Unmarshal([]byte(related), &ids); err != nil {
-		return MessageDetail{}, fmt.Errorf("dlq detail related: %w", err)
+		return fmt.Errorf("dlq detail related: %w", err)
 	}
 	out.RelatedIDs = make([]int64, len(ids))
 	for i, v := range ids {
 		out.RelatedIDs[i] = int64(v)
 	}
+	return nil
+}
+
+// decodeAudit parses readAudit's audit JSON array into out.Audit and
+// collects its real (not dry-run) replay entries into out.Replays, which is
+// never nil.
+func decodeAudit(audit string, out *MessageDetail) error {
 	var entries []struct {
 		ID             float64  `json:"id"`
 		At             float64  `json:"at"`
@@ -193,7 +240,7 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 		MatchedBy      string   `json:"matched_by"`
 	}
 	if err := json.Unmarshal([]byte(audit), &entries); err != nil {
-		return MessageDetail{}, fmt.Errorf("dlq detail audit decode: %w", err)
+		return fmt.Errorf("dlq detail audit decode: %w", err)
 	}
 	out.Audit = make([]RowAuditEntry, len(entries))
 	for i, e := range entries {
@@ -214,7 +261,7 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 	if out.Replays == nil {
 		out.Replays = []RowReplay{}
 	}
-	return out, nil
+	return nil
 }
 
 // nullable is v as a statement argument: nil when NULL.

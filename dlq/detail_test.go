@@ -84,6 +84,10 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 		a.Audit[1].Action != ActionReplay || !a.Audit[1].DryRun || a.Audit[1].KeyFingerprint != "fp" || string(a.Audit[0].IDs) != `[`+strconv.FormatInt(ids[0], 10)+`,`+strconv.FormatInt(ids[2], 10)+`]` {
 		t.Errorf("row a audit: %s", mustJSON(a.Audit))
 	}
+	// A dry-run replay is an audit entry, not a replay of the row.
+	if a.Replays == nil || len(a.Replays) != 0 {
+		t.Errorf("row a replays: %s", mustJSON(a.Replays))
+	}
 	b, err := Detail{DB: db}.Read(ctx, ids[1])
 	if err != nil {
 		t.Fatal(err)

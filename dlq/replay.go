@@ -333,24 +333,42 @@ type sendPlan struct {
 // sendAndSettle sends the claimed rows to their source queues (or the
 // plan's destination) and settles them in one batch.
 func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, plan sendPlan, res *ReplayResult) error {
-	var failed []int64
-	deliverAt := map[int64]int64{}
-	byQueue := map[string]*outbox{}
-	var queues []string
-	var hashes []rowHash
+	ob := r.group(ctx, cs, plan.destination)
+	res.QueuedTo = strings.Join(ob.queues, ",")
+	sent, deliverAt := r.send(ctx, &ob, plan.delay)
+	return r.settle(ctx, cs, claimAt, plan, sent, ob.failed, deliverAt, res)
+}
+
+// outboxes is what sendAndSettle's group builds from the claimed rows: the
+// messages for each destination queue, the body hashes to set before sending
+// and the rows that cannot be sent at all.
+type outboxes struct {
+	byQueue map[string]*outbox
+	queues  []string // the keys of byQueue, sorted
+	hashes  []rowHash
+	failed  []int64 // send appends to it
+}
+
+// group renders each claimed row's body and files it under its source queue
+// (or destination, when set), in claim order. A row whose body cannot be
+// rendered is logged and goes to failed. A row whose lineage key must become
+// the hash of what is sent gets an entry in hashes. Reads and writes nothing
+// in D1.
+func (r Replay) group(ctx context.Context, cs []claimed, destination string) outboxes {
+	o := outboxes{byQueue: map[string]*outbox{}}
 	for _, c := range cs {
 		dest := c.source
-		if plan.destination != "" {
-			dest = plan.destination
+		if destination != "" {
+			dest = destination
 		}
-		if _, ok := byQueue[dest]; !ok {
-			queues = append(queues, dest)
-			byQueue[dest] = &outbox{}
+		if _, ok := o.byQueue[dest]; !ok {
+			o.queues = append(o.queues, dest)
+			o.byQueue[dest] = &outbox{}
 		}
 		text, err := c.body()
 		if err != nil {
 			r.Log.ErrorContext(ctx, "replay: body cannot be sent as it was produced; row goes back to pending", "id", c.id, "error", err.Error())
-			failed = append(failed, c.id)
+			o.failed = append(o.failed, c.id)
 			continue
 		}
 		if c.hash == "" || c.edited || c.wasEdited {
@@ -362,23 +380,31 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 			if c.edited {
 				rh.Edited = 1
 			}
-			hashes = append(hashes, rh)
+			o.hashes = append(o.hashes, rh)
 		}
-		ob := byQueue[dest]
+		ob := o.byQueue[dest]
 		ob.msgs = append(ob.msgs, queue.Outgoing{Body: text, ContentType: c.ct})
 		ob.ids = append(ob.ids, c.id)
 	}
-	slices.Sort(queues)
-	res.QueuedTo = strings.Join(queues, ",")
+	slices.Sort(o.queues)
+	return o
+}
+
+// send first sets the body hashes group asked for (one write per row), then
+// sends each queue's messages in queue.Batches, each message delayed by
+// delay(its batch's send time). It returns the ids sent and when each sent
+// row was asked to be delivered (ms); rows of a failed SendBatch, or every
+// row when the hashes could not be set, are logged and appended to o.failed.
+func (r Replay) send(ctx context.Context, o *outboxes, delay func(sendAt int64) time.Duration) (sent []int64, deliverAt map[int64]int64) {
+	deliverAt = map[int64]int64{}
 	// Rows whose body_hash is not the hash of what is sent (captured before
 	// body_hash existed, or an edited body) get it before their message is
 	// sent, so that a repeat failure finds them. Without it nothing is sent.
-	hashErr := r.setHashes(ctx, hashes)
-	var sent []int64
-	for _, q := range queues {
-		ob := byQueue[q]
+	hashErr := r.setHashes(ctx, o.hashes)
+	for _, q := range o.queues {
+		ob := o.byQueue[q]
 		if hashErr != nil {
-			failed = append(failed, ob.ids...)
+			o.failed = append(o.failed, ob.ids...)
 			continue
 		}
 		at := 0
@@ -387,12 +413,12 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 			at += len(batch)
 			sendAt := r.Clock.Now().UnixMilli()
 			for j := range batch {
-				batch[j].Delay = plan.delay(sendAt)
+				batch[j].Delay = delay(sendAt)
 				deliverAt[ids[j]] = sendAt + batch[j].Delay.Milliseconds()
 			}
 			if err := r.Sender.SendBatch(ctx, q, batch); err != nil {
 				r.Log.ErrorContext(ctx, "replay: send failed; rows go back to pending", "queue", q, "ids", ids, "error", err.Error())
-				failed = append(failed, ids...)
+				o.failed = append(o.failed, ids...)
 			} else {
 				sent = append(sent, ids...)
 			}
@@ -400,27 +426,22 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 	}
 	if hashErr != nil {
 		r.Log.ErrorContext(ctx, "replay: could not set the body hash of rows captured before it existed; nothing sent, rows go back to pending",
-			"rows", len(hashes), "error", hashErr.Error())
+			"rows", len(o.hashes), "error", hashErr.Error())
 	}
+	return sent, deliverAt
+}
+
+// settle returns every claimed row still claimed at claimAt to replayed
+// (sent) or pending (the rest) in one batch, with the tallies, signature
+// counts, activity and counters that go with it and plan.settle's
+// statements. On success it fills res from sent and failed; if the batch
+// fails the rows stay replaying (Rescue returns them to pending).
+func (r Replay) settle(ctx context.Context, cs []claimed, claimAt int64, plan sendPlan, sent, failed []int64, deliverAt map[int64]int64, res *ReplayResult) error {
 	all := make([]int64, len(cs))
 	for i, c := range cs {
 		all[i] = c.id
 	}
-	settledAt := r.Clock.Now().UnixMilli()
-	sentJSON := idsJSON(sent)
-	// The settle and its counts in one batch. The settled rows are counted
-	// from RETURNING: D1's changes count also includes what triggers wrote.
-	allJSON := idsJSON(all)
-	cond, args := settleCond, []any{allJSON, claimAt}
-	sentCond, sentArgs := settleCond+` AND id IN (SELECT value FROM json_each(?))`, []any{allJSON, claimAt, sentJSON}
-	settled := 0
-	stmts := []sqlbatch.Stmt{
-		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
-		settledSignatures(cond, args, sentJSON, len(sent) == len(all)),
-		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
-		counterAdd(CounterReplayed, sentCond, sentArgs),
-		{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}}}
-	settleAt := len(stmts) - 1
+	stmts, settleAt := settleStmts(all, sent, claimAt, r.Clock.Now().UnixMilli())
 	if plan.settle != nil {
 		ats := make([]int64, len(sent))
 		for i, id := range sent {
@@ -428,6 +449,7 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 		}
 		stmts = append(stmts, plan.settle(sent, ats)...)
 	}
+	settled := 0
 	out, err := batchOf(r.Batch, r.DB).Batch(ctx, stmts...)
 	if err == nil {
 		var ids []struct{ ID int64 }
@@ -448,6 +470,24 @@ func (r Replay) sendAndSettle(ctx context.Context, cs []claimed, claimAt int64, 
 	res.ReplayedCount, res.FailedCount = len(sent), len(failed)
 	r.Log.InfoContext(ctx, "replay: done", "claimed", len(cs), "replayed", len(sent), "failed", len(failed), "queued_to", res.QueuedTo)
 	return nil
+}
+
+// settleStmts returns the settle's statements for the claimed rows all (of
+// which sent were sent) still claimed at claimAt, settled at settledAt, and
+// the index of the settle itself, whose RETURNING id rows count the rows
+// settled (D1's changes count also includes what triggers wrote).
+func settleStmts(all, sent []int64, claimAt, settledAt int64) (stmts []sqlbatch.Stmt, settleAt int) {
+	sentJSON := idsJSON(sent)
+	allJSON := idsJSON(all)
+	cond, args := settleCond, []any{allJSON, claimAt}
+	sentCond, sentArgs := settleCond+` AND id IN (SELECT value FROM json_each(?))`, []any{allJSON, claimAt, sentJSON}
+	stmts = []sqlbatch.Stmt{
+		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
+		settledSignatures(cond, args, sentJSON, len(sent) == len(all)),
+		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
+		counterAdd(CounterReplayed, sentCond, sentArgs),
+		{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}}}
+	return stmts, len(stmts) - 1
 }
 
 // outbox is what one replay sends to one queue: messages and their row ids, in order.

@@ -508,154 +508,230 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 		}
 		return now
 	}
-	var res StepResult
+	st, err := ts.hold(ctx, r, id, nowMs)
+	if st == nil {
+		return StepResult{}, err
+	}
+	if err != nil {
+		return st.res, err
+	}
+	n := st.budget(nowMs + ts.window().Milliseconds())
+	var stepErr error
+	exhausted := false
+	if st.state == TaskCanary {
+		n, exhausted, stepErr = st.canary(ctx, n)
+	}
+	if n > 0 {
+		exhausted, stepErr = st.send(ctx, n)
+	}
+	after, err := st.release(ctx, exhausted && stepErr == nil)
+	if err != nil {
+		stepErr = errors.Join(stepErr, err)
+	}
+	st.res.Done = exhausted && after == TaskDone
+	return st.res, stepErr
+}
+
+// taskStep is one step of a replay task: the task row as hold read it and
+// the state Step's parts share (the schedule, the claim position and the
+// result), updated as rows are sent.
+type taskStep struct {
+	ts    ReplayTasks
+	r     Replay // with the step's clock
+	id    int64
+	nowMs int64
+	f     Filter
+	dest  sql.NullString
+	// steps identifies this hold; sent is the task's sent count as held.
+	steps, sent  int64
+	posAt, posID int64
+	state        string
+	canaryJS     sql.NullString
+	s            schedule
+	// seq is the slot of the next row claimed; next, of the next row sent.
+	seq, next int64
+	res       StepResult
+}
+
+// hold holds task id for this step (one conditional UPDATE ... RETURNING
+// on replay_tasks: steps, step_at, updated_at) if it is running or in
+// canary and no other step holds it, and reads its filter, schedule and
+// position. It returns nil, nil when the task was not held; a non-nil step
+// (res.Held set) with an error when its filter does not decode.
+func (ts ReplayTasks) hold(ctx context.Context, r Replay, id, nowMs int64) (*taskStep, error) {
+	st := &taskStep{ts: ts, r: r, id: id, nowMs: nowMs}
 	var filter string
-	var dest sql.NullString
-	var steps, rate, sent, failed, origin, base, posAt, posID int64
-	var state string
-	var canaryJS sql.NullString
+	var rate, failed, origin, base int64
 	err := r.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET steps = steps + 1, step_at = ?1, updated_at = ?1
 		WHERE id = ?2 AND state IN ('running', 'canary') AND (step_at IS NULL OR step_at <= ?3)
 		RETURNING steps, filter, rate_per_minute, destination, sent, send_failed, slot_origin, slot_base, pos_failed_at, pos_id,
 			state, canary`,
-		nowMs, id, nowMs-taskLease.Milliseconds()).Scan(&steps, &filter, &rate, &dest, &sent, &failed, &origin, &base, &posAt, &posID,
-		&state, &canaryJS)
+		nowMs, id, nowMs-taskLease.Milliseconds()).Scan(&st.steps, &filter, &rate, &st.dest, &st.sent, &failed, &origin, &base, &st.posAt, &st.posID,
+		&st.state, &st.canaryJS)
 	if errors.Is(err, sql.ErrNoRows) {
-		return res, nil
+		return nil, nil
 	}
 	if err != nil {
-		return res, fmt.Errorf("replay task hold: %w", err)
+		return nil, fmt.Errorf("replay task hold: %w", err)
 	}
-	res.Held = true
-	var f Filter
-	if err := json.Unmarshal([]byte(filter), &f); err != nil {
-		return res, fmt.Errorf("replay task filter: %w", err)
+	st.res.Held = true
+	if err := json.Unmarshal([]byte(filter), &st.f); err != nil {
+		return st, fmt.Errorf("replay task filter: %w", err)
 	}
-	s := schedule{rate: rate, origin: origin, base: base}
-	seq := sent + failed
-	if late := r.Clock.Now().UnixMilli() - s.at(seq); late > 0 {
+	st.s = schedule{rate: rate, origin: origin, base: base}
+	st.seq = st.sent + failed
+	st.next = st.seq
+	return st, nil
+}
+
+// budget moves the schedule to start from now when the task is late
+// (paused, or the first step), never in a burst, and returns how many slots
+// fall before horizon (ms).
+func (st *taskStep) budget(horizon int64) int64 {
+	if late := st.r.Clock.Now().UnixMilli() - st.s.at(st.seq); late > 0 {
 		// Late (paused, or the first step): start again from now, never in a burst.
-		s.origin += late
+		st.s.origin += late
 	}
-	horizon := nowMs + ts.window().Milliseconds()
 	n := int64(0)
-	for s.at(seq+n) < horizon {
+	for st.s.at(st.seq+n) < horizon {
 		n++
 	}
-	// delay places the next message sent on the next slot, counted from its
-	// send; a send later than its slot (other jobs, earlier pages) moves
-	// the rest of the schedule later, never sooner.
-	next := seq
-	delay := func(sendAt int64) time.Duration {
-		if late := sendAt - s.at(next); late > 0 {
-			s.origin += late
-		}
-		d := (s.at(next) - sendAt + 999) / 1000
-		next++
-		return time.Duration(d) * time.Second
+	return n
+}
+
+// delay places the next message sent on the next slot, counted from its
+// send; a send later than its slot (other jobs, earlier pages) moves the
+// rest of the schedule later, never sooner.
+func (st *taskStep) delay(sendAt int64) time.Duration {
+	if late := sendAt - st.s.at(st.next); late > 0 {
+		st.s.origin += late
 	}
-	// send claims and sends up to k rows; short: a claim found fewer rows
-	// than it asked for (none left, or the task no longer running).
-	send := func(k int64) (short bool, err error) {
-		for k > 0 {
-			limit := min(k, int64(r.BulkLimit()))
-			cond, args := taskCond(f, id, posAt, posID)
-			cs, claimAt, err := r.claim(ctx, newestFirst(cond), append(args, limit))
-			if err != nil {
-				return false, err
-			}
-			if len(cs) == 0 {
-				return true, nil
-			}
-			last := cs[len(cs)-1]
-			seq += int64(len(cs))
-			posAt, posID = last.failedAt, last.id
-			k -= int64(len(cs))
-			plan := sendPlan{
-				delay:       delay,
-				destination: dest.String,
-				settle: func(ids []int64, deliverAt []int64) []sqlbatch.Stmt {
-					pairs := make([][2]int64, len(ids))
-					for i, rid := range ids {
-						pairs[i] = [2]int64{rid, deliverAt[i]}
-					}
-					pjs, _ := json.Marshal(pairs)
-					return []sqlbatch.Stmt{
-						{SQL: `INSERT OR IGNORE INTO replay_task_rows(task_id, dlq_id, deliver_at)
-							SELECT ?, value ->> '$[0]', value ->> '$[1]' FROM json_each(?)`, Args: []any{id, string(pjs)}},
-						{SQL: `UPDATE replay_tasks SET sent = sent + ?, send_failed = send_failed + ?, slot_origin = ?, slot_base = ?,
-							pos_failed_at = ?, pos_id = ?, updated_at = ? WHERE id = ? AND steps = ?`,
-							Args: []any{int64(len(ids)), int64(len(cs) - len(ids)), s.origin, s.base, posAt, posID, nowMs, id, steps}},
-					}
-				},
-			}
-			var rr ReplayResult
-			if err := r.sendAndSettle(ctx, cs, claimAt, plan, &rr); err != nil {
-				return false, err
-			}
-			res.Sent += rr.ReplayedCount
-			res.SendFailed += rr.FailedCount
-			if int64(len(cs)) < limit {
-				return true, nil
-			}
-		}
-		return false, nil
+	d := (st.s.at(st.next) - sendAt + 999) / 1000
+	st.next++
+	return time.Duration(d) * time.Second
+}
+
+// canary runs the canary part of a step given n slots: it sends canary rows
+// until Size are out, then judges the canary with judgeCanary. It returns
+// the slots left for the rest of the step (0 unless the canary passed in
+// this step), whether a claim ran short, and the error, if any.
+func (st *taskStep) canary(ctx context.Context, n int64) (int64, bool, error) {
+	var c Canary
+	if err := json.Unmarshal([]byte(st.canaryJS.String), &c); err != nil {
+		return 0, false, fmt.Errorf("replay task canary: %w", err)
 	}
 	var stepErr error
 	exhausted := false
-	if state == TaskCanary {
-		var c Canary
-		if err := json.Unmarshal([]byte(canaryJS.String), &c); err != nil {
-			stepErr, n = fmt.Errorf("replay task canary: %w", err), 0
-		} else {
-			judge := sent >= c.Size
-			if !judge {
-				// The canary rows go alone, until size of them are out;
-				// judged once they are, or once none is left.
-				exhausted, stepErr = send(min(n, c.Size-sent))
-				judge = exhausted && stepErr == nil
-			}
-			if judge {
-				// Once every canary row is decided, go on (in this very
-				// step) or pause; until then, wait.
-				decided, passed, err := ts.judgeCanary(ctx, id, steps, c, nowMs)
-				switch {
-				case err != nil:
-					stepErr = err
-				case decided && passed:
-					res.CanaryPassed = true
-				case decided:
-					res.CanaryFailed = true
-				}
-			}
-			if !res.CanaryPassed {
-				n = 0
-			}
+	judge := st.sent >= c.Size
+	if !judge {
+		// The canary rows go alone, until size of them are out;
+		// judged once they are, or once none is left.
+		exhausted, stepErr = st.send(ctx, min(n, c.Size-st.sent))
+		judge = exhausted && stepErr == nil
+	}
+	if judge {
+		// Once every canary row is decided, go on (in this very
+		// step) or pause; until then, wait.
+		decided, passed, err := st.ts.judgeCanary(ctx, st.id, st.steps, c, st.nowMs)
+		switch {
+		case err != nil:
+			stepErr = err
+		case decided && passed:
+			st.res.CanaryPassed = true
+		case decided:
+			st.res.CanaryFailed = true
 		}
 	}
-	if n > 0 {
-		exhausted, stepErr = send(n)
+	if !st.res.CanaryPassed {
+		n = 0
 	}
+	return n, exhausted, stepErr
+}
+
+// send claims and sends up to k rows, in pages of at most BulkLimit (each
+// page: one claim, its sends, one settle batch that also records the rows
+// and the task's progress); short: a claim found fewer rows than it asked
+// for (none left, or the task no longer running).
+func (st *taskStep) send(ctx context.Context, k int64) (short bool, err error) {
+	r := st.r
+	for k > 0 {
+		limit := min(k, int64(r.BulkLimit()))
+		cond, args := taskCond(st.f, st.id, st.posAt, st.posID)
+		cs, claimAt, err := r.claim(ctx, newestFirst(cond), append(args, limit))
+		if err != nil {
+			return false, err
+		}
+		if len(cs) == 0 {
+			return true, nil
+		}
+		last := cs[len(cs)-1]
+		st.seq += int64(len(cs))
+		st.posAt, st.posID = last.failedAt, last.id
+		k -= int64(len(cs))
+		claimedN := int64(len(cs))
+		plan := sendPlan{
+			delay:       st.delay,
+			destination: st.dest.String,
+			settle: func(ids []int64, deliverAt []int64) []sqlbatch.Stmt {
+				return st.progress(ids, deliverAt, claimedN)
+			},
+		}
+		var rr ReplayResult
+		if err := r.sendAndSettle(ctx, cs, claimAt, plan, &rr); err != nil {
+			return false, err
+		}
+		st.res.Sent += rr.ReplayedCount
+		st.res.SendFailed += rr.FailedCount
+		if int64(len(cs)) < limit {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// progress returns the statements a page's settle batch gets (see
+// sendPlan.settle): the sent rows ids, each with its deliverAt, into
+// replay_task_rows, and the task's counts, schedule and claim position,
+// if this step still holds it; claimed is how many rows the page claimed.
+func (st *taskStep) progress(ids []int64, deliverAt []int64, claimed int64) []sqlbatch.Stmt {
+	pairs := make([][2]int64, len(ids))
+	for i, rid := range ids {
+		pairs[i] = [2]int64{rid, deliverAt[i]}
+	}
+	pjs, _ := json.Marshal(pairs)
+	return []sqlbatch.Stmt{
+		{SQL: `INSERT OR IGNORE INTO replay_task_rows(task_id, dlq_id, deliver_at)
+			SELECT ?, value ->> '$[0]', value ->> '$[1]' FROM json_each(?)`, Args: []any{st.id, string(pjs)}},
+		{SQL: `UPDATE replay_tasks SET sent = sent + ?, send_failed = send_failed + ?, slot_origin = ?, slot_base = ?,
+			pos_failed_at = ?, pos_id = ?, updated_at = ? WHERE id = ? AND steps = ?`,
+			Args: []any{int64(len(ids)), claimed - int64(len(ids)), st.s.origin, st.s.base, st.posAt, st.posID, st.nowMs, st.id, st.steps}},
+	}
+}
+
+// release ends the step's hold (one UPDATE on replay_tasks, if this step
+// still holds it) and returns the task's state after it. When exhausted (a
+// claim ran short, no error), the release also ends the task if it is still
+// running with no matching row left, decided in the release itself.
+func (st *taskStep) release(ctx context.Context, exhausted bool) (string, error) {
 	release := `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?, updated_at = ? WHERE id = ? AND steps = ? RETURNING state`
-	args := []any{nowMs, nowMs, id, steps}
-	if exhausted && stepErr == nil {
+	args := []any{st.nowMs, st.nowMs, st.id, st.steps}
+	if exhausted {
 		// Done only if still running with no matching row left, decided in
 		// the release itself: a claim that found nothing because the task
 		// was paused (and maybe resumed since) does not end it.
-		cond, cargs := taskCond(f, id, posAt, posID)
+		cond, cargs := taskCond(st.f, st.id, st.posAt, st.posID)
 		release = `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?, updated_at = ?,
 				finished_at = CASE WHEN e.none_left AND replay_tasks.state = 'running' THEN ? ELSE replay_tasks.finished_at END,
 				state = CASE WHEN e.none_left AND replay_tasks.state = 'running' THEN 'done' ELSE replay_tasks.state END
 			FROM (SELECT NOT EXISTS (SELECT 1 FROM dlq_messages WHERE ` + cond + `) AS none_left) AS e
 			WHERE replay_tasks.id = ? AND replay_tasks.steps = ? RETURNING replay_tasks.state`
-		args = append(append([]any{nowMs, nowMs, nowMs}, cargs...), id, steps)
+		args = append(append([]any{st.nowMs, st.nowMs, st.nowMs}, cargs...), st.id, st.steps)
 	}
 	var after string
-	if err := r.DB.QueryRowContext(ctx, release, args...).Scan(&after); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		stepErr = errors.Join(stepErr, fmt.Errorf("replay task release: %w", err))
+	if err := st.r.DB.QueryRowContext(ctx, release, args...).Scan(&after); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return after, fmt.Errorf("replay task release: %w", err)
 	}
-	res.Done = exhausted && after == TaskDone
-	return res, stepErr
+	return after, nil
 }
 
 // judgeCanary decides task id's canary (its rows sent so far, all of them

@@ -148,27 +148,48 @@ var dlqStatuses = []string{"pending", "replaying", "replayed", "acknowledged"}
 // WritePrometheus renders s in the Prometheus text format (version 0.0.4),
 // with HELP and TYPE lines, at now (for ages).
 func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
-	w := bufio.NewWriter(out)
-	family := func(name, typ, text string) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(text), name, typ)
-	}
-	sample := func(name string, v float64, labels ...string) {
-		w.WriteString(name)
-		if len(labels) > 0 {
-			w.WriteByte('{')
-			for i := 0; i < len(labels); i += 2 {
-				if i > 0 {
-					w.WriteByte(',')
-				}
-				fmt.Fprintf(w, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
-			}
-			w.WriteByte('}')
-		}
-		w.WriteByte(' ')
-		w.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
-		w.WriteByte('\n')
-	}
+	w := promWriter{bufio.NewWriter(out)}
+	w.writeDLQ(s, now)
+	w.writeCounters(s)
+	w.writeD1(s)
+	w.writeGauges(s)
+	w.writeAlerts(s)
+	w.writeJobs(s)
+	return w.Flush()
+}
 
+// promWriter writes the Prometheus text format to a buffered writer; the
+// first write error is kept by the bufio.Writer and returned by Flush.
+type promWriter struct{ *bufio.Writer }
+
+// family writes the HELP and TYPE lines of metric name.
+func (w promWriter) family(name, typ, text string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(text), name, typ)
+}
+
+// sample writes one sample line of metric name with value v and labels
+// given as name, value pairs (values escaped).
+func (w promWriter) sample(name string, v float64, labels ...string) {
+	w.WriteString(name)
+	if len(labels) > 0 {
+		w.WriteByte('{')
+		for i := 0; i < len(labels); i += 2 {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			fmt.Fprintf(w, "%s=\"%s\"", labels[i], escapeLabel(labels[i+1]))
+		}
+		w.WriteByte('}')
+	}
+	w.WriteByte(' ')
+	w.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
+	w.WriteByte('\n')
+}
+
+// writeDLQ writes s.DLQ's row counts (every known status for every source
+// queue present, zeros included, labelled with s.Pipelines) and the age of
+// the oldest pending row at now.
+func (w promWriter) writeDLQ(s Snapshot, now time.Time) {
 	// DLQ rows: every known status for every source queue present.
 	counts := map[[2]string]int64{}
 	sources := map[string]bool{}
@@ -180,49 +201,60 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 			statuses = append(statuses, c.Status)
 		}
 	}
-	family("redrive_dlq_messages", "gauge", "DLQ rows (dlq_messages) by status and source queue, and pipeline when one names the queue.")
+	w.family("redrive_dlq_messages", "gauge", "DLQ rows (dlq_messages) by status and source queue, and pipeline when one names the queue.")
 	for _, src := range slices.Sorted(maps.Keys(sources)) {
 		for _, st := range statuses {
 			labels := []string{"source_queue", src, "status", st}
 			if p, ok := s.Pipelines[src]; ok {
 				labels = append([]string{"pipeline", p}, labels...)
 			}
-			sample("redrive_dlq_messages", float64(counts[[2]string{src, st}]), labels...)
+			w.sample("redrive_dlq_messages", float64(counts[[2]string{src, st}]), labels...)
 		}
 	}
-	family("redrive_dlq_oldest_pending_age_seconds", "gauge", "Seconds since the oldest pending DLQ row failed (0 when none is pending).")
+	w.family("redrive_dlq_oldest_pending_age_seconds", "gauge", "Seconds since the oldest pending DLQ row failed (0 when none is pending).")
 	age := 0.0
 	if s.OldestPendingFailedAt > 0 {
 		age = max(0, float64(now.UnixMilli()-s.OldestPendingFailedAt)/1000)
 	}
-	sample("redrive_dlq_oldest_pending_age_seconds", age)
+	w.sample("redrive_dlq_oldest_pending_age_seconds", age)
+}
 
+// writeCounters writes s.Counters, one counter family each, sorted by name.
+func (w promWriter) writeCounters(s Snapshot) {
 	for _, n := range slices.Sorted(maps.Keys(s.Counters)) {
 		text, ok := Declared(n)
 		if !ok {
 			text = "Counter " + n + " (counters table)."
 		}
-		family(MetricName(n), "counter", text)
-		sample(MetricName(n), float64(s.Counters[n]))
+		w.family(MetricName(n), "counter", text)
+		w.sample(MetricName(n), float64(s.Counters[n]))
 	}
+}
 
-	if len(s.D1) > 0 {
-		ops := slices.Sorted(maps.Keys(s.D1))
-		for _, f := range []struct {
-			name, help string
-			v          func(Usage) int64
-		}{
-			{"redrive_d1_rows_read_total", "D1 rows read (what D1 bills) by the statements of each operation: HTTP route, queue, cron job.", func(u Usage) int64 { return u.RowsRead }},
-			{"redrive_d1_rows_written_total", "D1 rows written (what D1 bills; every index entry counts) by the statements of each operation.", func(u Usage) int64 { return u.RowsWritten }},
-			{"redrive_d1_statements_total", "D1 statements run by each operation.", func(u Usage) int64 { return u.Statements }},
-		} {
-			family(f.name, "counter", f.help)
-			for _, op := range ops {
-				sample(f.name, float64(f.v(s.D1[op])), "op", op)
-			}
+// writeD1 writes s.D1's rows read, rows written and statements by
+// operation, when there are any.
+func (w promWriter) writeD1(s Snapshot) {
+	if len(s.D1) == 0 {
+		return
+	}
+	ops := slices.Sorted(maps.Keys(s.D1))
+	for _, f := range []struct {
+		name, help string
+		v          func(Usage) int64
+	}{
+		{"redrive_d1_rows_read_total", "D1 rows read (what D1 bills) by the statements of each operation: HTTP route, queue, cron job.", func(u Usage) int64 { return u.RowsRead }},
+		{"redrive_d1_rows_written_total", "D1 rows written (what D1 bills; every index entry counts) by the statements of each operation.", func(u Usage) int64 { return u.RowsWritten }},
+		{"redrive_d1_statements_total", "D1 statements run by each operation.", func(u Usage) int64 { return u.Statements }},
+	} {
+		w.family(f.name, "counter", f.help)
+		for _, op := range ops {
+			w.sample(f.name, float64(f.v(s.D1[op])), "op", op)
 		}
 	}
+}
 
+// writeGauges writes the declared gauges present in s.Gauges, scaled.
+func (w promWriter) writeGauges(s Snapshot) {
 	for _, g := range declaredGauges() {
 		v, ok := s.Gauges[g.Name]
 		if !ok {
@@ -232,50 +264,57 @@ func WritePrometheus(out io.Writer, s Snapshot, now time.Time) error {
 		if scale == 0 {
 			scale = 1
 		}
-		family("redrive_"+g.Name, "gauge", g.Help)
-		sample("redrive_"+g.Name, float64(v)*scale)
+		w.family("redrive_"+g.Name, "gauge", g.Help)
+		w.sample("redrive_"+g.Name, float64(v)*scale)
 	}
+}
 
+// writeAlerts writes whether each of s.Alerts is firing, when there are any.
+func (w promWriter) writeAlerts(s Snapshot) {
 	if len(s.Alerts) > 0 {
-		family("redrive_alert_firing", "gauge", "1 while the alert condition is firing, 0 once resolved (alert_state).")
+		w.family("redrive_alert_firing", "gauge", "1 while the alert condition is firing, 0 once resolved (alert_state).")
 		for _, a := range s.Alerts {
-			sample("redrive_alert_firing", b2f(a.Firing), "alert", a.Name)
+			w.sample("redrive_alert_firing", b2f(a.Firing), "alert", a.Name)
 		}
 	}
+}
 
-	if len(s.Jobs) > 0 {
-		type jf struct {
-			name, typ, help string
-			v               func(JobRun) float64
-		}
-		for _, f := range []jf{
-			{"redrive_job_last_run_timestamp_seconds", "gauge", "Scheduled time of the job's last run (Unix seconds).", func(j JobRun) float64 { return float64(j.LastRunAt) / 1000 }},
-			{"redrive_job_last_duration_seconds", "gauge", "Wall time of the job's last run.", func(j JobRun) float64 { return float64(j.LastDuration) / 1000 }},
-			{"redrive_job_last_success", "gauge", "1 when the job's last run succeeded, 0 when it failed.", func(j JobRun) float64 { return b2f(j.LastOK) }},
-			{"redrive_job_last_more", "gauge", "1 when the job's last run ran out of budget with work left (its next run continues; retention jobs are then continued by the 5-minute cron), 0 when it finished.", func(j JobRun) float64 { return b2f(j.LastMore) }},
-			{"redrive_job_runs_total", "counter", "Runs of the job.", func(j JobRun) float64 { return float64(j.Runs) }},
-			{"redrive_job_failures_total", "counter", "Failed runs of the job.", func(j JobRun) float64 { return float64(j.Failures) }},
-		} {
-			family(f.name, f.typ, f.help)
-			for _, j := range s.Jobs {
-				sample(f.name, f.v(j), "job", j.Job)
-			}
-		}
-		first := true
+// writeJobs writes the last run of each of s.Jobs (when there are any) and
+// the expired rows the retention jobs left behind.
+func (w promWriter) writeJobs(s Snapshot) {
+	if len(s.Jobs) == 0 {
+		return
+	}
+	type jf struct {
+		name, typ, help string
+		v               func(JobRun) float64
+	}
+	for _, f := range []jf{
+		{"redrive_job_last_run_timestamp_seconds", "gauge", "Scheduled time of the job's last run (Unix seconds).", func(j JobRun) float64 { return float64(j.LastRunAt) / 1000 }},
+		{"redrive_job_last_duration_seconds", "gauge", "Wall time of the job's last run.", func(j JobRun) float64 { return float64(j.LastDuration) / 1000 }},
+		{"redrive_job_last_success", "gauge", "1 when the job's last run succeeded, 0 when it failed.", func(j JobRun) float64 { return b2f(j.LastOK) }},
+		{"redrive_job_last_more", "gauge", "1 when the job's last run ran out of budget with work left (its next run continues; retention jobs are then continued by the 5-minute cron), 0 when it finished.", func(j JobRun) float64 { return b2f(j.LastMore) }},
+		{"redrive_job_runs_total", "counter", "Runs of the job.", func(j JobRun) float64 { return float64(j.Runs) }},
+		{"redrive_job_failures_total", "counter", "Failed runs of the job.", func(j JobRun) float64 { return float64(j.Failures) }},
+	} {
+		w.family(f.name, f.typ, f.help)
 		for _, j := range s.Jobs {
-			if j.ExpiredLeft < 0 {
-				continue
-			}
-			if first {
-				family("redrive_retention_expired_left", "gauge", "Rows past their retention that the retention job's last run left behind "+
-					"(DLQ rows for dlq_retention, audit records for audit_retention): counted up to "+strconv.Itoa(ExpiredLeftCountMax)+
-					" when the run ran out of budget (that value means at least as many), 0 when it finished.")
-				first = false
-			}
-			sample("redrive_retention_expired_left", float64(j.ExpiredLeft), "job", j.Job)
+			w.sample(f.name, f.v(j), "job", j.Job)
 		}
 	}
-	return w.Flush()
+	first := true
+	for _, j := range s.Jobs {
+		if j.ExpiredLeft < 0 {
+			continue
+		}
+		if first {
+			w.family("redrive_retention_expired_left", "gauge", "Rows past their retention that the retention job's last run left behind "+
+				"(DLQ rows for dlq_retention, audit records for audit_retention): counted up to "+strconv.Itoa(ExpiredLeftCountMax)+
+				" when the run ran out of budget (that value means at least as many), 0 when it finished.")
+			first = false
+		}
+		w.sample("redrive_retention_expired_left", float64(j.ExpiredLeft), "job", j.Job)
+	}
 }
 
 func escapeHelp(s string) string {
