@@ -202,3 +202,51 @@ func TestDetailReplaysAndFinishedAt(t *testing.T) {
 		t.Errorf("replays %s", mustJSON(d.Replays))
 	}
 }
+
+// The edges of Detail's bounds and the version: an entry is searched while
+// it is among the newest AuditWindow (and not once AuditWindow newer ones
+// exist), related_ids holds at most relatedLimit rows, and the version the
+// latest failure happened on is read.
+func TestDetailBoundsAndVersion(t *testing.T) {
+	db := sqlitetest.New(t)
+	now := fixedClock().UnixMilli()
+	ids := insert(t, db, adminRow{beerID: "v", failedAt: now})
+	if _, err := db.Exec(`UPDATE dlq_messages SET version = 'v42' WHERE id = ?`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
+	if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: []int64{ids[0]}}, By: Requester{RequestID: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	noise := func(n int) {
+		t.Helper()
+		if _, err := db.Exec(`INSERT INTO admin_audit(at, action, request_id, key_fingerprint, ids, outcome)
+			WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
+			SELECT ?, 'replay', 'noise', 'fp', '[999999]', 'ok' FROM seq`, n, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noise(AuditWindow - 1)
+	d, err := Detail{DB: db}.Read(ctx, ids[0])
+	if err != nil || len(d.Audit) != 1 || d.Version == nil || *d.Version != "v42" {
+		t.Fatalf("with %d newer entries: audit %s version %v (%v)", AuditWindow-1, mustJSON(d.Audit), d.Version, err)
+	}
+	noise(1)
+	if d, err = (Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(d.Audit) != 0 {
+		t.Fatalf("with %d newer entries: audit %s (%v)", AuditWindow, mustJSON(d.Audit), err)
+	}
+	// relatedLimit+2 rows of the same lineage: relatedLimit are listed.
+	rows := make([]adminRow, relatedLimit+2)
+	for i := range rows {
+		rows[i] = adminRow{beerID: "v", failedAt: now - int64(i+1)}
+	}
+	more := insert(t, db, rows...)
+	for _, id := range append(more, ids[0]) {
+		if _, err := db.Exec(`UPDATE dlq_messages SET body_hash = 'h', replay_count = 1 WHERE id = ?`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err = (Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(d.RelatedIDs) != relatedLimit {
+		t.Fatalf("related %v (%v), want %d", d.RelatedIDs, err, relatedLimit)
+	}
+}
