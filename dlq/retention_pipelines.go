@@ -137,6 +137,10 @@ func (r *Retention) expireWindows(ctx context.Context, b *jobs.Budget, now time.
 				scanned[g.key()] = from
 				return deleted, scanned, true, fmt.Errorf("retention: window chunk: %w", err)
 			}
+			if n == 0 { // nothing in the rest of the window
+				from = to
+				break
+			}
 			end := to
 			if n >= int64(size) && last.Valid && last.Int64+1 < to {
 				end = last.Int64 + 1 // rows sharing the last time belong to this chunk
