@@ -221,7 +221,7 @@ func metricsPage(t *testing.T, w *Worker) *promtext.Exposition {
 // A retention shorter than the longest (env.e2e: tickets keeps 7 days,
 // every other queue 30) deletes its rows from the window between the two,
 // and reads that window once: the run after it, with nothing newly due,
-// reads no more than a run without pipelines (15 rows in
+// reads no more than a run without pipelines (13 rows in
 // TestD1RowsBudget), however many rows of the 30-day queues the window holds.
 func TestRetentionPerPipelineReadsTheWindowOnce(t *testing.T) {
 	w := startWorker(t, rowsVars)
