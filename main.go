@@ -228,7 +228,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	runs := metrics.JobRuns{DB: db}
 	consumer := w.enrichmentConsumer()
 	keyProbe := &enrichment.KeyProbe{Provider: consumer.Provider, Breaker: consumer.Breaker(), Quota: consumer.Quota()}
-	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
+	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, Pipelines: cfg.Pipelines, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{ChunkRows: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
 	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
 	return &jobs.CronRouter{Log: log, Recorder: runs, Meter: w.meter, Jobs: map[string][]jobs.Job{

@@ -26,6 +26,11 @@ type backlog struct {
 	CapMaxRows      int      `json:"cap_max_rows"`
 	CycleDeletedCap int64    `json:"cycle_deleted_cap"`
 	CapKeys         []string `json:"cap_keys"`
+
+	// Retention's age rule per pipeline (dlq_retention only): for each
+	// retention shorter than the longest (ageGroup.key), the action time
+	// below which its window was done.
+	AgeScannedTo map[string]int64 `json:"age_scanned_to"`
 }
 
 // lastBacklog reads job's last summary; the zero backlog when it never ran

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/metrics"
 )
 
@@ -31,7 +32,10 @@ var (
 // JobCleaner is the model). Its rules, in order:
 //
 //   - age: `acknowledged` and `replayed` DLQ rows whose action is older than
-//     MaxAge. The age counts from the action (acknowledged_at, replayed_at),
+//     their pipeline's retention (MaxAge for queues no pipeline names). Rows
+//     past the longest retention go whatever their queue; each shorter
+//     retention deletes its pipelines' rows in the window between the two
+//     (see expireWindows). The age counts from the action (acknowledged_at, replayed_at),
 //     not from the failure: a row that failed long ago and was dismissed today
 //     stays for the whole retention; rows without the action time (written
 //     before it was recorded) fall back to failed_at;
@@ -52,8 +56,12 @@ var (
 type Retention struct {
 	DB  *sql.DB
 	Log *slog.Logger
-	// MaxAge is DLQ_RETENTION_DAYS.
+	// MaxAge is DLQ_RETENTION_DAYS: the retention of the rows of queues
+	// no pipeline names, and of pipelines without retention_days.
 	MaxAge time.Duration
+	// Pipelines are the configured pipelines: each one's Retention
+	// (retention_days) applies to the rows whose source_queue is its Queue.
+	Pipelines []config.Pipeline
 	// MaxRowsPerKey is DLQ_MAX_ROWS_PER_KEY.
 	MaxRowsPerKey int
 	// AttemptMaxAge is ATTEMPT_RETENTION_DAYS.
@@ -78,7 +86,7 @@ func (r *Retention) validate() error {
 // cron runs the job again (jobs.WhileMore) until a run finishes.
 //
 // Summary: deleted_age, deleted_cap, attempts_expired (this run); more;
-// expired_left (DLQ rows still past DLQ_RETENTION_DAYS, counted up to
+// expired_left (DLQ rows still past the longest retention, counted up to
 // ExpiredLeftCountMax when the age rule ran out of budget, else 0);
 // behind_since (scheduled time of the first run of an unfinished stretch,
 // null once a run finishes); cycle_deleted_cap and cap_keys (evictions of
@@ -96,7 +104,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	}
 	b := r.Limits.Start()
 
-	cutoff := now.Add(-r.MaxAge).UnixMilli()
+	cutoff := now.Add(-r.longest()).UnixMilli()
 	age, moreAge, err := b.Drain(ctx, steps(
 		expireAcknowledged.step(r.DB, cutoff),
 		expireReplayed.step(r.DB, cutoff),
@@ -118,6 +126,12 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 		expiredLeft = int64(0)
 	}
 
+	windowed, windowsTo, moreWindows, err := r.expireWindows(ctx, b, now, cutoff, prev.AgeScannedTo)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	age += windowed
+
 	keys := map[string]bool{}
 	from := r.capScanFrom(prev, now, cutoff)
 	capped, scannedTo, moreCap, err := r.trimOverCap(ctx, b, from, now.UnixMilli(), keys)
@@ -133,7 +147,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 		moreAttempts = true
 	}
 
-	more := moreAge || moreCap || moreAttempts
+	more := moreAge || moreWindows || moreCap || moreAttempts
 	cycleCap := capped
 	if prev.More { // this run continues an unfinished cycle
 		cycleCap += prev.CycleDeletedCap
@@ -147,6 +161,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 		"more": more, "expired_left": expiredLeft, "behind_since": prev.behindSince(now, more),
 		"cycle_deleted_cap": cycleCap, "cap_keys": capKeys,
 		"cap_scanned_to": scannedTo, "cap_max_rows": r.MaxRowsPerKey,
+		"age_scanned_to": windowsTo,
 	}
 	if err := (metrics.Counters{DB: r.DB}).Add(ctx, map[string]int64{
 		CounterRetentionAge: age, CounterRetentionCap: capped, CounterAttemptsExpired: attempts,

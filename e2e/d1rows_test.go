@@ -243,6 +243,11 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 		func() { w.FireCron(t, cronDaily, time.Now()) })
 	measure("daily dlq_tally, retention deleted nothing", 0, opIs("cron "+dlq.TallyJobName),
 		func() { w.FireCron(t, cronDaily, time.Now().Add(time.Hour)) })
+	// dlq_retention with a shorter retention than the longest (env.e2e:
+	// tickets keeps 7 days, every other queue 30): when nothing became due
+	// since its previous run (the two above), each window is empty.
+	measure("daily dlq_retention, nothing new due", 0, opIs("cron "+dlq.RetentionJobName),
+		func() { w.FireCron(t, cronDaily, time.Now().Add(2*time.Hour)) })
 
 	// Pending main-queue rows have i % 20 in 1..13.
 	pending := func(k int) int64 { return base + int64((k/13)*20+1+k%13) }
@@ -387,6 +392,7 @@ func TestD1RowsBudget(t *testing.T) {
 		"groups, first page (GET /admin/dlq/groups)":         {1_000, 0},
 		"detail of one row (GET /admin/dlq/{id})":            {1_000, 0},
 		"metrics scrape (GET /admin/metrics)":                {1_000, 0},
+		"daily dlq_retention, nothing new due":               {1_000, 0},
 		"acknowledge 99 ids":                                 {0, 495}, // the original: 495
 		"replay 50 ids":                                      {0, 450}, // the original: 50 × (4 claim + 5 final update)
 		"capture, 100 messages":                              {0, 800}, // 8 per message

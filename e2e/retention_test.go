@@ -217,3 +217,59 @@ func metricsPage(t *testing.T, w *Worker) *promtext.Exposition {
 	}
 	return page
 }
+
+// A retention shorter than the longest (env.e2e: tickets keeps 7 days,
+// every other queue 30) deletes its rows from the window between the two,
+// and reads that window once: the run after it, with nothing newly due,
+// reads no more than a run without pipelines (13 rows in
+// TestD1RowsBudget), however many rows of the 30-day queues the window holds.
+func TestRetentionPerPipelineReadsTheWindowOnce(t *testing.T) {
+	w := startWorker(t, rowsVars)
+	at := time.Now()
+	p := fmt.Sprintf("pr%d", at.UnixNano())
+	const beers, tickets = 20_000, 1_000
+	// A first run puts the per-key cap rule's position at now: the rows
+	// seeded below have older action times, so it does not look at them,
+	// and what the next run reads is the age rules'. The windows' positions
+	// are dropped, so the next run scans its window from the 30-day cutoff.
+	fireAndWait(t, w, cronDaily, "dlq_retention", at)
+	w.Exec(t, `UPDATE job_runs SET last_summary = json_remove(last_summary, '$.age_scanned_to') WHERE job = 'dlq_retention'`)
+	at = at.Add(time.Minute)
+	// Rows acknowledged or replayed 8 to 22 days before at, one a minute.
+	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[3]d)
+		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, acknowledged_at, replayed_at, updated_at)
+		SELECT '%[1]s-' || i, '', '%[1]s-' || (i %% 500), CASE WHEN i %% 21 = 0 THEN 'e2e-tickets' ELSE 'beer-enrichment' END,
+			CASE WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
+			%[2]d - 30 * %[4]d, %[2]d - 8 * %[4]d - i * 60000, %[2]d - 8 * %[4]d - i * 60000, 0 FROM n`, p, at.UnixMilli(), beers+tickets, dayMS))
+	wantTickets := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'e2e-tickets' AND message_id LIKE ?`, p+"-%")
+	if wantTickets != tickets {
+		t.Fatalf("seeded %d tickets rows, want %d", wantTickets, tickets)
+	}
+
+	run := func(label string, at time.Time) int64 {
+		t.Helper()
+		before := settledUsage(t, w)
+		fireAndWait(t, w, cronDaily, "dlq_retention", at)
+		d := usageDelta(before, settledUsage(t, w), opIs("cron dlq_retention"))
+		t.Logf("dlq_retention, %s: read %d written %d statements %d", label, d.RowsRead, d.RowsWritten, d.Statements)
+		return d.RowsRead
+	}
+	first := run("first run", at)
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'e2e-tickets' AND message_id LIKE ?`, p+"-%"); n != 0 {
+		t.Fatalf("%d tickets rows older than 7 days left", n)
+	}
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'beer-enrichment' AND message_id LIKE ?`, p+"-%"); n != beers {
+		t.Fatalf("beer rows left %d, want %d (kept 30 days)", n, beers)
+	}
+	if max := int64(3 * (beers + tickets)); first > max {
+		t.Errorf("the window's first run read %d rows, want ≤ %d (3 per row)", first, max)
+	}
+	second := run("an hour later", at.Add(time.Hour))
+	t.Logf("window of %d rows: first run read %d rows (%.1f per row), the next run %d", beers+tickets, first, float64(first)/float64(beers+tickets), second)
+	if second > 50 {
+		t.Errorf("a run with nothing newly due read %d rows, want ≤ 50", second)
+	}
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE message_id LIKE ?`, p+"-%"); n != beers {
+		t.Fatalf("rows left %d, want %d", n, beers)
+	}
+}
