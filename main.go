@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"github.com/redrive/redrive/alerts"
 	"log/slog"
 	"os"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare/cron"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/consume"
 	"github.com/redrive/redrive/dlq"

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/clock"
-	"github.com/redrive/redrive/metrics"
 	"slices"
 	"time"
 
+	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/sqlbatch"
 )
 

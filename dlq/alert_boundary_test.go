@@ -1,10 +1,10 @@
 package dlq
 
 import (
-	"github.com/redrive/redrive/alerts"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 

@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/alerts"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/alerts"
 )
 
 // PendingHigh fires while more than Threshold DLQ rows are `pending`

@@ -2,11 +2,11 @@ package dlq
 
 import (
 	"errors"
-	"github.com/redrive/redrive/alerts"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 )

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/clock"
-
 	"github.com/redrive/redrive/sqlbatch"
 )
 

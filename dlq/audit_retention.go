@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/jobs"
 	"time"
 
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 )
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/redrive/redrive/clock"
-	"github.com/redrive/redrive/internal/text"
 	"log/slog"
 	"time"
 
+	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/sqlbatch"

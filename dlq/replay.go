@@ -7,14 +7,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/clock"
-	"github.com/redrive/redrive/internal/text"
-	"github.com/redrive/redrive/metrics"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/internal/text"
+	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/sqlbatch"
 )

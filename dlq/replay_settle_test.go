@@ -2,11 +2,11 @@ package dlq
 
 import (
 	"context"
-	"github.com/redrive/redrive/jobs"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"time"
 
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 )
 

@@ -1,11 +1,11 @@
 package dlq
 
 import (
-	"github.com/redrive/redrive/jobs"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
 )
 
 func TestRescueReturnsStuckRowsToPending(t *testing.T) {

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"sort"
 	"time"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 )
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/redrive/redrive/alerts"
-	"github.com/redrive/redrive/jobs"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -14,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 )
 

@@ -2,12 +2,12 @@ package dlq
 
 import (
 	"fmt"
-	"github.com/redrive/redrive/jobs"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
 )
 
 var day = 24 * time.Hour

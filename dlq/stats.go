@@ -6,10 +6,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/clock"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/redrive/redrive/clock"
 )
 
 // Stats computes GET /admin/dlq/stats.

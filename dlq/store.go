@@ -15,7 +15,6 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/internal/text"
-
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/sqlbatch"
 )

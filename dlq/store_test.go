@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/redrive/redrive/config"
-	"github.com/redrive/redrive/internal/text"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/queue"
 )
 

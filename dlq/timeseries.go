@@ -5,8 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/clock"
 	"time"
+
+	"github.com/redrive/redrive/clock"
 )
 
 // SeriesHours is the window of GET /admin/dlq/timeseries: 192 hourly buckets

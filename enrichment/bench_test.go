@@ -1,10 +1,10 @@
 package enrichment
 
 import (
-	"github.com/redrive/redrive/outbound"
-
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/outbound"
 )
 
 // Classifying a provider answer (once per provider call).

@@ -2,11 +2,12 @@ package enrichment
 
 import (
 	"context"
-	"github.com/redrive/redrive/alerts"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/alerts"
 )
 
 // enrichment_auth_failing follows the consumer: it fires once the provider

@@ -2,12 +2,12 @@ package enrichment
 
 import (
 	"context"
-	"github.com/redrive/redrive/alerts"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 

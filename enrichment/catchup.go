@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 )

@@ -1,9 +1,6 @@
 package enrichment
 
 import (
-	"github.com/redrive/redrive/internal/text"
-	"github.com/redrive/redrive/outbound"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +10,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/redrive/redrive/internal/text"
+	"github.com/redrive/redrive/outbound"
 )
 
 // MaxDelay is Cloudflare Queues' limit on a retry delay (12 h).

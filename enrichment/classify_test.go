@@ -1,14 +1,14 @@
 package enrichment
 
 import (
-	"github.com/redrive/redrive/outbound"
-
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/outbound"
 )
 
 func answer(content string) []byte {

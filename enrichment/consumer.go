@@ -9,12 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/clock"
 	"log/slog"
 	"math/rand/v2"
 	"time"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/clock"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"

@@ -1,8 +1,6 @@
 package enrichment
 
 import (
-	"github.com/redrive/redrive/outbound"
-
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
+	"github.com/redrive/redrive/outbound"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )

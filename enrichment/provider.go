@@ -1,13 +1,13 @@
 package enrichment
 
 import (
-	"github.com/redrive/redrive/outbound"
-
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/outbound"
 )
 
 // ChatProvider asks an OpenAI-compatible chat-completions API for a beer's ABV.

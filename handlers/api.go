@@ -4,9 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/redrive/redrive/clock"
-	"github.com/redrive/redrive/internal/text"
-	"github.com/redrive/redrive/version"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -17,11 +14,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/clock"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/enrichment"
+	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/sqlbatch"
+	"github.com/redrive/redrive/version"
 )
 
 // API is the HTTP side of redrive: health, the admin API and (only when

@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/alerts"
-	"github.com/redrive/redrive/internal/text"
-
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/metrics"
 )
 

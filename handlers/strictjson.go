@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/internal/text"
 	"io"
 	"math"
 	"reflect"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/redrive/redrive/internal/text"
 )
 
 // Strict JSON decoding for every request body (and its filter object).

@@ -3,11 +3,12 @@ package handlers
 import (
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/internal/text"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/redrive/redrive/internal/text"
 )
 
 // goInternals matches text that must never reach a 4xx message: Go type

@@ -2,8 +2,9 @@ package jobs
 
 import (
 	"context"
-	"github.com/redrive/redrive/clock"
 	"time"
+
+	"github.com/redrive/redrive/clock"
 )
 
 // Limits bounds one run of a maintenance job, so that a large backlog is

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/clock"
 	"log/slog"
 	"time"
 
+	"github.com/redrive/redrive/clock"
 	"github.com/redrive/redrive/metrics"
 )
 

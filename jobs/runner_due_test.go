@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 )
 

@@ -5,14 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/redrive/redrive/alerts"
-	"github.com/redrive/redrive/jobs"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
 )
 

@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"github.com/redrive/redrive/clock"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redrive/redrive/clock"
 )
 
 // Usage is what D1 bills for statements: the rows they read and wrote

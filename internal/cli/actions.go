@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/redrive/redrive/client"
 	"github.com/spf13/cobra"
+
+	"github.com/redrive/redrive/client"
 )
 
 // preview is a dry run's answer.

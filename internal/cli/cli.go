@@ -20,8 +20,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/client"
 	"github.com/spf13/cobra"
+
+	"github.com/redrive/redrive/client"
 )
 
 // Exit codes of the redrive command.

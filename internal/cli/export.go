@@ -9,9 +9,10 @@ import (
 	"os"
 	"sort"
 
+	"github.com/spf13/cobra"
+
 	"github.com/redrive/redrive/client"
 	"github.com/redrive/redrive/internal/promtext"
-	"github.com/spf13/cobra"
 )
 
 func (a *app) exportCmd() *cobra.Command {

@@ -8,8 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redrive/redrive/client"
 	"github.com/spf13/pflag"
+
+	"github.com/redrive/redrive/client"
 )
 
 // filterFlags are the list's filters, shared by ls, replay, ack, tasks

@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redrive/redrive/client"
 	"github.com/spf13/cobra"
+
+	"github.com/redrive/redrive/client"
 )
 
 // message is what the tables show of a Message.

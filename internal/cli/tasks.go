@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/client"
 	"github.com/spf13/cobra"
+
+	"github.com/redrive/redrive/client"
 )
 
 // task is what the tables and the progress bar show of a Task.
