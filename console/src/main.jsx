@@ -92,7 +92,7 @@ function App() {
             </a>
           ))}
         </nav>
-        {names.length > 1 && (
+        {(names.length > 1 || chosen) && (
           <label class="pipeline">
             Pipeline
             <select name="pipeline" value={chosen} onChange={(e) => selectPipeline(e.currentTarget.value)}>
