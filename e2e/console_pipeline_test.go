@@ -119,6 +119,9 @@ func TestConsolePipelineSelector(t *testing.T) {
 	if byPipeline != "beers,js,orders,tickets" {
 		t.Errorf("the by_pipeline table: %q", byPipeline)
 	}
+	if got := Eval[string](br, `[...document.querySelectorAll('[aria-label="Rows by source queue"] tbody a')].map(a => a.textContent).join(',')`); got != "e2e-orders" {
+		t.Errorf("source queues linked with orders selected: %q, want only e2e-orders", got)
+	}
 	br.Axe("the overview with a pipeline selected")
 
 	// At 390 px, with orders selected: no page scrolls sideways or clips a

@@ -58,6 +58,7 @@ export function Overview() {
   if (!data) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
   const { stats, series, alerts, jobs, queues } = data;
   const s = stats.by_status;
+  const chosenQueue = stats.by_pipeline.find((x) => x.pipeline === chosen)?.queue;
   const firing = alerts.alerts.filter((a) => a.firing);
   const last24 = series.hourly.slice(-24).map((b) => ({ start: b.start, count: b.failures }));
   const week = daily(series.hourly, 7, inUtc);
@@ -100,7 +101,13 @@ export function Overview() {
           rows={stats.by_source_queue}
           rowKey={(q) => q.source_queue}
           columns={[
-            { head: "Source queue", cell: (q) => <a href={href("/failures", { source_queue: q.source_queue })}>{q.source_queue}</a> },
+            {
+              head: "Source queue",
+              // With a pipeline selected, only its own queue's rows can be listed
+              // (another queue with that pipeline is 400 INVALID_FILTER).
+              cell: (q) =>
+                !chosen || q.source_queue === chosenQueue ? <a href={href("/failures", { source_queue: q.source_queue })}>{q.source_queue}</a> : q.source_queue,
+            },
             { head: "Pending", class: "num", cell: (q) => q.pending },
             { head: "All", class: "num", cell: (q) => q.total },
           ]}
