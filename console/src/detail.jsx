@@ -30,13 +30,21 @@ export function payloadText(m) {
 }
 
 const FIELDS = [
-  ["id", "Id"], ["status", "Status"], ["beer_id", "Beer id"], ["beer_name", "Beer name"], ["brewer", "Brewer"],
+  ["id", "Id"], ["status", "Status"], ["pipeline", "Pipeline"], ["key", "Key"], ["beer_id", "Beer id"], ["beer_name", "Beer name"], ["brewer", "Brewer"],
   ["failure_reason", "Failure reason"], ["failure_class", "Failure class"], ["failure_count", "Attempts on the source queue"],
   ["source_queue", "Source queue"], ["content_type", "Content type"], ["raw_encoding", "Stored as"],
   ["first_failed_at", "First failed", true], ["failed_at", "Last failed", true], ["replay_count", "Replays"],
   ["replaying_at", "Replay claimed", true], ["replayed_at", "Replayed", true], ["acknowledged_at", "Acknowledged", true],
   ["acknowledged_note", "Acknowledge note"], ["updated_at", "Updated", true], ["message_id", "Message id (first failure)"],
 ];
+
+// labelsText writes a row's labels (the pipeline's label names → values) as
+// "name: value" lines of text.
+function labelsText(labels) {
+  const e = Object.entries(labels || {});
+  if (!e.length) return "—";
+  return e.map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join("\n");
+}
 
 export function Detail({ id }) {
   const [state, reload] = useLoad(() => get("/admin/dlq/" + encodeURIComponent(id)), [id]);
@@ -81,6 +89,10 @@ export function Detail({ id }) {
                 <dd class={k === "failure_reason" ? "reason" : ""}>{time ? <Time ms={m[k]} /> : m[k] === null || m[k] === undefined || m[k] === "" ? "—" : String(m[k])}</dd>
               </div>
             ))}
+            <div>
+              <dt>Labels</dt>
+              <dd>{labelsText(m.labels)}</dd>
+            </div>
             <div>
               <dt>Message id (latest failure)</dt>
               <dd>{d.last_message_id || "—"}</dd>

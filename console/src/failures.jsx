@@ -4,7 +4,7 @@ import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
 import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
-import { useSignal } from "./state.js";
+import { pipelines, useSignal } from "./state.js";
 import { format, fromInput, toInput, utc } from "./time.js";
 
 const STATUSES = ["pending", "replaying", "replayed", "acknowledged", "all"];
@@ -15,6 +15,7 @@ const DEBOUNCE_MS = 400;
 // and the bulk actions' filter object share their names).
 export function filterOf(p) {
   const f = {};
+  if (p.pipeline) f.pipeline = p.pipeline;
   if (p.status) f.status = p.status;
   if (p.source_queue) f.source_queue = p.source_queue;
   if (p.beer_id) f.beer_id = p.beer_id;
@@ -29,6 +30,7 @@ export function filterOf(p) {
 
 export function Failures({ params }) {
   const inUtc = useSignal(utc);
+  const many = useSignal(pipelines).length > 1;
   const filter = filterOf(params);
   const status = filter.status || "pending";
   const limit = SIZES.includes(Number(params.limit)) ? Number(params.limit) : 50;
@@ -212,10 +214,11 @@ export function Failures({ params }) {
           },
           { head: "Brewer", cell: (m) => m.brewer ?? "—" },
           { head: "Reason", cellClass: "reason", cell: (m) => m.failure_reason ?? "—" },
+          many && { head: "Pipeline", cell: (m) => m.pipeline ?? "—" },
           { head: "Queue", cell: (m) => m.source_queue },
           { head: "Status", cell: (m) => <span class={"status " + m.status}>{m.status}</span> },
           { head: "Replays", class: "num", cell: (m) => m.replay_count },
-        ]}
+        ].filter(Boolean)}
       />
       {/* The pager appears with the first page, and never moves down as it loads. */}
       <Pager pages={pages} data={data} previous />

@@ -3,7 +3,8 @@ import { get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
 import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
-import { href, navigate } from "./router.js";
+import { href, navigate, pipeline } from "./router.js";
+import { useSignal } from "./state.js";
 
 const SIZES = [10, 25, 50, 100];
 
@@ -11,6 +12,7 @@ const SIZES = [10, 25, 50, 100];
 // numbers, ids and quoted values, plus its class), most pending rows first.
 // Each group links to its rows and acts on all of them in one call.
 export function Groups({ params }) {
+  const chosen = useSignal(pipeline);
   const limit = SIZES.includes(Number(params.limit)) ? Number(params.limit) : 25;
   const filter = {};
   if (params.class) filter.class = params.class;
@@ -22,6 +24,9 @@ export function Groups({ params }) {
   const [list, reload] = useLoad(() => get("/admin/dlq/groups", { ...filter, limit, cursor: pages.cursor }), pages.deps);
   const [stats] = useLoad(() => get("/admin/dlq/stats"), []);
   const live = stats.data?.current_version;
+  // A group's actions act on its rows of the selected pipeline (the dry run
+  // counts them); the group's own counts cover every pipeline.
+  const groupFilter = (g) => (chosen ? { signature: g.signature, pipeline: chosen } : { signature: g.signature });
   const set = (patch) => {
     const next = { ...params, ...patch };
     for (const k of Object.keys(next)) if (next[k] === "" || next[k] === undefined) delete next[k];
@@ -33,6 +38,11 @@ export function Groups({ params }) {
   if (!stats.data && !stats.error) return <p aria-busy="true">Loading…</p>;
   return (
     <div>
+      {chosen && (
+        <p class="small" role="note">
+          Groups cover all pipelines (their counts are not kept per pipeline); a group's rows and its actions are limited to {chosen}.
+        </p>
+      )}
       <p class="small muted">
         Failures whose reasons differ only by numbers, ids, quoted values or query values are one group. Counts are kept as rows change.
         {live ? (
@@ -122,13 +132,13 @@ export function Groups({ params }) {
             head: "Act on the group",
             cell: (g) => (
               <span class="actions">
-                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "replay", selection: { filter: { signature: g.signature } } })}>
+                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "replay", selection: { filter: groupFilter(g) } })}>
                   Replay
                 </button>
-                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "acknowledge", selection: { filter: { signature: g.signature } } })}>
+                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "acknowledge", selection: { filter: groupFilter(g) } })}>
                   Acknowledge
                 </button>
-                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "task", filter: { signature: g.signature }, what: g.text })}>
+                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "task", filter: groupFilter(g), what: g.text })}>
                   Replay task…
                 </button>
               </span>

@@ -2,16 +2,16 @@ import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import css from "./app.css";
 import { adopt } from "./style.js";
-import { signedIn, signOut, whenSignedOut } from "./api.js";
+import { get, signedIn, signOut, whenSignedOut } from "./api.js";
 import { Audit } from "./audit.jsx";
 import { Tasks } from "./tasks.jsx";
 import { Detail } from "./detail.jsx";
 import { Failures } from "./failures.jsx";
 import { Groups } from "./groups.jsx";
 import { Overview } from "./overview.jsx";
-import { href, route } from "./router.js";
+import { href, pipeline, route, selectPipeline } from "./router.js";
 import { SignIn } from "./signin.jsx";
-import { useSignal } from "./state.js";
+import { pipelines, useSignal } from "./state.js";
 import { utc, zone } from "./time.js";
 
 adopt(css);
@@ -48,6 +48,15 @@ function App() {
   const r = useSignal(route);
   const inUtc = useSignal(utc);
   const heading = useRef(null);
+  const chosen = useSignal(pipeline);
+  const names = useSignal(pipelines);
+  useEffect(() => {
+    if (authed)
+      get("/admin/pipelines").then(
+        (d) => (pipelines.value = d.pipelines.map((x) => x.name)),
+        () => {},
+      );
+  }, [authed]);
   useEffect(() => {
     whenSignedOut((msg) => {
       setMessage(msg + " Sign in again.");
@@ -83,6 +92,20 @@ function App() {
             </a>
           ))}
         </nav>
+        {(names.length > 1 || chosen) && (
+          <label class="pipeline">
+            Pipeline
+            <select name="pipeline" value={chosen} onChange={(e) => selectPipeline(e.currentTarget.value)}>
+              <option value="">All pipelines</option>
+              {names.map((n) => (
+                <option key={n} value={n}>
+                  {n}
+                </option>
+              ))}
+              {chosen && !names.includes(chosen) && <option value={chosen}>{chosen}</option>}
+            </select>
+          </label>
+        )}
         <label class="utc">
           <input type="checkbox" checked={inUtc} onChange={(e) => (utc.value = e.currentTarget.checked)} /> UTC times
           <span class="sr-only"> (otherwise {zone})</span>

@@ -3,8 +3,8 @@ import { get, post } from "./api.js";
 import { BarChart, daily } from "./chart.jsx";
 import { Bars, ErrorBox, Table, Time } from "./components.jsx";
 import { QueueBacklogs } from "./queues.jsx";
-import { href } from "./router.js";
-import { useSignal } from "./state.js";
+import { href, pipeline } from "./router.js";
+import { pipelines, useSignal } from "./state.js";
 import { hours, utc } from "./time.js";
 
 // The overview refreshes itself at most once a minute, and only while the
@@ -28,6 +28,8 @@ export function Overview() {
   const last = useRef(0);
   const busy = useRef(false);
   const inUtc = useSignal(utc);
+  const chosen = useSignal(pipeline);
+  const many = useSignal(pipelines).length > 1;
 
   const refresh = async (force) => {
     if (busy.current || (!force && Date.now() - last.current < REFRESH_MS)) return;
@@ -56,6 +58,7 @@ export function Overview() {
   if (!data) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
   const { stats, series, alerts, jobs, queues } = data;
   const s = stats.by_status;
+  const chosenQueue = stats.by_pipeline.find((x) => x.pipeline === chosen)?.queue;
   const firing = alerts.alerts.filter((a) => a.firing);
   const last24 = series.hourly.slice(-24).map((b) => ({ start: b.start, count: b.failures }));
   const week = daily(series.hourly, 7, inUtc);
@@ -75,6 +78,12 @@ export function Overview() {
         </p>
       )}
       <ErrorBox error={error} />
+      {chosen && (
+        <p class="small" role="note">
+          This page covers all pipelines (its figures are not kept per pipeline); the <a href={href("/failures")}>failures</a> list shows{" "}
+          {chosen} only.
+        </p>
+      )}
       <section aria-labelledby="h-status">
         <h2 id="h-status">Dead-lettered messages</h2>
         <ul class="cards">
@@ -92,11 +101,32 @@ export function Overview() {
           rows={stats.by_source_queue}
           rowKey={(q) => q.source_queue}
           columns={[
-            { head: "Source queue", cell: (q) => <a href={href("/failures", { source_queue: q.source_queue })}>{q.source_queue}</a> },
+            {
+              head: "Source queue",
+              // With a pipeline selected, only its own queue's rows can be listed
+              // (another queue with that pipeline is 400 INVALID_FILTER).
+              cell: (q) =>
+                !chosen || q.source_queue === chosenQueue ? <a href={href("/failures", { source_queue: q.source_queue })}>{q.source_queue}</a> : q.source_queue,
+            },
             { head: "Pending", class: "num", cell: (q) => q.pending },
             { head: "All", class: "num", cell: (q) => q.total },
           ]}
         />
+        {many && stats.by_pipeline.length > 0 && (
+          <Table
+            label="Rows by pipeline"
+            caption="By pipeline"
+            empty="No pipelines."
+            rows={stats.by_pipeline}
+            rowKey={(x) => x.pipeline}
+            columns={[
+              { head: "Pipeline", cell: (x) => x.pipeline },
+              { head: "Queue", cell: (x) => x.queue },
+              { head: "Pending", class: "num", cell: (x) => x.pending },
+              { head: "All", class: "num", cell: (x) => x.total },
+            ]}
+          />
+        )}
       </section>
 
       <QueueBacklogs queues={queues} />

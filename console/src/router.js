@@ -12,13 +12,46 @@ function parse() {
   return { path, params };
 }
 
-export const route = signal(parse());
+// pipeline is the header's pipeline selector ("" = all pipelines). It
+// travels in every address (?pipeline=, so a link keeps it) and in
+// sessionStorage like the UTC switch; an address that names one wins.
+const PIPELINE = "redrive.pipeline";
+export const pipeline = signal(parse().params.pipeline ?? sessionStorage.getItem(PIPELINE) ?? "");
+pipeline.subscribe((v) => sessionStorage.setItem(PIPELINE, v));
+
+// withPipeline adds the selected pipeline to params (or takes it out).
+function withPipeline(params) {
+  const p = { ...params };
+  if (pipeline.value) p.pipeline = pipeline.value;
+  else delete p.pipeline;
+  return p;
+}
+
+// current parses the address and, when it lacks the selected pipeline (an
+// old bookmark), writes it in without a history entry.
+function current() {
+  const r = parse();
+  if (r.params.pipeline !== undefined) pipeline.value = r.params.pipeline;
+  else if (pipeline.value) {
+    history.replaceState(null, "", href(r.path, r.params));
+    return parse();
+  }
+  return r;
+}
+
+export const route = signal(current());
 window.addEventListener("hashchange", () => {
-  route.value = parse();
+  route.value = current();
 });
 
 export function href(path, params) {
-  return "#" + path + query(params);
+  return "#" + path + query(withPipeline(params));
+}
+
+// selectPipeline switches the header's selector and keeps the page.
+export function selectPipeline(name) {
+  pipeline.value = name;
+  navigate(route.value.path, route.value.params);
 }
 
 // navigate goes to path; replace keeps the history entry (typing in a filter).

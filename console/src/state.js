@@ -25,3 +25,7 @@ export function useSignal(s) {
   useEffect(() => s.subscribe(() => set((n) => n + 1)), [s]);
   return s.value;
 }
+
+// pipelines is the configured pipelines' names (GET /admin/pipelines, read
+// once signed in); the header's selector shows when there are two or more.
+export const pipelines = signal([]);
