@@ -59,7 +59,21 @@ func waitStatus(t *testing.T, w *Worker, id, status string, timeout time.Duratio
 // (its log printed when the test failed).
 func startWorker(t *testing.T, vars map[string]string) *Worker {
 	t.Helper()
-	w, err := StartWorker(Options{Vars: vars})
+	return startWorkerWith(t, Options{Vars: vars})
+}
+
+// startJSWorker starts a worker of this test's own with the JavaScript
+// producer and consumers (e2e/jsconsumer) beside it, stopped at cleanup.
+func startJSWorker(t *testing.T) *Worker {
+	t.Helper()
+	return startWorkerWith(t, Options{ExtraConfigs: []string{jsConsumerConfig}})
+}
+
+// startWorkerWith starts a worker of this test's own with opts, stopped at
+// cleanup (its log printed when the test failed).
+func startWorkerWith(t *testing.T, opts Options) *Worker {
+	t.Helper()
+	w, err := StartWorker(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,16 +107,7 @@ func (w *Worker) jsRow(t *testing.T, m jsMessage) (jsRow, bool) {
 // same order, nothing added), once per replay; a replayed message that fails
 // again updates its row (replay_count 1, then 2), never a new one.
 func TestReplayToAJavaScriptConsumerSendsExactlyWhatFailed(t *testing.T) {
-	w, err := StartWorker(Options{ExtraConfigs: []string{jsConsumerConfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("--- wrangler log (tail) ---\n%s", tail(w.Log(), 8000))
-		}
-	}()
+	w := startJSWorker(t)
 	tok := unique("js")
 	bin := base64.StdEncoding.EncodeToString(append([]byte{0xff, 0, 0x80, '"'}, tok+"-bytes"...))
 	msgs := []jsMessage{

@@ -16,16 +16,7 @@ import (
 // past) pass their canary and the task replays the rest, each body arriving
 // byte-identical; declined cards fail again and pause their task.
 func TestOrdersReplayTaskCanary(t *testing.T) {
-	w, err := StartWorker(Options{ExtraConfigs: []string{jsConsumerConfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("--- wrangler log (tail) ---\n%s", tail(w.Log(), 8000))
-		}
-	}()
+	w := startJSWorker(t)
 	base := int(time.Now().UnixNano() % 1_000_000_000)
 	until := time.Now().Add(30 * time.Second)
 	flaky := []string{

@@ -108,16 +108,7 @@ func (w *Worker) orderRow(t *testing.T, body string) (orderRow, bool) {
 // again) and "no attempt record". Replayed, the bodies arrive at the
 // consumer byte-identical; replayed edited, the edited body arrives.
 func TestOrdersPipelineReportsFailuresAndReplays(t *testing.T) {
-	w, err := StartWorker(Options{ExtraConfigs: []string{jsConsumerConfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("--- wrangler log (tail) ---\n%s", tail(w.Log(), 8000))
-		}
-	}()
+	w := startJSWorker(t)
 	base := int(time.Now().UnixNano() % 1_000_000_000)
 	declined := []string{
 		orderBody(base+1, "acme", "card declined", ""),

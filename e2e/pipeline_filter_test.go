@@ -18,16 +18,7 @@ import (
 // names its pipeline, key and labels, the stats count each pipeline, and an
 // unknown name is a 400 UNKNOWN_PIPELINE.
 func TestPipelineFilterAcrossThreePipelines(t *testing.T) {
-	w, err := StartWorker(Options{ExtraConfigs: []string{jsConsumerConfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("--- wrangler log (tail) ---\n%s", tail(w.Log(), 8000))
-		}
-	}()
+	w := startJSWorker(t)
 	base := int(time.Now().UnixNano() % 1_000_000_000)
 	orders := []string{orderBody(base+1, "acme", "card declined", ""), orderBody(base+2, "globex", "card declined", "")}
 	tickets := []string{fmt.Sprintf(`{"ticket":"T-%d","team":"infra","fail":true}`, base)}

@@ -23,16 +23,7 @@ const ticketsQueue = "e2e-tickets"
 // reaches its consumer byte-identical and, failing again, updates its row;
 // an edited replay delivers the fixed body.
 func TestPipelineAddedByConfigurationIsCapturedAndReplayed(t *testing.T) {
-	w, err := StartWorker(Options{ExtraConfigs: []string{jsConsumerConfig}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("--- wrangler log (tail) ---\n%s", tail(w.Log(), 8000))
-		}
-	}()
+	w := startJSWorker(t)
 	n := time.Now().UnixNano() % 1_000_000_000
 	ticket := func(i int, team string, fail bool) string {
 		return fmt.Sprintf(`{"ticket":"T-%d-%d","team":%q,"fail":%t,"detail":{"steps":[1,2.5,"<&>"],"é":"🍺"}}`, n, i, team, fail)
