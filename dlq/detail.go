@@ -159,10 +159,10 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 	var (
 		k                  detailKeys
 		msg, history       string
-		sig, ver, sigGroup sql.NullString
+		sig, sigGroup sql.NullString
 	)
 	err := d.DB.QueryRowContext(ctx, detailRowSQL(), id).Scan(&msg, &out.LastMessageID, &k.hash, &k.source, &k.beer, &k.ackAt, &k.replayedAt, &k.claimAt,
-		&history, &out.HistoryDropped, &sig, &ver, &sigGroup)
+		&history, &out.HistoryDropped, &sig, &out.Version, &sigGroup)
 	if errors.Is(err, sql.ErrNoRows) {
 		return detailKeys{}, ErrMessageNotFound
 	}
@@ -186,9 +186,6 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 		}
 		rs.ReplayWillFail = replayWillFail(rs.Class)
 		out.Signature = &rs
-	}
-	if ver.Valid {
-		out.Version = &ver.String
 	}
 	return k, nil
 }

@@ -170,11 +170,9 @@ const taskColumns = `id, state, filter, rate_per_minute, delay_seconds, destinat
 func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
 	var t Task
 	var filter string
-	var dest sql.NullString
-	var last, fin sql.NullInt64
 	var canary, result sql.NullString
-	if err := sc.Scan(&t.ID, &t.State, &filter, &t.RatePerMinute, &t.DelaySeconds, &dest, &t.Matched, &t.Sent, &t.SendFailed,
-		&t.Steps, &t.CreatedAt, &t.UpdatedAt, &last, &fin, &t.CreatedBy, &t.slotOrigin, &t.slotBase, &canary, &result); err != nil {
+	if err := sc.Scan(&t.ID, &t.State, &filter, &t.RatePerMinute, &t.DelaySeconds, &t.Destination, &t.Matched, &t.Sent, &t.SendFailed,
+		&t.Steps, &t.CreatedAt, &t.UpdatedAt, &t.LastStepAt, &t.FinishedAt, &t.CreatedBy, &t.slotOrigin, &t.slotBase, &canary, &result); err != nil {
 		return t, err
 	}
 	if canary.Valid {
@@ -190,15 +188,6 @@ func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
 		}
 	}
 	t.Filter = json.RawMessage(filter)
-	if dest.Valid {
-		t.Destination = &dest.String
-	}
-	if last.Valid {
-		t.LastStepAt = &last.Int64
-	}
-	if fin.Valid {
-		t.FinishedAt = &fin.Int64
-	}
 	return t, nil
 }
 

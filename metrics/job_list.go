@@ -44,12 +44,9 @@ func (j JobRuns) List(ctx context.Context) (JobList, error) {
 	out := JobList{Jobs: []JobStatus{}}
 	for rows.Next() {
 		var s JobStatus
-		var lastErr, summary sql.NullString
-		if err := rows.Scan(&s.Job, &s.LastRunAt, &s.LastDurationMS, &s.LastOK, &lastErr, &summary, &s.Runs, &s.Failures); err != nil {
+		var summary sql.NullString
+		if err := rows.Scan(&s.Job, &s.LastRunAt, &s.LastDurationMS, &s.LastOK, &s.LastError, &summary, &s.Runs, &s.Failures); err != nil {
 			return JobList{}, fmt.Errorf("job runs scan: %w", err)
-		}
-		if lastErr.Valid {
-			s.LastError = &lastErr.String
 		}
 		s.LastSummary = json.RawMessage("null")
 		if summary.Valid && json.Valid([]byte(summary.String)) {
