@@ -157,8 +157,8 @@ type detailKeys struct {
 // needs, or ErrMessageNotFound when the row is gone.
 func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (detailKeys, error) {
 	var (
-		k                  detailKeys
-		msg, history       string
+		k             detailKeys
+		msg, history  string
 		sig, sigGroup sql.NullString
 	)
 	err := d.DB.QueryRowContext(ctx, detailRowSQL(), id).Scan(&msg, &out.LastMessageID, &k.hash, &k.source, &k.beer, &k.ackAt, &k.replayedAt, &k.claimAt,
