@@ -512,3 +512,70 @@ func TestCLITailPrintsNewFailures(t *testing.T) {
 	}
 	checkAnswer(t, "GET", "/admin/dlq/export", "", "application/x-ndjson", []byte(r.stdout))
 }
+
+// TestCLIPipelineFlag: `redrive pipelines` lists the configured pipelines,
+// and --pipeline selects a pipeline's rows in ls, export and the bulk
+// actions' dry run; an unknown name is the API's UNKNOWN_PIPELINE.
+func TestCLIPipelineFlag(t *testing.T) {
+	w := shared
+	ctx := context.Background()
+	prefix := newPrefix("clipipe")
+	w.Exec(t, seedSQL(prefix, 7, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-orders"))
+	w.Exec(t, seedSQL(prefix+"x", 3, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-tickets"))
+	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE beer_id LIKE '%s%%'`, prefix))
+	env := cliEnv(w, nil)
+
+	r := runCLI(t, ctx, env, "", "pipelines", "--json").wantCode(t, 0, "pipelines --json")
+	checkOutput(t, "GET", "/admin/pipelines", "", r.stdout)
+	var list struct {
+		Pipelines []struct{ Name, Queue string } `json:"pipelines"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	queues := map[string]string{}
+	for _, p := range list.Pipelines {
+		queues[p.Name] = p.Queue
+	}
+	if queues["orders"] != "e2e-orders" || queues["beers"] != "beer-enrichment" {
+		t.Fatalf("pipelines: %v", queues)
+	}
+	r = runCLI(t, ctx, env, "", "pipelines").wantCode(t, 0, "pipelines table")
+	if !strings.HasPrefix(r.stdout, "NAME") || !strings.Contains(r.stdout, "e2e-orders") {
+		t.Fatalf("pipelines table:\n%s", r.stdout)
+	}
+
+	// The q filter matches both seeds; --pipeline keeps the orders rows.
+	r = runCLI(t, ctx, env, "", "ls", "--pipeline", "orders", "--q", prefix, "--json").wantCode(t, 0, "ls --pipeline")
+	checkOutput(t, "GET", "/admin/dlq", "", r.stdout)
+	var pg struct {
+		Messages []struct {
+			Pipeline    *string `json:"pipeline"`
+			SourceQueue string  `json:"source_queue"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pg); err != nil || len(pg.Messages) != 7 {
+		t.Fatalf("ls --pipeline orders: %d rows (want 7), %v", len(pg.Messages), err)
+	}
+	for _, m := range pg.Messages {
+		if m.Pipeline == nil || *m.Pipeline != "orders" || m.SourceQueue != "e2e-orders" {
+			t.Fatalf("ls --pipeline orders gave a row of %v / %s", m.Pipeline, m.SourceQueue)
+		}
+	}
+	r = runCLI(t, ctx, env, "", "export", "--pipeline", "tickets", "--q", prefix, "--json").wantCode(t, 0, "export --pipeline")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 {
+		t.Fatalf("export --pipeline tickets: %d lines, want 3\n%.1000s", len(lines), r.stdout)
+	}
+	checkAnswer(t, "GET", "/admin/dlq/export?format=ndjson&pipeline=tickets", "", "application/x-ndjson", []byte(r.stdout))
+	r = runCLI(t, ctx, env, "", "replay", "--pipeline", "orders", "--q", prefix, "--dry-run", "--json").wantCode(t, 0, "replay --pipeline --dry-run")
+	var dry struct {
+		Matched int `json:"matched_count"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &dry); err != nil || dry.Matched != 7 {
+		t.Fatalf("replay --pipeline orders --dry-run: %s (%v)", r.stdout, err)
+	}
+	r = runCLI(t, ctx, env, "", "ls", "--pipeline", "no-such-pipeline").wantCode(t, cli.ExitFailure, "ls --pipeline unknown")
+	if !strings.Contains(r.stderr, "UNKNOWN_PIPELINE") {
+		t.Fatalf("ls --pipeline unknown: stderr %q", r.stderr)
+	}
+}

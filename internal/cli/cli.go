@@ -140,7 +140,7 @@ func (a *app) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&a.profile, "profile", "", "profile of the config file (default $REDRIVE_PROFILE or \"default\")")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddGroup(&cobra.Group{ID: "rows", Title: "Dead-letter rows:"}, &cobra.Group{ID: "ops", Title: "Operations:"})
-	for _, c := range []*cobra.Command{a.lsCmd(), a.showCmd(), a.statsCmd(), a.groupsCmd(), a.auditCmd(), a.tailCmd()} {
+	for _, c := range []*cobra.Command{a.lsCmd(), a.showCmd(), a.statsCmd(), a.groupsCmd(), a.pipelinesCmd(), a.auditCmd(), a.tailCmd()} {
 		c.GroupID = "rows"
 		root.AddCommand(c)
 	}

@@ -44,7 +44,7 @@ written, and reports progress on stderr. --json is --format ndjson.`,
 				return err
 			}
 			fm := client.ExportDLQParamsFormat(format)
-			p := client.ExportDLQParams{Format: &fm, BeerId: lp.BeerId, SourceQueue: lp.SourceQueue, Q: lp.Q,
+			p := client.ExportDLQParams{Format: &fm, Pipeline: lp.Pipeline, BeerId: lp.BeerId, SourceQueue: lp.SourceQueue, Q: lp.Q,
 				Signature: lp.Signature, Version: lp.Version, VersionNot: lp.VersionNot, FailedAfter: lp.FailedAfter, FailedBefore: lp.FailedBefore}
 			if f.status != "" {
 				s := client.ExportDLQParamsStatus(f.status)

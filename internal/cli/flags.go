@@ -16,14 +16,15 @@ import (
 // filterFlags are the list's filters, shared by ls, replay, ack, tasks
 // create, export and tail.
 type filterFlags struct {
-	status, beerID, sourceQueue, q, signature, version, versionNot string
-	after, before                                                  string
+	status, pipeline, beerID, sourceQueue, q, signature, version, versionNot string
+	after, before                                                            string
 }
 
 func (f *filterFlags) register(fs *pflag.FlagSet, status string) {
 	if status != "" {
 		fs.StringVar(&f.status, "status", "", status)
 	}
+	fs.StringVar(&f.pipeline, "pipeline", "", "rows of this configured pipeline (redrive pipelines)")
 	fs.StringVar(&f.beerID, "beer-id", "", "rows of this beer id")
 	fs.StringVar(&f.sourceQueue, "source-queue", "", "rows that failed on this queue")
 	fs.StringVar(&f.q, "q", "", "substring of beer name, brewer or failure reason")
@@ -35,7 +36,7 @@ func (f *filterFlags) register(fs *pflag.FlagSet, status string) {
 }
 
 func (f *filterFlags) empty() bool {
-	return f.status == "" && f.beerID == "" && f.sourceQueue == "" && f.q == "" && f.signature == "" &&
+	return f.status == "" && f.pipeline == "" && f.beerID == "" && f.sourceQueue == "" && f.q == "" && f.signature == "" &&
 		f.version == "" && f.versionNot == "" && f.after == "" && f.before == ""
 }
 
@@ -76,7 +77,7 @@ func (f *filterFlags) filter() (*client.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &client.Filter{BeerId: opt(f.beerID), SourceQueue: opt(f.sourceQueue), Q: opt(f.q), Signature: opt(f.signature),
+	out := &client.Filter{Pipeline: opt(f.pipeline), BeerId: opt(f.beerID), SourceQueue: opt(f.sourceQueue), Q: opt(f.q), Signature: opt(f.signature),
 		Version: opt(f.version), VersionNot: opt(f.versionNot), FailedAfter: after, FailedBefore: before}
 	if f.status != "" {
 		s := client.FilterStatus(f.status)
@@ -91,7 +92,7 @@ func (f *filterFlags) listParams() (*client.ListDLQParams, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &client.ListDLQParams{BeerId: flt.BeerId, SourceQueue: flt.SourceQueue, Q: flt.Q, Signature: flt.Signature,
+	p := &client.ListDLQParams{Pipeline: flt.Pipeline, BeerId: flt.BeerId, SourceQueue: flt.SourceQueue, Q: flt.Q, Signature: flt.Signature,
 		Version: flt.Version, VersionNot: flt.VersionNot, FailedAfter: flt.FailedAfter, FailedBefore: flt.FailedBefore}
 	if f.status != "" {
 		s := client.ListDLQParamsStatus(f.status)

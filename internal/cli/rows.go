@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -602,5 +603,41 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+func (a *app) pipelinesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "pipelines",
+		Short:   "The configured pipelines: queues, key, labels, retention (names for --pipeline)",
+		Example: "  redrive pipelines\n  redrive ls --pipeline orders",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.api()
+			if err != nil {
+				return err
+			}
+			var list client.PipelineList
+			data, err := into(&list)(c.Pipelines(cmd.Context()))
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(data)
+			}
+			t := newTable(a.env.Stdout, "NAME", "QUEUE", "DLQ", "CONSUMER", "KEY", "LABELS", "RETENTION (d)", "PRODUCER")
+			for _, p := range list.Pipelines {
+				labels := make([]string, len(p.Labels))
+				for i, l := range p.Labels {
+					labels[i] = l.Name + "=" + l.Pointer
+				}
+				producer := p.Producer
+				if !p.ProducerBound {
+					producer += " (missing: capture only)"
+				}
+				t.row(p.Name, p.Queue, p.Dlq, string(p.Consumer), p.Key, strings.Join(labels, " "), p.RetentionDays, producer)
+			}
+			return t.flush()
+		},
 	}
 }
