@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -155,5 +157,42 @@ func TestProgressBar(t *testing.T) {
 		if got := progress(c.k); !strings.HasPrefix(got, c.want) {
 			t.Errorf("progress(%+v) = %q, want %q...", c.k, got, c.want)
 		}
+	}
+}
+
+// TestFollowStopsAtTheLastPage: without --all one page; with it, every page
+// until has_more is false, each request at the previous page's cursor, the
+// result carrying the last cursor; an error stops the walk.
+func TestFollowStopsAtTheLastPage(t *testing.T) {
+	pages := []page{
+		{Messages: []json.RawMessage{json.RawMessage(`1`)}, TotalCount: 3, NextCursor: opt("c1"), HasMore: true},
+		{Messages: []json.RawMessage{json.RawMessage(`2`)}, NextCursor: opt("c2"), HasMore: true},
+		{Messages: []json.RawMessage{json.RawMessage(`3`)}},
+	}
+	walk := func(all bool, failAt int) (page, []string, error) {
+		var cursors []string
+		cur := "start"
+		i := 0
+		out, err := follow(all, func() (page, error) {
+			cursors = append(cursors, cur)
+			if i == failAt {
+				return page{}, errors.New("boom")
+			}
+			i++
+			return pages[i-1], nil
+		}, func(next *string) { cur = *next })
+		return out, cursors, err
+	}
+	out, cursors, err := walk(false, -1)
+	if err != nil || len(out.Messages) != 1 || !out.HasMore || *out.NextCursor != "c1" || len(cursors) != 1 {
+		t.Fatalf("one page: %+v %v %v", out, cursors, err)
+	}
+	out, cursors, err = walk(true, -1)
+	if err != nil || len(out.Messages) != 3 || out.HasMore || out.NextCursor != nil || out.TotalCount != 3 ||
+		strings.Join(cursors, ",") != "start,c1,c2" {
+		t.Fatalf("all pages: %+v %v %v", out, cursors, err)
+	}
+	if _, cursors, err = walk(true, 1); err == nil || len(cursors) != 2 {
+		t.Fatalf("an error on page 2: %v after %v", err, cursors)
 	}
 }

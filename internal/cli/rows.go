@@ -41,6 +41,67 @@ type page struct {
 	HasMore         bool              `json:"has_more"`
 }
 
+func (p *page) next() (*string, bool) { return p.NextCursor, p.HasMore }
+func (p *page) add(q page) {
+	p.Messages = append(p.Messages, q.Messages...)
+	p.NextCursor, p.HasMore = q.NextCursor, q.HasMore
+}
+
+// groupsPage is GET /admin/dlq/groups' data.
+type groupsPage struct {
+	Groups     []json.RawMessage `json:"groups"`
+	Limit      int               `json:"limit"`
+	NextCursor *string           `json:"next_cursor"`
+	HasMore    bool              `json:"has_more"`
+}
+
+func (p *groupsPage) next() (*string, bool) { return p.NextCursor, p.HasMore }
+func (p *groupsPage) add(q groupsPage) {
+	p.Groups = append(p.Groups, q.Groups...)
+	p.NextCursor, p.HasMore = q.NextCursor, q.HasMore
+}
+
+// auditPage is GET /admin/audit's data.
+type auditPage struct {
+	Entries    []json.RawMessage `json:"entries"`
+	Limit      int               `json:"limit"`
+	NextCursor *string           `json:"next_cursor"`
+	HasMore    bool              `json:"has_more"`
+}
+
+func (p *auditPage) next() (*string, bool) { return p.NextCursor, p.HasMore }
+func (p *auditPage) add(q auditPage) {
+	p.Entries = append(p.Entries, q.Entries...)
+	p.NextCursor, p.HasMore = q.NextCursor, q.HasMore
+}
+
+// pager is a page of a cursor-paged list: where the next page starts, and
+// how to append a later page's items.
+type pager[P any] interface {
+	*P
+	next() (cursor *string, more bool)
+	add(P)
+}
+
+// follow gets the page at the request's cursor and, with all, every page
+// after it (setCursor moves the request on), appending each to the first;
+// the result carries the last page's cursor.
+func follow[P any, PP pager[P]](all bool, get func() (P, error), setCursor func(*string)) (P, error) {
+	out, err := get()
+	last := out
+	for err == nil && all {
+		cursor, more := PP(&last).next()
+		if !more {
+			break
+		}
+		setCursor(cursor)
+		if last, err = get(); err == nil {
+			PP(&out).add(last)
+		}
+	}
+	return out, err
+}
+
 func messageHeader() []string {
 	return []string{"ID", "STATUS", "FAILED AT", "BEER", "NAME", "QUEUE", "REPLAYS", "REASON"}
 }
@@ -78,22 +139,12 @@ func (a *app) lsCmd() *cobra.Command {
 				p.Limit = &limit
 			}
 			p.Cursor, p.IncludeRaw = opt(cursor), &raw
-			var out page
-			for {
-				var pg page
-				if _, err := into(&pg)(c.ListDLQ(cmd.Context(), p)); err != nil {
-					return err
-				}
-				if out.Messages == nil {
-					out = pg
-				} else {
-					out.Messages = append(out.Messages, pg.Messages...)
-					out.NextCursor, out.HasMore = pg.NextCursor, pg.HasMore
-				}
-				if !all || !pg.HasMore {
-					break
-				}
-				p.Cursor = pg.NextCursor
+			out, err := follow(all, func() (pg page, err error) {
+				_, err = into(&pg)(c.ListDLQ(cmd.Context(), p))
+				return pg, err
+			}, func(next *string) { p.Cursor = next })
+			if err != nil {
+				return err
 			}
 			if a.json {
 				return a.printJSON(out)
@@ -338,28 +389,12 @@ func (a *app) groupsCmd() *cobra.Command {
 			if limit > 0 {
 				p.Limit = &limit
 			}
-			type groupsPage struct {
-				Groups     []json.RawMessage `json:"groups"`
-				Limit      int               `json:"limit"`
-				NextCursor *string           `json:"next_cursor"`
-				HasMore    bool              `json:"has_more"`
-			}
-			var out groupsPage
-			for {
-				var pg groupsPage
-				if _, err := into(&pg)(c.DlqGroups(cmd.Context(), p)); err != nil {
-					return err
-				}
-				if out.Groups == nil {
-					out = pg
-				} else {
-					out.Groups = append(out.Groups, pg.Groups...)
-					out.NextCursor, out.HasMore = pg.NextCursor, pg.HasMore
-				}
-				if !all || !pg.HasMore {
-					break
-				}
-				p.Cursor = pg.NextCursor
+			out, err := follow(all, func() (pg groupsPage, err error) {
+				_, err = into(&pg)(c.DlqGroups(cmd.Context(), p))
+				return pg, err
+			}, func(next *string) { p.Cursor = next })
+			if err != nil {
+				return err
 			}
 			if a.json {
 				return a.printJSON(out)
@@ -413,28 +448,12 @@ func (a *app) auditCmd() *cobra.Command {
 			if limit > 0 {
 				p.Limit = &limit
 			}
-			type auditPage struct {
-				Entries    []json.RawMessage `json:"entries"`
-				Limit      int               `json:"limit"`
-				NextCursor *string           `json:"next_cursor"`
-				HasMore    bool              `json:"has_more"`
-			}
-			var out auditPage
-			for {
-				var pg auditPage
-				if _, err := into(&pg)(c.AuditLog(cmd.Context(), p)); err != nil {
-					return err
-				}
-				if out.Entries == nil {
-					out = pg
-				} else {
-					out.Entries = append(out.Entries, pg.Entries...)
-					out.NextCursor, out.HasMore = pg.NextCursor, pg.HasMore
-				}
-				if !all || !pg.HasMore {
-					break
-				}
-				p.Cursor = pg.NextCursor
+			out, err := follow(all, func() (pg auditPage, err error) {
+				_, err = into(&pg)(c.AuditLog(cmd.Context(), p))
+				return pg, err
+			}, func(next *string) { p.Cursor = next })
+			if err != nil {
+				return err
 			}
 			if a.json {
 				return a.printJSON(out)
