@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/queue"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
@@ -376,8 +377,9 @@ func TestSaveLineageLookupUsesThePartialIndex(t *testing.T) {
 // backlog (1.6 s at 5,000 pending rows).
 func TestSaveCountsNewRowsByRowidRange(t *testing.T) {
 	db := sqlitetest.New(t)
-	for name, q := range map[string]string{"signatures": countSignaturesSQL, "tally": tallyNewSQL, "activity": activityNewSQL} {
-		joined := strings.Join(sqlitetest.Plan(t, db, q), "\n")
+	for name, q := range map[string]sqlbatch.Stmt{"signatures": {SQL: countSignaturesSQL}, "tally": {SQL: tallyNewSQL}, "activity": {SQL: activityNewSQL},
+		"tally of one group": {SQL: tallyOneSQL, Args: []any{"q", "=b"}}, "activity of one hour": {SQL: activityOneSQL, Args: []any{1}}} {
+		joined := strings.Join(sqlitetest.Plan(t, db, q.SQL, q.Args...), "\n")
 		if !strings.Contains(joined, "SEARCH d USING INTEGER PRIMARY KEY (rowid>?)") ||
 			strings.Contains(joined, "idx_dlq_status_failed") || strings.Contains(joined, "SCAN d") {
 			t.Fatalf("the %s count does not read the batch's rows by rowid range:\n%s", name, joined)
