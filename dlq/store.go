@@ -251,8 +251,8 @@ const countSignaturesSQL = `UPDATE dlq_signatures SET pending = pending + c.n, l
 // The rows a capture batch's putSQL inserted are those above the highest id
 // before it (capture_mark, set by markSQL in the same batch): ids are
 // AUTOINCREMENT and a batch runs alone, so no other row can be there. The
-// batch counts them itself in dlq_tally and dlq_activity (tallyNewSQL,
-// activityNewSQL: one row written per group, not one per row); putSQL
+// batch counts them itself in dlq_tally and dlq_activity (tallyOf: one row
+// written per group, not one per row); putSQL
 // inserts them with tally_seq = 1, which keeps dlq_messages_inserted's
 // per-row upserts away (migrations/0030). A new row is always pending.
 //
