@@ -204,10 +204,18 @@ CREATE TABLE IF NOT EXISTS d1_usage (
     ops TEXT NOT NULL
 );
 
+-- The highest dlq_messages id before the running capture's INSERT: the rows
+-- above it are the ones it inserted (migrations/0030, dlq/store.go).
+CREATE TABLE IF NOT EXISTS capture_mark (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    last_id INTEGER NOT NULL
+);
+
 -- A new row: its counts, its hour of failure (and of its action, for rows
--- inserted already acknowledged or replayed), the poison counter, and the
--- removal of the attempt record it used.
+-- inserted already acknowledged or replayed). A capture's rows (tally_seq 1)
+-- are counted by the capture's own batch instead (migrations/0030).
 CREATE TRIGGER IF NOT EXISTS dlq_messages_inserted AFTER INSERT ON dlq_messages
+WHEN NEW.tally_seq = 0
 BEGIN
     INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
         VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END, 1)
@@ -218,6 +226,11 @@ BEGIN
         SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, 1, 0
         WHERE CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END IS NOT NULL
         ON CONFLICT(kind, hour) DO UPDATE SET n = n + 1;
+END;
+
+-- Every new row: the poison counter and the removal of the attempt record it used.
+CREATE TRIGGER IF NOT EXISTS dlq_messages_inserted_always AFTER INSERT ON dlq_messages
+BEGIN
     INSERT INTO counters(name, value) SELECT 'dlq_poison_total', 1 WHERE NEW.failure_class = 'poison'
         ON CONFLICT(name) DO UPDATE SET value = value + 1;
     DELETE FROM message_attempts WHERE message_id = NEW.last_message_id;

@@ -15,7 +15,9 @@ import (
 )
 
 // Counters of the capture (metrics.Declare): CounterDuplicates is added once
-// per batch, the others by dlq_messages' triggers (migrations/0012).
+// per batch, CounterPoison by dlq_messages' triggers (migrations/0012),
+// CounterCaptured through dlq_activity's events (the store's batch, and the
+// triggers for repeat failures).
 var (
 	// CounterCaptured counts messages written to dlq_messages: new rows and
 	// repeat failures of replayed messages (lineage updates).
@@ -40,12 +42,14 @@ const maxReason = 1000
 // Capture is the consumer of a dead-letter queue: it stores every message of
 // a batch in dlq_messages and acks each one only after the store succeeded.
 //
-// Per batch it runs ONE statement (Store.Save): it joins each message's
-// attempt record for the true attempt count and reason, and triggers on
-// dlq_messages count captured and poison rows and remove the attempt
-// records used, all inside that statement. Its RETURNING tells new rows,
-// repeat failures and duplicates apart; only a batch with duplicates pays
-// a second statement, to count them.
+// Per batch it runs ONE D1 batch (Store.Save, one round trip, all or
+// nothing): its INSERT joins each message's attempt record for the true
+// attempt count and reason, triggers on dlq_messages count poison rows and
+// remove the attempt records used, and the batch's last statements count
+// its new rows in dlq_tally, dlq_activity and dlq_signatures, one row
+// written per group (repeat failures are counted by the update triggers).
+// The INSERT's RETURNING tells new rows, repeat failures and duplicates
+// apart; only a batch with duplicates pays a second statement, to count them.
 //
 // When the store statement fails, one probe (the store statement over an
 // empty batch: it needs every table the store writes) tells an unavailable

@@ -135,7 +135,7 @@ func (s Store) Put(ctx context.Context, fs []Failure) error {
 // from the result were duplicates.
 var putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
 		failure_reason, failure_class, source_queue, raw_message, raw_encoding, content_type, body_hash,
-		last_message_id, first_failed_at, updated_at, history, history_dropped, signature, version)
+		last_message_id, first_failed_at, updated_at, history, history_dropped, signature, version, tally_seq)
 	SELECT COALESCE(
 			(SELECT d.id FROM dlq_messages d
 				WHERE d.source_queue = j.value ->> '$.source' AND d.body_hash = j.value ->> '$.hash' AND ` + lineageIndexCond + `
@@ -159,7 +159,8 @@ var putSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewe
 		` + historyKeepSQL("a.history", "j.value -> '$.entries'") + `,
 		COALESCE(a.history_dropped, 0) + ` + historyDroppedSQL("a.history", "j.value -> '$.entries'") + `,
 		` + signatureSQL + `,
-		COALESCE(j.value ->> '$.entry_version', a.version, j.value ->> '$.version')
+		COALESCE(j.value ->> '$.entry_version', a.version, j.value ->> '$.version'),
+		1
 	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
 	WHERE true
 	ON CONFLICT(id) DO UPDATE SET status = 'pending',
@@ -225,9 +226,8 @@ var ensureSignaturesSQL = `INSERT INTO dlq_signatures(signature, class, text, fi
 				AND d.last_message_id = j.value ->> '$.message_id')
 	ON CONFLICT(signature) DO NOTHING`
 
-// countSignaturesSQL adds the rows a batch's putSQL created (new rows: its
-// message id is their message_id and last_message_id, their first failure
-// is the batch's) to their signatures' pending counts, one row written per
+// countSignaturesSQL adds the rows a batch's putSQL created (the rows above
+// its capture_mark, see markSQL) to their signatures' pending counts, one row written per
 // signature: last seen, versions seen (newest first, at most 10) and the
 // first 5 sample ids. Repeat failures (rows updated by putSQL) are counted
 // by the trigger dlq_messages_signature_moved.
@@ -244,11 +244,64 @@ const countSignaturesSQL = `UPDATE dlq_signatures SET pending = pending + c.n, l
 				UNION ALL SELECT value, 1000 + key FROM json_each(c.ids)) ORDER BY k LIMIT 5)) END
 	FROM (SELECT d.signature AS sig, COUNT(*) AS n, MAX(d.failed_at) AS last,
 			json_group_array(DISTINCT d.version) AS vs, json_group_array(d.id) AS ids
-		FROM json_each(?) AS j CROSS JOIN dlq_messages d ON d.message_id = j.value ->> '$.message_id'
-		WHERE d.last_message_id = d.message_id AND d.first_failed_at = j.value ->> '$.failed_at'
-			AND d.status = 'pending' AND d.signature IS NOT NULL
+		FROM dlq_messages d WHERE ` + newRowsCond + ` AND d.signature IS NOT NULL
 		GROUP BY d.signature) AS c
 	WHERE dlq_signatures.signature = c.sig`
+
+// The rows a capture batch's putSQL inserted are those above the highest id
+// before it (capture_mark, set by markSQL in the same batch): ids are
+// AUTOINCREMENT and a batch runs alone, so no other row can be there. The
+// batch counts them itself in dlq_tally and dlq_activity (tallyOf: one row
+// written per group, not one per row); putSQL
+// inserts them with tally_seq = 1, which keeps dlq_messages_inserted's
+// per-row upserts away (migrations/0030). A new row is always pending.
+//
+// markSQL reads one row of dlq_messages (the end of its rowid b-tree) and
+// writes one; each statement after putSQL reads the batch's new rows by a
+// rowid range, never the rest of the table.
+const (
+	markSQL = `INSERT INTO capture_mark(id, last_id) VALUES (1, (SELECT COALESCE(MAX(id), 0) FROM dlq_messages))
+	ON CONFLICT(id) DO UPDATE SET last_id = excluded.last_id`
+	newRowsCond = `d.id > (SELECT last_id FROM capture_mark WHERE id = 1)`
+	tallyNewSQL = `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+	SELECT d.status, d.source_queue, CASE WHEN d.status = 'pending' AND d.brewer IS NOT NULL THEN '=' || d.brewer ELSE '' END, COUNT(*)
+	FROM dlq_messages d WHERE ` + newRowsCond + ` GROUP BY 1, 2, 3
+	ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`
+	activityNewSQL = `INSERT INTO dlq_activity(kind, hour, n, events)
+	SELECT 'failed', CAST(d.failed_at AS INTEGER) / 3600000, COUNT(*), COUNT(*)
+	FROM dlq_messages d WHERE ` + newRowsCond + ` GROUP BY 2
+	ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
+	// tallyOneSQL and activityOneSQL are tallyNewSQL and activityNewSQL for
+	// a batch whose failures all have the same group (source queue, brewer)
+	// or hour, which Go knows: no GROUP BY, whose sorter D1 bills as a
+	// second row read per row. A new row is pending, its source_queue,
+	// brewer and failed_at are its failure's.
+	tallyOneSQL = `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+	SELECT 'pending', ?, ?, COUNT(*) FROM dlq_messages d WHERE ` + newRowsCond + ` HAVING COUNT(*) > 0
+	ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`
+	activityOneSQL = `INSERT INTO dlq_activity(kind, hour, n, events)
+	SELECT 'failed', CAST(? AS INTEGER), COUNT(*), COUNT(*) FROM dlq_messages d WHERE ` + newRowsCond + ` HAVING COUNT(*) > 0
+	ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
+)
+
+// tallyOf returns the statements that count a batch's new rows in
+// dlq_tally and dlq_activity (after putSQL, see markSQL).
+func tallyOf(encs []encoded) (tally, activity sqlbatch.Stmt) {
+	tally, activity = sqlbatch.Stmt{SQL: tallyNewSQL}, sqlbatch.Stmt{SQL: activityNewSQL}
+	oneGroup, oneHour := true, true
+	for _, e := range encs[1:] {
+		oneGroup = oneGroup && e.group == encs[0].group
+		oneHour = oneHour && e.hour == encs[0].hour
+	}
+	if oneGroup {
+		source, brewer, _ := strings.Cut(encs[0].group, "\x00")
+		tally = sqlbatch.Stmt{SQL: tallyOneSQL, Args: []any{source, brewer}}
+	}
+	if oneHour {
+		activity = sqlbatch.Stmt{SQL: activityOneSQL, Args: []any{encs[0].hour}}
+	}
+	return tally, activity
+}
 
 // lineageIndexCond is idx_dlq_replay_lineage's condition (schema.sql), for
 // table alias d. A query uses a partial index only when its WHERE contains
@@ -303,7 +356,13 @@ type keyRow struct {
 
 // encoded is one failure as the store statements' JSON elements: its
 // putRow and its keyRow.
-type encoded struct{ put, key []byte }
+type encoded struct {
+	put, key []byte
+	// group is the dlq_tally group and hour the dlq_activity hour the
+	// failure's row gets when it is a new row (tallyOf).
+	group string
+	hour  int64
+}
 
 // encodeFailure builds f's elements of the store statements' parameters.
 func encodeFailure(f Failure) (encoded, error) {
@@ -346,7 +405,11 @@ func encodeFailure(f Failure) (encoded, error) {
 	if err != nil {
 		return encoded{}, err
 	}
-	return encoded{put: put, key: key}, nil
+	group := row.Source + "\x00"
+	if row.Brewer != nil {
+		group += "=" + *row.Brewer
+	}
+	return encoded{put: put, key: key, group: group, hour: row.FailedAt / 3_600_000}, nil
 }
 
 // encodeBatch builds the JSON parameter of putSQL.
@@ -428,12 +491,16 @@ func (s Store) saveEncoded(ctx context.Context, fs []Failure, encs []encoded) (m
 		put[i], keys[i] = e.put, e.key
 	}
 	putJS, keysJS := string(joinJSON(put)), string(joinJSON(keys))
-	// One round trip, all or nothing: the batch's new signatures, the rows,
-	// the signatures' counts of the new rows.
+	tally, activity := tallyOf(encs)
+	// One round trip, all or nothing: the batch's new signatures, the mark,
+	// the rows, then the counts of the new rows (dlq_tally, dlq_activity,
+	// the signatures').
 	res, err := batchOf(s.Batch, s.DB).Batch(ctx,
 		sqlbatch.Stmt{SQL: ensureSignaturesSQL, Args: []any{keysJS}},
+		sqlbatch.Stmt{SQL: markSQL},
 		sqlbatch.Stmt{SQL: putSQL, Args: []any{putJS}},
-		sqlbatch.Stmt{SQL: countSignaturesSQL, Args: []any{keysJS}})
+		tally, activity,
+		sqlbatch.Stmt{SQL: countSignaturesSQL})
 	if err != nil {
 		return nil, fmt.Errorf("dlq store %d failures: %w", len(fs), err)
 	}
@@ -441,7 +508,7 @@ func (s Store) saveEncoded(ctx context.Context, fs []Failure, encs []encoded) (m
 		First string `json:"message_id"`
 		Last  string `json:"last_message_id"`
 	}
-	if err := json.Unmarshal(res[1], &written); err != nil {
+	if err := json.Unmarshal(res[2], &written); err != nil {
 		return nil, fmt.Errorf("dlq store result: %w", err)
 	}
 	out := make(map[string]Outcome, len(fs))

@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -294,4 +295,36 @@ type metricsRuns struct{ db *sql.DB }
 
 func (m metricsRuns) record(job string, at time.Time, sum map[string]any) error {
 	return metrics.JobRuns{DB: m.db}.RecordRun(ctx, job, at, time.Millisecond, nil, sum)
+}
+
+// A batch counts its own new rows (migrations/0030), whether its failures
+// share one group and hour (no GROUP BY) or not, and counts neither its
+// duplicates nor rows inserted before it; rows inserted by hand are still
+// counted by the trigger.
+func TestSaveCountsItsNewRowsOnce(t *testing.T) {
+	db := sqlitetest.New(t)
+	s := Store{DB: db}
+	h0 := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
+	brewer := func(id, b string) string { return fmt.Sprintf(`{"beer_id":%q,"brewer":%q}`, id, b) }
+	save := func(step string, fs ...Failure) {
+		t.Helper()
+		if _, err := s.Save(context.Background(), fs); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, db, 0, step)
+	}
+	save("one group, one hour", failure("a1", brewer("1", "A"), h0), failure("a2", brewer("2", "A"), h0.Add(time.Minute)))
+	save("groups and hours", failure("b1", brewer("3", "A"), h0), failure("b2", brewer("4", "B"), h0.Add(time.Hour)),
+		failure("b3", `{"beer_id":"5"}`, h0.Add(2*time.Hour)), failure("b4", `not json`, h0),
+		Failure{MessageID: "b5", SourceQueue: "other", Body: brewer("6", "A"), FailedAt: h0})
+	save("duplicates beside a new row", failure("a1", brewer("1", "A"), h0), failure("b2", brewer("4", "B"), h0), failure("c1", brewer("7", "C"), h0))
+	save("duplicates only", failure("a2", brewer("2", "A"), h0), failure("c1", brewer("7", "C"), h0))
+	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, brewer, failed_at, last_message_id) VALUES ('h1', 'x', 'H', ?, 'h1')`, h0.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, db, 0, "a row inserted by hand")
+	save("after a row inserted by hand", failure("d1", brewer("8", "H"), h0))
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 10 {
+		t.Fatalf("%d rows, want 10", n)
+	}
 }

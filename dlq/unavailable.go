@@ -74,10 +74,13 @@ func (c *Capture) probe(ctx context.Context) error {
 }
 
 func probeStore(ctx context.Context, db *sql.DB) error {
-	for _, q := range []string{ensureSignaturesSQL, countSignaturesSQL} {
-		if _, err := db.ExecContext(ctx, q, "[]"); err != nil {
-			return err
-		}
+	if _, err := db.ExecContext(ctx, ensureSignaturesSQL, "[]"); err != nil {
+		return err
+	}
+	// The tables the batch counts its new rows in (the counting statements
+	// themselves must run only right after the batch's own mark).
+	if _, err := db.ExecContext(ctx, `SELECT 1 FROM capture_mark, dlq_tally, dlq_activity, dlq_signatures WHERE 0`); err != nil {
+		return err
 	}
 	rows, err := db.QueryContext(ctx, putSQL, "[]")
 	if err != nil {
