@@ -205,7 +205,7 @@ CREATE TABLE IF NOT EXISTS d1_usage (
 );
 
 -- The highest dlq_messages id before the running capture's INSERT: the rows
--- above it are the ones it inserted (migrations/0030, dlq/store.go).
+-- above it are the ones it inserted (migrations/0029, dlq/store.go).
 CREATE TABLE IF NOT EXISTS capture_mark (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     last_id INTEGER NOT NULL
@@ -213,7 +213,7 @@ CREATE TABLE IF NOT EXISTS capture_mark (
 
 -- A new row: its counts, its hour of failure (and of its action, for rows
 -- inserted already acknowledged or replayed). A capture's rows (tally_seq 1)
--- are counted by the capture's own batch instead (migrations/0030).
+-- are counted by the capture's own batch instead (migrations/0029).
 CREATE TRIGGER IF NOT EXISTS dlq_messages_inserted AFTER INSERT ON dlq_messages
 WHEN NEW.tally_seq = 0
 BEGIN

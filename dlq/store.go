@@ -254,7 +254,7 @@ const countSignaturesSQL = `UPDATE dlq_signatures SET pending = pending + c.n, l
 // batch counts them itself in dlq_tally and dlq_activity (tallyOf: one row
 // written per group, not one per row); putSQL
 // inserts them with tally_seq = 1, which keeps dlq_messages_inserted's
-// per-row upserts away (migrations/0030). A new row is always pending.
+// per-row upserts away (migrations/0029). A new row is always pending.
 //
 // markSQL reads one row of dlq_messages (the end of its rowid b-tree) and
 // writes one; each statement after putSQL reads the batch's new rows by a

@@ -297,7 +297,7 @@ func (m metricsRuns) record(job string, at time.Time, sum map[string]any) error 
 	return metrics.JobRuns{DB: m.db}.RecordRun(ctx, job, at, time.Millisecond, nil, sum)
 }
 
-// A batch counts its own new rows (migrations/0030), whether its failures
+// A batch counts its own new rows (migrations/0029), whether its failures
 // share one group and hour (no GROUP BY) or not, and counts neither its
 // duplicates nor rows inserted before it; rows inserted by hand are still
 // counted by the trigger.

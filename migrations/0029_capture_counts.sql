@@ -1,4 +1,4 @@
--- 0030: a capture batch keeps dlq_tally and dlq_activity itself (issue 33).
+-- 0029: a capture batch keeps dlq_tally and dlq_activity itself (issue 33).
 --
 -- Until now every row a capture inserted fired dlq_messages_inserted, whose
 -- two upserts (dlq_tally, dlq_activity) wrote one row each per message: 200
