@@ -465,6 +465,27 @@ func (e SeriesBucketMs) Valid() bool {
 	}
 }
 
+// Defines values for StatsReportNotFiltered.
+const (
+	Last24h               StatsReportNotFiltered = "last_24h"
+	OldestPendingAgeHours StatsReportNotFiltered = "oldest_pending_age_hours"
+	RepeatFailures        StatsReportNotFiltered = "repeat_failures"
+)
+
+// Valid indicates whether the value is a known member of the StatsReportNotFiltered enum.
+func (e StatsReportNotFiltered) Valid() bool {
+	switch e {
+	case Last24h:
+		return true
+	case OldestPendingAgeHours:
+		return true
+	case RepeatFailures:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TaskState.
 const (
 	TaskStateCanary    TaskState = "canary"
@@ -1403,8 +1424,14 @@ type StatsReport struct {
 		NewFailures24h  int `json:"new_failures_24h"`
 		Replayed24h     int `json:"replayed_24h"`
 	} `json:"last_24h"`
-	OldestPendingAgeHours float32 `json:"oldest_pending_age_hours"`
-	RepeatFailures        []struct {
+
+	// NotFiltered With a pipeline filter: the parts that still cover every pipeline (finding one pipeline's would read rows of every pipeline, or its counts are kept without a queue). Absent without one.
+	NotFiltered           *[]StatsReportNotFiltered `json:"not_filtered,omitempty"`
+	OldestPendingAgeHours float32                   `json:"oldest_pending_age_hours"`
+
+	// Pipeline The pipeline filter's name; absent without one.
+	Pipeline       *string `json:"pipeline,omitempty"`
+	RepeatFailures []struct {
 		BeerId   string  `json:"beer_id"`
 		BeerName *string `json:"beer_name"`
 		Id       int     `json:"id"`
@@ -1430,9 +1457,12 @@ type StatsReport struct {
 		FailureReason *string `json:"failure_reason"`
 	} `json:"top_failure_reasons"`
 
-	// TopFailureReasonsSample How many pending rows top_failure_reasons counts: all of them while at most 3000 are pending, else the 3000 newest.
+	// TopFailureReasonsSample How many pending rows top_failure_reasons counts: all of them while at most 3000 are pending, else the 3000 newest. With a pipeline filter: how many of the 3000 newest pending rows (of every pipeline) are the pipeline's.
 	TopFailureReasonsSample int `json:"top_failure_reasons_sample"`
 }
+
+// StatsReportNotFiltered defines model for StatsReport.NotFiltered.
+type StatsReportNotFiltered string
 
 // Task A replay task. succeeded and failed_again are present in GET /admin/dlq/replay-tasks/{id} only (they read about 3 rows per row sent).
 type Task struct {
@@ -1726,6 +1756,12 @@ type ReplayDLQ200JSONResponseBody_Data struct {
 // ListReplayTasksParams defines parameters for ListReplayTasks.
 type ListReplayTasksParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// DlqStatsParams defines parameters for DlqStats.
+type DlqStatsParams struct {
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): by_status, by_source_queue, by_pipeline, top_failing_brewers and top_failure_reasons count only its queue's rows; not_filtered names the parts that do not. An unknown name is 400 UNKNOWN_PIPELINE.
+	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
 }
 
 // ResetBreakerJSONBody defines parameters for ResetBreaker.
@@ -2409,7 +2445,7 @@ type ClientInterface interface {
 	// DlqStats DLQ statistics and failure analysis
 	//
 	// Corresponds with GET /admin/dlq/stats (the `DlqStats` operationId).
-	DlqStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DlqStats(ctx context.Context, params *DlqStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DlqTimeseries Failures per hour over the last 192 hours
 	//
@@ -2840,8 +2876,8 @@ func (c *Client) ResumeReplayTask(ctx context.Context, id int, reqEditors ...Req
 // DlqStats DLQ statistics and failure analysis
 //
 // Corresponds with GET /admin/dlq/stats (the `DlqStats` operationId).
-func (c *Client) DlqStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDlqStatsRequest(c.Server)
+func (c *Client) DlqStats(ctx context.Context, params *DlqStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDlqStatsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4092,7 +4128,7 @@ func NewResumeReplayTaskRequest(server string, id int) (*http.Request, error) {
 }
 
 // NewDlqStatsRequest constructs an http.Request for the DlqStats method
-func NewDlqStatsRequest(server string) (*http.Request, error) {
+func NewDlqStatsRequest(server string, params *DlqStatsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4108,6 +4144,33 @@ func NewDlqStatsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Pipeline != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pipeline", *params.Pipeline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4674,7 +4737,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /admin/dlq/stats (the `DlqStats` operationId).
-	DlqStatsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DlqStatsResponse, error)
+	DlqStatsWithResponse(ctx context.Context, params *DlqStatsParams, reqEditors ...RequestEditorFn) (*DlqStatsResponse, error)
 
 	// DlqTimeseriesWithResponse Failures per hour over the last 192 hours
 	//
@@ -8702,8 +8765,8 @@ func (c *ClientWithResponses) ResumeReplayTaskWithResponse(ctx context.Context, 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /admin/dlq/stats (the `DlqStats` operationId).
-func (c *ClientWithResponses) DlqStatsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DlqStatsResponse, error) {
-	rsp, err := c.DlqStats(ctx, reqEditors...)
+func (c *ClientWithResponses) DlqStatsWithResponse(ctx context.Context, params *DlqStatsParams, reqEditors ...RequestEditorFn) (*DlqStatsResponse, error) {
+	rsp, err := c.DlqStats(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

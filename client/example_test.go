@@ -68,7 +68,7 @@ func ExampleAPIError() {
 	srv := fakeWorker()
 	defer srv.Close()
 	c, _ := client.New(srv.URL, client.Credentials{APIKey: "wrong", AdminSecret: "secret"})
-	resp, err := c.DlqStatsWithResponse(context.Background())
+	resp, err := c.DlqStatsWithResponse(context.Background(), nil)
 	if err != nil {
 		panic(err)
 	}

@@ -7,7 +7,7 @@
 // Every /admin route needs both credentials; New sends them on every request:
 //
 //	c, err := client.New("https://redrive.example.workers.dev", client.Credentials{APIKey: key, AdminSecret: secret})
-//	resp, err := c.DlqStatsWithResponse(ctx)
+//	resp, err := c.DlqStatsWithResponse(ctx, nil)
 //	var stats client.StatsReport
 //	err = client.DecodeData(resp.StatusCode(), resp.Body, &stats)
 package client

@@ -18,7 +18,20 @@ type Stats struct {
 	DB *sql.DB
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
+	// Pipeline, when not empty, is a configured pipeline's name: the parts
+	// kept per source queue (by_status, by_source_queue, by_pipeline,
+	// top_failing_brewers) count only its queue's rows, and NotFiltered names
+	// the parts that still cover every pipeline. An unknown name is
+	// UNKNOWN_PIPELINE.
+	Pipeline string
 }
+
+// statsNotFiltered are the parts of the stats a pipeline filter does not
+// narrow: each would read rows of every pipeline to find one pipeline's
+// (oldest_pending_age_hours and repeat_failures walk indexes without
+// source_queue), or comes from counts kept without a queue
+// (last_24h: dlq_activity). docs/pipelines.md "Not yet".
+var statsNotFiltered = []string{"oldest_pending_age_hours", "repeat_failures", "last_24h"}
 
 // StatsReport is the stats response (handlers/openapi.json): the original
 // worker's shape plus by_source_queue, top_failure_reasons and
@@ -48,6 +61,14 @@ type StatsReport struct {
 	// without one): filter
 	// {"version_not": current_version.stamp} selects every failure of older code.
 	CurrentVersion *CurrentVersion `json:"current_version,omitempty"`
+	// Pipeline is the pipeline filter's name (absent without one).
+	Pipeline *string `json:"pipeline,omitempty"`
+	// NotFiltered, with a pipeline filter, names the parts that still cover
+	// every pipeline (absent without one). With a filter,
+	// top_failure_reasons counts that pipeline's rows among the
+	// StatsReasonSample newest pending rows of every pipeline, and
+	// top_failure_reasons_sample is how many they are.
+	NotFiltered []string `json:"not_filtered,omitempty"`
 }
 
 // CurrentVersion is the running worker's version in the stats.
@@ -154,12 +175,19 @@ const hourMS = int64(time.Hour / time.Millisecond)
 //   - last_24h: dlq_activity's hourly counts for the hours after the one
 //     24 h ago (?3), plus the rows of that hour after ?2 counted one by one;
 //   - top_failure_reasons: the StatsReasonSample newest pending rows (?4).
+//
+// ?5 is the pipeline filter's queue (NULL: every queue). It narrows the
+// dlq_tally parts and top_failure_reasons (to the queue's rows among the
+// StatsReasonSample newest pending rows of every queue; sampled counts them,
+// reading nothing without a filter), not the parts in statsNotFiltered.
 const statsSQL = `SELECT
 	(SELECT json_group_array(json_object('status', status, 'source_queue', source_queue, 'count', n)) FROM (
-		SELECT status, source_queue, SUM(n) AS n FROM dlq_tally GROUP BY status, source_queue HAVING SUM(n) <> 0)) AS groups,
+		SELECT status, source_queue, SUM(n) AS n FROM dlq_tally WHERE ?5 IS NULL OR source_queue = ?5
+		GROUP BY status, source_queue HAVING SUM(n) <> 0)) AS groups,
 	(SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending') AS oldest,
 	(SELECT json_group_array(json_object('brewer', brewer, 'count', n)) FROM (
 		SELECT substr(brewer_key, 2) AS brewer, SUM(n) AS n FROM dlq_tally WHERE status = 'pending' AND brewer_key <> ''
+			AND (?5 IS NULL OR source_queue = ?5)
 		GROUP BY brewer_key HAVING SUM(n) > 0 ORDER BY n DESC, brewer LIMIT ?1)) AS brewers,
 	(SELECT json_group_array(json_object('beer_id', beer_id, 'beer_name', beer_name, 'replay_count', replay_count, 'id', id,
 			'source_queue', source_queue, 'brewer', brewer)) FROM (
@@ -174,19 +202,32 @@ const statsSQL = `SELECT
 			AND failed_at > ?2 AND failed_at < (?3 + 1) * 3600000) AS failures,
 	(SELECT json_group_array(json_object('failure_reason', failure_reason, 'count', n)) FROM (
 		SELECT failure_reason, COUNT(*) AS n FROM (
-			SELECT failure_reason FROM dlq_messages WHERE status = 'pending' ORDER BY failed_at DESC, id DESC LIMIT ?4)
-		GROUP BY failure_reason ORDER BY n DESC, failure_reason LIMIT ?1)) AS reasons`
+			SELECT failure_reason, source_queue FROM dlq_messages WHERE status = 'pending' ORDER BY failed_at DESC, id DESC LIMIT ?4)
+		WHERE ?5 IS NULL OR source_queue = ?5
+		GROUP BY failure_reason ORDER BY n DESC, failure_reason LIMIT ?1)) AS reasons,
+	(SELECT COUNT(*) FROM (
+		SELECT source_queue FROM dlq_messages WHERE ?5 IS NOT NULL AND status = 'pending' ORDER BY failed_at DESC, id DESC LIMIT ?4)
+		WHERE source_queue = ?5) AS sampled`
 
 // Report computes the stats at the current time.
 func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	now := s.Clock.Now()
+	var queue any
+	if s.Pipeline != "" {
+		q, err := pipelineQueue(s.Pipeline)
+		if err != nil {
+			return StatsReport{}, err
+		}
+		queue = q
+	}
 	var groups, brewers, repeats, reasons string
 	var oldest sql.NullInt64
+	var sampled int64
 	var r StatsReport
 	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
-	err := s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/hourMS, int64(StatsReasonSample)).Scan(
+	err := s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/hourMS, int64(StatsReasonSample), queue).Scan(
 		&groups, &oldest, &brewers, &repeats, &r.Last24h.Replayed24h, &r.Last24h.Acknowledged24h,
-		&r.Last24h.NewFailures24h, &reasons)
+		&r.Last24h.NewFailures24h, &reasons, &sampled)
 	if err != nil {
 		return StatsReport{}, fmt.Errorf("dlq stats: %w", err)
 	}
@@ -237,6 +278,9 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	}
 	r.ByPipeline = []PipelineCount{}
 	for _, p := range Pipelines() {
+		if s.Pipeline != "" && p.Name != s.Pipeline {
+			continue
+		}
 		c := PipelineCount{Pipeline: p.Name, Queue: p.Queue}
 		if sq := bySource[p.Queue]; sq != nil {
 			c.Pending, c.Total = sq.Pending, sq.Total
@@ -250,7 +294,13 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 		rf.Pipeline, rf.Labels = rowPipeline(row.SourceQueue, rf.BeerName, row.Brewer)
 		r.RepeatFailures[i] = rf
 	}
-	r.TopFailureReasonsSample = min(r.ByStatus.Pending, StatsReasonSample)
+	if s.Pipeline != "" {
+		r.Pipeline = &s.Pipeline
+		r.NotFiltered = statsNotFiltered
+		r.TopFailureReasonsSample = sampled
+	} else {
+		r.TopFailureReasonsSample = min(r.ByStatus.Pending, StatsReasonSample)
+	}
 	if oldest.Valid {
 		hours := float64(now.UnixMilli()-oldest.Int64) / float64(time.Hour.Milliseconds())
 		r.OldestPendingAgeHours = math.Max(0, math.Round(hours*10)/10)

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // workerd by TestD1RowsBudget (e2e/d1rows_test.go).
 func TestStatsReadsBoundedRanges(t *testing.T) {
 	db := sqlitetest.New(t)
-	plan := sqlitetest.Plan(t, db, statsSQL, 10, 0, 0, 1000)
+	plan := sqlitetest.Plan(t, db, statsSQL, 10, 0, 0, 1000, "orders")
 	want := []string{
 		"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_failed (status=?)", // MIN(failed_at): one entry
 		"SEARCH dlq_messages USING INDEX idx_dlq_pending_replay_count (replay_count>?)",
@@ -68,6 +69,7 @@ func TestStatsReadsBoundedRanges(t *testing.T) {
 		"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>? AND acknowledged_at<?)",
 		"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_failed (status=? AND failed_at>? AND failed_at<?)",
 		"SEARCH dlq_messages USING INDEX idx_dlq_status_failed (status=?)", // the newest pending rows, in index order
+		"SEARCH dlq_messages USING INDEX idx_dlq_status_failed (status=?)", // sampled: the same rows, only with a pipeline filter
 	}
 	var got []string
 	for i, d := range plan {
@@ -97,5 +99,54 @@ func TestStatsLast24hComesFromTheHourlyCounts(t *testing.T) {
 	}
 	if got := r.Last24h; got.NewFailures24h != 7 || got.Replayed24h != 4 || got.Acknowledged24h != 3 {
 		t.Fatalf("last_24h %+v, want 7 failures, 4 replayed, 3 acknowledged", got)
+	}
+}
+
+// A pipeline filter narrows the kept counts (by_status, by_source_queue,
+// by_pipeline, top_failing_brewers) and top_failure_reasons to the
+// pipeline's queue, names the parts it leaves covering every pipeline, and
+// an unknown name is UNKNOWN_PIPELINE.
+func TestStatsPipelineFilter(t *testing.T) {
+	withPipelines(t)
+	db := sqlitetest.New(t)
+	now := fixedClock().UnixMilli()
+	hour := time.Hour.Milliseconds()
+	insert(t, db,
+		adminRow{beerID: "1", brewer: "Acme", reason: "transient: 500", failedAt: now - 3*hour},
+		adminRow{beerID: "2", brewer: "Acme", reason: "transient: 500", failedAt: now - 2*hour},
+		adminRow{beerID: "3", brewer: "Bold", reason: "orders: 409", failedAt: now - hour, source: "orders"},
+		adminRow{beerID: "4", brewer: "Bold", reason: "orders: 409", failedAt: now - hour, source: "orders", status: StatusAcknowledged},
+		adminRow{beerID: "5", brewer: "Cold", reason: "odd: 1", failedAt: now - hour, source: "odd"},
+	)
+	r, err := Stats{DB: db, Clock: fixedClock, Pipeline: "orders"}.Report(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(struct {
+		ByStatus      ByStatus           `json:"by_status"`
+		Brewers       []BrewerCount      `json:"top_failing_brewers"`
+		BySourceQueue []SourceQueueCount `json:"by_source_queue"`
+		ByPipeline    []PipelineCount    `json:"by_pipeline"`
+		Reasons       []ReasonCount      `json:"top_failure_reasons"`
+		Sample        int64              `json:"top_failure_reasons_sample"`
+		Pipeline      *string            `json:"pipeline"`
+		NotFiltered   []string           `json:"not_filtered"`
+	}{r.ByStatus, r.TopFailingBrewers, r.BySourceQueue, r.ByPipeline, r.TopFailureReasons, r.TopFailureReasonsSample, r.Pipeline, r.NotFiltered})
+	want := `{"by_status":{"pending":1,"replaying":0,"replayed":0,"acknowledged":1},` +
+		`"top_failing_brewers":[{"brewer":"Bold","count":1}],` +
+		`"by_source_queue":[{"source_queue":"orders","pending":1,"total":2}],` +
+		`"by_pipeline":[{"pipeline":"orders","queue":"orders","pending":1,"total":2}],` +
+		`"top_failure_reasons":[{"failure_reason":"orders: 409","count":1}],"top_failure_reasons_sample":1,` +
+		`"pipeline":"orders","not_filtered":["oldest_pending_age_hours","repeat_failures","last_24h"]}`
+	if string(js) != want {
+		t.Fatalf("orders stats\n got %s\nwant %s", js, want)
+	}
+	all, err := Stats{DB: db, Clock: fixedClock}.Report(ctx)
+	if err != nil || all.ByStatus.Pending != 4 || len(all.ByPipeline) != 3 || all.Pipeline != nil || all.NotFiltered != nil || all.TopFailureReasonsSample != 4 {
+		t.Fatalf("unfiltered: %+v %v", all, err)
+	}
+	_, err = Stats{DB: db, Clock: fixedClock, Pipeline: "nope"}.Report(ctx)
+	if !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
+		t.Fatalf("unknown pipeline: %v", err)
 	}
 }

@@ -16,8 +16,9 @@ import (
 // failures list to orders (a Pipeline column shows it), the address
 // carries pipeline=orders and a reload keeps it, a replay-by-filter dry run
 // counts only the orders rows, the detail page shows pipeline, key and
-// labels as text, and the groups and overview pages say they cover every
-// pipeline (the overview with its by_pipeline table).
+// labels as text, the groups page says it covers every pipeline, and the
+// overview counts only orders (its by_pipeline table one row, its note
+// naming what still covers every pipeline) until All pipelines is selected.
 func TestConsolePipelineSelector(t *testing.T) {
 	chromiumPath(t)
 	w := startWorker(t, nil)
@@ -114,11 +115,25 @@ func TestConsolePipelineSelector(t *testing.T) {
 	br.Do(chromedp.Navigate(w.URL + "/#/groups"))
 	br.Wait("the groups note", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Groups cover all pipelines'))`)
 	br.Do(chromedp.Navigate(w.URL + "/#/"))
-	br.Wait("the overview note and by_pipeline table", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('covers all pipelines')) && document.querySelector('[aria-label="Rows by pipeline"] table')`)
+	br.Wait("the overview note and by_pipeline table", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Counts of orders only')) && document.querySelector('[aria-label="Rows by pipeline"] table')`)
 	byPipeline := Eval[string](br, `[...document.querySelectorAll('[aria-label="Rows by pipeline"] tbody tr')].map(r => r.cells[0].textContent).join(',')`)
-	if byPipeline != "beers,js,orders,tickets" {
-		t.Errorf("the by_pipeline table: %q", byPipeline)
+	if byPipeline != "orders" {
+		t.Errorf("the by_pipeline table with orders selected: %q", byPipeline)
 	}
+	// The cards count orders' rows only (the beer rows are not).
+	ordersPending := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND source_queue = 'e2e-orders'`)
+	if got := Eval[string](br, `document.querySelector('.card-value').textContent.trim()`); got != fmt.Sprint(ordersPending) || ordersPending < 3 {
+		t.Errorf("the Pending card with orders selected: %q, want %d", got, ordersPending)
+	}
+	// All pipelines again: every pipeline's counts, without the note.
+	br.Select(sel, "")
+	br.Wait("the overview of every pipeline", `[...document.querySelectorAll('[aria-label="Rows by pipeline"] tbody tr')].map(r => r.cells[0].textContent).join(',') === 'beers,js,orders,tickets' && ![...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Counts of'))`)
+	allPending := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`)
+	if got := Eval[string](br, `document.querySelector('.card-value').textContent.trim()`); got != fmt.Sprint(allPending) || allPending < ordersPending+4 {
+		t.Errorf("the Pending card over all pipelines: %q, want %d", got, allPending)
+	}
+	br.Select(sel, "orders")
+	br.Wait("orders selected again", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Counts of orders only'))`)
 	if got := Eval[string](br, `[...document.querySelectorAll('[aria-label="Rows by source queue"] tbody a')].map(a => a.textContent).join(',')`); got != "e2e-orders" {
 		t.Errorf("source queues linked with orders selected: %q, want only e2e-orders", got)
 	}

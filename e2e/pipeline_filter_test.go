@@ -86,7 +86,7 @@ func TestPipelineFilterAcrossThreePipelines(t *testing.T) {
 			}
 		}
 	}
-	// The stats count each pipeline (by_pipeline; the stats and groups take
+	// The stats count each pipeline (by_pipeline; groups and timeseries take
 	// no pipeline filter: docs/pipelines.md "Not yet").
 	var s struct {
 		ByPipeline []struct {
@@ -105,7 +105,32 @@ func TestPipelineFilterAcrossThreePipelines(t *testing.T) {
 	if got["orders"] != [2]int64{2, 2} || got["beers"] != [2]int64{1, 1} || got["tickets"][1] != 1 {
 		t.Fatalf("by_pipeline %v: %.600s", got, r.Raw)
 	}
-	for _, path := range []string{"/admin/dlq", "/admin/dlq/export"} {
+	// ?pipeline=orders narrows the kept counts and the failure reasons to
+	// orders' queue and names the parts that still cover every pipeline.
+	var os struct {
+		ByStatus      struct{ Pending, Replaying, Replayed, Acknowledged int64 } `json:"by_status"`
+		BySourceQueue []struct {
+			SourceQueue string `json:"source_queue"`
+			Total       int64  `json:"total"`
+		} `json:"by_source_queue"`
+		ByPipeline []struct {
+			Pipeline string `json:"pipeline"`
+			Total    int64  `json:"total"`
+		} `json:"by_pipeline"`
+		Sample      int64    `json:"top_failure_reasons_sample"`
+		Pipeline    string   `json:"pipeline"`
+		NotFiltered []string `json:"not_filtered"`
+	}
+	r = w.Admin(t, http.MethodGet, "/admin/dlq/stats?pipeline=orders", nil)
+	r.Decode(t, &os)
+	if r.Status != http.StatusOK || os.ByStatus.Pending != 2 || os.ByStatus.Replayed+os.ByStatus.Replaying+os.ByStatus.Acknowledged != 0 ||
+		len(os.BySourceQueue) != 1 || os.BySourceQueue[0].SourceQueue != "e2e-orders" || os.BySourceQueue[0].Total != 2 ||
+		len(os.ByPipeline) != 1 || os.ByPipeline[0].Pipeline != "orders" || os.ByPipeline[0].Total != 2 ||
+		os.Sample != 2 || os.Pipeline != "orders" || strings.Join(os.NotFiltered, ",") != "oldest_pending_age_hours,repeat_failures,last_24h" ||
+		!strings.Contains(string(r.Raw), `"top_failure_reasons":[{"failure_reason":`) || strings.Contains(string(r.Raw), "Brewer") {
+		t.Fatalf("stats?pipeline=orders: %d %.1500s", r.Status, r.Raw)
+	}
+	for _, path := range []string{"/admin/dlq", "/admin/dlq/export", "/admin/dlq/stats"} {
 		r := w.Admin(t, http.MethodGet, path+"?pipeline=nope", nil)
 		if r.Status != http.StatusBadRequest || r.Error == nil || r.Error.Code != "UNKNOWN_PIPELINE" {
 			t.Fatalf("%s?pipeline=nope: %d %s", path, r.Status, r.Raw)

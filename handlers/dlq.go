@@ -167,10 +167,11 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 
 // dlqStats serves GET /admin/dlq/stats.
 func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
-	if _, err := query(r.URL, nil); err != nil {
+	q, err := query(r.URL, map[string]bool{"pipeline": true})
+	if err != nil {
 		return err
 	}
-	rep, err := dlq.Stats{DB: a.DB, Clock: a.Clock}.Report(r.Context())
+	rep, err := dlq.Stats{DB: a.DB, Clock: a.Clock, Pipeline: q["pipeline"]}.Report(r.Context())
 	if err != nil {
 		return err
 	}

@@ -202,4 +202,26 @@ func TestStatsByPipeline(t *testing.T) {
 	}
 }
 
+// GET /admin/dlq/stats?pipeline= counts that pipeline's rows, says what it
+// leaves covering every pipeline, and an unknown name is 400 UNKNOWN_PIPELINE.
+func TestStatsPipelineParameter(t *testing.T) {
+	api, _ := pipelinesAPI(t)
+	rec, env := do(api.Handler(), "GET", "/admin/dlq/stats?pipeline=orders", "", adminHeaders)
+	var st struct {
+		ByStatus    dlq.ByStatus        `json:"by_status"`
+		ByPipeline  []dlq.PipelineCount `json:"by_pipeline"`
+		Pipeline    string              `json:"pipeline"`
+		NotFiltered []string            `json:"not_filtered"`
+	}
+	json.Unmarshal(mustJSON(env.Data), &st)
+	if rec.Code != 200 || st.ByStatus.Pending != 2 || len(st.ByPipeline) != 1 || st.ByPipeline[0].Pipeline != "orders" ||
+		st.Pipeline != "orders" || len(st.NotFiltered) != 3 {
+		t.Errorf("stats?pipeline=orders: %d %s", rec.Code, rec.Body)
+	}
+	rec, env = do(api.Handler(), "GET", "/admin/dlq/stats?pipeline=nope", "", adminHeaders)
+	if rec.Code != 400 || env.Error == nil || env.Error.Code != "UNKNOWN_PIPELINE" {
+		t.Errorf("stats?pipeline=nope: %d %s", rec.Code, rec.Body)
+	}
+}
+
 var _ = http.MethodGet

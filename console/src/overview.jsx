@@ -11,9 +11,11 @@ import { hours, utc } from "./time.js";
 // tab is visible: every refresh is five small API calls.
 const REFRESH_MS = 60_000;
 
-async function loadOverview() {
+// loadOverview reads the stats of the selected pipeline (name; "" = all):
+// the response's not_filtered names what still covers every pipeline.
+async function loadOverview(name) {
   const [stats, series, alerts, jobs, queues] = await Promise.all([
-    get("/admin/dlq/stats"),
+    get("/admin/dlq/stats", name ? { pipeline: name } : undefined),
     get("/admin/dlq/timeseries"),
     get("/admin/alerts"),
     get("/admin/jobs"),
@@ -35,14 +37,16 @@ export function Overview() {
     if (busy.current || (!force && Date.now() - last.current < REFRESH_MS)) return;
     busy.current = true;
     last.current = Date.now();
+    const name = pipeline.value;
     try {
-      setData(await loadOverview());
+      setData(await loadOverview(name));
       setError(null);
     } catch (e) {
       setError(e);
     } finally {
       busy.current = false;
     }
+    if (pipeline.value !== name) refresh(true); // switched while loading
   };
   useEffect(() => {
     refresh(true);
@@ -54,6 +58,12 @@ export function Overview() {
       document.removeEventListener("visibilitychange", tick);
     };
   }, []);
+  // Another pipeline selected: its stats now (not at the next minute).
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) first.current = false;
+    else refresh(true);
+  }, [chosen]);
 
   if (!data) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
   const { stats, series, alerts, jobs, queues } = data;
@@ -78,10 +88,9 @@ export function Overview() {
         </p>
       )}
       <ErrorBox error={error} />
-      {chosen && (
+      {stats.pipeline && (
         <p class="small" role="note">
-          This page covers all pipelines (its figures are not kept per pipeline); the <a href={href("/failures")}>failures</a> list shows{" "}
-          {chosen} only.
+          Counts of {stats.pipeline} only; oldest pending, new failures in 24 h and the charts cover all pipelines (not kept per pipeline).
         </p>
       )}
       <section aria-labelledby="h-status">

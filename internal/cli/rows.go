@@ -335,7 +335,7 @@ func (a *app) statsCmd() *cobra.Command {
 				return err
 			}
 			var s stats
-			data, err := into(&s)(c.DlqStats(cmd.Context()))
+			data, err := into(&s)(c.DlqStats(cmd.Context(), nil))
 			if err != nil {
 				return err
 			}
