@@ -574,6 +574,18 @@ func TestCLIPipelineFlag(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &dry); err != nil || dry.Matched != 7 {
 		t.Fatalf("replay --pipeline orders --dry-run: %s (%v)", r.stdout, err)
 	}
+	r = runCLI(t, ctx, env, "", "stats", "--pipeline", "tickets", "--json").wantCode(t, 0, "stats --pipeline")
+	checkOutput(t, "GET", "/admin/dlq/stats?pipeline=tickets", "", r.stdout)
+	var st struct {
+		Pipeline      string `json:"pipeline"`
+		BySourceQueue []struct {
+			SourceQueue string `json:"source_queue"`
+		} `json:"by_source_queue"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Pipeline != "tickets" ||
+		len(st.BySourceQueue) != 1 || st.BySourceQueue[0].SourceQueue != "e2e-tickets" {
+		t.Fatalf("stats --pipeline tickets: %s (%v)", r.stdout, err)
+	}
 	r = runCLI(t, ctx, env, "", "ls", "--pipeline", "no-such-pipeline").wantCode(t, cli.ExitFailure, "ls --pipeline unknown")
 	if !strings.Contains(r.stderr, "UNKNOWN_PIPELINE") {
 		t.Fatalf("ls --pipeline unknown: stderr %q", r.stderr)

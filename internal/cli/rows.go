@@ -324,10 +324,11 @@ type stats struct {
 }
 
 func (a *app) statsCmd() *cobra.Command {
-	return &cobra.Command{
+	var pipeline string
+	cmd := &cobra.Command{
 		Use:     "stats",
 		Short:   "Counts by status and queue, top failure reasons, the last 24 hours",
-		Example: "  redrive stats",
+		Example: "  redrive stats\n  redrive stats --pipeline orders",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.api()
@@ -335,7 +336,7 @@ func (a *app) statsCmd() *cobra.Command {
 				return err
 			}
 			var s stats
-			data, err := into(&s)(c.DlqStats(cmd.Context(), nil))
+			data, err := into(&s)(c.DlqStats(cmd.Context(), &client.DlqStatsParams{Pipeline: opt(pipeline)}))
 			if err != nil {
 				return err
 			}
@@ -369,6 +370,8 @@ func (a *app) statsCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "one pipeline's counts (redrive pipelines); the oldest pending age, repeat failures and last 24 h stay across all")
+	return cmd
 }
 
 func (a *app) groupsCmd() *cobra.Command {
