@@ -85,8 +85,10 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 
 	browser := NewBrowser(t, 1280, 800, "America/New_York")
 	browser.WatchCSP()
+	// ready: the page has drawn (the overview's charts only once scrolled
+	// near: uPlot loads then).
 	pages := []struct{ name, hash, ready string }{
-		{"overview", "#/", `document.querySelectorAll('.card-value').length === 6 && document.querySelectorAll('.chart canvas').length === 2 && document.querySelector('.alerts li')`},
+		{"overview", "#/", `document.querySelectorAll('.card-value').length === 6 && (document.querySelector('.charts').scrollIntoView(), document.querySelectorAll('.chart canvas').length === 2) && document.querySelector('.alerts li')`},
 		{"failures", "#/failures?limit=50", `document.querySelectorAll('table.rows tbody tr').length === 50 && document.querySelector('.pager')`},
 		{"groups", "#/groups", `document.querySelectorAll('table.groups tbody tr').length >= 2`},
 		{"tasks", "#/tasks", `document.querySelector('tbody tr progress')`},

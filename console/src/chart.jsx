@@ -1,6 +1,6 @@
 import { useEffect, useRef } from "preact/hooks";
 import { adopt } from "./style.js";
-import { format, utc } from "./time.js";
+import { day, format, utc } from "./time.js";
 import { useSignal } from "./state.js";
 
 // loadPlot loads uPlot once (its own chunk: pages without charts do not
@@ -61,10 +61,21 @@ export function BarChart({ title, points, unit, step }) {
         el,
       );
     };
-    loadPlot().then((m) => {
-      uPlot = m;
-      draw();
-    });
+    // uPlot (and the first Intl call of the page, in its module: ICU's
+    // data, hundreds of ms on a slow phone) loads when the chart nears the
+    // screen: on a phone the charts are far below the first screen.
+    const seen = new IntersectionObserver(
+      (entries) => {
+        if (!entries.some((e) => e.isIntersecting)) return;
+        seen.disconnect();
+        loadPlot().then((m) => {
+          uPlot = m;
+          draw();
+        });
+      },
+      { rootMargin: "200px" },
+    );
+    seen.observe(el);
     let t = 0;
     const resize = () => {
       clearTimeout(t);
@@ -73,6 +84,7 @@ export function BarChart({ title, points, unit, step }) {
     window.addEventListener("resize", resize);
     return () => {
       gone = true;
+      seen.disconnect();
       window.removeEventListener("resize", resize);
       clearTimeout(t);
       plot?.destroy();
@@ -129,6 +141,5 @@ export function daily(hourly, n, inUtc) {
       }
     }
   }
-  const fmt = new Intl.DateTimeFormat(undefined, { weekday: "short", month: "short", day: "numeric", timeZone: inUtc ? "UTC" : undefined });
-  return days.map((d) => ({ ...d, label: fmt.format(new Date(d.start)) }));
+  return days.map((d) => ({ ...d, label: day(d.start, inUtc) }));
 }

@@ -112,6 +112,24 @@ export function useCursors(key) {
   };
 }
 
+// useInSteps returns rows a step at a time: the first `first` at once, then
+// `step` more in each following task, until all show (a new rows starts
+// again). Fifty rows of ten cells in one render were one long task of the
+// failures page (on a slow phone, a few hundred ms the page did not answer
+// input); in steps, the first screen shows sooner and no task is long.
+// done is true once every row shows: what sits below the list (its pager)
+// waits for it, so that it never moves down.
+export function useInSteps(rows, first = 10, step = 10) {
+  const [state, setState] = useState({ rows, n: first });
+  const n = state.rows === rows ? state.n : first;
+  useEffect(() => {
+    if (n >= rows.length) return;
+    const t = setTimeout(() => setState({ rows, n: n + step }), 0);
+    return () => clearTimeout(t);
+  }, [rows, n]);
+  return { rows: n >= rows.length ? rows : rows.slice(0, n), done: n >= rows.length };
+}
+
 // Pager moves through a list's cursor pages (see useCursors); it shows
 // once the first page has come (data: its answer, with has_more and
 // next_cursor), so it never moves down as the table loads. previous adds a

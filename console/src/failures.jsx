@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { exportRows, get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
-import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
+import { ErrorBox, Pager, Table, Time, useCursors, useInSteps, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
 import { pipelines, useSignal } from "./state.js";
 import { format, fromInput, toInput, utc } from "./time.js";
@@ -10,6 +10,7 @@ import { format, fromInput, toInput, utc } from "./time.js";
 const STATUSES = ["pending", "replaying", "replayed", "acknowledged", "all"];
 const SIZES = [10, 25, 50, 100];
 const DEBOUNCE_MS = 400;
+const NONE = [];
 
 // filterOf turns the route's params into the API's filter (list parameters
 // and the bulk actions' filter object share their names).
@@ -30,7 +31,8 @@ export function filterOf(p) {
 
 export function Failures({ params }) {
   const inUtc = useSignal(utc);
-  const many = useSignal(pipelines).length > 1;
+  const names = useSignal(pipelines);
+  const many = names?.length > 1;
   const filter = filterOf(params);
   const status = filter.status || "pending";
   const limit = SIZES.includes(Number(params.limit)) ? Number(params.limit) : 50;
@@ -62,8 +64,11 @@ export function Failures({ params }) {
   };
   useEffect(() => () => clearTimeout(timer.current), []);
 
-  const data = list.data;
-  const rows = data?.messages ?? [];
+  // The rows wait for the pipelines' names too (asked at the same time):
+  // a Pipeline column that came after them would shift every row.
+  const data = names === null ? null : list.data;
+  const rows = data?.messages ?? NONE;
+  const shown = useInSteps(rows);
   const toggle = (id) => {
     const s = new Set(selected);
     s.has(id) ? s.delete(id) : s.add(id);
@@ -155,7 +160,7 @@ export function Failures({ params }) {
 
       <div class="toolbar" role="group" aria-label="Actions">
         <span aria-live="polite" class="count">
-          {data ? `${data.total_count} matching` : list.loading ? "Loading…" : ""}
+          {data ? `${data.total_count} matching` : list.loading || names === null ? "Loading…" : ""}
           {ids.length ? ` · ${ids.length} selected` : ""}
         </span>
         <button type="button" disabled={!ids.length || ids.length > 50} onClick={() => setAction({ kind: "replay", selection: { ids }, classes: rows.filter((m) => selected.has(m.id)).map((m) => m.failure_class) })}>
@@ -190,9 +195,9 @@ export function Failures({ params }) {
         label="Failures"
         class="rows"
         srCaption="Failures, newest first"
-        busy={list.loading}
+        busy={list.loading || names === null}
         empty="No failures match."
-        rows={rows}
+        rows={shown.rows}
         rowKey={(m) => m.id}
         rowClass={(m) => (selected.has(m.id) ? "selected" : "")}
         columns={[
@@ -220,8 +225,8 @@ export function Failures({ params }) {
           { head: "Replays", class: "num", cell: (m) => m.replay_count },
         ].filter(Boolean)}
       />
-      {/* The pager appears with the first page, and never moves down as it loads. */}
-      <Pager pages={pages} data={data} previous />
+      {/* The pager appears once the whole first page shows (its rows come in steps), and never moves down as it loads. */}
+      <Pager pages={pages} data={shown.done ? data : null} previous />
       {action?.kind === "task" && <TaskDialog filter={action.filter} what="every pending row matching the filter" onClose={() => setAction(null)} />}
       {action && action.kind !== "task" && <ActionDialog kind={action.kind} selection={action.selection} classes={action.classes} onClose={done} />}
     </div>

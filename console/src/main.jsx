@@ -42,6 +42,21 @@ function page(path, params) {
   return { title: "Not found", body: <p>No such page. <a href="#/">Overview</a></p>, nav: "" };
 }
 
+// loadPipelines reads the configured pipelines' names (see state.js); a
+// failed read leaves the selector out rather than the page waiting.
+let asked = null;
+function loadPipelines() {
+  asked ??= get("/admin/pipelines").then(
+    (d) => (pipelines.value = d.pipelines.map((x) => x.name)),
+    () => {
+      asked = null;
+      if (pipelines.value === null) pipelines.value = [];
+    },
+  );
+}
+// Signed in already (a reload): ask now, alongside the page's own calls.
+if (signedIn()) loadPipelines();
+
 function App() {
   const [authed, setAuthed] = useState(signedIn());
   const [message, setMessage] = useState("");
@@ -51,11 +66,7 @@ function App() {
   const chosen = useSignal(pipeline);
   const names = useSignal(pipelines);
   useEffect(() => {
-    if (authed)
-      get("/admin/pipelines").then(
-        (d) => (pipelines.value = d.pipelines.map((x) => x.name)),
-        () => {},
-      );
+    if (authed) loadPipelines();
   }, [authed]);
   useEffect(() => {
     whenSignedOut((msg) => {
@@ -92,17 +103,18 @@ function App() {
             </a>
           ))}
         </nav>
-        {(names.length > 1 || chosen) && (
-          <label class="pipeline">
+        {/* Until the names are known, an invisible selector keeps its place. */}
+        {(names === null || names.length > 1 || chosen) && (
+          <label class={names === null && !chosen ? "pipeline pending" : "pipeline"}>
             Pipeline
-            <select name="pipeline" value={chosen} onChange={(e) => selectPipeline(e.currentTarget.value)}>
+            <select name="pipeline" value={chosen} disabled={names === null && !chosen} onChange={(e) => selectPipeline(e.currentTarget.value)}>
               <option value="">All pipelines</option>
-              {names.map((n) => (
+              {(names ?? []).map((n) => (
                 <option key={n} value={n}>
                   {n}
                 </option>
               ))}
-              {chosen && !names.includes(chosen) && <option value={chosen}>{chosen}</option>}
+              {chosen && !names?.includes(chosen) && <option value={chosen}>{chosen}</option>}
             </select>
           </label>
         )}

@@ -31,7 +31,8 @@ export function Overview() {
   const busy = useRef(false);
   const inUtc = useSignal(utc);
   const chosen = useSignal(pipeline);
-  const many = useSignal(pipelines).length > 1;
+  const names = useSignal(pipelines);
+  const many = names?.length > 1;
 
   const refresh = async (force) => {
     if (busy.current || (!force && Date.now() - last.current < REFRESH_MS)) return;
@@ -65,7 +66,9 @@ export function Overview() {
     else refresh(true);
   }, [chosen]);
 
-  if (!data) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
+  // The page waits for the pipelines' names too (asked at the same time):
+  // a "By pipeline" table that came after them would shift what follows.
+  if (!data || names === null) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
   const { stats, series, alerts, jobs, queues } = data;
   const s = stats.by_status;
   const chosenQueue = stats.by_pipeline.find((x) => x.pipeline === chosen)?.queue;

@@ -27,5 +27,28 @@ export function useSignal(s) {
 }
 
 // pipelines is the configured pipelines' names (GET /admin/pipelines, read
-// once signed in); the header's selector shows when there are two or more.
-export const pipelines = signal([]);
+// once signed in; main.jsx loads it), or null until they are known: the
+// header's selector shows when there are two or more, and the header and
+// the pages that show a pipeline column keep their place for it until then
+// (what comes in later must not shift the page). The names of the last
+// answer are kept in this tab's sessionStorage, so a reload knows them at
+// once.
+const NAMES = "redrive.pipelines";
+export const pipelines = signal(stored());
+pipelines.subscribe((v) => {
+  try {
+    if (v) sessionStorage.setItem(NAMES, JSON.stringify(v));
+    else sessionStorage.removeItem(NAMES);
+  } catch {
+    /* storage full or off: only the next reload waits */
+  }
+});
+
+function stored() {
+  try {
+    const v = JSON.parse(sessionStorage.getItem(NAMES));
+    return Array.isArray(v) && v.every((n) => typeof n === "string") ? v : null;
+  } catch {
+    return null;
+  }
+}
