@@ -731,3 +731,27 @@ func TestReplayRefusesCaptureOnlyQueues(t *testing.T) {
 		t.Fatalf("no destination refused: %v", err)
 	}
 }
+
+// A replay that claims nothing runs one batch, the claim: no settle batch
+// (five statements billed for nothing) and nothing sent, for ids and for a
+// bulk page alike (pins Run's len(cs) > 0).
+func TestReplayClaimingNothingRunsNoSettle(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "acked", failedAt: 1, status: StatusAcknowledged})
+	for _, req := range []ReplayRequest{
+		{Selection: Selection{IDs: ids}},
+		{Selection: Selection{Filter: &Filter{BeerID: "nothing matches"}}},
+	} {
+		h := &hookRunner{db: db}
+		s := &queuetest.Sender{}
+		r := newReplay(db, s)
+		r.Batch = h
+		res, err := r.Run(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ClaimedCount != 0 || h.calls != 1 || s.Calls != 0 {
+			t.Fatalf("claimed %d, %d batches (want the claim only), %d sends", res.ClaimedCount, h.calls, s.Calls)
+		}
+	}
+}
