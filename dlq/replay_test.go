@@ -692,3 +692,66 @@ func TestReplayBodyHashStatementUsesPrimaryKey(t *testing.T) {
 		t.Fatalf("plan:\n%s", strings.Join(plan, "\n"))
 	}
 }
+
+// A replay to a capture-only pipeline's queue is PRODUCER_MISSING, whether
+// the queue is the destination or, without one, the filter's source queue;
+// a destination that has a producer wins over the filter's source queue, and
+// an unset destination is never refused (pins checkProducer's q != "" and
+// checkTarget's dest == "").
+func TestReplayRefusesCaptureOnlyQueues(t *testing.T) {
+	r := newReplay(sqlitetest.New(t), &queuetest.Sender{})
+	r.Destinations = []string{"beers", "orders"}
+	r.MissingProducers = map[string]string{"orders": "ORDERS_QUEUE", "": "NO_QUEUE"}
+	for _, c := range []struct {
+		name string
+		req  ReplayRequest
+		code string
+	}{
+		{"to the capture-only queue", ReplayRequest{Selection: Selection{IDs: []int64{1}}, Destination: "orders"}, "PRODUCER_MISSING"},
+		{"filter on it, no destination", ReplayRequest{Selection: Selection{Filter: &Filter{SourceQueue: "orders"}}}, "PRODUCER_MISSING"},
+		{"filter on it, sent elsewhere", ReplayRequest{Selection: Selection{Filter: &Filter{SourceQueue: "orders"}}, Destination: "beers"}, ""},
+		{"ids, no destination", ReplayRequest{Selection: Selection{IDs: []int64{1}}}, ""},
+		{"filter on another queue", ReplayRequest{Selection: Selection{Filter: &Filter{SourceQueue: "beers"}}}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := r.Check(c.req)
+			if c.code == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			wantInput(t, err, c.code)
+			if !strings.Contains(err.Error(), "ORDERS_QUEUE") {
+				t.Fatalf("%v does not name the binding", err)
+			}
+		})
+	}
+	if err := r.CheckDestination(""); err != nil {
+		t.Fatalf("no destination refused: %v", err)
+	}
+}
+
+// A replay that claims nothing runs one batch, the claim: no settle batch
+// (five statements billed for nothing) and nothing sent, for ids and for a
+// bulk page alike (pins Run's len(cs) > 0).
+func TestReplayClaimingNothingRunsNoSettle(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "acked", failedAt: 1, status: StatusAcknowledged})
+	for _, req := range []ReplayRequest{
+		{Selection: Selection{IDs: ids}},
+		{Selection: Selection{Filter: &Filter{BeerID: "nothing matches"}}},
+	} {
+		h := &hookRunner{db: db}
+		s := &queuetest.Sender{}
+		r := newReplay(db, s)
+		r.Batch = h
+		res, err := r.Run(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ClaimedCount != 0 || h.calls != 1 || s.Calls != 0 {
+			t.Fatalf("claimed %d, %d batches (want the claim only), %d sends", res.ClaimedCount, h.calls, s.Calls)
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 func TestNameChecksAgreeWithTheirRegexps(t *testing.T) {
 	gauge := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	invalid := regexp.MustCompile(`[^a-zA-Z0-9_:]`)
-	for _, s := range []string{"", "a", "dlq_pending", "dlq_pending_2", "2dlq", "_a", "Dlq", "a-b", "a b", "a:b", "a.b", "é", "aé", "a\n", "dlq_oldest_pending_age_seconds", "x\xffy", "A:Z_09"} {
+	for _, s := range []string{"", "a", "dlq_pending", "dlq_pending_2", "2dlq", "_a", "Dlq", "a-b", "a b", "a:b", "a.b", "é", "aé", "a\n", "dlq_oldest_pending_age_seconds", "x\xffy", "A:Z_09", "z", "xyz", "azAZ09_:"} {
 		if got, want := validGaugeName(s), gauge.MatchString(s); got != want {
 			t.Errorf("validGaugeName(%q) = %v, the regexp says %v", s, got, want)
 		}

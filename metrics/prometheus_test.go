@@ -124,6 +124,19 @@ func TestPrometheusPageOfAnEmptyDatabase(t *testing.T) {
 	if len(page.Samples) != 2 || page.Samples["redrive_dlq_oldest_pending_age_seconds"] != 0 || page.Samples["redrive_test_jobs_known"] != 0 {
 		t.Fatalf("%v", page.Samples)
 	}
+	assertNoEmptyFamilies(t, buf.String())
+}
+
+// assertNoEmptyFamilies fails when the page declares an alert, D1 usage or
+// job family although the snapshot has none of them: no header without a
+// sample (pins the len(...) > 0 guards of writeAlerts, writeD1, writeJobs).
+func assertNoEmptyFamilies(t *testing.T, page string) {
+	t.Helper()
+	for _, family := range []string{"redrive_alert_", "redrive_d1_", "redrive_job_"} {
+		if strings.Contains(page, family) {
+			t.Errorf("%s families on a page without any:\n%s", family, page)
+		}
+	}
 }
 
 // A retention job's last summary gives its expired_left gauge (jobs that do
