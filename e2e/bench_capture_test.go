@@ -115,16 +115,7 @@ func TestBenchCaptureBatch(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("REDRIVE_BENCH_BATCHES")); err == nil && n > 0 {
 		batches = n
 	}
-	w, err := StartWorker(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	ref, err := StartWorker(referenceOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Stop()
+	w, ref := startPair(t)
 
 	var figures []captureBatchFigure
 	measure := func(table string) {

@@ -43,16 +43,7 @@ func TestBenchStart(t *testing.T) {
 	med, p90 := quantiles(cold)
 	rep.add(benchFigure{Name: "cold start (wrangler dev to first 200)", Unit: "ms", Median: med, P90: p90, N: len(cold), Reference: side(refCold, "")})
 
-	w, err := StartWorker(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	ref, err := StartWorker(referenceOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Stop()
+	w, ref := startPair(t)
 	status404 := func(r *Response) error {
 		if r.Status != http.StatusNotFound {
 			return fmt.Errorf("%d %s", r.Status, r.Raw)

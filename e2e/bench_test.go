@@ -26,6 +26,22 @@ import (
 // and queues. It has no /health, so readiness is its empty first list page.
 var referenceOptions = Options{Config: "bench/reference/wrangler.jsonc", ReadyPath: "/admin/dlq?limit=1"}
 
+// startPair starts redrive and the original worker side by side, each with
+// fresh local state, and stops both when the test ends.
+func startPair(t *testing.T) (w, ref *Worker) {
+	t.Helper()
+	w, err := StartWorker(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if ref, err = StartWorker(referenceOptions); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ref.Stop)
+	return w, ref
+}
+
 // referenceCleanupCron is the reference's cleanup cron (its daily auto-cleanup at 3 AM UTC).
 const referenceCleanupCron = "0 3 * * *"
 
@@ -274,16 +290,7 @@ func TestBench(t *testing.T) {
 	med, p90 := quantiles(cold)
 	rep.add(benchFigure{Name: "cold start (wrangler dev to first 200)", Unit: "ms", Median: med, P90: p90, N: len(cold), Reference: side(refCold, "first 200 of GET /admin/dlq?limit=1 (it has no /health)")})
 
-	w, err := StartWorker(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	ref, err := StartWorker(referenceOptions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Stop()
+	w, ref := startPair(t)
 
 	// Per-call overhead on an empty database.
 	rep.measure(t, w, "GET /health", "", 200, get("/health"))
