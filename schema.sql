@@ -194,7 +194,9 @@ CREATE TABLE IF NOT EXISTS dlq_activity (
     hour INTEGER NOT NULL,      -- the time (failed_at, replayed_at, acknowledged_at) / 3600000; -1: archive
     n INTEGER NOT NULL,         -- rows whose time falls in the hour (replayed, acknowledged: rows in that status)
     events INTEGER NOT NULL DEFAULT 0, -- failed: messages captured in the hour (dlq_captured_total is their sum)
-    PRIMARY KEY (kind, hour)
+    -- migrations/0030 ('': events from before it not attributed to a queue)
+    source_queue TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (kind, hour, source_queue)
 ) WITHOUT ROWID;
 
 -- D1 rows read and written per operation, added by each isolate (at most
@@ -220,12 +222,12 @@ BEGIN
     INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
         VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END, 1)
         ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + 1;
-    INSERT INTO dlq_activity(kind, hour, n, events) VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, 1, 1)
-        ON CONFLICT(kind, hour) DO UPDATE SET n = n + 1, events = events + 1;
-    INSERT INTO dlq_activity(kind, hour, n, events)
-        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, 1, 0
+    INSERT INTO dlq_activity(kind, hour, source_queue, n, events) VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.source_queue, 1, 1)
+        ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1, events = events + 1;
+    INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
         WHERE CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END IS NOT NULL
-        ON CONFLICT(kind, hour) DO UPDATE SET n = n + 1;
+        ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1;
 END;
 
 -- Every new row: the poison counter and the removal of the attempt record it used.
@@ -243,7 +245,8 @@ WHEN OLD.status IN ('pending', 'replaying')
 BEGIN
     UPDATE dlq_tally SET n = n - 1 WHERE status = OLD.status AND source_queue = OLD.source_queue
         AND brewer_key = CASE WHEN OLD.status = 'pending' AND OLD.brewer IS NOT NULL THEN '=' || OLD.brewer ELSE '' END;
-    UPDATE dlq_activity SET n = n - 1 WHERE kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000;
+    UPDATE dlq_activity SET n = n - 1 WHERE kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000
+        AND source_queue = OLD.source_queue;
 END;
 
 -- A row that changed status, source queue or brewer (unless its statement
@@ -267,10 +270,11 @@ CREATE TRIGGER IF NOT EXISTS dlq_messages_failed_again AFTER UPDATE OF failed_at
 WHEN NEW.tally_seq = OLD.tally_seq AND (NEW.failed_at IS NOT OLD.failed_at OR NEW.last_message_id IS NOT OLD.last_message_id)
 BEGIN
     UPDATE dlq_activity SET n = n - 1
-        WHERE NEW.failed_at IS NOT OLD.failed_at AND kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000;
-    INSERT INTO dlq_activity(kind, hour, n, events)
-        VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.failed_at IS NOT OLD.failed_at, NEW.last_message_id IS NOT OLD.last_message_id)
-        ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n, events = events + excluded.events;
+        WHERE NEW.failed_at IS NOT OLD.failed_at AND kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000
+            AND source_queue = OLD.source_queue;
+    INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+        VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.source_queue, NEW.failed_at IS NOT OLD.failed_at, NEW.last_message_id IS NOT OLD.last_message_id)
+        ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n, events = events + excluded.events;
     DELETE FROM message_attempts WHERE NEW.last_message_id IS NOT OLD.last_message_id AND message_id = NEW.last_message_id;
 END;
 
@@ -282,11 +286,35 @@ WHEN NEW.tally_seq = OLD.tally_seq AND (NEW.status IS NOT OLD.status
         IS NOT CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at WHEN 'acknowledged' THEN OLD.acknowledged_at END)
 BEGIN
     UPDATE dlq_activity SET n = n - 1 WHERE kind = OLD.status AND OLD.status IN ('replayed', 'acknowledged')
-        AND hour = CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000;
-    INSERT INTO dlq_activity(kind, hour, n, events)
-        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, 1, 0
+        AND hour = CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000
+        AND source_queue = OLD.source_queue;
+    INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
         WHERE CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END IS NOT NULL
-        ON CONFLICT(kind, hour) DO UPDATE SET n = n + 1;
+        ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1;
+END;
+
+-- A row moved to another source queue by hand (the statements of redrive
+-- never change it): its hours move with it, unless the triggers above
+-- moved them already (a new failure time, a new status or action time).
+CREATE TRIGGER IF NOT EXISTS dlq_messages_requeued AFTER UPDATE OF source_queue ON dlq_messages
+WHEN NEW.tally_seq = OLD.tally_seq AND NEW.source_queue IS NOT OLD.source_queue
+BEGIN
+    UPDATE dlq_activity SET n = n - 1 WHERE NEW.failed_at IS OLD.failed_at
+        AND kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000 AND source_queue = OLD.source_queue;
+    INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+        SELECT 'failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.source_queue, 1, 0 WHERE NEW.failed_at IS OLD.failed_at
+        ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1;
+    UPDATE dlq_activity SET n = n - 1 WHERE NEW.status IS OLD.status AND OLD.status IN ('replayed', 'acknowledged')
+        AND CASE OLD.status WHEN 'replayed' THEN NEW.replayed_at IS OLD.replayed_at ELSE NEW.acknowledged_at IS OLD.acknowledged_at END
+        AND kind = OLD.status AND source_queue = OLD.source_queue
+        AND hour = CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000;
+    INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+        SELECT OLD.status, CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
+        WHERE NEW.status IS OLD.status AND OLD.status IN ('replayed', 'acknowledged')
+            AND CASE OLD.status WHEN 'replayed' THEN NEW.replayed_at IS OLD.replayed_at ELSE NEW.acknowledged_at IS OLD.acknowledged_at END
+            AND CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END IS NOT NULL
+        ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1;
 END;
 
 -- Rows acknowledged or replayed outside redrive's own statements (which
@@ -365,12 +393,17 @@ CREATE TABLE IF NOT EXISTS dlq_signatures (
     sample_ids TEXT NOT NULL DEFAULT '[]',  -- JSON array of the first 5 row ids
     announced_at INTEGER,                   -- when dlq_new_failure_signature was sent (NULL: not yet)
     -- migrations/0028
-    announce_claimed_at INTEGER             -- when a run claimed it to send it (a lease; NULL: none)
+    announce_claimed_at INTEGER,            -- when a run claimed it to send it (a lease; NULL: none)
+    -- migrations/0030
+    source_queue TEXT NOT NULL DEFAULT ''   -- the queue of its failures (signatures of other queues than the beer queue hash it)
 ) WITHOUT ROWID;
 -- GET /admin/dlq/groups pages by pending rows.
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_pending ON dlq_signatures(pending DESC, signature);
 -- ... or newest first, stable while paging (migrations/0028).
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_first_seen ON dlq_signatures(first_seen DESC, signature);
+-- ... of one pipeline (migrations/0030).
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_queue_pending ON dlq_signatures(source_queue, pending DESC, signature);
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_queue_first_seen ON dlq_signatures(source_queue, first_seen DESC, signature);
 -- The alert's work: signatures not announced yet (a handful at any time).
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_unannounced ON dlq_signatures(first_seen) WHERE announced_at IS NULL;
 

@@ -951,6 +951,9 @@ type Group struct {
 	FirstSeen int `json:"first_seen"`
 	LastSeen  int `json:"last_seen"`
 
+	// Pipeline The configured pipeline of source_queue (null: none).
+	Pipeline *string `json:"pipeline"`
+
 	// ReplayWillFail The class is permanent or poison: replaying the rows unchanged fails again.
 	ReplayWillFail bool `json:"replay_will_fail"`
 
@@ -959,6 +962,9 @@ type Group struct {
 
 	// Signature The group's key: the signature filter of list, replay and acknowledge.
 	Signature string `json:"signature"`
+
+	// SourceQueue The queue its failures happened on (groups from before migrations/0030: the queue of a sample row).
+	SourceQueue string `json:"source_queue"`
 
 	// Text The reason normalised: numbers <n>, ids <id>, hex <hex>, UUIDs <uuid>, quoted values <q>, key=value and query values <v>.
 	Text  string `json:"text"`
@@ -1377,6 +1383,9 @@ type Series struct {
 	// Hourly One bucket per hour, oldest first, zeros included.
 	Hourly []Bucket `json:"hourly"`
 
+	// Pipeline The pipeline filter (omitted: every pipeline).
+	Pipeline *string `json:"pipeline,omitempty"`
+
 	// To End of the last bucket (exclusive, epoch ms): the current hour is the last bucket.
 	To    int `json:"to"`
 	Total int `json:"total"`
@@ -1743,6 +1752,9 @@ type DlqGroupsParams struct {
 
 	// Sort pending: most pending rows first, read from the live counts: paging continues after the previous page's last group by (pending, signature), so a group whose pending count changes between two page requests can be missed or listed twice. first_seen: newest group first, by a key that never changes: every group that existed when the first page was read is listed exactly once. Anything else is INVALID_FILTER.
 	Sort *DlqGroupsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): only its groups. A group is one cause in one pipeline: the same failure on two queues is two groups (migrations/0030). An unknown name is 400 UNKNOWN_PIPELINE; a cursor is valid only with the pipeline it was given for.
+	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
 }
 
 // DlqGroupsParamsSort defines parameters for DlqGroups.
@@ -1760,7 +1772,13 @@ type ListReplayTasksParams struct {
 
 // DlqStatsParams defines parameters for DlqStats.
 type DlqStatsParams struct {
-	// Pipeline A configured pipeline's name (GET /admin/pipelines): by_status, by_source_queue, by_pipeline, top_failing_brewers and top_failure_reasons count only its queue's rows; not_filtered names the parts that do not. An unknown name is 400 UNKNOWN_PIPELINE.
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): by_status, by_source_queue, by_pipeline, top_failing_brewers, last_24h and top_failure_reasons count only its queue's rows; not_filtered names the parts that do not. An unknown name is 400 UNKNOWN_PIPELINE.
+	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
+}
+
+// DlqTimeseriesParams defines parameters for DlqTimeseries.
+type DlqTimeseriesParams struct {
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): count only its queue's failures. An unknown name is 400 UNKNOWN_PIPELINE.
 	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
 }
 
@@ -2449,10 +2467,10 @@ type ClientInterface interface {
 
 	// DlqTimeseries Failures per hour over the last 192 hours
 	//
-	// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. Takes no query parameter (any is a 400).
+	// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. With pipeline, only that pipeline's failures (dlq_activity keeps its hours per source queue, migrations/0030). Any other query parameter is a 400.
 	//
 	// Corresponds with GET /admin/dlq/timeseries (the `DlqTimeseries` operationId).
-	DlqTimeseries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DlqTimeseries(ctx context.Context, params *DlqTimeseriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DlqMessage One DLQ row with its body, attempt history, lineage and audit entries
 	//
@@ -2890,11 +2908,11 @@ func (c *Client) DlqStats(ctx context.Context, params *DlqStatsParams, reqEditor
 
 // DlqTimeseries Failures per hour over the last 192 hours
 //
-// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. Takes no query parameter (any is a 400).
+// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. With pipeline, only that pipeline's failures (dlq_activity keeps its hours per source queue, migrations/0030). Any other query parameter is a 400.
 //
 // Corresponds with GET /admin/dlq/timeseries (the `DlqTimeseries` operationId).
-func (c *Client) DlqTimeseries(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDlqTimeseriesRequest(c.Server)
+func (c *Client) DlqTimeseries(ctx context.Context, params *DlqTimeseriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDlqTimeseriesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3843,6 +3861,18 @@ func NewDlqGroupsRequest(server string, params *DlqGroupsParams) (*http.Request,
 
 		}
 
+		if params.Pipeline != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pipeline", *params.Pipeline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4182,7 +4212,7 @@ func NewDlqStatsRequest(server string, params *DlqStatsParams) (*http.Request, e
 }
 
 // NewDlqTimeseriesRequest constructs an http.Request for the DlqTimeseries method
-func NewDlqTimeseriesRequest(server string) (*http.Request, error) {
+func NewDlqTimeseriesRequest(server string, params *DlqTimeseriesParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4198,6 +4228,33 @@ func NewDlqTimeseriesRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Pipeline != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pipeline", *params.Pipeline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4741,12 +4798,12 @@ type ClientWithResponsesInterface interface {
 
 	// DlqTimeseriesWithResponse Failures per hour over the last 192 hours
 	//
-	// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. Takes no query parameter (any is a 400).
+	// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. With pipeline, only that pipeline's failures (dlq_activity keeps its hours per source queue, migrations/0030). Any other query parameter is a 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /admin/dlq/timeseries (the `DlqTimeseries` operationId).
-	DlqTimeseriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DlqTimeseriesResponse, error)
+	DlqTimeseriesWithResponse(ctx context.Context, params *DlqTimeseriesParams, reqEditors ...RequestEditorFn) (*DlqTimeseriesResponse, error)
 
 	// DlqMessageWithResponse One DLQ row with its body, attempt history, lineage and audit entries
 	//
@@ -8775,13 +8832,13 @@ func (c *ClientWithResponses) DlqStatsWithResponse(ctx context.Context, params *
 
 // DlqTimeseriesWithResponse Failures per hour over the last 192 hours
 //
-// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. Takes no query parameter (any is a 400).
+// Failures captured per UTC hour (new DLQ rows and replayed messages that failed again, by failed_at: the events dlq_captured_total counts) for the last 192 hours, the current one included: enough for the last 24 hours by hour and the last 7 days by day in any time zone. Read from dlq_activity's hourly capture events, which the capture triggers keep (migrations/0012) and the daily dlq_tally job keeps for 192 hours, never from dlq_messages: at most 192 rows, whatever the backlog. With pipeline, only that pipeline's failures (dlq_activity keeps its hours per source queue, migrations/0030). Any other query parameter is a 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /admin/dlq/timeseries (the `DlqTimeseries` operationId).
-func (c *ClientWithResponses) DlqTimeseriesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DlqTimeseriesResponse, error) {
-	rsp, err := c.DlqTimeseries(ctx, reqEditors...)
+func (c *ClientWithResponses) DlqTimeseriesWithResponse(ctx context.Context, params *DlqTimeseriesParams, reqEditors ...RequestEditorFn) (*DlqTimeseriesResponse, error) {
+	rsp, err := c.DlqTimeseries(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

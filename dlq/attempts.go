@@ -138,7 +138,7 @@ func (a Attempts) Record(ctx context.Context, at Attempt) error {
 
 // recordArgs are RecordSQL's arguments for the attempt.
 func (at Attempt) recordArgs() []any {
-	sig := SignatureOf(at.Class, at.Error)
+	sig := SignatureIn(at.Queue, at.Class, at.Error)
 	return []any{at.MessageID, at.Queue, int64(at.Attempt), at.Class, text.Clip(at.Error, maxAttemptError), at.At.UnixMilli(),
 		at.entryJSON(), sig.Key, sig.Text, nullIfEmpty(at.Version)}
 }

@@ -45,7 +45,7 @@ func TestRecordAllReportsLandInHistoryAndSignature(t *testing.T) {
 	if len(h) != 2 || h[0].Attempt != 1 || h[1].Attempt != 2 || h[1].Class != "permanent" || h[1].MessageID != "o1" {
 		t.Fatalf("history = %+v", h)
 	}
-	if want := SignatureOf("permanent", "card declined for order 1001").Key; sig != want {
+	if want := SignatureIn("orders", "permanent", "card declined for order 1001").Key; sig != want {
 		t.Fatalf("signature %s, want %s", sig, want)
 	}
 	var n int64

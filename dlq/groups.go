@@ -39,6 +39,10 @@ type GroupsParams struct {
 	Version string
 	// Sort is SortPending (also "") or SortFirstSeen.
 	Sort string
+	// Pipeline keeps the groups of one configured pipeline (a group is one
+	// cause in one pipeline's queue, migrations/0030), through
+	// idx_dlq_signatures_queue_pending or _queue_first_seen.
+	Pipeline string
 }
 
 // Orders of the groups page.
@@ -63,6 +67,10 @@ type Group struct {
 	// and acknowledge.
 	Signature string `json:"signature"`
 	Class     string `json:"class"`
+	// SourceQueue is the queue its failures happened on, and Pipeline the
+	// configured pipeline of that queue (null: none).
+	SourceQueue string  `json:"source_queue"`
+	Pipeline    *string `json:"pipeline"`
 	// Text is the normalised reason (variable parts as <n>, <id>, <hex>,
 	// <uuid>, <q>, <v>).
 	Text   string      `json:"text"`
@@ -121,7 +129,15 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if byFirstSeen {
 		status = "groups:" + SortFirstSeen
 	}
-	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version}.fingerprint()
+	var queue string
+	if p.Pipeline != "" {
+		q, err := pipelineQueue(p.Pipeline)
+		if err != nil {
+			return GroupsPage{}, err
+		}
+		queue = q
+	}
+	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version, Pipeline: p.Pipeline}.fingerprint()
 	cond, args := "1 = 1", []any{}
 	if p.Cursor != "" {
 		pos, err := g.Cursors.decode(p.Cursor, cursorGroups, fp)
@@ -136,6 +152,9 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		} else {
 			cond, args = "(pending < ? OR (pending = ? AND signature > ?))", []any{pos.ID - 1, pos.ID - 1, pos.Key}
 		}
+	}
+	if queue != "" {
+		cond, args = cond+" AND source_queue = ?", append(args, queue)
 	}
 	if p.Class != "" {
 		cond, args = cond+" AND class = ?", append(args, p.Class)
@@ -155,10 +174,13 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		var announced sql.NullInt64
 		c := &gr.Counts
 		if err := rows.Scan(&gr.Signature, &gr.Class, &gr.Text, &c.Pending, &c.Replaying, &c.Replayed, &c.Acknowledged,
-			&gr.FirstSeen, &gr.LastSeen, &versions, &samples, &announced); err != nil {
+			&gr.FirstSeen, &gr.LastSeen, &versions, &samples, &announced, &gr.SourceQueue); err != nil {
 			return GroupsPage{}, fmt.Errorf("dlq groups scan: %w", err)
 		}
 		gr.Total = c.Pending + c.Replaying + c.Replayed + c.Acknowledged
+		if pl, ok := PipelineOfQueue(gr.SourceQueue); ok {
+			gr.Pipeline = &pl.Name
+		}
 		gr.Versions = []string{}
 		_ = json.Unmarshal([]byte(versions), &gr.Versions)
 		var ids []float64 // D1 may give integers in JSON as REAL
@@ -192,13 +214,14 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 }
 
 // groupsSQL is a page of groups matching cond, through
-// idx_dlq_signatures_pending (or idx_dlq_signatures_first_seen).
+// idx_dlq_signatures_pending (or idx_dlq_signatures_first_seen; their
+// _queue_ forms with a pipeline filter).
 func groupsSQL(cond string, byFirstSeen bool) string {
 	order := "pending DESC, signature"
 	if byFirstSeen {
 		order = "first_seen DESC, signature"
 	}
 	return `SELECT signature, class, text, pending, replaying, replayed, acknowledged,
-			first_seen, last_seen, versions, sample_ids, announced_at
+			first_seen, last_seen, versions, sample_ids, announced_at, source_queue
 		FROM dlq_signatures WHERE ` + cond + ` ORDER BY ` + order + ` LIMIT ?`
 }

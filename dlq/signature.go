@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/internal/text"
 )
 
@@ -103,17 +104,39 @@ type Signature struct {
 }
 
 // SignatureOf returns the signature of a failure of class with reason
-// (the error text without the "<class>: " prefix).
+// (the error text without the "<class>: " prefix) on the beer pipeline's
+// queue: SignatureIn(config.BeerQueue, class, reason).
 func SignatureOf(class, reason string) Signature {
+	return SignatureIn(config.BeerQueue, class, reason)
+}
+
+// SignatureIn returns the signature of a failure of class with reason on
+// source queue q. A failure group is one cause in one pipeline: the key of
+// every queue but the beer pipeline's (whose keys predate pipelines) also
+// hashes the queue, so the same error on two queues is two groups.
+func SignatureIn(q, class, reason string) Signature {
 	n := NormalizeReason(reason)
-	return Signature{Key: signatureKey(class, n), Class: class, Text: n}
+	return Signature{Key: signatureKey(q, class, n), Class: class, Text: n}
 }
 
 // signatureKey is the first 8 bytes of SHA-256 over class, "\n" and the
-// normalised text, in hex (16 characters).
-func signatureKey(class, normalized string) string {
-	h := sha256.Sum256([]byte(class + "\n" + normalized))
+// normalised text (preceded by the queue and a NUL byte for a queue other
+// than config.BeerQueue), in hex (16 characters).
+func signatureKey(q, class, normalized string) string {
+	in := class + "\n" + normalized
+	if q != config.BeerQueue && q != "" {
+		in = q + "\x00" + in
+	}
+	h := sha256.Sum256([]byte(in))
 	return hex.EncodeToString(h[:8])
+}
+
+// unknownSignatureIn is the signature of a failure without an attempt
+// record on queue q: unknownSignature's, whose key hashes q (signatureKey).
+func unknownSignatureIn(q string) Signature {
+	s := unknownSignature
+	s.Key = signatureKey(q, s.Class, s.Text)
+	return s
 }
 
 // validSignatureKey reports whether s has a signature key's form.

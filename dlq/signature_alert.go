@@ -44,7 +44,7 @@ func (n NewFailureSignature) Claim(ctx context.Context, now time.Time) ([]alerts
 	rows, err := n.DB.QueryContext(ctx, `UPDATE dlq_signatures SET announce_claimed_at = ?2
 		WHERE signature IN (SELECT signature FROM dlq_signatures WHERE `+unclaimedSQL+` ORDER BY first_seen LIMIT ?1)
 			AND `+unclaimedSQL+`
-		RETURNING signature, class, text, sample_ids, pending + replaying + replayed + acknowledged AS total`,
+		RETURNING signature, class, text, sample_ids, pending + replaying + replayed + acknowledged AS total, source_queue`,
 		int64(announceBatch), now.UnixMilli(), announceLease.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim new signatures: %w", err)
@@ -52,9 +52,9 @@ func (n NewFailureSignature) Claim(ctx context.Context, now time.Time) ([]alerts
 	defer rows.Close()
 	var out []alerts.Announcement
 	for rows.Next() {
-		var sig, class, txt, samples string
+		var sig, class, txt, samples, queue string
 		var total int64
-		if err := rows.Scan(&sig, &class, &txt, &samples, &total); err != nil {
+		if err := rows.Scan(&sig, &class, &txt, &samples, &total, &queue); err != nil {
 			return nil, fmt.Errorf("claim new signatures: %w", err)
 		}
 		var ids []float64
@@ -63,7 +63,11 @@ func (n NewFailureSignature) Claim(ctx context.Context, now time.Time) ([]alerts
 		if len(ids) > 0 {
 			sample = fmt.Sprintf("e.g. row %d", int64(ids[0]))
 		}
-		d := fmt.Sprintf("new failure signature %s (%s): %q, %s (%d rows so far)", sig, class, text.Clip(txt, 200), sample, total)
+		where := "queue " + queue
+		if p, ok := PipelineOfQueue(queue); ok {
+			where = "pipeline " + p.Name
+		}
+		d := fmt.Sprintf("new failure signature %s (%s) in %s: %q, %s (%d rows so far)", sig, class, where, text.Clip(txt, 200), sample, total)
 		if replayWillFail(class) {
 			d += "; replaying it unchanged fails again"
 		}

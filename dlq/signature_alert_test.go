@@ -58,7 +58,7 @@ func TestNewFailureSignatureIsAnnouncedOncePerSignature(t *testing.T) {
 		t.Fatalf("sent %q, want one per signature (2)", n.sent)
 	}
 	for _, s := range n.sent {
-		if !strings.HasPrefix(s, "[redrive] NEW dlq_new_failure_signature: new failure signature ") || !strings.Contains(s, "e.g. row ") {
+		if !strings.HasPrefix(s, "[redrive] NEW dlq_new_failure_signature: new failure signature ") || !strings.Contains(s, "e.g. row ") || !strings.Contains(s, ") in pipeline beers: ") {
 			t.Errorf("message %q", s)
 		}
 	}

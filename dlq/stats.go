@@ -20,7 +20,7 @@ type Stats struct {
 	Clock clock.Clock
 	// Pipeline, when not empty, is a configured pipeline's name: the parts
 	// kept per source queue (by_status, by_source_queue, by_pipeline,
-	// top_failing_brewers) count only its queue's rows, and NotFiltered names
+	// top_failing_brewers, last_24h) count only its queue's rows, and NotFiltered names
 	// the parts that still cover every pipeline. An unknown name is
 	// UNKNOWN_PIPELINE.
 	Pipeline string
@@ -29,9 +29,8 @@ type Stats struct {
 // statsNotFiltered are the parts of the stats a pipeline filter does not
 // narrow: each would read rows of every pipeline to find one pipeline's
 // (oldest_pending_age_hours and repeat_failures walk indexes without
-// source_queue), or comes from counts kept without a queue
-// (last_24h: dlq_activity). docs/pipelines.md "Not yet".
-var statsNotFiltered = []string{"oldest_pending_age_hours", "repeat_failures", "last_24h"}
+// source_queue). docs/pipelines.md "Not yet".
+var statsNotFiltered = []string{"oldest_pending_age_hours", "repeat_failures"}
 
 // StatsReport is the stats response (handlers/openapi.json): the original
 // worker's shape plus by_source_queue, top_failure_reasons and
@@ -177,7 +176,10 @@ const hourMS = int64(time.Hour / time.Millisecond)
 //   - top_failure_reasons: the StatsReasonSample newest pending rows (?4).
 //
 // ?5 is the pipeline filter's queue (NULL: every queue). It narrows the
-// dlq_tally parts and top_failure_reasons (to the queue's rows among the
+// dlq_tally parts, last_24h (dlq_activity keeps its hours per queue; the
+// edge hour's rows are counted from the same index ranges, covering without
+// a filter, each row visited with one) and
+// top_failure_reasons (to the queue's rows among the
 // StatsReasonSample newest pending rows of every queue; sampled counts them,
 // reading nothing without a filter), not the parts in statsNotFiltered.
 const statsSQL = `SELECT
@@ -193,13 +195,18 @@ const statsSQL = `SELECT
 			'source_queue', source_queue, 'brewer', brewer)) FROM (
 		SELECT id, beer_id, beer_name, replay_count, source_queue, brewer FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
 		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC, id DESC LIMIT ?1)) AS repeats,
-	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'replayed' AND hour > ?3)
-		+ (SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?2 AND replayed_at < (?3 + 1) * 3600000) AS replayed,
-	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'acknowledged' AND hour > ?3)
-		+ (SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?2 AND acknowledged_at < (?3 + 1) * 3600000) AS acknowledged,
-	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'failed' AND hour > ?3)
-		+ (SELECT COUNT(*) FROM dlq_messages WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged')
-			AND failed_at > ?2 AND failed_at < (?3 + 1) * 3600000) AS failures,
+	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'replayed' AND hour > ?3 AND (?5 IS NULL OR source_queue = ?5))
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE ?5 IS NULL AND status = 'replayed' AND replayed_at > ?2 AND replayed_at < (?3 + 1) * 3600000)
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE ?5 IS NOT NULL AND status = 'replayed' AND replayed_at > ?2 AND replayed_at < (?3 + 1) * 3600000
+			AND source_queue = ?5) AS replayed,
+	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'acknowledged' AND hour > ?3 AND (?5 IS NULL OR source_queue = ?5))
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE ?5 IS NULL AND status = 'acknowledged' AND acknowledged_at > ?2 AND acknowledged_at < (?3 + 1) * 3600000)
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE ?5 IS NOT NULL AND status = 'acknowledged' AND acknowledged_at > ?2 AND acknowledged_at < (?3 + 1) * 3600000
+			AND source_queue = ?5) AS acknowledged,
+	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'failed' AND hour > ?3 AND (?5 IS NULL OR source_queue = ?5))
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE ?5 IS NULL AND status IN ('pending', 'replaying', 'replayed', 'acknowledged') AND failed_at > ?2 AND failed_at < (?3 + 1) * 3600000)
+		+ (SELECT COUNT(*) FROM dlq_messages WHERE ?5 IS NOT NULL AND status IN ('pending', 'replaying', 'replayed', 'acknowledged') AND failed_at > ?2 AND failed_at < (?3 + 1) * 3600000
+			AND source_queue = ?5) AS failures,
 	(SELECT json_group_array(json_object('failure_reason', failure_reason, 'count', n)) FROM (
 		SELECT failure_reason, COUNT(*) AS n FROM (
 			SELECT failure_reason, source_queue FROM dlq_messages WHERE status = 'pending' ORDER BY failed_at DESC, id DESC LIMIT ?4)

@@ -65,9 +65,14 @@ func TestStatsReadsBoundedRanges(t *testing.T) {
 	want := []string{
 		"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_failed (status=?)", // MIN(failed_at): one entry
 		"SEARCH dlq_messages USING INDEX idx_dlq_pending_replay_count (replay_count>?)",
+		// The edge hour of last_24h: covering without a pipeline filter, each
+		// row visited with one (source_queue).
 		"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_replayed_at (status=? AND replayed_at>? AND replayed_at<?)",
+		"SEARCH dlq_messages USING INDEX idx_dlq_status_replayed_at (status=? AND replayed_at>? AND replayed_at<?)",
 		"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>? AND acknowledged_at<?)",
+		"SEARCH dlq_messages USING INDEX idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>? AND acknowledged_at<?)",
 		"SEARCH dlq_messages USING COVERING INDEX idx_dlq_status_failed (status=? AND failed_at>? AND failed_at<?)",
+		"SEARCH dlq_messages USING INDEX idx_dlq_status_failed (status=? AND failed_at>? AND failed_at<?)",
 		"SEARCH dlq_messages USING INDEX idx_dlq_status_failed (status=?)", // the newest pending rows, in index order
 		"SEARCH dlq_messages USING INDEX idx_dlq_status_failed (status=?)", // sampled: the same rows, only with a pipeline filter
 	}
@@ -103,7 +108,7 @@ func TestStatsLast24hComesFromTheHourlyCounts(t *testing.T) {
 }
 
 // A pipeline filter narrows the kept counts (by_status, by_source_queue,
-// by_pipeline, top_failing_brewers) and top_failure_reasons to the
+// by_pipeline, top_failing_brewers, last_24h) and top_failure_reasons to the
 // pipeline's queue, names the parts it leaves covering every pipeline, and
 // an unknown name is UNKNOWN_PIPELINE.
 func TestStatsPipelineFilter(t *testing.T) {
@@ -137,13 +142,17 @@ func TestStatsPipelineFilter(t *testing.T) {
 		`"by_source_queue":[{"source_queue":"orders","pending":1,"total":2}],` +
 		`"by_pipeline":[{"pipeline":"orders","queue":"orders","pending":1,"total":2}],` +
 		`"top_failure_reasons":[{"failure_reason":"orders: 409","count":1}],"top_failure_reasons_sample":1,` +
-		`"pipeline":"orders","not_filtered":["oldest_pending_age_hours","repeat_failures","last_24h"]}`
+		`"pipeline":"orders","not_filtered":["oldest_pending_age_hours","repeat_failures"]}`
 	if string(js) != want {
 		t.Fatalf("orders stats\n got %s\nwant %s", js, want)
 	}
 	all, err := Stats{DB: db, Clock: fixedClock}.Report(ctx)
 	if err != nil || all.ByStatus.Pending != 4 || len(all.ByPipeline) != 3 || all.Pipeline != nil || all.NotFiltered != nil || all.TopFailureReasonsSample != 4 {
 		t.Fatalf("unfiltered: %+v %v", all, err)
+	}
+	// last_24h: dlq_activity's hours per queue, and the edge hour's rows.
+	if r.Last24h.NewFailures24h != 2 || all.Last24h.NewFailures24h != 5 {
+		t.Fatalf("last_24h failures: orders %d (want 2), all %d (want 5)", r.Last24h.NewFailures24h, all.Last24h.NewFailures24h)
 	}
 	_, err = Stats{DB: db, Clock: fixedClock, Pipeline: "nope"}.Report(ctx)
 	if !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {

@@ -205,17 +205,18 @@ var unknownSignature = Signature{Key: "e6907e54b5f2f2cf", Class: "unknown", Text
 
 // signatureSQL is a stored failure's signature in putSQL and
 // ensureSignaturesSQL: the one Go computed (explicit class and reason,
-// poison), else its attempt record's, else unknownSignature's.
-var signatureSQL = `COALESCE(j.value ->> '$.sig', a.signature, '` + unknownSignature.Key + `')`
+// poison), else its attempt record's, else unknownSignature's on its queue
+// (usig, set for queues other than the beer queue: unknownSignatureIn).
+var signatureSQL = `COALESCE(j.value ->> '$.sig', a.signature, j.value ->> '$.usig', '` + unknownSignature.Key + `')`
 
 // ensureSignaturesSQL creates the dlq_signatures row of every signature of
 // a batch not seen before (before putSQL, which removes the attempt records
 // that name them). Known signatures cost nothing (DO NOTHING).
-var ensureSignaturesSQL = `INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen)
+var ensureSignaturesSQL = `INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen, source_queue)
 	SELECT ` + signatureSQL + `,
 		COALESCE(j.value ->> '$.sig_class', a.error_class, '` + unknownSignature.Class + `'),
 		COALESCE(j.value ->> '$.sig_text', a.signature_text, '` + unknownSignature.Text + `'),
-		j.value ->> '$.failed_at', j.value ->> '$.failed_at'
+		j.value ->> '$.failed_at', j.value ->> '$.failed_at', j.value ->> '$.source'
 	FROM json_each(?) AS j LEFT JOIN message_attempts a ON a.message_id = j.value ->> '$.message_id'
 	-- Not for redeliveries (their attempt record is gone: they would name
 	-- the unknown signature): a first failure stored, or a repeat failure
@@ -267,38 +268,39 @@ const (
 	SELECT d.status, d.source_queue, CASE WHEN d.status = 'pending' AND d.brewer IS NOT NULL THEN '=' || d.brewer ELSE '' END, COUNT(*)
 	FROM dlq_messages d WHERE ` + newRowsCond + ` GROUP BY 1, 2, 3
 	ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`
-	activityNewSQL = `INSERT INTO dlq_activity(kind, hour, n, events)
-	SELECT 'failed', CAST(d.failed_at AS INTEGER) / 3600000, COUNT(*), COUNT(*)
-	FROM dlq_messages d WHERE ` + newRowsCond + ` GROUP BY 2
-	ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
+	activityNewSQL = `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+	SELECT 'failed', CAST(d.failed_at AS INTEGER) / 3600000, d.source_queue, COUNT(*), COUNT(*)
+	FROM dlq_messages d WHERE ` + newRowsCond + ` GROUP BY 2, 3
+	ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
 	// tallyOneSQL and activityOneSQL are tallyNewSQL and activityNewSQL for
 	// a batch whose failures all have the same group (source queue, brewer)
-	// or hour, which Go knows: no GROUP BY, whose sorter D1 bills as a
+	// or hour and source queue, which Go knows: no GROUP BY, whose sorter D1 bills as a
 	// second row read per row. A new row is pending, its source_queue,
 	// brewer and failed_at are its failure's.
 	tallyOneSQL = `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
 	SELECT 'pending', ?, ?, COUNT(*) FROM dlq_messages d WHERE ` + newRowsCond + ` HAVING COUNT(*) > 0
 	ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`
-	activityOneSQL = `INSERT INTO dlq_activity(kind, hour, n, events)
-	SELECT 'failed', CAST(? AS INTEGER), COUNT(*), COUNT(*) FROM dlq_messages d WHERE ` + newRowsCond + ` HAVING COUNT(*) > 0
-	ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
+	activityOneSQL = `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+	SELECT 'failed', CAST(? AS INTEGER), ?, COUNT(*), COUNT(*) FROM dlq_messages d WHERE ` + newRowsCond + ` HAVING COUNT(*) > 0
+	ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
 )
 
 // tallyOf returns the statements that count a batch's new rows in
 // dlq_tally and dlq_activity (after putSQL, see markSQL).
 func tallyOf(encs []encoded) (tally, activity sqlbatch.Stmt) {
 	tally, activity = sqlbatch.Stmt{SQL: tallyNewSQL}, sqlbatch.Stmt{SQL: activityNewSQL}
+	source, brewer, _ := strings.Cut(encs[0].group, "\x00")
 	oneGroup, oneHour := true, true
 	for _, e := range encs[1:] {
 		oneGroup = oneGroup && e.group == encs[0].group
-		oneHour = oneHour && e.hour == encs[0].hour
+		s, _, _ := strings.Cut(e.group, "\x00")
+		oneHour = oneHour && e.hour == encs[0].hour && s == source
 	}
 	if oneGroup {
-		source, brewer, _ := strings.Cut(encs[0].group, "\x00")
 		tally = sqlbatch.Stmt{SQL: tallyOneSQL, Args: []any{source, brewer}}
 	}
 	if oneHour {
-		activity = sqlbatch.Stmt{SQL: activityOneSQL, Args: []any{encs[0].hour}}
+		activity = sqlbatch.Stmt{SQL: activityOneSQL, Args: []any{encs[0].hour, source}}
 	}
 	return tally, activity
 }
@@ -335,6 +337,9 @@ type putRow struct {
 	Sig      *string `json:"sig"`
 	SigClass *string `json:"sig_class"`
 	SigText  *string `json:"sig_text"`
+	// USig is the unknown signature's key on the row's queue when it is not
+	// the beer queue's (signatureSQL).
+	USig *string `json:"usig,omitempty"`
 	// Entries are history entries after the attempt record's (Failure.Attempt).
 	Entries      []HistoryEntry `json:"entries"`
 	EntryVersion *string        `json:"entry_version"`
@@ -352,6 +357,7 @@ type keyRow struct {
 	Sig       *string `json:"sig"`
 	SigClass  *string `json:"sig_class"`
 	SigText   *string `json:"sig_text"`
+	USig      *string `json:"usig,omitempty"`
 }
 
 // encoded is one failure as the store statements' JSON elements: its
@@ -391,6 +397,8 @@ func encodeFailure(f Failure) (encoded, error) {
 		Entries: []HistoryEntry{}, Version: nonEmpty(f.Version)}
 	if sig, ok := f.signature(b); ok {
 		row.Sig, row.SigClass, row.SigText = &sig.Key, &sig.Class, &sig.Text
+	} else if u := unknownSignatureIn(f.SourceQueue); u.Key != unknownSignature.Key {
+		row.USig = &u.Key
 	}
 	if f.Attempt != nil {
 		row.Entries = append(row.Entries, f.Attempt.entry())
@@ -401,7 +409,7 @@ func encodeFailure(f Failure) (encoded, error) {
 		return encoded{}, err
 	}
 	key, err := json.Marshal(keyRow{MessageID: row.MessageID, Source: row.Source, Hash: row.Hash, FailedAt: row.FailedAt,
-		Sig: row.Sig, SigClass: row.SigClass, SigText: row.SigText})
+		Sig: row.Sig, SigClass: row.SigClass, SigText: row.SigText, USig: row.USig})
 	if err != nil {
 		return encoded{}, err
 	}
@@ -447,9 +455,9 @@ func joinJSON(elems [][]byte) []byte {
 func (f Failure) signature(b *body) (Signature, bool) {
 	switch {
 	case f.Class != "":
-		return SignatureOf(f.Class, strings.TrimPrefix(f.Reason, f.Class+": ")), true
+		return SignatureIn(f.SourceQueue, f.Class, strings.TrimPrefix(f.Reason, f.Class+": ")), true
 	case b.Problem != "":
-		return SignatureOf("poison", "unparseable: "+b.Problem), true
+		return SignatureIn(f.SourceQueue, "poison", "unparseable: "+b.Problem), true
 	}
 	return Signature{}, false
 }

@@ -378,7 +378,7 @@ func TestSaveLineageLookupUsesThePartialIndex(t *testing.T) {
 func TestSaveCountsNewRowsByRowidRange(t *testing.T) {
 	db := sqlitetest.New(t)
 	for name, q := range map[string]sqlbatch.Stmt{"signatures": {SQL: countSignaturesSQL}, "tally": {SQL: tallyNewSQL}, "activity": {SQL: activityNewSQL},
-		"tally of one group": {SQL: tallyOneSQL, Args: []any{"q", "=b"}}, "activity of one hour": {SQL: activityOneSQL, Args: []any{1}}} {
+		"tally of one group": {SQL: tallyOneSQL, Args: []any{"q", "=b"}}, "activity of one hour": {SQL: activityOneSQL, Args: []any{1, "q"}}} {
 		joined := strings.Join(sqlitetest.Plan(t, db, q.SQL, q.Args...), "\n")
 		if !strings.Contains(joined, "SEARCH d USING INTEGER PRIMARY KEY (rowid>?)") ||
 			strings.Contains(joined, "idx_dlq_status_failed") || strings.Contains(joined, "SCAN d") {

@@ -39,11 +39,12 @@ func tallyMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
 }
 
 // activityAdd returns the statement that adds the rows matching cond to
-// dlq_activity's bucket of kind for the hour of at (epoch ms).
+// dlq_activity's buckets of kind for the hour of at (epoch ms), one per
+// source queue among them.
 func activityAdd(kind string, at int64, cond string, args []any) sqlbatch.Stmt {
-	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-		SELECT ?, CAST(? AS INTEGER) / 3600000, COUNT(*), 0 FROM dlq_messages WHERE ` + cond + ` HAVING COUNT(*) > 0
-		ON CONFLICT(kind, hour) DO UPDATE SET n = n + excluded.n`,
+	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+		SELECT ?, CAST(? AS INTEGER) / 3600000, source_queue, COUNT(*), 0 FROM dlq_messages WHERE ` + cond + ` GROUP BY source_queue
+		ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n`,
 		Args: append([]any{kind, at}, args...)}
 }
 

@@ -31,19 +31,20 @@ func wantTally(t *testing.T, db *sql.DB) map[string]int64 {
 		FROM dlq_messages GROUP BY 1`)
 }
 
-// activityRows reads dlq_activity's row counts (n) of the hours from hour on.
+// activityRows reads dlq_activity's row counts (n) of the hours from hour on,
+// per kind, hour and source queue.
 func activityRows(t *testing.T, db *sql.DB, hour int64) map[string]int64 {
 	t.Helper()
-	return keyed(t, db, `SELECT kind || '@' || hour, n FROM dlq_activity WHERE n <> 0 AND hour >= ?`, hour)
+	return keyed(t, db, `SELECT kind || '@' || hour || '@' || source_queue, n FROM dlq_activity WHERE n <> 0 AND hour >= ?`, hour)
 }
 
 // wantActivity counts dlq_activity's n from dlq_messages, from hour on.
 func wantActivity(t *testing.T, db *sql.DB, hour int64) map[string]int64 {
 	t.Helper()
 	return keyed(t, db, `SELECT k, COUNT(*) FROM (
-			SELECT 'failed@' || (failed_at / 3600000) AS k, failed_at / 3600000 AS h FROM dlq_messages
-			UNION ALL SELECT 'replayed@' || (replayed_at / 3600000), replayed_at / 3600000 FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NOT NULL
-			UNION ALL SELECT 'acknowledged@' || (acknowledged_at / 3600000), acknowledged_at / 3600000 FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NOT NULL)
+			SELECT 'failed@' || (failed_at / 3600000) || '@' || source_queue AS k, failed_at / 3600000 AS h FROM dlq_messages
+			UNION ALL SELECT 'replayed@' || (replayed_at / 3600000) || '@' || source_queue, replayed_at / 3600000 FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NOT NULL
+			UNION ALL SELECT 'acknowledged@' || (acknowledged_at / 3600000) || '@' || source_queue, acknowledged_at / 3600000 FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NOT NULL)
 		WHERE h >= ? GROUP BY k`, hour)
 }
 

@@ -125,25 +125,26 @@ func recountStatements(now time.Time, statuses, hours, full bool) []sqlbatch.Stm
 	if hours {
 		out = append(out,
 			sqlbatch.Stmt{SQL: `UPDATE dlq_activity SET n = 0 WHERE hour >= ? AND n <> 0`, Args: []any{from}},
-			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-				SELECT 'failed', CAST(failed_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
-				WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged') AND failed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
-				ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}},
-			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-				SELECT 'replayed', CAST(replayed_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
-				WHERE status = 'replayed' AND replayed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
-				ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}},
-			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-				SELECT 'acknowledged', CAST(acknowledged_at AS INTEGER) / 3600000 AS h, COUNT(*), 0 FROM dlq_messages
-				WHERE status = 'acknowledged' AND acknowledged_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h
-				ON CONFLICT(kind, hour) DO UPDATE SET n = excluded.n`, Args: []any{from}})
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+				SELECT 'failed', CAST(failed_at AS INTEGER) / 3600000 AS h, source_queue, COUNT(*), 0 FROM dlq_messages
+				WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged') AND failed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h, source_queue
+				ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = excluded.n`, Args: []any{from}},
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+				SELECT 'replayed', CAST(replayed_at AS INTEGER) / 3600000 AS h, source_queue, COUNT(*), 0 FROM dlq_messages
+				WHERE status = 'replayed' AND replayed_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h, source_queue
+				ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = excluded.n`, Args: []any{from}},
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+				SELECT 'acknowledged', CAST(acknowledged_at AS INTEGER) / 3600000 AS h, source_queue, COUNT(*), 0 FROM dlq_messages
+				WHERE status = 'acknowledged' AND acknowledged_at >= CAST(? AS INTEGER) * 3600000 GROUP BY h, source_queue
+				ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = excluded.n`, Args: []any{from}})
 	}
 	return append(out,
 		sqlbatch.Stmt{SQL: `DELETE FROM dlq_tally WHERE n = 0`},
 		// Hours older than activityKeep: their capture events go to the
 		// archive row (hour -1), then they are deleted.
-		sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, n, events)
-			SELECT 'failed', -1, 0, SUM(events) FROM dlq_activity WHERE kind = 'failed' AND hour >= 0 AND hour < ? HAVING SUM(events) > 0
-			ON CONFLICT(kind, hour) DO UPDATE SET events = events + excluded.events`, Args: []any{keep}},
+		sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
+			SELECT 'failed', -1, source_queue, 0, SUM(events) FROM dlq_activity WHERE kind = 'failed' AND hour >= 0 AND hour < ?
+			GROUP BY source_queue HAVING SUM(events) <> 0
+			ON CONFLICT(kind, hour, source_queue) DO UPDATE SET events = events + excluded.events`, Args: []any{keep}},
 		sqlbatch.Stmt{SQL: `DELETE FROM dlq_activity WHERE hour >= 0 AND (hour < ? OR (n = 0 AND events = 0))`, Args: []any{keep}})
 }

@@ -26,6 +26,9 @@ type TimeSeries struct {
 	DB *sql.DB
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
+	// Pipeline, when set, counts only that configured pipeline's failures
+	// (its source queue's hours: at most SeriesHours rows still).
+	Pipeline string
 }
 
 // Series is the timeseries response (handlers/openapi.json).
@@ -40,6 +43,8 @@ type Series struct {
 	Hourly []Bucket `json:"hourly"`
 	// Total counts every failure of the window.
 	Total int64 `json:"total"`
+	// Pipeline is the pipeline filter (omitted: every pipeline).
+	Pipeline string `json:"pipeline,omitempty"`
 }
 
 // Bucket is one hour.
@@ -52,22 +57,31 @@ type Bucket struct {
 }
 
 // timeseriesSQL returns the window's hours as one JSON array (one value
-// crosses from D1). It reads the primary key (kind, hour) from hour ?1 on: at
-// most SeriesHours rows.
+// crosses from D1), of every source queue or of queue ?2. It reads the
+// primary key (kind, hour, source_queue) from hour ?1 on: at most
+// SeriesHours rows per queue that failed in the window.
 const timeseriesSQL = `SELECT json_group_array(json_array(hour, events)) AS buckets
-	FROM dlq_activity WHERE kind = 'failed' AND hour >= ?1`
+	FROM dlq_activity WHERE kind = 'failed' AND hour >= ?1 AND (?2 IS NULL OR source_queue = ?2)`
 
 // Read returns the last SeriesHours hours, the current one included.
 func (s TimeSeries) Read(ctx context.Context) (Series, error) {
+	var queue any
+	if s.Pipeline != "" {
+		q, err := pipelineQueue(s.Pipeline)
+		if err != nil {
+			return Series{}, err
+		}
+		queue = q
+	}
 	now := s.Clock.Now()
 	current := now.UnixMilli() - now.UnixMilli()%hourMillis
 	from := current - (SeriesHours-1)*hourMillis
-	out := Series{BucketMS: hourMillis, From: from, To: current + hourMillis, Hourly: make([]Bucket, SeriesHours)}
+	out := Series{BucketMS: hourMillis, From: from, To: current + hourMillis, Hourly: make([]Bucket, SeriesHours), Pipeline: s.Pipeline}
 	for i := range out.Hourly {
 		out.Hourly[i].Start = from + int64(i)*hourMillis
 	}
 	var js string
-	if err := s.DB.QueryRowContext(ctx, timeseriesSQL, from/hourMillis).Scan(&js); err != nil {
+	if err := s.DB.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, queue).Scan(&js); err != nil {
 		return Series{}, fmt.Errorf("dlq timeseries: %w", err)
 	}
 	var rows [][2]float64 // D1 may hand integers back as REAL

@@ -84,8 +84,10 @@ func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
 // never dlq_messages, never more than the window.
 func TestTimeSeriesPlanReadsTheWindowOnly(t *testing.T) {
 	db := sqlitetest.New(t)
-	plan := strings.Join(sqlitetest.Plan(t, db, timeseriesSQL, int64(0)), "\n")
-	if !strings.Contains(plan, "SEARCH dlq_activity USING PRIMARY KEY (kind=? AND hour>?)") || strings.Contains(plan, "dlq_messages") {
-		t.Errorf("plan:\n%s", plan)
+	for _, queue := range []any{nil, "orders"} {
+		plan := strings.Join(sqlitetest.Plan(t, db, timeseriesSQL, int64(0), queue), "\n")
+		if !strings.Contains(plan, "SEARCH dlq_activity USING PRIMARY KEY (kind=? AND hour>?)") || strings.Contains(plan, "dlq_messages") {
+			t.Errorf("plan (queue %v):\n%s", queue, plan)
+		}
 	}
 }

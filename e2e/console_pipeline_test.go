@@ -16,7 +16,7 @@ import (
 // failures list to orders (a Pipeline column shows it), the address
 // carries pipeline=orders and a reload keeps it, a replay-by-filter dry run
 // counts only the orders rows, the detail page shows pipeline, key and
-// labels as text, the groups page says it covers every pipeline, and the
+// labels as text, the groups page lists only orders' groups, and the
 // overview counts only orders (its by_pipeline table one row, its note
 // naming what still covers every pipeline) until All pipelines is selected.
 func TestConsolePipelineSelector(t *testing.T) {
@@ -30,8 +30,11 @@ func TestConsolePipelineSelector(t *testing.T) {
 		`{"order":{"id":"`+tok+`-o1","customer":"<b>`+tok+`-acme</b>"}}`,
 		`{"order":{"id":"`+tok+`-o2","customer":"`+tok+`-initech"}}`,
 		`{"order":{"id":"`+tok+`-o3","customer":"`+tok+`-globex"}}`)
+	// A beer failure the search does not match: a group of another pipeline.
+	w.Send(t, "beer-enrichment-dlq", `{"beer_id":"`+newPrefix("cselb")+`"}`)
 	Eventually(t, 60*time.Second, "orders captured", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'e2e-orders' AND instr(raw_message, ?) > 0`, tok) == 3
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'e2e-orders' AND instr(raw_message, ?) > 0`, tok) == 3 &&
+			w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE source_queue = 'beer-enrichment'`) > 0
 	})
 
 	browser := NewBrowser(t, 1280, 900, "UTC")
@@ -111,9 +114,16 @@ func TestConsolePipelineSelector(t *testing.T) {
 		t.Errorf("the detail's link back loses the pipeline: %q", h)
 	}
 
-	// Pages that cannot filter by pipeline say so.
+	// The groups of orders only: a group is one cause in one pipeline.
+	ordersGroups := w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE source_queue = 'e2e-orders'`)
 	br.Do(chromedp.Navigate(w.URL + "/#/groups"))
-	br.Wait("the groups note", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Groups cover all pipelines'))`)
+	br.Wait("the orders groups", `document.querySelectorAll('.group-pipeline').length > 0`)
+	if got := Eval[string](br, `[...new Set([...document.querySelectorAll('.group-pipeline')].map(e => e.textContent))].join(',')`); got != "orders" {
+		t.Errorf("groups shown with orders selected belong to %q", got)
+	}
+	if got := Eval[int](br, `document.querySelectorAll('.group-pipeline').length`); got != int(min(ordersGroups, 25)) || ordersGroups < 1 {
+		t.Errorf("%d groups shown with orders selected, want %d", got, ordersGroups)
+	}
 	br.Do(chromedp.Navigate(w.URL + "/#/"))
 	br.Wait("the overview note and by_pipeline table", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Counts of orders only')) && document.querySelector('[aria-label="Rows by pipeline"] table')`)
 	byPipeline := Eval[string](br, `[...document.querySelectorAll('[aria-label="Rows by pipeline"] tbody tr')].map(r => r.cells[0].textContent).join(',')`)
@@ -149,7 +159,7 @@ func TestConsolePipelineSelector(t *testing.T) {
 	for _, p := range []struct{ hash, ready string }{
 		{"/#/failures?pipeline=orders&q=" + tok, rows + `.length === 3 && document.querySelector('` + sel + `')`},
 		{fmt.Sprintf("/#/failures/%d", id), `document.querySelector('dl.fields')`},
-		{"/#/groups", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Groups cover all pipelines'))`},
+		{"/#/groups", `document.querySelectorAll('.group-pipeline').length > 0`},
 		{"/#/", `document.querySelector('[aria-label="Rows by pipeline"] table')`},
 	} {
 		ph.Do(chromedp.Navigate(w.URL + p.hash))

@@ -226,6 +226,8 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 	measure("list, first page of every status (100)", 0, opIs("GET /admin/dlq"), get("/admin/dlq?status=all&limit=100"))
 	measure("list, beer_id filter", 0, opIs("GET /admin/dlq"), get("/admin/dlq?status=all&beer_id=beer-4242"))
 	measure("groups, first page (GET /admin/dlq/groups)", 0, opIs("GET /admin/dlq/groups"), get("/admin/dlq/groups"))
+	measure("groups of one pipeline (?pipeline=beers)", 0, opIs("GET /admin/dlq/groups"), get("/admin/dlq/groups?pipeline=beers"))
+	measure("timeseries of one pipeline (?pipeline=beers)", 0, opIs("GET /admin/dlq/timeseries"), get("/admin/dlq/timeseries?pipeline=beers"))
 	// The scrape's own statements are flushed after it: the next scrape shows them.
 	d1Usage(t, w)
 	before := d1Usage(t, w)
@@ -394,6 +396,8 @@ func TestD1RowsBudget(t *testing.T) {
 		"list, next page":                                    {5_000, 0},
 		"list, first page of every status (100)":             {5_000, 0},
 		"groups, first page (GET /admin/dlq/groups)":         {1_000, 0},
+		"groups of one pipeline (?pipeline=beers)":           {1_000, 0},
+		"timeseries of one pipeline (?pipeline=beers)":       {1_000, 0},
 		"detail of one row (GET /admin/dlq/{id})":            {1_000, 0},
 		"metrics scrape (GET /admin/metrics)":                {1_000, 0},
 		"daily dlq_retention, nothing new due":               {1_000, 0},

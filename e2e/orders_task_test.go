@@ -37,8 +37,8 @@ func TestOrdersReplayTaskCanary(t *testing.T) {
 	if time.Now().After(until) {
 		t.Fatalf("the flaky orders were captured after %s: they did not fail three times", until)
 	}
-	flakySig := dlq.SignatureOf("transient", fmt.Sprintf("gateway timeout (order %d)", base+1)).Key
-	declinedSig := dlq.SignatureOf("permanent", fmt.Sprintf("card declined (order %d)", base+4)).Key
+	flakySig := dlq.SignatureIn("e2e-orders", "transient", fmt.Sprintf("gateway timeout (order %d)", base+1)).Key
+	declinedSig := dlq.SignatureIn("e2e-orders", "permanent", fmt.Sprintf("card declined (order %d)", base+4)).Key
 	for _, b := range flaky {
 		if r, _ := w.orderRow(t, b); r.Signature != flakySig || r.FailureCount != 3 {
 			t.Fatalf("flaky row %+v, want signature %s", r, flakySig)

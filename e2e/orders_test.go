@@ -132,7 +132,7 @@ func TestOrdersPipelineReportsFailuresAndReplays(t *testing.T) {
 	t.Logf("4 failing orders captured %v after sending", time.Since(start).Round(100*time.Millisecond))
 	Eventually(t, 30*time.Second, "the good order delivered once", func() bool { return len(w.orderDeliveries(t, ok)) == 1 })
 
-	wantSig := dlq.SignatureOf("permanent", fmt.Sprintf("card declined (order %d)", base+1)).Key
+	wantSig := dlq.SignatureIn("e2e-orders", "permanent", fmt.Sprintf("card declined (order %d)", base+1)).Key
 	for i, b := range declined {
 		r, _ := w.orderRow(t, b)
 		id := fmt.Sprint(base + 1 + i)
@@ -177,6 +177,37 @@ func TestOrdersPipelineReportsFailuresAndReplays(t *testing.T) {
 	}
 	if n := w.Int(t, `SELECT pending FROM dlq_signatures WHERE signature = ?`, wantSig); n != 3 {
 		t.Fatalf("group %s counts %d pending, want 3", wantSig, n)
+	}
+	// The orders groups only, each naming its pipeline; the beer pipeline has
+	// none; the orders timeseries counts its captures.
+	var groups struct {
+		Groups []struct {
+			Signature   string  `json:"signature"`
+			SourceQueue string  `json:"source_queue"`
+			Pipeline    *string `json:"pipeline"`
+		} `json:"groups"`
+	}
+	w.Admin(t, http.MethodGet, "/admin/dlq/groups?pipeline=orders", nil).Decode(t, &groups)
+	found := false
+	for _, gr := range groups.Groups {
+		if gr.SourceQueue != ordersQueue || gr.Pipeline == nil || *gr.Pipeline != "orders" {
+			t.Fatalf("groups?pipeline=orders listed %+v", gr)
+		}
+		found = found || gr.Signature == wantSig
+	}
+	if !found || int64(len(groups.Groups)) != w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE source_queue = ?`, ordersQueue) {
+		t.Fatalf("groups?pipeline=orders: %+v", groups)
+	}
+	if g := w.Admin(t, http.MethodGet, "/admin/dlq/groups?pipeline=beers", nil); g.Status != http.StatusOK || strings.Contains(string(g.Raw), wantSig) {
+		t.Fatalf("groups?pipeline=beers: %d %.600s", g.Status, g.Raw)
+	}
+	var series struct {
+		Total    int64  `json:"total"`
+		Pipeline string `json:"pipeline"`
+	}
+	w.Admin(t, http.MethodGet, "/admin/dlq/timeseries?pipeline=orders", nil).Decode(t, &series)
+	if want := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = ?`, ordersQueue); series.Total != want || series.Pipeline != "orders" || want < 4 {
+		t.Fatalf("timeseries?pipeline=orders: %+v, want total %d", series, want)
 	}
 
 	// A report with a wrong token is refused; with the token, over HTTP, accepted.

@@ -53,7 +53,7 @@ func TestReportAttemptsRecordsEveryEntry(t *testing.T) {
 	}
 	q, n, class, text, hist, sig := attemptRecord(t, api, "m1")
 	if q != "e2e-orders" || n != 2 || class != "permanent" || text != "card declined for order 17" || len(hist) != 2 ||
-		hist[0].Attempt != 1 || hist[1].Attempt != 2 || hist[1].MessageID != "m1" || sig != dlq.SignatureOf("permanent", text).Key {
+		hist[0].Attempt != 1 || hist[1].Attempt != 2 || hist[1].MessageID != "m1" || sig != dlq.SignatureIn("e2e-orders", "permanent", text).Key {
 		t.Fatalf("m1: %s %d %s %q %+v %s", q, n, class, text, hist, sig)
 	}
 	if _, _, class, _, hist, _ := attemptRecord(t, api, "m2"); class != "unknown" || len(hist) != 1 {

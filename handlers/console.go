@@ -62,12 +62,13 @@ func (a *API) otherMethods(path string) string {
 }
 
 // dlqTimeseries serves GET /admin/dlq/timeseries: failures per hour over
-// the last dlq.SeriesHours hours.
+// the last dlq.SeriesHours hours, of every pipeline or of ?pipeline=.
 func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
-	if _, err := query(r.URL, nil); err != nil {
+	q, err := query(r.URL, map[string]bool{"pipeline": true})
+	if err != nil {
 		return err
 	}
-	s, err := dlq.TimeSeries{DB: a.DB, Clock: a.Clock}.Read(r.Context())
+	s, err := dlq.TimeSeries{DB: a.DB, Clock: a.Clock, Pipeline: q["pipeline"]}.Read(r.Context())
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true, "version": true, "sort": true}
+var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true, "version": true, "sort": true, "pipeline": true}
 
 // dlqGroups serves GET /admin/dlq/groups.
 func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
@@ -156,7 +156,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Limit: limit}
+	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: q["pipeline"], Limit: limit}
 	page, err := dlq.Groups{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ export function Groups({ params }) {
   const filter = {};
   if (params.class) filter.class = params.class;
   if (params.version) filter.version = params.version;
+  if (chosen) filter.pipeline = chosen;
   const key = JSON.stringify([filter, limit]);
   const pages = useCursors(key);
   const [action, setAction] = useState(null);
@@ -24,9 +25,9 @@ export function Groups({ params }) {
   const [list, reload] = useLoad(() => get("/admin/dlq/groups", { ...filter, limit, cursor: pages.cursor }), pages.deps);
   const [stats] = useLoad(() => get("/admin/dlq/stats"), []);
   const live = stats.data?.current_version;
-  // A group's actions act on its rows of the selected pipeline (the dry run
-  // counts them); the group's own counts cover every pipeline.
-  const groupFilter = (g) => (chosen ? { signature: g.signature, pipeline: chosen } : { signature: g.signature });
+  // A group is one cause in one pipeline: its rows, and what its actions
+  // act on, are that pipeline's.
+  const groupFilter = (g) => (g.pipeline ? { signature: g.signature, pipeline: g.pipeline } : { signature: g.signature });
   const set = (patch) => {
     const next = { ...params, ...patch };
     for (const k of Object.keys(next)) if (next[k] === "" || next[k] === undefined) delete next[k];
@@ -38,11 +39,6 @@ export function Groups({ params }) {
   if (!stats.data && !stats.error) return <p aria-busy="true">Loading…</p>;
   return (
     <div>
-      {chosen && (
-        <p class="small" role="note">
-          Groups cover all pipelines (their counts are not kept per pipeline); a group's rows and its actions are limited to {chosen}.
-        </p>
-      )}
       <p class="small muted">
         Failures whose reasons differ only by numbers, ids, quoted values or query values are one group. Counts are kept as rows change.
         {live ? (
@@ -86,7 +82,7 @@ export function Groups({ params }) {
                 <a href={href("/failures", { signature: g.signature, status: "all" })}>{g.text || "(empty reason)"}</a>
                 <br />
                 <span class="muted small">
-                  {g.signature}
+                  <span class="group-pipeline">{g.pipeline ?? g.source_queue}</span> · {g.signature}
                   {g.sample_ids.length ? " · e.g. " : ""}
                   {g.sample_ids.slice(0, 3).map((id, i) => (
                     <span key={id}>

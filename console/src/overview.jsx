@@ -11,12 +11,13 @@ import { hours, utc } from "./time.js";
 // tab is visible: every refresh is five small API calls.
 const REFRESH_MS = 60_000;
 
-// loadOverview reads the stats of the selected pipeline (name; "" = all):
-// the response's not_filtered names what still covers every pipeline.
+// loadOverview reads the stats and the chart of the selected pipeline
+// (name; "" = all): the response's not_filtered names what still covers
+// every pipeline.
 async function loadOverview(name) {
   const [stats, series, alerts, jobs, queues] = await Promise.all([
     get("/admin/dlq/stats", name ? { pipeline: name } : undefined),
-    get("/admin/dlq/timeseries"),
+    get("/admin/dlq/timeseries", name ? { pipeline: name } : undefined),
     get("/admin/alerts"),
     get("/admin/jobs"),
     get("/admin/queues").catch(() => null), // the backlogs are a bonus: the page shows without them
@@ -93,7 +94,7 @@ export function Overview() {
       <ErrorBox error={error} />
       {stats.pipeline && (
         <p class="small" role="note">
-          Counts of {stats.pipeline} only; oldest pending, new failures in 24 h and the charts cover all pipelines (not kept per pipeline).
+          Counts of {stats.pipeline} only, with its new failures and charts; the oldest pending age and the repeat failures cover all pipelines.
         </p>
       )}
       <section aria-labelledby="h-status">

@@ -370,25 +370,25 @@ func (a *app) statsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&pipeline, "pipeline", "", "one pipeline's counts (redrive pipelines); the oldest pending age, repeat failures and last 24 h stay across all")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "one pipeline's counts (redrive pipelines); the oldest pending age and repeat failures stay across all")
 	return cmd
 }
 
 func (a *app) groupsCmd() *cobra.Command {
 	var limit int
-	var cursor, class, version string
+	var cursor, class, version, pipeline string
 	var all bool
 	cmd := &cobra.Command{
 		Use:     "groups",
 		Short:   "Failure groups (signatures), most pending rows first",
-		Example: "  redrive groups --class permanent",
+		Example: "  redrive groups --class permanent\n  redrive groups --pipeline orders",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.api()
 			if err != nil {
 				return err
 			}
-			p := &client.DlqGroupsParams{Cursor: opt(cursor), Class: opt(class), Version: opt(version)}
+			p := &client.DlqGroupsParams{Cursor: opt(cursor), Class: opt(class), Version: opt(version), Pipeline: opt(pipeline)}
 			if limit > 0 {
 				p.Limit = &limit
 			}
@@ -425,6 +425,7 @@ func (a *app) groupsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue from next_cursor")
 	cmd.Flags().StringVar(&class, "class", "", "only this class (transient, permanent, poison, ...)")
 	cmd.Flags().StringVar(&version, "version", "", "groups seen on this worker version")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "one pipeline's groups (redrive pipelines)")
 	cmd.Flags().BoolVar(&all, "all", false, "follow next_cursor through every page")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
@@ -82,4 +83,46 @@ func Plan(t testing.TB, db *sql.DB, query string, args ...any) []string {
 		t.Fatalf("explain rows: %v", err)
 	}
 	return plan
+}
+
+// Migrated returns a database with the migrations before the file named
+// before applied (e.g. "0030" for the schema as it was before 0030), and
+// Migrate applies the rest: how a test builds a database at an earlier
+// schema and checks what a migration does to its rows.
+func Migrated(t testing.TB, before string) *sql.DB {
+	t.Helper()
+	db := Open(t)
+	applyMigrations(t, db, func(name string) bool { return name < before })
+	return db
+}
+
+// Migrate applies the migrations from the file named from on.
+func Migrate(t testing.TB, db *sql.DB, from string) {
+	t.Helper()
+	applyMigrations(t, db, func(name string) bool { return name >= from })
+}
+
+func applyMigrations(t testing.TB, db *sql.DB, which func(string) bool) {
+	t.Helper()
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "migrations", "*.sql"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations: %v", err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if !which(filepath.Base(f)) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(b)); err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+	}
 }

@@ -1,0 +1,162 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+// A failure group is one cause in one pipeline (migrations/0030): the same
+// failure on two queues is two groups, each naming its queue and pipeline;
+// the beer pipeline keeps the keys it had before pipelines; groups and
+// timeseries take a pipeline filter and read only that queue's rows.
+func TestGroupsAndSeriesPerPipeline(t *testing.T) {
+	withPipelines(t)
+	c, _ := pipelineCapture(t)
+	db := c.DB
+	ctx := context.Background()
+	// A recorded attempt with the same class and error on each queue.
+	for _, a := range []Attempt{
+		{MessageID: "b-att", Queue: "beer-enrichment", Attempt: 3, Class: "permanent", Error: "status 400: bad input", At: time.Now()},
+		{MessageID: "o-att", Queue: "orders", Attempt: 3, Class: "permanent", Error: "status 400: bad input", At: time.Now()},
+	} {
+		if err := (Attempts{DB: db}).Record(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver := func(dlqName string, ids ...string) {
+		t.Helper()
+		var ms []*queuetest.Message
+		for _, id := range ids {
+			ms = append(ms, queuetest.New(id, `{"beer_id":"`+id+`","order":{"id":"`+id+`"}}`))
+		}
+		if err := c.ConsumeBatch(ctx, dlqName, queuetest.Batch(ms...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver("beer-enrichment-dlq", "b-att", "b-1", "b-2")
+	deliver("orders-dlq", "o-att", "o-1")
+	deliver("odd-dlq", "d-1") // no key at /a~1b/~0: poison
+	deliver("other-dlq", "x-1")
+
+	page, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	keys := map[string]string{}
+	for _, g := range page.Groups {
+		pl := "-"
+		if g.Pipeline != nil {
+			pl = *g.Pipeline
+		}
+		got = append(got, fmt.Sprintf("%s/%s/%s:%d", g.SourceQueue, pl, g.Class, g.Counts.Pending))
+		keys[g.SourceQueue+"/"+g.Class] = g.Signature
+	}
+	want := "beer-enrichment/beers/unknown:2 beer-enrichment/beers/permanent:1 odd/odd/poison:1 orders/orders/permanent:1 orders/orders/unknown:1 other/-/unknown:1"
+	if strings.Join(slices.Sorted(slices.Values(got)), " ") != strings.Join(slices.Sorted(slices.Values(strings.Fields(want))), " ") {
+		t.Fatalf("groups\n got %v\nwant %s", got, want)
+	}
+	if keys["beer-enrichment/unknown"] != unknownSignature.Key || keys["beer-enrichment/permanent"] != SignatureOf("permanent", "status 400: bad input").Key {
+		t.Errorf("the beer pipeline's keys changed: %v", keys)
+	}
+	if keys["orders/permanent"] != SignatureIn("orders", "permanent", "status 400: bad input").Key ||
+		keys["orders/unknown"] != unknownSignatureIn("orders").Key || keys["orders/unknown"] == keys["other/unknown"] {
+		t.Errorf("orders keys %v", keys)
+	}
+	// Each row names its queue's group.
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages d JOIN dlq_signatures s ON s.signature = d.signature
+		WHERE s.source_queue = d.source_queue`); n != 7 {
+		t.Errorf("%d of 7 rows in a group of their own queue", n)
+	}
+
+	orders, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1})
+	if err != nil || len(orders.Groups) != 1 || !orders.HasMore || orders.Groups[0].SourceQueue != "orders" {
+		t.Fatalf("orders page 1: %+v %v", orders, err)
+	}
+	next, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1, Cursor: *orders.NextCursor})
+	if err != nil || len(next.Groups) != 1 || next.HasMore || next.Groups[0].SourceQueue != "orders" || next.Groups[0].Signature == orders.Groups[0].Signature {
+		t.Fatalf("orders page 2: %+v %v", next, err)
+	}
+	if _, err := (Groups{DB: db, Cursors: NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "beers", Limit: 1, Cursor: *orders.NextCursor}); !strings.Contains(fmt.Sprint(err), "INVALID_CURSOR") {
+		t.Errorf("an orders cursor on the beers groups: %v", err)
+	}
+	if _, err := (Groups{DB: db, Cursors: NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "nope"}); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
+		t.Errorf("unknown pipeline: %v", err)
+	}
+	for _, firstSeen := range []bool{false, true} {
+		plan := strings.Join(sqlitetest.Plan(t, db, groupsSQL("1 = 1 AND source_queue = ?", firstSeen), "orders", 10), "\n")
+		if !strings.Contains(plan, "idx_dlq_signatures_queue_") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("groups of one pipeline (first seen %v) plan:\n%s", firstSeen, plan)
+		}
+	}
+
+	for pl, want := range map[string]int64{"": 7, "orders": 2, "beers": 3, "odd": 1} {
+		s, err := TimeSeries{DB: db, Clock: c.Clock, Pipeline: pl}.Read(ctx)
+		if err != nil || s.Total != want || s.Pipeline != pl {
+			t.Errorf("timeseries %q: total %d, want %d (%v)", pl, s.Total, want, err)
+		}
+	}
+	if _, err := (TimeSeries{DB: db, Clock: c.Clock, Pipeline: "nope"}).Read(ctx); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
+		t.Errorf("timeseries of an unknown pipeline: %v", err)
+	}
+}
+
+
+// Migration 0030 on a database at the schema before it: every row's hours
+// are counted again under its own queue, the capture events keep their sum
+// (dlq_captured_total), and each group gets the queue of its first sample
+// row still kept, else the beer queue.
+func TestMigration0030CarriesCountsAndGroups(t *testing.T) {
+	db := sqlitetest.Migrated(t, "0030")
+	h := int64(490000) * 3600000
+	for i, r := range []struct {
+		queue, status string
+		failedAt      int64
+	}{
+		{"beer-enrichment", "pending", h + 1}, {"beer-enrichment", "pending", h + 2}, {"orders", "pending", h + 3},
+		{"orders", "acknowledged", h + 3600000}, {"beer-enrichment", "replayed", h + 3600000},
+	} {
+		mustExec(t, db, `INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue, status, acknowledged_at, replayed_at, last_message_id, signature)
+			VALUES (?1, ?1, ?2, ?3, ?4, CASE ?4 WHEN 'acknowledged' THEN ?2 END, CASE ?4 WHEN 'replayed' THEN ?2 END, ?1, ?5)`,
+			fmt.Sprint("m", i), r.failedAt, r.queue, r.status, []string{"aaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "bbbbbbbbbbbbbbbb", "aaaaaaaaaaaaaaaa"}[i])
+	}
+	// A repeat failure (one more capture event) and the archive row.
+	mustExec(t, db, `UPDATE dlq_messages SET last_message_id = 'm0-again' WHERE message_id = 'm0'`)
+	mustExec(t, db, `INSERT INTO dlq_activity(kind, hour, n, events) VALUES ('failed', -1, 0, 40)`)
+	mustExec(t, db, `INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen, sample_ids) VALUES
+		('aaaaaaaaaaaaaaaa', 'unknown', 'x', 1, 1, '[1]'), ('bbbbbbbbbbbbbbbb', 'unknown', 'y', 1, 1, '[99, 3]'), ('cccccccccccccccc', 'unknown', 'z', 1, 1, '[98]')`)
+	events := count(t, db, `SELECT SUM(events) FROM dlq_activity`)
+	if events != 46 {
+		t.Fatalf("before 0030: %d capture events, want 46", events)
+	}
+
+	sqlitetest.Migrate(t, db, "0030")
+	if n := count(t, db, `SELECT SUM(events) FROM dlq_activity`); n != events {
+		t.Errorf("after 0030: %d capture events, want %d", n, events)
+	}
+	got := keyed(t, db, `SELECT kind || '@' || (hour - 490000) || '@' || source_queue, n FROM dlq_activity WHERE n <> 0`)
+	want := map[string]int64{"failed@0@beer-enrichment": 2, "failed@0@orders": 1, "failed@1@orders": 1, "failed@1@beer-enrichment": 1,
+		"acknowledged@1@orders": 1, "replayed@1@beer-enrichment": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hours after 0030\n got %v\nwant %v", got, want)
+	}
+	if n := count(t, db, `SELECT events FROM dlq_activity WHERE kind = 'failed' AND hour = 490000 AND source_queue = 'orders'`); n != 1 {
+		t.Errorf("orders' capture events in the first hour: %d, want 1", n)
+	}
+	queues := keyed(t, db, `SELECT signature || '=' || source_queue, 1 AS one FROM dlq_signatures`)
+	if fmt.Sprint(queues) != fmt.Sprint(map[string]int64{"aaaaaaaaaaaaaaaa=beer-enrichment": 1, "bbbbbbbbbbbbbbbb=orders": 1, "cccccccccccccccc=beer-enrichment": 1}) {
+		t.Errorf("groups' queues after 0030: %v", queues)
+	}
+	// The triggers count by queue from then on.
+	mustExec(t, db, `INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue, last_message_id) VALUES ('m9', 'm9', ?, 'orders', 'm9')`, h+5)
+	if n := count(t, db, `SELECT n FROM dlq_activity WHERE kind = 'failed' AND hour = 490000 AND source_queue = 'orders'`); n != 2 {
+		t.Errorf("orders' first hour after a new row: %d, want 2", n)
+	}
+}
