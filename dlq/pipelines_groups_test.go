@@ -108,7 +108,6 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 	}
 }
 
-
 // Migration 0030 on a database at the schema before it: every row's hours
 // are counted again under its own queue, the capture events keep their sum
 // (dlq_captured_total), and each group gets the queue of its first sample

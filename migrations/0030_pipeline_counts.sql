@@ -44,17 +44,19 @@ DROP TRIGGER IF EXISTS dlq_messages_acted;
 DROP TABLE dlq_activity;
 ALTER TABLE dlq_activity_0030 RENAME TO dlq_activity;
 
--- The triggers that count rows in dlq_activity, by source queue.
+-- The triggers that count rows in dlq_activity, by source queue. (Every CASE
+-- has whitespace before it and every END after it: wrangler's splitter counts
+-- them to find where a trigger ends, internal/sqlitetest/split_test.go.)
 CREATE TRIGGER IF NOT EXISTS dlq_messages_inserted AFTER INSERT ON dlq_messages
 WHEN NEW.tally_seq = 0
 BEGIN
     INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
-        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END, 1)
+        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END , 1)
         ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + 1;
     INSERT INTO dlq_activity(kind, hour, source_queue, n, events) VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.source_queue, 1, 1)
         ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1, events = events + 1;
     INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
-        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
+        SELECT NEW.status, CAST( CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
         WHERE CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END IS NOT NULL
         ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1;
 END;
@@ -83,13 +85,13 @@ END;
 CREATE TRIGGER IF NOT EXISTS dlq_messages_acted AFTER UPDATE OF status, replayed_at, acknowledged_at ON dlq_messages
 WHEN NEW.tally_seq = OLD.tally_seq AND (NEW.status IS NOT OLD.status
     OR CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END
-        IS NOT CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at WHEN 'acknowledged' THEN OLD.acknowledged_at END)
+        IS NOT CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at WHEN 'acknowledged' THEN OLD.acknowledged_at END )
 BEGIN
     UPDATE dlq_activity SET n = n - 1 WHERE kind = OLD.status AND OLD.status IN ('replayed', 'acknowledged')
-        AND hour = CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000
+        AND hour = CAST( CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000
         AND source_queue = OLD.source_queue;
     INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
-        SELECT NEW.status, CAST(CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
+        SELECT NEW.status, CAST( CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at ELSE NEW.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
         WHERE CASE NEW.status WHEN 'replayed' THEN NEW.replayed_at WHEN 'acknowledged' THEN NEW.acknowledged_at END IS NOT NULL
         ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1;
 END;
@@ -108,9 +110,9 @@ BEGIN
     UPDATE dlq_activity SET n = n - 1 WHERE NEW.status IS OLD.status AND OLD.status IN ('replayed', 'acknowledged')
         AND CASE OLD.status WHEN 'replayed' THEN NEW.replayed_at IS OLD.replayed_at ELSE NEW.acknowledged_at IS OLD.acknowledged_at END
         AND kind = OLD.status AND source_queue = OLD.source_queue
-        AND hour = CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000;
+        AND hour = CAST( CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000;
     INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
-        SELECT OLD.status, CAST(CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
+        SELECT OLD.status, CAST( CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END AS INTEGER) / 3600000, NEW.source_queue, 1, 0
         WHERE NEW.status IS OLD.status AND OLD.status IN ('replayed', 'acknowledged')
             AND CASE OLD.status WHEN 'replayed' THEN NEW.replayed_at IS OLD.replayed_at ELSE NEW.acknowledged_at IS OLD.acknowledged_at END
             AND CASE OLD.status WHEN 'replayed' THEN OLD.replayed_at ELSE OLD.acknowledged_at END IS NOT NULL
