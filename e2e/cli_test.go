@@ -586,6 +586,27 @@ func TestCLIPipelineFlag(t *testing.T) {
 		len(st.BySourceQueue) != 1 || st.BySourceQueue[0].SourceQueue != "e2e-tickets" {
 		t.Fatalf("stats --pipeline tickets: %s (%v)", r.stdout, err)
 	}
+	// groups --pipeline: only that pipeline's groups, every one of them.
+	w.Send(t, "e2e-orders-dlq", `{"order":{"id":"`+prefix+`-g"}}`)
+	Eventually(t, 60*time.Second, "an orders group", func() bool {
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE source_queue = 'e2e-orders'`) > 0
+	})
+	r = runCLI(t, ctx, env, "", "groups", "--pipeline", "orders", "--all", "--json").wantCode(t, 0, "groups --pipeline")
+	var gp struct {
+		Groups []struct {
+			SourceQueue string  `json:"source_queue"`
+			Pipeline    *string `json:"pipeline"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &gp); err != nil ||
+		int64(len(gp.Groups)) != w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE source_queue = 'e2e-orders'`) {
+		t.Fatalf("groups --pipeline orders: %.500s (%v)", r.stdout, err)
+	}
+	for _, g := range gp.Groups {
+		if g.SourceQueue != "e2e-orders" || g.Pipeline == nil || *g.Pipeline != "orders" {
+			t.Fatalf("groups --pipeline orders listed a group of %s", g.SourceQueue)
+		}
+	}
 	r = runCLI(t, ctx, env, "", "ls", "--pipeline", "no-such-pipeline").wantCode(t, cli.ExitFailure, "ls --pipeline unknown")
 	if !strings.Contains(r.stderr, "UNKNOWN_PIPELINE") {
 		t.Fatalf("ls --pipeline unknown: stderr %q", r.stderr)
