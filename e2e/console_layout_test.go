@@ -284,7 +284,7 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 		b := browser.In(t)
 		b.Do(chromedp.Navigate(w.URL + "/#/groups"))
 		b.Wait("groups", group("no beer_id"))
-		sig := Eval[string](b, group("no beer_id")+`.querySelector('td .muted').firstChild.textContent.trim()`)
+		sig := Eval[string](b, group("no beer_id")+`.querySelector('td .group-signature').textContent.trim()`)
 		dialog(b, group("no beer_id"), "Replay task…", `document.querySelector('dialog[open] .preview-count')`)
 		text := Eval[string](b, `document.querySelector('dialog[open]').innerText`)
 		for _, want := range []string{"Dry run: 6 pending rows would be replayed now", "All 6 rows failed permanently"} {

@@ -25,9 +25,9 @@ export function Groups({ params }) {
   const [list, reload] = useLoad(() => get("/admin/dlq/groups", { ...filter, limit, cursor: pages.cursor }), pages.deps);
   const [stats] = useLoad(() => get("/admin/dlq/stats"), []);
   const live = stats.data?.current_version;
-  // A group is one cause in one pipeline: its rows, and what its actions
-  // act on, are that pipeline's.
-  const groupFilter = (g) => (g.pipeline ? { signature: g.signature, pipeline: g.pipeline } : { signature: g.signature });
+  // A group is one cause in one pipeline (its key names the pipeline's
+  // queue): its signature alone selects its rows.
+  const groupFilter = (g) => (chosen ? { signature: g.signature, pipeline: chosen } : { signature: g.signature });
   const set = (patch) => {
     const next = { ...params, ...patch };
     for (const k of Object.keys(next)) if (next[k] === "" || next[k] === undefined) delete next[k];
@@ -82,7 +82,7 @@ export function Groups({ params }) {
                 <a href={href("/failures", { signature: g.signature, status: "all" })}>{g.text || "(empty reason)"}</a>
                 <br />
                 <span class="muted small">
-                  <span class="group-pipeline">{g.pipeline ?? g.source_queue}</span> · {g.signature}
+                  <span class="group-pipeline">{g.pipeline ?? g.source_queue}</span> · <span class="group-signature">{g.signature}</span>
                   {g.sample_ids.length ? " · e.g. " : ""}
                   {g.sample_ids.slice(0, 3).map((id, i) => (
                     <span key={id}>
