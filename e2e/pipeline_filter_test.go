@@ -120,13 +120,16 @@ func TestPipelineFilterAcrossThreePipelines(t *testing.T) {
 		Sample      int64    `json:"top_failure_reasons_sample"`
 		Pipeline    string   `json:"pipeline"`
 		NotFiltered []string `json:"not_filtered"`
+		Last24h     struct {
+			NewFailures int64 `json:"new_failures_24h"`
+		} `json:"last_24h"`
 	}
 	r = w.Admin(t, http.MethodGet, "/admin/dlq/stats?pipeline=orders", nil)
 	r.Decode(t, &os)
 	if r.Status != http.StatusOK || os.ByStatus.Pending != 2 || os.ByStatus.Replayed+os.ByStatus.Replaying+os.ByStatus.Acknowledged != 0 ||
 		len(os.BySourceQueue) != 1 || os.BySourceQueue[0].SourceQueue != "e2e-orders" || os.BySourceQueue[0].Total != 2 ||
 		len(os.ByPipeline) != 1 || os.ByPipeline[0].Pipeline != "orders" || os.ByPipeline[0].Total != 2 ||
-		os.Sample != 2 || os.Pipeline != "orders" || strings.Join(os.NotFiltered, ",") != "oldest_pending_age_hours,repeat_failures,last_24h" ||
+		os.Sample != 2 || os.Pipeline != "orders" || strings.Join(os.NotFiltered, ",") != "oldest_pending_age_hours,repeat_failures" || os.Last24h.NewFailures != 2 ||
 		!strings.Contains(string(r.Raw), `"top_failure_reasons":[{"failure_reason":`) || strings.Contains(string(r.Raw), "Brewer") {
 		t.Fatalf("stats?pipeline=orders: %d %.1500s", r.Status, r.Raw)
 	}
