@@ -176,9 +176,11 @@ func (w worker) destinations() []string {
 // queueRouter builds the consumers of every queue (queue).
 func (w worker) queueRouter() *consume.Router {
 	cfg, db, log := w.cfg, w.db, w.log
-	// Every pipeline's DLQ (and the beer DLQ) is captured by one Capture.
+	// Every pipeline's DLQ (and the beer DLQ) is captured by one Capture,
+	// into the one database every pipeline shares (dlq.Stores: issue 31
+	// maps a pipeline to a database of its own there).
 	capture := &dlq.Capture{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, RetryBase: cfg.D1RetryBase,
-		SourceQueue: w.pipelines.SourceQueue}
+		SourceQueue: w.pipelines.SourceQueue, Stores: dlq.Store{DB: db, Batch: w.batch}}
 	consumers := map[string]consume.Consumer{}
 	for dlqName := range w.pipelines.SourceQueue {
 		consumers[dlqName] = capture

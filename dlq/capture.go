@@ -87,9 +87,18 @@ type Capture struct {
 	// Version is the worker version stamped on rows whose attempts name
 	// none (version.Info.Stamp).
 	Version string
+	// Stores gives the store of each source queue's rows; nil: Store{DB,
+	// Batch} for every queue. DB keeps the capture's counters (duplicates).
+	Stores Stores
 }
 
-func (c *Capture) store() Store { return Store{DB: c.DB, Batch: c.Batch} }
+// store is the Store of source queue q's rows.
+func (c *Capture) store(q string) Store {
+	if c.Stores == nil {
+		return Store{DB: c.DB, Batch: c.Batch}
+	}
+	return c.Stores.Of(q)
+}
 
 // captured is the state of one message of a batch.
 type captured struct {
@@ -187,7 +196,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	}
 	var outcomes map[string]Outcome
 	if err == nil {
-		outcomes, err = c.store().saveEncoded(ctx, fs, encs)
+		outcomes, err = c.store(chunk[0].failure.SourceQueue).saveEncoded(ctx, fs, encs)
 	}
 	if err == nil {
 		for _, cm := range chunk {
@@ -195,14 +204,14 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 		}
 		return nil
 	}
-	if perr := c.probe(ctx); perr != nil {
+	if perr := c.probe(ctx, chunk[0].failure.SourceQueue); perr != nil {
 		c.Log.ErrorContext(ctx, "dlq: D1 unavailable; batch will be retried", "messages", len(chunk), "error", err.Error(), "probe_error", perr.Error())
 		return fmt.Errorf("%w (probe: %v)", err, perr)
 	}
 	c.Log.WarnContext(ctx, "dlq: batch store failed while D1 answers; storing messages one by one", "messages", len(chunk), "error", err.Error())
 	for _, cm := range chunk {
 		if len(chunk) > 1 {
-			outcomes, err = c.store().Save(ctx, []Failure{cm.failure})
+			outcomes, err = c.store(cm.failure.SourceQueue).Save(ctx, []Failure{cm.failure})
 			if err == nil {
 				c.settleStored(cm, outcomes[cm.msg.ID()])
 				continue
@@ -229,7 +238,7 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		f.parsed = &body{Problem: "unstorable"}
 		f.Class = "poison"
 		f.Reason = text.Clip("unstorable: "+cause.Error(), maxReason)
-		outcomes, err := c.store().Save(ctx, []Failure{f})
+		outcomes, err := c.store(f.SourceQueue).Save(ctx, []Failure{f})
 		if err == nil {
 			cm.poison, cm.failure = true, f
 			c.Log.WarnContext(ctx, "dlq: message could not be stored; kept as a minimal poison row", "message_id", m.ID(), "attempt", m.Attempts(), "error", cause.Error())
@@ -238,7 +247,7 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		}
 		cause = fmt.Errorf("%v; minimal row: %w", cause, err)
 	}
-	if perr := c.probe(ctx); perr != nil {
+	if perr := c.probe(ctx, cm.failure.SourceQueue); perr != nil {
 		// D1 went away during the one-by-one stores: back off as for an
 		// unavailable D1 instead of spending the retries at retry_delay.
 		c.retryUnavailable(ctx, []*captured{cm}, fmt.Errorf("%w (probe: %v)", cause, perr))

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -157,5 +158,65 @@ func TestMigration0030CarriesCountsAndGroups(t *testing.T) {
 	mustExec(t, db, `INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue, last_message_id) VALUES ('m9', 'm9', ?, 'orders', 'm9')`, h+5)
 	if n := count(t, db, `SELECT n FROM dlq_activity WHERE kind = 'failed' AND hour = 490000 AND source_queue = 'orders'`); n != 2 {
 		t.Errorf("orders' first hour after a new row: %d, want 2", n)
+	}
+}
+
+// queueStores keeps the rows of the queues it names in their own store.
+type queueStores struct {
+	shared Store
+	own    map[string]Store
+}
+
+func (s queueStores) Of(q string) Store {
+	if st, ok := s.own[q]; ok {
+		return st
+	}
+	return s.shared
+}
+
+// The capture reaches its database through Stores only: a pipeline whose
+// queue maps to a store of its own has its rows, counts and groups there
+// and none in the shared database, and a store that fails there is retried
+// as D1 unavailable while the other pipelines' rows are stored.
+func TestCaptureWritesEachPipelineToItsStore(t *testing.T) {
+	withPipelines(t)
+	c, _ := pipelineCapture(t)
+	shared := c.DB
+	own := sqlitetest.New(t)
+	c.Stores = queueStores{shared: Store{DB: shared}, own: map[string]Store{"orders": {DB: own}}}
+	ctx := context.Background()
+	o := queuetest.New("o-1", `{"order":{"id":"o-1"}}`)
+	b := queuetest.New("b-1", `{"beer_id":"b-1"}`)
+	if err := c.ConsumeBatch(ctx, "orders-dlq", queuetest.Batch(o)); err != nil || !o.Acked {
+		t.Fatalf("orders message: %v acked %v", err, o.Acked)
+	}
+	if err := c.ConsumeBatch(ctx, "beer-enrichment-dlq", queuetest.Batch(b)); err != nil || !b.Acked {
+		t.Fatalf("beer message: %v acked %v", err, b.Acked)
+	}
+	for _, q := range []struct {
+		db            *sql.DB
+		name, queue   string
+		rows, another int64
+	}{{own, "own", "orders", 1, 0}, {shared, "shared", "beer-enrichment", 1, 0}} {
+		if n := count(t, q.db, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = ?`, q.queue); n != q.rows {
+			t.Errorf("%s database: %d rows of %s, want %d", q.name, n, q.queue, q.rows)
+		}
+		if n := count(t, q.db, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue <> ?`, q.queue); n != q.another {
+			t.Errorf("%s database: %d rows of other queues", q.name, n)
+		}
+		if n := count(t, q.db, `SELECT COALESCE(SUM(pending), 0) FROM dlq_signatures WHERE source_queue = ?`, q.queue); n != 1 {
+			t.Errorf("%s database: groups count %d pending of %s, want 1", q.name, n, q.queue)
+		}
+	}
+	// The orders store gone: its message is retried, the beers' stored.
+	mustExec(t, own, `ALTER TABLE dlq_messages RENAME TO away`)
+	o2 := queuetest.New("o-2", `{"order":{"id":"o-2"}}`)
+	_ = c.ConsumeBatch(ctx, "orders-dlq", queuetest.Batch(o2))
+	if o2.Acked || !o2.Retried || o2.RetryDelay <= 0 {
+		t.Fatalf("a message whose store is unavailable: acked %v, retried %v after %v (want a backoff: its store is probed)", o2.Acked, o2.Retried, o2.RetryDelay)
+	}
+	b2 := queuetest.New("b-2", `{"beer_id":"b-2"}`)
+	if err := c.ConsumeBatch(ctx, "beer-enrichment-dlq", queuetest.Batch(b2)); err != nil || !b2.Acked {
+		t.Fatalf("beer message beside an unavailable orders store: %v acked %v", err, b2.Acked)
 	}
 }

@@ -86,6 +86,19 @@ func BodyHash(ct queue.ContentType, text string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// Stores gives the Store that keeps a source queue's rows: the one seam
+// through which a capture reaches its database, so that a pipeline can keep
+// its rows in a database of its own (issue 31) by a Stores that maps its
+// queue there. A Store is the Stores of a deployment whose pipelines all
+// share one database (the DB binding).
+type Stores interface {
+	// Of returns the store of the rows of source queue q.
+	Of(q string) Store
+}
+
+// Of implements Stores: every queue's rows are in s.
+func (s Store) Of(string) Store { return s }
+
 // Store writes failures to dlq_messages.
 type Store struct {
 	DB *sql.DB

@@ -68,9 +68,9 @@ func (c *Capture) retryUnavailable(ctx context.Context, batch []*captured, cause
 // triggers touch (dlq_messages, message_attempts, counters) and a writable
 // database, and writes nothing. A failing probe means D1 is unavailable
 // (down, refusing queries, or a table missing or renamed), not that the
-// batch's content is at fault.
-func (c *Capture) probe(ctx context.Context) error {
-	return probeStore(ctx, c.DB)
+// batch's content is at fault. q is the source queue whose store is probed.
+func (c *Capture) probe(ctx context.Context, q string) error {
+	return probeStore(ctx, c.store(q).DB)
 }
 
 func probeStore(ctx context.Context, db *sql.DB) error {
