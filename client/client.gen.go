@@ -1768,6 +1768,9 @@ type ReplayDLQ200JSONResponseBody_Data struct {
 // ListReplayTasksParams defines parameters for ListReplayTasks.
 type ListReplayTasksParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Pipeline A configured pipeline's name (GET /admin/pipelines): only the tasks that can replay its rows (their filter names its queue, or no queue). An unknown name is 400 UNKNOWN_PIPELINE.
+	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
 }
 
 // DlqStatsParams defines parameters for DlqStats.
@@ -2411,7 +2414,7 @@ type ClientInterface interface {
 
 	// ListReplayTasks The newest replay tasks
 	//
-	// Stored counts only: one row read per task.
+	// Stored counts only: one row read per task. With pipeline, the tasks newer than the last one listed are read.
 	//
 	// Corresponds with GET /admin/dlq/replay-tasks (the `ListReplayTasks` operationId).
 	ListReplayTasks(ctx context.Context, params *ListReplayTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2772,7 +2775,7 @@ func (c *Client) ReplayDLQ(ctx context.Context, body ReplayDLQJSONRequestBody, r
 
 // ListReplayTasks The newest replay tasks
 //
-// Stored counts only: one row read per task.
+// Stored counts only: one row read per task. With pipeline, the tasks newer than the last one listed are read.
 //
 // Corresponds with GET /admin/dlq/replay-tasks (the `ListReplayTasks` operationId).
 func (c *Client) ListReplayTasks(ctx context.Context, params *ListReplayTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3967,6 +3970,18 @@ func NewListReplayTasksRequest(server string, params *ListReplayTasksParams) (*h
 
 		}
 
+		if params.Pipeline != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pipeline", *params.Pipeline, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4730,7 +4745,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListReplayTasksWithResponse The newest replay tasks
 	//
-	// Stored counts only: one row read per task.
+	// Stored counts only: one row read per task. With pipeline, the tasks newer than the last one listed are read.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8716,7 +8731,7 @@ func (c *ClientWithResponses) ReplayDLQWithResponse(ctx context.Context, body Re
 
 // ListReplayTasksWithResponse The newest replay tasks
 //
-// Stored counts only: one row read per task.
+// Stored counts only: one row read per task. With pipeline, the tasks newer than the last one listed are read.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,25 @@ func TestConsolePipelineSelector(t *testing.T) {
 	}
 	if got := Eval[int](br, `document.querySelectorAll('.group-pipeline').length`); got != int(min(ordersGroups, 25)) || ordersGroups < 1 {
 		t.Errorf("%d groups shown with orders selected, want %d", got, ordersGroups)
+	}
+	// The tasks page: the tasks that can replay orders' rows only.
+	var orderTask, beerTask struct {
+		ID int64 `json:"id"`
+	}
+	w.Admin(t, http.MethodPost, "/admin/dlq/replay-tasks", map[string]any{"filter": map[string]any{"pipeline": "orders", "q": tok}, "rate_per_minute": 1}).Decode(t, &orderTask)
+	w.Admin(t, http.MethodPost, "/admin/dlq/replay-tasks", map[string]any{"filter": map[string]any{"pipeline": "beers", "q": tok}, "rate_per_minute": 1}).Decode(t, &beerTask)
+	if orderTask.ID == 0 || beerTask.ID == 0 {
+		t.Fatalf("tasks not created: %d %d", orderTask.ID, beerTask.ID)
+	}
+	for _, id := range []int64{orderTask.ID, beerTask.ID} { // listed, never stepped
+		if r := w.Admin(t, http.MethodPost, fmt.Sprintf("/admin/dlq/replay-tasks/%d/cancel", id), nil); r.Status != http.StatusOK {
+			t.Fatalf("cancel task %d: %d %.300s", id, r.Status, r.Raw)
+		}
+	}
+	br.Do(chromedp.Navigate(w.URL + "/#/tasks"))
+	br.Wait("the orders task", fmt.Sprintf(`[...document.querySelectorAll('table tbody tr')].some(r => r.cells[0].textContent.trim() === '%d')`, orderTask.ID))
+	if Eval[bool](br, fmt.Sprintf(`[...document.querySelectorAll('table tbody tr')].some(r => r.cells[0].textContent.trim() === '%d')`, beerTask.ID)) {
+		t.Errorf("the beers task #%d is listed with orders selected", beerTask.ID)
 	}
 	br.Do(chromedp.Navigate(w.URL + "/#/"))
 	br.Wait("the overview note and by_pipeline table", `[...document.querySelectorAll('[role=note]')].some(e => e.textContent.includes('Counts of orders only')) && document.querySelector('[aria-label="Rows by pipeline"] table')`)

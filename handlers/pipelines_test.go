@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/queue/queuetest"
 )
 
 const pipelinesVar = `[
@@ -225,3 +226,43 @@ func TestStatsPipelineParameter(t *testing.T) {
 }
 
 var _ = http.MethodGet
+
+// GET /admin/dlq/replay-tasks?pipeline= lists the tasks that can replay the
+// pipeline's rows: of its queue, and of every queue; not another queue's.
+func TestReplayTaskListByPipeline(t *testing.T) {
+	api, _ := pipelinesAPI(t)
+	api.Sender = &queuetest.Sender{}
+	h := api.Handler()
+	for _, f := range []string{`{"pipeline":"orders"}`, `{"source_queue":"beer-enrichment"}`, `{"beer_id":"x1"}`} {
+		if rec, _ := do(h, "POST", "/admin/dlq/replay-tasks", `{"filter":`+f+`,"rate_per_minute":60}`, adminHeaders); rec.Code != 202 {
+			t.Fatalf("create %s: %d %s", f, rec.Code, rec.Body)
+		}
+	}
+	ids := func(q string) string {
+		rec, _ := do(h, "GET", "/admin/dlq/replay-tasks"+q, "", adminHeaders)
+		var out struct {
+			Data struct {
+				Tasks []struct {
+					ID int64 `json:"id"`
+				} `json:"tasks"`
+			} `json:"data"`
+		}
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+			t.Fatalf("list%s: %d %s", q, rec.Code, rec.Body)
+		}
+		var s []string
+		for _, t := range out.Data.Tasks {
+			s = append(s, fmt.Sprint(t.ID))
+		}
+		return strings.Join(s, ",")
+	}
+	for q, want := range map[string]string{"": "3,2,1", "?pipeline=orders": "3,1", "?pipeline=beers": "3,2", "?pipeline=orders&limit=1": "3"} {
+		if got := ids(q); got != want {
+			t.Errorf("tasks%s: %s, want %s", q, got, want)
+		}
+	}
+	rec, _ := do(h, "GET", "/admin/dlq/replay-tasks?pipeline=nope", "", adminHeaders)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "UNKNOWN_PIPELINE") {
+		t.Errorf("unknown pipeline: %d %s", rec.Code, rec.Body)
+	}
+}

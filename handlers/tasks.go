@@ -102,18 +102,18 @@ func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
 }
 
 // taskListParams are the query parameters GET /admin/dlq/replay-tasks accepts.
-var taskListParams = map[string]bool{"limit": true}
+var taskListParams = map[string]bool{"limit": true, "pipeline": true}
 
 // taskList serves GET /admin/dlq/replay-tasks: the newest tasks first.
 func (a *API) taskList(w http.ResponseWriter, r *http.Request) error {
-	_, limit, err := pageQuery(r, taskListParams)
+	q, limit, err := pageQuery(r, taskListParams)
 	if err != nil {
 		return err
 	}
 	if limit == 0 {
 		limit = dlq.DefaultListLimit
 	}
-	tasks, err := a.replayTasks().List(r.Context(), limit)
+	tasks, err := a.replayTasks().List(r.Context(), limit, q["pipeline"])
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
 import { get, post } from "./api.js";
 import { ErrorBox, Table, Time, useLoad } from "./components.jsx";
-import { href } from "./router.js";
+import { href, pipeline } from "./router.js";
+import { useSignal } from "./state.js";
 
 const ACTIONS = {
   canary: ["pause", "cancel"],
@@ -13,7 +14,9 @@ const ACTIONS = {
 // with a progress bar each (sent and failed sends of the rows matched) and
 // pause, resume and cancel.
 export function Tasks() {
-  const [list, reload] = useLoad(() => get("/admin/dlq/replay-tasks", { limit: 50 }), []);
+  // With a pipeline selected: the tasks that can replay its rows.
+  const chosen = useSignal(pipeline);
+  const [list, reload] = useLoad(() => get("/admin/dlq/replay-tasks", chosen ? { limit: 50, pipeline: chosen } : { limit: 50 }), [chosen]);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(null);
   const act = async (id, action) => {
