@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 	"github.com/redrive/redrive/sqlbatch"
@@ -564,5 +565,73 @@ func TestReplayTaskPauseAndResumeDuringAStepDoNotEndIt(t *testing.T) {
 	hr.after, s.hook = nil, nil
 	if st, err := ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute)); err != nil || st.Sent != 45 || !st.Done {
 		t.Fatalf("the next step %+v %v", st, err)
+	}
+}
+
+// One run of the job steps at most maxTasksPerRun tasks, oldest first, and
+// sums what their steps did; more says a task was left for the next run
+// (pins Run's maxTasksPerRun+1, len(ids) > maxTasksPerRun and the done
+// count).
+func TestReplayTaskJobRunStepsAtMostTenTasks(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 100, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	var tasks []int64
+	for range maxTasksPerRun + 1 {
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task.ID)
+	}
+	job := &ReplayTaskJob{Tasks: ts}
+	// 11 running: the 10 oldest take a step of 5 slots each (1/min).
+	sum, err := job.Run(ctx, taskT0)
+	if err != nil || fmt.Sprint(sum) != "map[done:0 more:true send_failed:0 sent:50 tasks:10]" {
+		t.Fatalf("run with 11 tasks: %v %v", sum, err)
+	}
+	if last, _ := ts.Get(ctx, tasks[10]); last.Steps != 0 {
+		t.Fatalf("the 11th task took %d steps in a run of 10", last.Steps)
+	}
+	// Exactly 10 running: all of them step, nothing is left over.
+	if _, err := ts.Act(ctx, tasks[0], TaskCancel); err != nil {
+		t.Fatal(err)
+	}
+	sum, err = job.Run(ctx, taskT0.Add(5*time.Minute))
+	if err != nil || fmt.Sprint(sum) != "map[done:0 more:false send_failed:0 sent:50 tasks:10]" {
+		t.Fatalf("run with 10 tasks: %v %v", sum, err)
+	}
+	// Nothing left to send: each of the 10 finds none and is done.
+	sum, err = job.Run(ctx, taskT0.Add(10*time.Minute))
+	if err != nil || fmt.Sprint(sum) != "map[done:10 more:false send_failed:0 sent:0 tasks:10]" {
+		t.Fatalf("last run: %v %v", sum, err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM replay_tasks WHERE state = 'done'`); n != 10 {
+		t.Fatalf("%d tasks done, want 10", n)
+	}
+}
+
+// A run whose budget is spent still takes its first task's step and then
+// stops, with more set; the step's failed sends are summed as send_failed
+// (pins Run's i > 0 && budget.Spent() and the send_failed sum).
+func TestReplayTaskJobRunStopsWhenItsBudgetIsSpent(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{Err: errors.New("queue down")}, taskT0)
+	// The budget's clock moves 1 s on each reading: spent at the first check.
+	ts.Limits = jobs.Limits{Budget: time.Second, Clock: (&fakeClock{t: taskT0, step: time.Second}).Now}
+	first, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	second, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	sum, err := (&ReplayTaskJob{Tasks: ts}).Run(ctx, taskT0)
+	if err != nil || fmt.Sprint(sum) != "map[done:0 more:true send_failed:5 sent:0 tasks:1]" {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	a, _ := ts.Get(ctx, first.ID)
+	b, _ := ts.Get(ctx, second.ID)
+	if a.Steps != 1 || a.SendFailed != 5 || b.Steps != 0 {
+		t.Fatalf("first task %d steps, %d failed sends; second %d steps", a.Steps, a.SendFailed, b.Steps)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`); n != 20 {
+		t.Fatalf("%d rows pending, want all 20 (their sends failed)", n)
 	}
 }
