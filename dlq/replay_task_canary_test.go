@@ -1,7 +1,11 @@
 package dlq
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +228,73 @@ func TestReplayTaskCanaryOfAnotherPipeline(t *testing.T) {
 	st, err := ts.Step(ctx, task.ID, at.Add(15*time.Minute))
 	if err != nil || !st.CanaryPassed || st.Sent != 2 {
 		t.Fatalf("verdict after observe: %+v %v", st, err)
+	}
+}
+
+// A canary whose filter matches no row is judged on nothing: it fails
+// (even at min_success_ratio 0), pauses the task with its reason, and the
+// verdict is logged (pins judgeCanary's r.Sent > 0 and its log).
+func TestReplayTaskCanaryWithNoRowFails(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 3, taskT0.UnixMilli()-1_000_000)
+	var logs bytes.Buffer
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	ts.Replay.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	task, err := ts.Create(ctx, TaskRequest{Filter: Filter{BeerID: "no such beer"}, RatePerMinute: 60,
+		Canary: &Canary{Size: 2, MinSuccessRatio: 0, ObserveMinutes: 1}}, Requester{})
+	if err != nil || task.Matched != 0 {
+		t.Fatalf("%+v %v", task, err)
+	}
+	st, err := ts.Step(ctx, task.ID, taskT0)
+	if err != nil || st.Sent != 0 || st.CanaryPassed || !st.CanaryFailed || st.Done {
+		t.Fatalf("step %+v %v, want the canary failed", st, err)
+	}
+	got, _ := ts.Get(ctx, task.ID)
+	if r := got.CanaryResult; got.State != TaskPaused || r == nil || r.Passed || r.Sent != 0 || !slices.Contains(r.Reasons, "no canary row could be sent") {
+		t.Fatalf("task %+v, result %+v", got, got.CanaryResult)
+	}
+	if !strings.Contains(logs.String(), `"msg":"replay task: canary judged","task_id":`+fmt.Sprint(task.ID)+`,"passed":false,"sent":0`) {
+		t.Fatalf("no verdict logged:\n%s", logs.String())
+	}
+}
+
+// An error in a step's canary part (its canary does not decode, or the
+// verdict's read fails) is the step's error: nothing is sent and the task
+// stays in canary, to be judged by a later step (pins Step's n > 0, which
+// must not run a send that would drop the error, and canary's err case).
+func TestReplayTaskCanaryErrorsAreTheStepsError(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 10, taskT0.UnixMilli()-1_000_000)
+	s := &queuetest.Sender{}
+	ts := newTasks(db, s, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 1}}, Requester{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ts.Step(ctx, task.ID, taskT0); err != nil || st.Sent != 2 {
+		t.Fatalf("canary step %+v %v", st, err)
+	}
+	at := taskT0.Add(10 * time.Minute) // the canary rows are decided by then
+	// The verdict cannot be read.
+	mustExec(t, db, `ALTER TABLE beers RENAME TO beers_away`)
+	st, err := ts.Step(ctx, task.ID, at)
+	if err == nil || !strings.Contains(err.Error(), "replay task canary") || st.Sent != 0 || st.CanaryPassed || st.CanaryFailed {
+		t.Fatalf("step without its verdict %+v %v, want the verdict's error", st, err)
+	}
+	mustExec(t, db, `ALTER TABLE beers_away RENAME TO beers`)
+	// The canary does not decode.
+	mustExec(t, db, `UPDATE replay_tasks SET canary = '{"size":' WHERE id = ?`, task.ID)
+	st, err = ts.Step(ctx, task.ID, at.Add(5*time.Minute))
+	if err == nil || !strings.Contains(err.Error(), "replay task canary") || st.Sent != 0 || st.CanaryPassed {
+		t.Fatalf("step with a broken canary %+v %v, want its error", st, err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM replay_tasks WHERE id = ? AND state = 'canary' AND sent = 2`, task.ID); n != 1 || len(s.Sent["beer-enrichment"]) != 2 {
+		t.Fatalf("%d sent: want the task still in canary with its 2 rows", len(s.Sent["beer-enrichment"]))
+	}
+	// Whole again: judged (passed), and the rest is sent.
+	mustExec(t, db, `UPDATE replay_tasks SET canary = ? WHERE id = ?`, `{"size":2,"min_success_ratio":1,"observe_minutes":1}`, task.ID)
+	st, err = ts.Step(ctx, task.ID, at.Add(10*time.Minute))
+	if err != nil || !st.CanaryPassed || st.Sent != 8 || !st.Done {
+		t.Fatalf("judged step %+v %v", st, err)
 	}
 }

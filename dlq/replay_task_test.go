@@ -9,11 +9,13 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 	"github.com/redrive/redrive/sqlbatch"
@@ -564,5 +566,204 @@ func TestReplayTaskPauseAndResumeDuringAStepDoNotEndIt(t *testing.T) {
 	hr.after, s.hook = nil, nil
 	if st, err := ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute)); err != nil || st.Sent != 45 || !st.Done {
 		t.Fatalf("the next step %+v %v", st, err)
+	}
+}
+
+// One run of the job steps at most maxTasksPerRun tasks, oldest first, and
+// sums what their steps did; more says a task was left for the next run
+// (pins Run's maxTasksPerRun+1, len(ids) > maxTasksPerRun and the done
+// count).
+func TestReplayTaskJobRunStepsAtMostTenTasks(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 100, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	var tasks []int64
+	for range maxTasksPerRun + 1 {
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task.ID)
+	}
+	job := &ReplayTaskJob{Tasks: ts}
+	// 11 running: the 10 oldest take a step of 5 slots each (1/min).
+	sum, err := job.Run(ctx, taskT0)
+	if err != nil || fmt.Sprint(sum) != "map[done:0 more:true send_failed:0 sent:50 tasks:10]" {
+		t.Fatalf("run with 11 tasks: %v %v", sum, err)
+	}
+	if last, _ := ts.Get(ctx, tasks[10]); last.Steps != 0 {
+		t.Fatalf("the 11th task took %d steps in a run of 10", last.Steps)
+	}
+	// Exactly 10 running: all of them step, nothing is left over.
+	if _, err := ts.Act(ctx, tasks[0], TaskCancel); err != nil {
+		t.Fatal(err)
+	}
+	sum, err = job.Run(ctx, taskT0.Add(5*time.Minute))
+	if err != nil || fmt.Sprint(sum) != "map[done:0 more:false send_failed:0 sent:50 tasks:10]" {
+		t.Fatalf("run with 10 tasks: %v %v", sum, err)
+	}
+	// Nothing left to send: each of the 10 finds none and is done.
+	sum, err = job.Run(ctx, taskT0.Add(10*time.Minute))
+	if err != nil || fmt.Sprint(sum) != "map[done:10 more:false send_failed:0 sent:0 tasks:10]" {
+		t.Fatalf("last run: %v %v", sum, err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM replay_tasks WHERE state = 'done'`); n != 10 {
+		t.Fatalf("%d tasks done, want 10", n)
+	}
+}
+
+// A run whose budget is spent still takes its first task's step and then
+// stops, with more set; the step's failed sends are summed as send_failed
+// (pins Run's i > 0 && budget.Spent() and the send_failed sum).
+func TestReplayTaskJobRunStopsWhenItsBudgetIsSpent(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{Err: errors.New("queue down")}, taskT0)
+	// The budget's clock moves 1 s on each reading: spent at the first check.
+	ts.Limits = jobs.Limits{Budget: time.Second, Clock: (&fakeClock{t: taskT0, step: time.Second}).Now}
+	first, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	second, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	sum, err := (&ReplayTaskJob{Tasks: ts}).Run(ctx, taskT0)
+	if err != nil || fmt.Sprint(sum) != "map[done:0 more:true send_failed:5 sent:0 tasks:1]" {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	a, _ := ts.Get(ctx, first.ID)
+	b, _ := ts.Get(ctx, second.ID)
+	if a.Steps != 1 || a.SendFailed != 5 || b.Steps != 0 {
+		t.Fatalf("first task %d steps, %d failed sends; second %d steps", a.Steps, a.SendFailed, b.Steps)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`); n != 20 {
+		t.Fatalf("%d rows pending, want all 20 (their sends failed)", n)
+	}
+}
+
+// List returns the newest tasks first, at most limit, with their derived
+// counts; a failed read is an error (pins List's error checks).
+func TestReplayTaskListNewestFirst(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 4, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	var ids []int64
+	for _, rate := range []int64{1, 2, 3} {
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: rate}, Requester{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	got, err := ts.List(ctx, 2)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("list: %d tasks, %v", len(got), err)
+	}
+	if got[0].ID != ids[2] || got[1].ID != ids[1] || got[0].RatePerMinute != 3 || got[0].Remaining != 4 || got[0].EstimatedFinishAt == nil {
+		t.Fatalf("list %+v, want tasks %d and %d, newest first, 4 rows remaining", got, ids[2], ids[1])
+	}
+	mustExec(t, db, `UPDATE replay_tasks SET created_at = 'not a time' WHERE id = ?`, ids[2])
+	if got, err := ts.List(ctx, 2); err == nil || !strings.Contains(err.Error(), "replay tasks") {
+		t.Fatalf("a row that does not scan: %v, %v", got, err)
+	}
+	mustExec(t, db, `DROP TABLE replay_tasks`)
+	if got, err := ts.List(ctx, 2); err == nil || got != nil {
+		t.Fatalf("without its table: %v, %v", got, err)
+	}
+}
+
+// Slot k is delivered at origin + ceil((k-base)·slotSpan/rate) ms, counted
+// from the stored slot_base (pins schedule.at's arithmetic), and a task's
+// slots start on a whole second (ceilSecond).
+func TestReplayTaskScheduleSlots(t *testing.T) {
+	for _, c := range []struct {
+		s       schedule
+		k, want int64
+	}{
+		{schedule{rate: 7, origin: 1000}, 0, 1000},
+		{schedule{rate: 7, origin: 1000}, 1, 1000 + 8715}, // 8714.14 rounded up
+		{schedule{rate: 7, origin: 1000}, 7, 1000 + 60_999},
+		{schedule{rate: 60, origin: 0}, 1, 1017}, // 1016.65
+		{schedule{rate: 1, origin: 0}, 2, 121_998},
+		{schedule{rate: 7, origin: 1000, base: 3}, 3, 1000},
+		{schedule{rate: 7, origin: 1000, base: 3}, 10, 1000 + 60_999},
+	} {
+		if got := c.s.at(c.k); got != c.want {
+			t.Errorf("%+v at(%d) = %d, want %d", c.s, c.k, got, c.want)
+		}
+	}
+	for ms, want := range map[int64]int64{0: 0, 1: 1000, 999: 1000, 1000: 1000, 1001: 2000, 1_750_000_000_001: 1_750_000_001_000} {
+		if got := ceilSecond(ms); got != want {
+			t.Errorf("ceilSecond(%d) = %d, want %d", ms, got, want)
+		}
+	}
+}
+
+// failFirstSender fails its first SendBatch, then sends.
+type failFirstSender struct {
+	queuetest.Sender
+	calls int
+}
+
+func (s *failFirstSender) SendBatch(ctx context.Context, q string, msgs []queue.Outgoing) error {
+	s.calls++
+	if s.calls == 1 {
+		return errors.New("queue unavailable")
+	}
+	return s.Sender.SendBatch(ctx, q, msgs)
+}
+
+// A failed send uses its slot: the next step goes on from the slot after
+// the task's sent and failed rows, so the rate holds across steps (pins
+// hold's seq = sent + send_failed).
+func TestReplayTaskFailedSendsKeepTheirSlots(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
+	s := &failFirstSender{}
+	ts := newTasks(db, s, taskT0)
+	ts.Replay.BulkMax = 2
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	// Slots 0..4 (pages of 2, 2, 1): the first page's send fails.
+	if st, err := ts.Step(ctx, task.ID, taskT0); err != nil || st.Sent != 3 || st.SendFailed != 2 {
+		t.Fatalf("first step %+v %v", st, err)
+	}
+	// The next step starts at slot 5 (304.995 s), not at slot 3.
+	if st, err := ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute)); err != nil || st.Sent != 5 {
+		t.Fatalf("second step %+v %v", st, err)
+	}
+	ats := deliveries(t, db, task.ID)
+	if len(ats) != 8 || ats[3]-taskT0.UnixMilli() != 305_000 || maxPerMinute(ats) > 1 {
+		t.Fatalf("deliveries at %v ms after the start (%d in a minute), want slots 2..9 at 1 a minute", offsets(ats, taskT0), maxPerMinute(ats))
+	}
+}
+
+func offsets(ats []int64, from time.Time) []int64 {
+	out := make([]int64, len(ats))
+	for i, at := range ats {
+		out[i] = at - from.UnixMilli()
+	}
+	return out
+}
+
+// A release that fails is the step's error; the step's sends stay
+// recorded and the task stays held until the lease lapses, then the next
+// step goes on from where this one stopped (pins Step's release error).
+func TestReplayTaskStepReleaseFailureIsAnError(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
+	s := &queuetest.Sender{}
+	ts := newTasks(db, s, taskT0)
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	mustExec(t, db, `CREATE TRIGGER no_release BEFORE UPDATE OF step_at ON replay_tasks WHEN NEW.step_at IS NULL
+		BEGIN SELECT RAISE(ABORT, 'release refused'); END`)
+	st, err := ts.Step(ctx, task.ID, taskT0)
+	if err == nil || !strings.Contains(err.Error(), "replay task release") || st.Sent != 5 || st.Done {
+		t.Fatalf("step %+v %v, want 5 sent and the release's error", st, err)
+	}
+	mustExec(t, db, `DROP TRIGGER no_release`)
+	if st, err := ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute)); err != nil || st.Held {
+		t.Fatalf("a step within the lease %+v %v, want not held", st, err)
+	}
+	if st, err := ts.Step(ctx, task.ID, taskT0.Add(taskLease)); err != nil || !st.Held || st.Sent != 5 {
+		t.Fatalf("after the lease %+v %v, want 5 more sent", st, err)
+	}
+	if got := sentRows(t, db, s, "beer-enrichment"); len(got) != 10 || len(deliveries(t, db, task.ID)) != 10 {
+		t.Fatalf("%d rows sent, want 10", len(got))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/internal/text"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -753,5 +755,107 @@ func TestReplayClaimingNothingRunsNoSettle(t *testing.T) {
 		if res.ClaimedCount != 0 || h.calls != 1 || s.Calls != 0 {
 			t.Fatalf("claimed %d, %d batches (want the claim only), %d sends", res.ClaimedCount, h.calls, s.Calls)
 		}
+	}
+}
+
+// A settle batch that fails after the sends: Run returns the error, and
+// the rows stay replaying with their claim (no other replay claims them, so
+// nothing is sent twice) until Rescue returns them to pending; then they
+// are replayed like any other (pins settle's err == nil and err != nil).
+func TestReplaySettleFailureLeavesRowsReplayingUntilRescued(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 2})
+	mustExec(t, db, `CREATE TRIGGER no_settle BEFORE UPDATE OF status ON dlq_messages WHEN OLD.status = 'replaying'
+		BEGIN SELECT RAISE(ABORT, 'settle refused'); END`)
+	s := &queuetest.Sender{}
+	r := newReplay(db, s)
+	res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	if err == nil || !strings.Contains(err.Error(), "replay settle (2 sent, 0 failed") || !strings.Contains(err.Error(), "settle refused") {
+		t.Fatalf("run: %+v, %v; want the settle's error", res, err)
+	}
+	if len(s.Sent["beer-enrichment"]) != 2 {
+		t.Fatalf("%d sent, want 2", len(s.Sent["beer-enrichment"]))
+	}
+	claimedAt := fixedClock().UnixMilli()
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replaying' AND replaying_at = ? AND replay_count = 0 AND replayed_at IS NULL`,
+		claimedAt); n != 2 {
+		t.Fatalf("%d rows replaying with their claim, want 2", n)
+	}
+	if n := counter(t, db, CounterReplayed); n != 0 {
+		t.Fatalf("%s = %d after a failed settle", CounterReplayed, n)
+	}
+	// Still claimed: another replay sends nothing.
+	res, err = r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	if err != nil || res.ClaimedCount != 0 || res.SkippedCount != 2 || res.Skipped[0].Reason != "not_pending" || len(s.Sent["beer-enrichment"]) != 2 {
+		t.Fatalf("second replay: %+v %v, %d sent in all", res, err, len(s.Sent["beer-enrichment"]))
+	}
+	mustExec(t, db, `DROP TRIGGER no_settle`)
+	rescue := &Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute, Limits: jobs.Limits{ChunkRows: 100, Budget: time.Minute}}
+	if _, err := rescue.Run(ctx, fixedClock().Add(20*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	if err != nil || res.ReplayedCount != 2 || len(s.Sent["beer-enrichment"]) != 4 {
+		t.Fatalf("after the rescue: %+v %v", res, err)
+	}
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replay_count = 1`); n != 2 || counter(t, db, CounterReplayed) != 2 {
+		t.Fatalf("%d rows replayed once, counter %d", n, counter(t, db, CounterReplayed))
+	}
+}
+
+// hookSender calls hook after each successful send.
+type hookSender struct {
+	queuetest.Sender
+	hook func()
+}
+
+func (s *hookSender) SendBatch(ctx context.Context, q string, msgs []queue.Outgoing) error {
+	err := s.Sender.SendBatch(ctx, q, msgs)
+	if err == nil && s.hook != nil {
+		s.hook()
+	}
+	return err
+}
+
+// A replay warns when its settle finds fewer of its claimed rows than it
+// claimed (one was rescued while it was sending), and only then (pins
+// settle's Unmarshal err == nil and settled != len(cs)).
+func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
+	const warning = "replay: some claimed rows changed before settling"
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	s := &hookSender{}
+	r := newReplay(db, s)
+	r.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 2})
+	res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	if err != nil || res.ReplayedCount != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if strings.Contains(logs.String(), warning) {
+		t.Fatalf("a replay that settled every row it claimed warned:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), `"msg":"replay: done","claimed":2,"replayed":2`) {
+		t.Fatalf("no done line:\n%s", logs.String())
+	}
+
+	// Row 3 is returned to pending while the replay sends (as Rescue does).
+	more := insert(t, db, adminRow{beerID: "3", failedAt: 3}, adminRow{beerID: "4", failedAt: 4})
+	s.hook = func() {
+		mustExec(t, db, `UPDATE dlq_messages SET status = 'pending', replaying_at = NULL WHERE id = ?`, more[0])
+	}
+	logs.Reset()
+	res, err = r.Run(ctx, ReplayRequest{Selection: Selection{IDs: more}})
+	if err != nil || res.ReplayedCount != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if !strings.Contains(logs.String(), `"msg":"`+warning+`","claimed":2,"settled":1`) {
+		t.Fatalf("no warning with claimed 2, settled 1:\n%s", logs.String())
+	}
+	var st3, st4 string
+	db.QueryRow(`SELECT status FROM dlq_messages WHERE id = ?`, more[0]).Scan(&st3)
+	db.QueryRow(`SELECT status FROM dlq_messages WHERE id = ?`, more[1]).Scan(&st4)
+	if st3 != StatusPending || st4 != StatusReplayed {
+		t.Fatalf("statuses %s %s: the rescued row must stay the rescue's", st3, st4)
 	}
 }
