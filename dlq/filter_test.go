@@ -23,3 +23,17 @@ func TestCheckLimitNamesTheSetting(t *testing.T) {
 		}
 	}
 }
+
+// A pipeline filter sets the source queue to the pipeline's queue; a
+// source_queue given with it must be that queue, any other is INVALID_FILTER.
+func TestPipelineFilterAndSourceQueueMustAgree(t *testing.T) {
+	withPipelines(t)
+	for _, sq := range []string{"", "orders"} {
+		f, err := Filter{Pipeline: "orders", SourceQueue: sq}.Normalize()
+		if err != nil || f.SourceQueue != "orders" {
+			t.Errorf("source_queue %q: %+v %v, want source_queue orders", sq, f, err)
+		}
+	}
+	_, err := Filter{Pipeline: "orders", SourceQueue: "beer-enrichment"}.Normalize()
+	wantInput(t, err, "INVALID_FILTER")
+}
