@@ -2,7 +2,10 @@ package dlq
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
 // CheckLimit accepts 1..max, and its error names the setting that sets
@@ -36,4 +39,21 @@ func TestPipelineFilterAndSourceQueueMustAgree(t *testing.T) {
 	}
 	_, err := Filter{Pipeline: "orders", SourceQueue: "beer-enrichment"}.Normalize()
 	wantInput(t, err, "INVALID_FILTER")
+}
+
+// The filter of every status without a beer_id names the four statuses, so
+// a failed_at bound is four ranges of idx_dlq_status_failed, not a scan of
+// every row (there is no index on failed_at alone).
+func TestFilterOfEveryStatusReadsStatusRanges(t *testing.T) {
+	db := sqlitetest.New(t)
+	after := int64(1_700_000_000_000)
+	f, err := Filter{Status: StatusAll, FailedAfter: &after}.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, args := f.where()
+	plan := strings.Join(sqlitetest.Plan(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE `+where, args...), "\n")
+	if !strings.Contains(plan, "idx_dlq_status_failed") || strings.Contains(plan, "SCAN dlq_messages") {
+		t.Fatalf("where %s\nplan:\n%s\nwant ranges of idx_dlq_status_failed", where, plan)
+	}
 }
