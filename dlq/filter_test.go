@@ -2,7 +2,10 @@ package dlq
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
 // CheckLimit accepts 1..max, and its error names the setting that sets
@@ -20,6 +23,72 @@ func TestCheckLimitNamesTheSetting(t *testing.T) {
 		var in *InputError
 		if err := CheckLimit(101, 100, setting); !errors.As(err, &in) || in.Code != "INVALID_LIMIT" || in.Message != want {
 			t.Errorf("setting %q: %v, want %q", setting, err, want)
+		}
+	}
+}
+
+// A pipeline filter sets the source queue to the pipeline's queue; a
+// source_queue given with it must be that queue, any other is INVALID_FILTER.
+func TestPipelineFilterAndSourceQueueMustAgree(t *testing.T) {
+	withPipelines(t)
+	for _, sq := range []string{"", "orders"} {
+		f, err := Filter{Pipeline: "orders", SourceQueue: sq}.Normalize()
+		if err != nil || f.SourceQueue != "orders" {
+			t.Errorf("source_queue %q: %+v %v, want source_queue orders", sq, f, err)
+		}
+	}
+	_, err := Filter{Pipeline: "orders", SourceQueue: "beer-enrichment"}.Normalize()
+	wantInput(t, err, "INVALID_FILTER")
+}
+
+// The filter of every status without a beer_id names the four statuses, so
+// a failed_at bound is four ranges of idx_dlq_status_failed, not a scan of
+// every row (there is no index on failed_at alone).
+func TestFilterOfEveryStatusReadsStatusRanges(t *testing.T) {
+	db := sqlitetest.New(t)
+	after := int64(1_700_000_000_000)
+	f, err := Filter{Status: StatusAll, FailedAfter: &after}.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, args := f.where()
+	plan := strings.Join(sqlitetest.Plan(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE `+where, args...), "\n")
+	if !strings.Contains(plan, "idx_dlq_status_failed") || strings.Contains(plan, "SCAN dlq_messages") {
+		t.Fatalf("where %s\nplan:\n%s\nwant ranges of idx_dlq_status_failed", where, plan)
+	}
+}
+
+// version_not keeps the rows whose latest failure happened on any other
+// version, or on an unknown one (NULL: captured before versions were stamped).
+func TestFilterVersionNotKeepsOtherAndUnknownVersions(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "v1", failedAt: 3}, adminRow{beerID: "v2", failedAt: 2}, adminRow{beerID: "none", failedAt: 1})
+	if _, err := db.Exec(`UPDATE dlq_messages SET version = CASE id WHEN ? THEN 'v1' WHEN ? THEN 'v2' END`, ids[0], ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	l := List{DB: db, Cursors: NewCursors("s")}
+	for _, c := range []struct {
+		f    Filter
+		want []string
+	}{
+		{Filter{VersionNot: "v1"}, []string{"v2", "none"}},
+		{Filter{Version: "v1"}, []string{"v1"}},
+		{Filter{}, []string{"v1", "v2", "none"}},
+	} {
+		p, err := l.Page(ctx, ListParams{Filter: c.f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := p.Messages.Decode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.BeerID)
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") || p.TotalCount != int64(len(c.want)) {
+			t.Errorf("%+v: %v (total %d), want %v", c.f, got, p.TotalCount, c.want)
 		}
 	}
 }

@@ -537,3 +537,84 @@ func TestListOfEveryStatusNeverListsARowTwice(t *testing.T) {
 		t.Errorf("listed %s, want r,y,z (each once)", got)
 	}
 }
+
+// A page whose JSON would be over D1's 2,000,000-byte value limit (raw
+// bodies) is read again half as long, and the cursor continues after it:
+// 20 bodies of 150 KB (3 MB) come as pages of 10, every body whole.
+func TestListHalvesAPageOverD1sValueLimit(t *testing.T) {
+	db := sqlitetest.New(t)
+	body := strings.Repeat("x", 150_000)
+	for i := 0; i < 20; i++ {
+		insert(t, db, adminRow{beerID: fmt.Sprint("big-", i), raw: body, contentType: "text", failedAt: 1_700_000_000_000 + int64(i)})
+	}
+	l := List{DB: db, Cursors: NewCursors("s")}
+	seen := map[int64]bool{}
+	cursor := ""
+	for pages := 1; ; pages++ {
+		p, err := l.Page(ctx, ListParams{Limit: 20, Cursor: cursor, IncludeRaw: true})
+		if err != nil {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		msgs := decoded(t, p)
+		if len(msgs) != 10 || p.TotalCount != 20 {
+			t.Fatalf("page %d: %d messages, total %d; want 10 of 20", pages, len(msgs), p.TotalCount)
+		}
+		for _, m := range msgs {
+			var raw string
+			if seen[m.ID] || json.Unmarshal(m.RawMessage, &raw) != nil || raw != body {
+				t.Fatalf("page %d: row %d repeated or its body altered", pages, m.ID)
+			}
+			seen[m.ID] = true
+		}
+		if !p.HasMore {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	if len(seen) != 20 {
+		t.Fatalf("%d rows listed, want 20", len(seen))
+	}
+}
+
+// A signature's total comes from its kept counts (dlq_signatures, the
+// status's column, or every column for status all); with a source queue
+// too, the rows are counted, since the kept counts do not split by queue.
+func TestListTotalOfASignature(t *testing.T) {
+	db := sqlitetest.New(t)
+	sig := "0123456789abcdef"
+	if _, err := db.Exec(`INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen) VALUES (?, 'c', 't', 0, 0)`, sig); err != nil {
+		t.Fatal(err)
+	}
+	var rows []adminRow
+	for i := 0; i < 3; i++ {
+		rows = append(rows, adminRow{beerID: fmt.Sprint("a", i), source: "qa", failedAt: 1_700_000_000_000 + int64(i)})
+	}
+	for i := 0; i < 2; i++ {
+		rows = append(rows, adminRow{beerID: fmt.Sprint("b", i), source: "qb", failedAt: 1_700_000_000_000 + int64(i)})
+	}
+	rows = append(rows, adminRow{beerID: "a-ack", source: "qa", status: StatusAcknowledged, failedAt: 1_700_000_000_000})
+	insert(t, db, rows...)
+	insert(t, db, adminRow{beerID: "other", source: "qa", failedAt: 1_700_000_000_000}) // no signature
+	if _, err := db.Exec(`UPDATE dlq_messages SET signature = ? WHERE beer_id != 'other'`, sig); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT pending + acknowledged FROM dlq_signatures WHERE signature = ?`, sig); n != 6 {
+		t.Fatalf("kept counts %d, want 6", n)
+	}
+	l := List{DB: db, Cursors: NewCursors("s")}
+	for _, c := range []struct {
+		f     Filter
+		total int64
+	}{
+		{Filter{Signature: sig}, 5},
+		{Filter{Signature: sig, Status: StatusAll}, 6},
+		{Filter{Signature: sig, Status: StatusAcknowledged}, 1},
+		{Filter{Signature: sig, SourceQueue: "qa"}, 3},
+		{Filter{Signature: sig, SourceQueue: "qb", Status: StatusAll}, 2},
+	} {
+		p, err := l.Page(ctx, ListParams{Filter: c.f, Limit: 1})
+		if err != nil || p.TotalCount != c.total || !p.TotalCountExact {
+			t.Fatalf("%+v: total %d exact %v, want %d exact (%v)", c.f, p.TotalCount, p.TotalCountExact, c.total, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
@@ -160,6 +161,34 @@ func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
 		consume(t, c, &queuetest.Message{MsgID: "again-" + edit[len(edit)-8:], Attempt: 4, Text: edit, Type: queue.JSON})
 		if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'pending'`, ids[0]); n != 1 {
 			t.Fatalf("edit %d: the repeat failure did not come back to the row", i+1)
+		}
+	}
+}
+
+// The edited message goes out with the delay asked for, in seconds, and
+// the result says it.
+func TestReplayEditedSendsWithItsDelay(t *testing.T) {
+	db := sqlitetest.New(t)
+	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, contentType: "json"})
+	s := &queuetest.Sender{}
+	res, err := newReplay(db, s).RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(`{"beer_id":"1"}`), Note: "later", DelaySeconds: 90})
+	if err != nil || !res.Replayed || res.DelaySeconds != 90 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if sent := s.Messages("beer-enrichment"); len(sent) != 1 || sent[0].Delay != 90*time.Second {
+		t.Fatalf("sent %+v, want one message delayed 90 s", sent)
+	}
+}
+
+// A refused edited replay says why: the row's status when it is not
+// pending, else its content type (the 409 INVALID_STATE message).
+func TestRowStateErrorSaysWhy(t *testing.T) {
+	for err, want := range map[*RowStateError]string{
+		{ID: 7, Status: StatusReplayed, ContentType: "json"}: "row 7 is replayed; only a pending row can be replayed edited",
+		{ID: 8, Status: StatusPending, ContentType: "text"}:  "row 8 has content type text; only a json row can be replayed edited",
+	} {
+		if got := err.Error(); got != want {
+			t.Errorf("%q, want %q", got, want)
 		}
 	}
 }

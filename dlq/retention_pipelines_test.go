@@ -266,3 +266,98 @@ func TestRetentionPerPipelinePlans(t *testing.T) {
 		}
 	}
 }
+
+// Only a retention_days that differs from DLQ_RETENTION_DAYS makes a group:
+// a pipeline without one (0) or with DLQ_RETENTION_DAYS itself follows the
+// default, and when the default is the longest retention no group of it is
+// scanned. age_scanned_to names exactly the groups that exist.
+func TestRetentionPerPipelineGroupsOnlyOtherRetentions(t *testing.T) {
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+
+	// The default (30 days) is the longest: the tickets group alone.
+	r := pipelinesRetention(t)
+	sum, err := r.Run(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scanned, want := sum["age_scanned_to"], map[string]int64{"7d:in:tickets": now.Add(-7 * day).UnixMilli()}; !reflect.DeepEqual(scanned, want) {
+		t.Fatalf("default longest: age_scanned_to = %v, want %v", scanned, want)
+	}
+
+	// The default (7 days) shorter than archive's 90: one group of the
+	// default, for every queue but archive's.
+	r = newRetention(t)
+	r.MaxAge = 7 * day
+	r.Pipelines = []config.Pipeline{
+		{Name: "archive", Queue: "archive", Retention: 90 * day},
+		{Name: "same", Queue: "same", Retention: 7 * day},
+		{Name: "unset", Queue: "unset"},
+	}
+	seedQueue(t, r, "unset", row{msgID: "u-ack-1d", beerID: "u", status: "acknowledged", failedAt: now.Add(-2 * day), ackAt: now.Add(-day)},
+		row{msgID: "u-ack-8d", beerID: "u", status: "acknowledged", failedAt: now.Add(-9 * day), ackAt: now.Add(-8 * day)})
+	seedQueue(t, r, "same", row{msgID: "s-ack-6d", beerID: "s", status: "acknowledged", failedAt: now.Add(-9 * day), ackAt: now.Add(-6 * day)},
+		row{msgID: "s-replayed-8d", beerID: "s", status: "replayed", failedAt: now.Add(-9 * day), replayedAt: now.Add(-8 * day)})
+	seedQueue(t, r, "archive", row{msgID: "a-ack-8d", beerID: "a", status: "acknowledged", failedAt: now.Add(-9 * day), ackAt: now.Add(-8 * day)})
+	sum, err = r.Run(ctx, now)
+	if err != nil || sum["deleted_age"] != int64(2) {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	if left, want := messageIDs(t, r), []string{"a-ack-8d", "s-ack-6d", "u-ack-1d"}; !reflect.DeepEqual(left, want) {
+		t.Fatalf("left %v, want %v", left, want)
+	}
+	if scanned, want := sum["age_scanned_to"], map[string]int64{"7d:not_in:archive": now.Add(-7 * day).UnixMilli()}; !reflect.DeepEqual(scanned, want) {
+		t.Fatalf("default shorter: age_scanned_to = %v, want %v", scanned, want)
+	}
+}
+
+// The groups run shortest retention first: when the budget runs out, the
+// rows due soonest after the action (the shortest retention's) were the
+// ones deleted first. Every group still runs one chunk.
+func TestRetentionPerPipelineShortestRetentionFirst(t *testing.T) {
+	r := newRetention(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	clock := &fakeClock{t: now, step: time.Second}
+	r.Limits = jobs.Limits{ChunkRows: 2, Budget: 4 * time.Second, Clock: clock.Now}
+	r.Pipelines = []config.Pipeline{{Name: "tickets", Queue: "tickets", Retention: 7 * day}, {Name: "short", Queue: "short", Retention: 3 * day}}
+	for _, q := range []string{"tickets", "short"} {
+		var rows []row
+		for i := 0; i < 4; i++ {
+			rows = append(rows, row{msgID: fmt.Sprint(q, i), beerID: fmt.Sprint(q, i), status: "acknowledged",
+				failedAt: now.Add(-20 * day), ackAt: now.Add(-20*day + time.Duration(i)*time.Hour)})
+		}
+		seedQueue(t, r, q, rows...)
+	}
+	sum, err := r.Run(ctx, now)
+	if err != nil || sum["more"] != true || sum["deleted_age"] != int64(6) {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	if left, want := messageIDs(t, r), []string{"tickets2", "tickets3"}; !reflect.DeepEqual(left, want) {
+		t.Fatalf("left %v, want the 3-day group done first (%v)", left, want)
+	}
+}
+
+// more says that a group stopped with rows of its window left: a run that
+// finished every window reports false, whatever budget it had left when
+// its last chunk ended (each budget from 1 to 12 clock readings).
+func TestRetentionPerPipelineMoreOnlyWithRowsLeft(t *testing.T) {
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	for budget := 1; budget <= 12; budget++ {
+		r := pipelinesRetention(t)
+		clock := &fakeClock{t: now, step: time.Second}
+		r.Limits = jobs.Limits{ChunkRows: 2, Budget: time.Duration(budget) * time.Second, Clock: clock.Now}
+		var tickets []row
+		for i := 0; i < 5; i++ {
+			tickets = append(tickets, row{msgID: fmt.Sprint("t", i), beerID: fmt.Sprint(i), status: "acknowledged",
+				failedAt: now.Add(-20 * day), ackAt: now.Add(-20*day + time.Duration(i)*time.Hour)})
+		}
+		seedQueue(t, r, "tickets", tickets...)
+		sum, err := r.Run(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := count(t, r.DB, `SELECT COUNT(*) FROM dlq_messages`)
+		if sum["deleted_age"] != 5-left || sum["more"] != (left > 0) {
+			t.Fatalf("budget %d s: %d rows left, summary %v", budget, left, sum)
+		}
+	}
+}

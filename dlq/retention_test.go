@@ -1,8 +1,11 @@
 package dlq
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +168,123 @@ func TestRetentionRejectsZeroSettings(t *testing.T) {
 	r.MaxRowsPerKey = 0
 	if _, err := r.Run(ctx, time.Now()); err == nil {
 		t.Fatal("zero MaxRowsPerKey accepted")
+	}
+}
+
+// Each setting on its own, at zero and below, is refused before anything
+// is deleted: a zero MaxAge would otherwise expire every terminal row at
+// once, a zero AttemptMaxAge every attempt record.
+func TestRetentionRejectsEachSettingAtZeroOrBelow(t *testing.T) {
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		set  func(r *Retention, v int)
+	}{
+		{"MaxAge", func(r *Retention, v int) { r.MaxAge = time.Duration(v) * day }},
+		{"MaxRowsPerKey", func(r *Retention, v int) { r.MaxRowsPerKey = v }},
+		{"AttemptMaxAge", func(r *Retention, v int) { r.AttemptMaxAge = time.Duration(v) * day }},
+	} {
+		for _, v := range []int{0, -1} {
+			r := newRetention(t)
+			c.set(r, v)
+			seed(t, r.DB, row{msgID: "ack-1d", beerID: "1", status: "acknowledged", failedAt: now.Add(-2 * day), ackAt: now.Add(-day)})
+			if _, err := r.Run(ctx, now); err == nil {
+				t.Errorf("%s = %d accepted", c.name, v)
+			}
+			if n := count(t, r.DB, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
+				t.Errorf("%s = %d: %d rows left, want 1 (nothing deleted)", c.name, v, n)
+			}
+		}
+	}
+}
+
+// A failing delete of a shorter retention's window is reported: the run's
+// error names it and the summary says more (the next run looks again).
+func TestRetentionReportsAFailingWindowDelete(t *testing.T) {
+	r := pipelinesRetention(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	seedQueue(t, r, "tickets", row{msgID: "t-ack-8d", beerID: "t", status: "acknowledged", failedAt: now.Add(-9 * day), ackAt: now.Add(-8 * day)})
+	if _, err := r.DB.Exec(`CREATE TRIGGER refuse_tickets BEFORE DELETE ON dlq_messages WHEN OLD.source_queue = 'tickets'
+		BEGIN SELECT RAISE(ABORT, 'tickets refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(ctx, now)
+	if err == nil || !strings.Contains(err.Error(), "delete by pipeline age") || !strings.Contains(err.Error(), "tickets refused") {
+		t.Fatalf("error = %v, want the window delete's", err)
+	}
+	if sum["more"] != true || sum["deleted_age"] != int64(0) {
+		t.Fatalf("summary = %v, want more and nothing deleted", sum)
+	}
+	if n := count(t, r.DB, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
+		t.Fatalf("%d rows left, want 1", n)
+	}
+}
+
+// The eviction warning is logged when the cap rule evicted rows, and only then.
+func TestRetentionWarnsOfEvictionsOnlyWhenItEvicts(t *testing.T) {
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	for _, c := range []struct {
+		rows int
+		warn bool
+	}{{2, false}, {3, true}} {
+		var logs bytes.Buffer
+		r := newRetention(t)
+		r.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+		r.MaxRowsPerKey = 2
+		for i := 0; i < c.rows; i++ {
+			seed(t, r.DB, row{msgID: fmt.Sprint("a", i), beerID: "A", status: "acknowledged", failedAt: now.Add(-time.Duration(i+1) * time.Hour), ackAt: now.Add(-time.Minute)})
+		}
+		sum, err := r.Run(ctx, now)
+		if err != nil || sum["deleted_cap"] != int64(c.rows-2) {
+			t.Fatalf("%d rows: %v %v", c.rows, sum, err)
+		}
+		if got := strings.Contains(logs.String(), "per-key cap evicted rows"); got != c.warn {
+			t.Fatalf("%d rows at a cap of 2: eviction warning logged = %v, want %v; logs:\n%s", c.rows, got, c.warn, logs.String())
+		}
+		if c.warn && !strings.Contains(logs.String(), `"beer_ids":["A"]`) {
+			t.Fatalf("warning without the evicted beer: %s", logs.String())
+		}
+	}
+}
+
+// An acknowledge computes its action time before its statement commits, so
+// a row can become visible with an action time a run already scanned past:
+// the next run looks capRescan back and still finds its beer over the cap.
+func TestRetentionCapRescansRowsThatBecameVisibleLate(t *testing.T) {
+	r := newRetention(t)
+	r.MaxRowsPerKey = 1
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	seed(t, r.DB, row{msgID: "x-new", beerID: "X", status: "acknowledged", failedAt: now.Add(-time.Hour), ackAt: now.Add(-time.Hour)})
+	sum := runRecorded(t, r, r.DB, now)
+	if sum["deleted_cap"] != int64(0) || sum["cap_scanned_to"] != now.UnixMilli() {
+		t.Fatalf("first run: %v", sum)
+	}
+	// Committed after the first run, with an action time 2 minutes before it.
+	seed(t, r.DB, row{msgID: "x-old", beerID: "X", status: "acknowledged", failedAt: now.Add(-2 * time.Hour), ackAt: now.Add(-2 * time.Minute)})
+	sum = runRecorded(t, r, r.DB, now.Add(time.Minute))
+	if sum["deleted_cap"] != int64(1) {
+		t.Fatalf("second run: %v, want the late row's beer trimmed", sum)
+	}
+	if left := terminalLeft(t, r, "X"); !reflect.DeepEqual(left, []string{"x-new"}) {
+		t.Fatalf("beer X left %v, want the newest failure only", left)
+	}
+}
+
+// Rows whose action time is exactly the age cutoff are not the age rule's
+// (it deletes what is before it): the first run's cap scan includes them.
+func TestRetentionCapChecksRowsAtExactlyTheAgeCutoff(t *testing.T) {
+	r := newRetention(t)
+	r.MaxRowsPerKey = 1
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	at := now.Add(-r.MaxAge)
+	seed(t, r.DB,
+		row{msgID: "y-new", beerID: "Y", status: "acknowledged", failedAt: at.Add(-time.Hour), ackAt: at},
+		row{msgID: "y-old", beerID: "Y", status: "replayed", failedAt: at.Add(-2 * time.Hour), replayedAt: at})
+	sum, err := r.Run(ctx, now)
+	if err != nil || sum["deleted_age"] != int64(0) || sum["deleted_cap"] != int64(1) {
+		t.Fatalf("run: %v %v", sum, err)
+	}
+	if left := terminalLeft(t, r, "Y"); !reflect.DeepEqual(left, []string{"y-new"}) {
+		t.Fatalf("beer Y left %v, want y-new", left)
 	}
 }
