@@ -91,6 +91,13 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 	if _, err := (Groups{DB: db, Cursors: NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "nope"}); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
 		t.Errorf("unknown pipeline: %v", err)
 	}
+	// A group's total is the sum of its counts (1 + 2 + 4 + 8).
+	mustExec(t, db, `INSERT INTO dlq_signatures(signature, class, text, pending, replaying, replayed, acknowledged, first_seen, last_seen, source_queue)
+		VALUES ('00000000000000ff', 'transient', 'sum', 1, 2, 4, 8, 1, 1, 'odd')`)
+	odd, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "odd"})
+	if err != nil || len(odd.Groups) != 2 || odd.Groups[0].Signature != "00000000000000ff" || odd.Groups[0].Total != 15 {
+		t.Fatalf("odd groups: %+v %v", odd.Groups, err)
+	}
 	for _, firstSeen := range []bool{false, true} {
 		plan := strings.Join(sqlitetest.Plan(t, db, groupsSQL("1 = 1 AND source_queue = ?", firstSeen), "orders", 10), "\n")
 		if !strings.Contains(plan, "idx_dlq_signatures_queue_") || strings.Contains(plan, "TEMP B-TREE") {
