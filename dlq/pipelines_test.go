@@ -157,3 +157,40 @@ func jsonString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// A key read through a pipeline's pointer at its edges: numbers starting
+// with each digit from 0 to 9 or a minus are their JSON text, and a string
+// key of exactly maxKeyBytes is kept, one byte more is a problem.
+func TestPipelineBodyKeysAtTheirEdges(t *testing.T) {
+	orders := withPipelines(t)[1]
+	for _, c := range []struct{ id, key, problem string }{
+		{`0`, "0", ""},
+		{`9`, "9", ""},
+		{`0.5`, "0.5", ""},
+		{`99`, "99", ""},
+		{`-1`, "-1", ""},
+		{`"` + strings.Repeat("k", maxKeyBytes) + `"`, strings.Repeat("k", maxKeyBytes), ""},
+		{`"` + strings.Repeat("k", maxKeyBytes+1) + `"`, "", "key /order/id is longer than 200 bytes"},
+		{`[1]`, "", "key /order/id is not a string or number"},
+	} {
+		b := parsePipelineBody([]byte(`{"order":{"id":`+c.id+`}}`), orders)
+		if b.BeerID != c.key || b.Problem != c.problem {
+			t.Errorf("id %.20s: key %q problem %q, want %q %q", c.id, b.BeerID, b.Problem, c.key, c.problem)
+		}
+	}
+}
+
+// An unknown pipeline's name is quoted whole up to 64 bytes, and clipped
+// to 64 bytes and an ellipsis beyond.
+func TestUnknownPipelineNameIsClippedPast64Bytes(t *testing.T) {
+	for _, c := range []struct{ name, quoted string }{
+		{strings.Repeat("p", 64), strings.Repeat("p", 64)},
+		{strings.Repeat("p", 65), strings.Repeat("p", 64) + "…"},
+	} {
+		_, err := Filter{Pipeline: c.name}.Normalize()
+		wantInput(t, err, "UNKNOWN_PIPELINE")
+		if msg := err.(*InputError).Message; !strings.HasSuffix(msg, `got "`+c.quoted+`"`) {
+			t.Errorf("%d-byte name: message %q, want it quoted as %q", len(c.name), msg, c.quoted)
+		}
+	}
+}

@@ -3,9 +3,13 @@ package dlq
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,3 +163,109 @@ func TestUnroutableCaptureStoresAndAcks(t *testing.T) {
 		t.Fatalf("err %v message %+v", err, m3)
 	}
 }
+
+// With D1 unavailable, each retried message is logged with its attempt and
+// its delay in seconds, and the batch's error line counts the messages
+// retried.
+func TestCaptureD1UnavailableLogsEachRetryAndTheCount(t *testing.T) {
+	db := sqlitetest.New(t)
+	db.Close()
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	c.RetryBase = 300 * time.Second
+	m1, m2, m3 := queuetest.New("m1", beer("1")), queuetest.New("m2", beer("2")), queuetest.New("m3", beer("3"))
+	m2.Attempt, m3.Attempt = 3, 10
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(m1, m2, m3)); err != nil {
+		t.Fatalf("ConsumeBatch: %v", err)
+	}
+	delays := map[string]float64{}
+	var counted []float64
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		switch e["msg"] {
+		case "dlq: D1 unavailable; message retried later":
+			delays[e["message_id"].(string)] = e["delay_s"].(float64)
+		case "dlq: D1 unavailable; unstored messages retried with backoff":
+			counted = append(counted, e["messages"].(float64))
+		}
+	}
+	if want := map[string]float64{"m1": 300, "m2": 1200, "m3": 43200}; !reflect.DeepEqual(delays, want) {
+		t.Errorf("logged delays %v, want %v", delays, want)
+	}
+	if len(counted) != 1 || counted[0] != 3 {
+		t.Errorf("error lines counted %v, want one line of 3 messages; logs:\n%s", counted, logs.String())
+	}
+}
+
+// A store statement that fails while its rows are read (D1 reset mid-read)
+// fails the probe: the capture then retries instead of storing one by one.
+func TestProbeFailsWhenReadingTheStoreStatementFails(t *testing.T) {
+	dsn := "file:" + filepath.Join(t.TempDir(), "probe.sqlite")
+	plain, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	root, _ := sqlitetest.Root()
+	schema, err := os.ReadFile(filepath.Join(root, "schema.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, plain, string(schema))
+	if err := probeStore(ctx, plain); err != nil {
+		t.Fatalf("probe of a working database: %v", err)
+	}
+	failing := sql.OpenDB(readFailConnector{drv: plain.Driver(), dsn: dsn, query: putSQL})
+	t.Cleanup(func() { failing.Close() })
+	if err := probeStore(ctx, failing); err == nil || !strings.Contains(err.Error(), "reset mid-read") {
+		t.Fatalf("probe = %v, want the read's error", err)
+	}
+}
+
+// readFailConnector opens connections whose statement query fails while
+// its rows are read.
+type readFailConnector struct {
+	drv   driver.Driver
+	dsn   string
+	query string
+}
+
+func (c readFailConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return readFailConn{Conn: conn, query: c.query}, nil
+}
+
+func (c readFailConnector) Driver() driver.Driver { return c.drv }
+
+type readFailConn struct {
+	driver.Conn
+	query string
+}
+
+func (c readFailConn) Prepare(query string) (driver.Stmt, error) {
+	st, err := c.Conn.Prepare(query)
+	if err != nil || query != c.query {
+		return st, err
+	}
+	return readFailStmt{st}, nil
+}
+
+type readFailStmt struct{ driver.Stmt }
+
+func (s readFailStmt) Query(args []driver.Value) (driver.Rows, error) {
+	rows, err := s.Stmt.Query(args) //nolint:staticcheck // the wrapped driver's Query is what database/sql calls here
+	if err != nil {
+		return nil, err
+	}
+	return readFailRows{rows}, nil
+}
+
+type readFailRows struct{ driver.Rows }
+
+func (readFailRows) Next([]driver.Value) error { return errors.New("D1_ERROR: reset mid-read") }
