@@ -129,13 +129,9 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if byFirstSeen {
 		status = "groups:" + SortFirstSeen
 	}
-	var queue string
-	if p.Pipeline != "" {
-		q, err := pipelineQueue(p.Pipeline)
-		if err != nil {
-			return GroupsPage{}, err
-		}
-		queue = q
+	queue, err := pipelineQueue(p.Pipeline)
+	if err != nil {
+		return GroupsPage{}, err
 	}
 	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version, Pipeline: p.Pipeline}.fingerprint()
 	cond, args := "1 = 1", []any{}

@@ -49,8 +49,12 @@ func PipelineOfQueue(q string) (config.Pipeline, bool) {
 	return config.Pipeline{}, false
 }
 
-// pipelineQueue resolves a pipeline filter: its queue, or UNKNOWN_PIPELINE.
+// pipelineQueue resolves a pipeline filter: its queue ("" for no filter,
+// name ""), or UNKNOWN_PIPELINE.
 func pipelineQueue(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
 	p, ok := PipelineByName(name)
 	if !ok {
 		var names []string

@@ -314,16 +314,12 @@ func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by Requester)
 // queue; it reads the tasks newer than the last one returned (a table that
 // grows by one row per task an operator creates).
 func (ts ReplayTasks) List(ctx context.Context, limit int, pipeline string) ([]Task, error) {
-	var queue any
-	if pipeline != "" {
-		q, err := pipelineQueue(pipeline)
-		if err != nil {
-			return nil, err
-		}
-		queue = q
+	queue, err := pipelineQueue(pipeline)
+	if err != nil {
+		return nil, err
 	}
 	rows, err := ts.Replay.DB.QueryContext(ctx, `SELECT `+taskColumns+` FROM replay_tasks
-		WHERE ?2 IS NULL OR COALESCE(filter ->> '$.source_queue', ?2) = ?2 ORDER BY id DESC LIMIT ?1`, int64(limit), queue)
+		WHERE ?2 IS NULL OR COALESCE(filter ->> '$.source_queue', ?2) = ?2 ORDER BY id DESC LIMIT ?1`, int64(limit), nullIfEmpty(queue))
 	if err != nil {
 		return nil, fmt.Errorf("replay tasks: %w", err)
 	}

@@ -219,20 +219,16 @@ const statsSQL = `SELECT
 // Report computes the stats at the current time.
 func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	now := s.Clock.Now()
-	var queue any
-	if s.Pipeline != "" {
-		q, err := pipelineQueue(s.Pipeline)
-		if err != nil {
-			return StatsReport{}, err
-		}
-		queue = q
+	queue, err := pipelineQueue(s.Pipeline)
+	if err != nil {
+		return StatsReport{}, err
 	}
 	var groups, brewers, repeats, reasons string
 	var oldest sql.NullInt64
 	var sampled int64
 	var r StatsReport
 	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
-	err := s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/hourMS, int64(StatsReasonSample), queue).Scan(
+	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/hourMS, int64(StatsReasonSample), nullIfEmpty(queue)).Scan(
 		&groups, &oldest, &brewers, &repeats, &r.Last24h.Replayed24h, &r.Last24h.Acknowledged24h,
 		&r.Last24h.NewFailures24h, &reasons, &sampled)
 	if err != nil {

@@ -65,13 +65,9 @@ const timeseriesSQL = `SELECT json_group_array(json_array(hour, events)) AS buck
 
 // Read returns the last SeriesHours hours, the current one included.
 func (s TimeSeries) Read(ctx context.Context) (Series, error) {
-	var queue any
-	if s.Pipeline != "" {
-		q, err := pipelineQueue(s.Pipeline)
-		if err != nil {
-			return Series{}, err
-		}
-		queue = q
+	queue, err := pipelineQueue(s.Pipeline)
+	if err != nil {
+		return Series{}, err
 	}
 	now := s.Clock.Now()
 	current := now.UnixMilli() - now.UnixMilli()%hourMillis
@@ -81,7 +77,7 @@ func (s TimeSeries) Read(ctx context.Context) (Series, error) {
 		out.Hourly[i].Start = from + int64(i)*hourMillis
 	}
 	var js string
-	if err := s.DB.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, queue).Scan(&js); err != nil {
+	if err := s.DB.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, nullIfEmpty(queue)).Scan(&js); err != nil {
 		return Series{}, fmt.Errorf("dlq timeseries: %w", err)
 	}
 	var rows [][2]float64 // D1 may hand integers back as REAL
