@@ -540,12 +540,11 @@ func FuzzCaptureBody(f *testing.F) {
 	})
 }
 
-// flakyDB returns a SQLite database twice: plain, and through a driver whose
-// statements fail (like an unavailable D1) once ok statements have run; and
-// the number of statements the flaky one was asked to run.
-func flakyDB(t *testing.T, ok int64) (*sql.DB, *sql.DB, *atomic.Int64) {
+// schemaFile returns a file database with schema.sql applied and its DSN,
+// for a test that opens it a second time through a wrapping driver.
+func schemaFile(t *testing.T) (*sql.DB, string) {
 	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "flaky.sqlite") + "?_pragma=busy_timeout(5000)"
+	dsn := "file:" + filepath.Join(t.TempDir(), "db.sqlite") + "?_pragma=busy_timeout(5000)"
 	plain, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -557,6 +556,15 @@ func flakyDB(t *testing.T, ok int64) (*sql.DB, *sql.DB, *atomic.Int64) {
 		t.Fatal(err)
 	}
 	mustExec(t, plain, string(schema))
+	return plain, dsn
+}
+
+// flakyDB returns a SQLite database twice: plain, and through a driver whose
+// statements fail (like an unavailable D1) once ok statements have run; and
+// the number of statements the flaky one was asked to run.
+func flakyDB(t *testing.T, ok int64) (*sql.DB, *sql.DB, *atomic.Int64) {
+	t.Helper()
+	plain, dsn := schemaFile(t)
 	stmts := &atomic.Int64{}
 	flaky := sql.OpenDB(flakyConnector{drv: plain.Driver(), dsn: dsn, ok: ok, n: stmts})
 	t.Cleanup(func() { flaky.Close() })

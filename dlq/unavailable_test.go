@@ -203,18 +203,7 @@ func TestCaptureD1UnavailableLogsEachRetryAndTheCount(t *testing.T) {
 // A store statement that fails while its rows are read (D1 reset mid-read)
 // fails the probe: the capture then retries instead of storing one by one.
 func TestProbeFailsWhenReadingTheStoreStatementFails(t *testing.T) {
-	dsn := "file:" + filepath.Join(t.TempDir(), "probe.sqlite")
-	plain, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { plain.Close() })
-	root, _ := sqlitetest.Root()
-	schema, err := os.ReadFile(filepath.Join(root, "schema.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, plain, string(schema))
+	plain, dsn := schemaFile(t)
 	if err := probeStore(ctx, plain); err != nil {
 		t.Fatalf("probe of a working database: %v", err)
 	}
