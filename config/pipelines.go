@@ -69,18 +69,26 @@ type Pipeline struct {
 	// Retention is how long its acknowledged/replayed rows are kept
 	// (DLQ_RETENTION_DAYS when not given).
 	Retention time.Duration `json:"-"`
+	// Database is the D1 binding that holds its rows, attempts, groups,
+	// tasks and kept counts (SharedDatabase when not given).
+	Database string `json:"database"`
 
 	// KeyPointer and LabelPointers are Key and Labels' pointers, parsed.
 	KeyPointer    jsonpointer.Pointer   `json:"-"`
 	LabelPointers []jsonpointer.Pointer `json:"-"`
 }
 
+// SharedDatabase is the D1 binding every pipeline uses unless it names its
+// own: it also holds what is not a pipeline's (beers, jobs, alerts, audit of
+// settings).
+const SharedDatabase = "DB"
+
 // BeerPipeline is the beer pipeline's entry: the seed's beer_id, beer_name
 // and brewer are its key and labels. With PIPELINES unset it is the only one.
 func BeerPipeline() Pipeline {
 	p := Pipeline{Name: "beers", Queue: BeerQueue, DLQ: BeerDLQ, Producer: "ENRICHMENT_QUEUE",
 		Key: "/beer_id", Labels: []Label{{Name: "beer_name", Pointer: "/beer_name"}, {Name: "brewer", Pointer: "/brewer"}},
-		Consumer: ConsumerRedrive}
+		Consumer: ConsumerRedrive, Database: SharedDatabase}
 	p.KeyPointer, p.LabelPointers = mustPointers(p)
 	return p
 }
@@ -106,6 +114,7 @@ type pipelineEntry struct {
 	AlertPendingThreshold *int64  `json:"alert_pending_threshold"`
 	AlertOldestHours      *int64  `json:"alert_oldest_hours"`
 	RetentionDays         *int64  `json:"retention_days"`
+	Database              *string `json:"database"`
 }
 
 // Bounds of the per-pipeline thresholds: those of the global vars.
@@ -182,7 +191,7 @@ func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Du
 		return Pipeline{}, fmt.Errorf("not a pipeline object: %v", err)
 	}
 	p := Pipeline{Name: e.Name, Queue: e.Queue, DLQ: e.DLQ, Producer: e.Producer, Labels: e.Labels, Consumer: e.Consumer,
-		AlertPendingThreshold: pending, AlertOldestPending: oldest, Retention: retention}
+		AlertPendingThreshold: pending, AlertOldestPending: oldest, Retention: retention, Database: SharedDatabase}
 	switch {
 	case !pipelineName.MatchString(e.Name):
 		return p, fmt.Errorf("name %q: want ^[a-z][a-z0-9_-]{0,31}$", e.Name)
@@ -202,6 +211,15 @@ func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Du
 		return p, fmt.Errorf("consumer %q: want %q or %q", e.Consumer, ConsumerRedrive, ConsumerExternal)
 	case e.Consumer == ConsumerRedrive && e.Queue != BeerQueue:
 		return p, fmt.Errorf("consumer %q: redrive consumes only %s (the beer pipeline); want %q", e.Consumer, BeerQueue, ConsumerExternal)
+	}
+	if e.Database != nil {
+		switch {
+		case !bindingName.MatchString(*e.Database):
+			return p, fmt.Errorf("database %q: want a D1 binding name", *e.Database)
+		case *e.Database != SharedDatabase && e.Queue == BeerQueue:
+			return p, fmt.Errorf("database %q: the beer pipeline stays in %s, beside the beers enrichment keeps", *e.Database, SharedDatabase)
+		}
+		p.Database = *e.Database
 	}
 	p.Key = *e.Key
 	var err error

@@ -225,3 +225,30 @@ func TestREADMEAddYourOwnQueue(t *testing.T) {
 		t.Errorf("README's PIPELINES: %+v %v", ps, problems)
 	}
 }
+
+func TestPipelinesDatabase(t *testing.T) {
+	own := strings.Replace(ordersEntry, `"consumer"`, `"database":"ORDERS_DB","consumer"`, 1)
+	c, problems := Load(env(map[string]string{"PIPELINES": "[" + beersEntry + "," + own + "]"}))
+	if len(problems) != 0 || len(c.Pipelines) != 2 {
+		t.Fatalf("pipelines %+v, problems %v", c.Pipelines, problems)
+	}
+	if c.Pipelines[0].Database != SharedDatabase || c.Pipelines[1].Database != "ORDERS_DB" {
+		t.Errorf("databases %q %q", c.Pipelines[0].Database, c.Pipelines[1].Database)
+	}
+	for _, bad := range []string{
+		strings.Replace(beersEntry, `"consumer"`, `"database":"BEERS_DB","consumer"`, 1), // the beer pipeline stays in DB
+		strings.Replace(ordersEntry, `"consumer"`, `"database":"orders-db","consumer"`, 1),
+		strings.Replace(ordersEntry, `"consumer"`, `"database":"","consumer"`, 1),
+		strings.Replace(ordersEntry, `"consumer"`, `"database":7,"consumer"`, 1),
+	} {
+		c, problems := Load(env(map[string]string{"PIPELINES": "[" + bad + "]"}))
+		if len(problems) != 1 || len(c.Pipelines) != 0 {
+			t.Errorf("%s: pipelines %+v, problems %v", bad, c.Pipelines, problems)
+		}
+	}
+	// Naming the shared binding is the default.
+	c, problems = Load(env(map[string]string{"PIPELINES": "[" + strings.Replace(beersEntry, `"consumer"`, `"database":"DB","consumer"`, 1) + "]"}))
+	if len(problems) != 0 || c.Pipelines[0].Database != SharedDatabase {
+		t.Errorf("beers with DB: %+v %v", c.Pipelines, problems)
+	}
+}

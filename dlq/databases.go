@@ -1,0 +1,125 @@
+package dlq
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/redrive/redrive/config"
+)
+
+// Databases are the D1 databases the DLQ rows live in: the shared one
+// (config.SharedDatabase) and one per binding a pipeline names as its
+// `database` (issue 31). Each holds the whole schema; a pipeline's rows,
+// attempts, groups, replay tasks, audit entries and kept counts live in its
+// database, everything else (beers, jobs, alerts, queues no pipeline names)
+// in the shared one. Views over every pipeline read each database and merge
+// (dlq/merge.go).
+type Databases struct {
+	// All are the databases, the shared one first, then by binding name.
+	All []Database
+	// byQueue maps a pipeline's main queue to its index in All (absent:
+	// the shared one).
+	byQueue map[string]int
+}
+
+// Database is one D1 database: its binding name and its store.
+type Database struct {
+	// Name is the binding (config.SharedDatabase for the shared one).
+	Name string
+	Store
+}
+
+// NewDatabases builds the Databases of the pipelines ps: shared is the
+// shared database, others the store of each other binding ps name (a
+// pipeline naming a binding absent from others stays in shared; main.go
+// turns such a pipeline off first).
+func NewDatabases(shared Store, others map[string]Store, ps []config.Pipeline) Databases {
+	d := Databases{All: []Database{{Name: config.SharedDatabase, Store: shared}}, byQueue: map[string]int{}}
+	index := map[string]int{}
+	for _, p := range ps {
+		s, ok := others[p.Database]
+		if p.Database == config.SharedDatabase || !ok {
+			continue
+		}
+		i, seen := index[p.Database]
+		if !seen {
+			d.All = append(d.All, Database{Name: p.Database, Store: s})
+			i = len(d.All) - 1
+			index[p.Database] = i
+		}
+		d.byQueue[p.Queue] = i
+	}
+	return d
+}
+
+// Single is the Databases of one shared store (native tests, and every
+// deployment whose pipelines name no database).
+func Single(s Store) Databases {
+	return Databases{All: []Database{{Name: config.SharedDatabase, Store: s}}, byQueue: map[string]int{}}
+}
+
+// Shared is the shared database.
+func (d Databases) Shared() Database { return d.All[0] }
+
+// Many reports whether more than one database is bound: views over every
+// pipeline then merge.
+func (d Databases) Many() bool { return len(d.All) > 1 }
+
+// OfQueue returns the database of source queue q's rows.
+func (d Databases) OfQueue(q string) Database {
+	if i, ok := d.byQueue[q]; ok {
+		return d.All[i]
+	}
+	return d.All[0]
+}
+
+// Of implements Stores: the store of source queue q's rows.
+func (d Databases) Of(q string) Store { return d.OfQueue(q).Store }
+
+// OfPipeline returns the database of the configured pipeline named name
+// ("" or an unknown name: the shared one; the services refuse an unknown
+// name themselves).
+func (d Databases) OfPipeline(name string) Database {
+	if p, ok := PipelineByName(name); ok {
+		return d.OfQueue(p.Queue)
+	}
+	return d.All[0]
+}
+
+// IDBase is the first id a database's AUTOINCREMENT tables (dlq_messages,
+// replay_tasks, admin_audit) count from, so ids of different databases
+// never meet and an id names its row wherever it lives: 0 for the shared
+// database, else k·2^40 with k in 1..4095 from the binding's name (at most
+// 2^52, an exact JavaScript number and an exact D1 REAL). SeedIDs sets it.
+func IDBase(binding string) int64 {
+	if binding == config.SharedDatabase {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(binding))
+	return int64(h.Sum32()%4095+1) << 40
+}
+
+// SeedIDsSQL is the statement that makes a database's AUTOINCREMENT tables
+// count from IDBase(binding) (never back): run by `make migrate-local` and
+// `make deploy` after the migrations (scripts/migrate.sh).
+func SeedIDsSQL(binding string) string {
+	base := IDBase(binding)
+	if base == 0 {
+		return ""
+	}
+	return seedIDs(base)
+}
+
+// idTables are the tables whose AUTOINCREMENT ids the API names.
+var idTables = []string{"dlq_messages", "replay_tasks", "admin_audit"}
+
+func seedIDs(base int64) string {
+	var b strings.Builder
+	for _, t := range idTables {
+		fmt.Fprintf(&b, "UPDATE sqlite_sequence SET seq = %d WHERE name = '%s' AND seq < %d;\n", base, t, base)
+		fmt.Fprintf(&b, "INSERT INTO sqlite_sequence (name, seq) SELECT '%s', %d WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '%s');\n", t, base, t)
+	}
+	return b.String()
+}
