@@ -14,7 +14,7 @@ import (
 // attempts, groups, replay tasks, audit entries and kept counts live in its
 // database, everything else (beers, jobs, alerts, queues no pipeline names)
 // in the shared one. Views over every pipeline read each database and merge
-// (dlq/merge.go).
+//.
 type Databases struct {
 	// All are the databases, the shared one first, then by binding name.
 	All []Database
@@ -103,7 +103,7 @@ func IDBase(binding string) int64 {
 
 // SeedIDsSQL is the statement that makes a database's AUTOINCREMENT tables
 // count from IDBase(binding) (never back): run by `make migrate-local` and
-// `make deploy` after the migrations (scripts/migrate.sh).
+// `make deploy` after the migrations.
 func SeedIDsSQL(binding string) string {
 	base := IDBase(binding)
 	if base == 0 {
