@@ -54,18 +54,39 @@ func main() {
 	// Every statement's D1 meta (rows read and written, what D1 bills) is
 	// counted for the operation it ran in: a route, a queue, a cron job.
 	meter := &metrics.Meter{Interval: cfg.D1UsageFlush, Log: log}
-	db, batch, err := platform.OpenD1("DB", func(ctx context.Context, m platform.D1Meta) {
+	observe := func(ctx context.Context, m platform.D1Meta) {
 		meter.Observe(ctx, metrics.Usage{Statements: 1, RowsRead: m.RowsRead, RowsWritten: m.RowsWritten})
-	})
+	}
+	db, batch, err := platform.OpenD1(config.SharedDatabase, observe)
 	if err != nil {
 		log.Error("startup: no D1 binding", "error", err.Error())
 	}
 	meter.DB = db
+	// A pipeline may keep its rows in a D1 database of its own (its
+	// `database`); one whose binding is missing is off: its DLQ's messages
+	// are then stored in DB as unroutable, never lost.
+	others := map[string]dlq.Store{}
+	cfg.Pipelines = slices.DeleteFunc(cfg.Pipelines, func(p config.Pipeline) bool {
+		if p.Database == config.SharedDatabase {
+			return false
+		}
+		if _, ok := others[p.Database]; ok {
+			return false
+		}
+		odb, obatch, err := platform.OpenD1(p.Database, observe)
+		if err != nil {
+			log.Error("config: a pipeline's database binding is missing; the pipeline is off", "pipeline", p.Name, "database", p.Database)
+			return true
+		}
+		others[p.Database] = dlq.Store{DB: odb, Batch: obatch}
+		return false
+	})
 	// The version failures are stamped with: the version metadata binding's
 	// id when the runtime gives one, else the build's version string.
 	running := ver.Info{Build: cmp.Or(version, "dev")}
 	running.ID, running.Tag, running.Timestamp = platform.VersionMetadata("CF_VERSION_METADATA")
-	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running}
+	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running,
+		dbs: dlq.NewDatabases(dlq.Store{DB: db, Batch: batch}, others, cfg.Pipelines)}
 	// The pipelines every filter, row object and capture reads (before
 	// anything is served).
 	dlq.SetPipelines(cfg.Pipelines)
@@ -108,6 +129,8 @@ type worker struct {
 	log   *slog.Logger
 	db    *sql.DB
 	batch platform.D1Batch
+	// dbs are the databases of the DLQ rows: db and each pipeline's own.
+	dbs dlq.Databases
 	// meter counts D1 rows per operation (metrics.Meter).
 	meter *metrics.Meter
 	// sender sends to the queues this worker produces to.
@@ -131,6 +154,7 @@ func (w worker) api() *handlers.API {
 		Running:  w.version,
 		Instance: handlers.NewInstance(time.Now()),
 		Beers:    &enrichment.Registry{DB: w.db, Sender: w.sender},
+		DBs:      w.dbs,
 
 		Sender:             w.sender,
 		ReplayDestinations: w.destinations(),
@@ -177,10 +201,9 @@ func (w worker) destinations() []string {
 func (w worker) queueRouter() *consume.Router {
 	cfg, db, log := w.cfg, w.db, w.log
 	// Every pipeline's DLQ (and the beer DLQ) is captured by one Capture,
-	// into the one database every pipeline shares (dlq.Stores: issue 31
-	// maps a pipeline to a database of its own there).
+	// each row into its pipeline's database (dlq.Databases).
 	capture := &dlq.Capture{DB: db, Batch: w.batch, Version: w.version.Stamp(), Log: log, RetryBase: cfg.D1RetryBase,
-		SourceQueue: w.pipelines.SourceQueue, Stores: dlq.Store{DB: db, Batch: w.batch}}
+		SourceQueue: w.pipelines.SourceQueue, Stores: w.dbs}
 	consumers := map[string]consume.Consumer{}
 	for dlqName := range w.pipelines.SourceQueue {
 		consumers[dlqName] = capture

@@ -14,7 +14,7 @@ import (
 // attempts, groups, replay tasks, audit entries and kept counts live in its
 // database, everything else (beers, jobs, alerts, queues no pipeline names)
 // in the shared one. Views over every pipeline read each database and merge
-//.
+// .
 type Databases struct {
 	// All are the databases, the shared one first, then by binding name.
 	All []Database

@@ -32,6 +32,9 @@ type API struct {
 	// Batch sends several statements to DB in one round trip, all or
 	// nothing (D1's batch()); a transaction on DB when nil (native tests).
 	Batch sqlbatch.Runner
+	// DBs are the databases of the DLQ rows (DB's and each pipeline's own;
+	// dlq.Databases). Empty: DB alone (native tests).
+	DBs dlq.Databases
 	// Log receives one JSON line per failure, with the request id.
 	Log *slog.Logger
 	// Auth guards every /admin/* route.

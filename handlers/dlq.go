@@ -18,6 +18,14 @@ import (
 // are parsed here; the dlq services validate their meaning. Every rejected
 // input is a 400 envelope and changes nothing.
 
+// databases are the databases of the DLQ rows (a.DBs, or a.DB alone).
+func (a *API) databases() dlq.Databases {
+	if len(a.DBs.All) == 0 {
+		return dlq.Single(dlq.Store{DB: a.DB, Batch: a.Batch})
+	}
+	return a.DBs
+}
+
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
 func (a *API) replayService() dlq.Replay {
