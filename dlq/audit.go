@@ -51,7 +51,11 @@ const (
 // acts (Begin) and completed after (Finish); a dry run changes nothing and
 // is recorded once it has answered (Record).
 type Audit struct {
-	DB      *sql.DB
+	// DB is where entries are written (Begin, Record, Finish).
+	DB *sql.DB
+	// DBs, when set with more than one database, are the databases Page
+	// reads and merges (each keeps its pipelines' entries).
+	DBs     Databases
 	Cursors Cursors
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
@@ -246,45 +250,63 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 		return AuditPage{}, err
 	}
 	fp := "action=" + p.Action
-	cond, args := "1 = 1", []any{}
-	if p.Action != "" {
-		cond, args = "action = ?", append(args, p.Action)
+	if a.DBs.Many() {
+		return a.pageMerged(ctx, p, fp)
 	}
+	var after int64
 	if p.Cursor != "" {
 		pos, err := a.Cursors.decode(p.Cursor, cursorAudit, fp)
 		if err != nil {
 			return AuditPage{}, err
 		}
-		cond, args = cond+" AND id < ?", append(args, pos.ID)
+		after = pos.ID
 	}
-	rows, err := a.DB.QueryContext(ctx, `SELECT id, at, action, request_id, key_fingerprint, dry_run, ids, filter, note,
-			counts, outcome, error, finished_at
-		FROM admin_audit WHERE `+cond+` ORDER BY id DESC LIMIT ?`, append(args, int64(p.Limit+1))...)
+	entries, err := readAudit(ctx, dbOf(a.DBs, a.DB, "", ""), p, after)
 	if err != nil {
-		return AuditPage{}, fmt.Errorf("audit list: %w", err)
+		return AuditPage{}, err
 	}
-	defer rows.Close()
-	out := AuditPage{Entries: []AuditEntry{}, Limit: p.Limit}
-	for rows.Next() {
-		var e AuditEntry
-		var ids, filter, counts, errText sql.NullString
-		if err := rows.Scan(&e.ID, &e.At, &e.Action, &e.RequestID, &e.KeyFingerprint, &e.DryRun, &ids, &filter, &e.Note,
-			&counts, &e.Outcome, &errText, &e.FinishedAt); err != nil {
-			return AuditPage{}, fmt.Errorf("audit scan: %w", err)
-		}
-		e.IDs, e.Filter, e.Counts = rawJSON(ids), rawJSON(filter), rawJSON(counts)
-		e.Error = auditErrorOf(errText, e.RequestID)
-		out.Entries = append(out.Entries, e)
-	}
-	if err := rows.Err(); err != nil {
-		return AuditPage{}, fmt.Errorf("audit rows: %w", err)
-	}
+	out := AuditPage{Entries: entries, Limit: p.Limit}
 	if len(out.Entries) > p.Limit {
 		out.Entries = out.Entries[:p.Limit]
 		next := a.Cursors.encode(position{Kind: cursorAudit, Filter: fp, ID: out.Entries[p.Limit-1].ID})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil
+}
+
+// readAudit reads at most p.Limit + 1 entries of db, newest first, with
+// ids below after (0: from the newest).
+func readAudit(ctx context.Context, db *sql.DB, p AuditParams, after int64) ([]AuditEntry, error) {
+	cond, args := "1 = 1", []any{}
+	if p.Action != "" {
+		cond, args = "action = ?", append(args, p.Action)
+	}
+	if after != 0 {
+		cond, args = cond+" AND id < ?", append(args, after)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT id, at, action, request_id, key_fingerprint, dry_run, ids, filter, note,
+			counts, outcome, error, finished_at
+		FROM admin_audit WHERE `+cond+` ORDER BY id DESC LIMIT ?`, append(args, int64(p.Limit+1))...)
+	if err != nil {
+		return nil, fmt.Errorf("audit list: %w", err)
+	}
+	defer rows.Close()
+	entries := []AuditEntry{}
+	for rows.Next() {
+		var e AuditEntry
+		var ids, filter, counts, errText sql.NullString
+		if err := rows.Scan(&e.ID, &e.At, &e.Action, &e.RequestID, &e.KeyFingerprint, &e.DryRun, &ids, &filter, &e.Note,
+			&counts, &e.Outcome, &errText, &e.FinishedAt); err != nil {
+			return nil, fmt.Errorf("audit scan: %w", err)
+		}
+		e.IDs, e.Filter, e.Counts = rawJSON(ids), rawJSON(filter), rawJSON(counts)
+		e.Error = auditErrorOf(errText, e.RequestID)
+		entries = append(entries, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("audit rows: %w", err)
+	}
+	return entries, nil
 }
 
 // rawJSON passes stored JSON text through (null when absent or not JSON).

@@ -35,8 +35,10 @@ const (
 	cursorGroups = "groups"
 )
 
-// maxCursorLen bounds what is even looked at (real cursors are ~100 bytes).
-const maxCursorLen = 512
+// maxCursorLen bounds what is even looked at (real cursors are ~100 bytes;
+// a merged listing's, with a position per database, about 100 more per
+// database).
+const maxCursorLen = 2048
 
 // position is where a listing stopped: the last row returned.
 type position struct {
@@ -52,6 +54,9 @@ type position struct {
 	// Key is the last group's signature (groups cursors; ID is then its
 	// pending count + 1).
 	Key string `json:"s,omitempty"`
+	// Spots are the position in each database of a merged listing (one
+	// per Databases.All entry, in its order; see dlq/merge.go).
+	Spots []spot `json:"p,omitempty"`
 }
 
 func (c Cursors) mac(payload []byte) []byte {

@@ -23,7 +23,11 @@ import (
 // page was read is listed exactly once, and groups first seen later are
 // not (they are on a new first page).
 type Groups struct {
-	DB      *sql.DB
+	DB *sql.DB
+	// DBs, when set, are the databases of the groups (DB is then unused):
+	// a pipeline filter reads its database; without one, more than one
+	// database are read and merged (pageMerged).
+	DBs     Databases
 	Cursors Cursors
 }
 
@@ -134,7 +138,10 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		return GroupsPage{}, err
 	}
 	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version, Pipeline: p.Pipeline}.fingerprint()
-	cond, args := "1 = 1", []any{}
+	if g.DBs.Many() && queue == "" {
+		return g.pageMerged(ctx, p, fp)
+	}
+	var after *spot
 	if p.Cursor != "" {
 		pos, err := g.Cursors.decode(p.Cursor, cursorGroups, fp)
 		if err != nil {
@@ -143,10 +150,41 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		if !validSignatureKey(pos.Key) {
 			return GroupsPage{}, inputErr("INVALID_CURSOR", "cursor is not valid here: malformed")
 		}
+		after = &spot{T: pos.FailedAt, I: pos.ID, S: pos.Key}
+	}
+	groups, err := readGroups(ctx, dbOf(g.DBs, g.DB, p.Pipeline, ""), p, queue, after)
+	if err != nil {
+		return GroupsPage{}, err
+	}
+	out := GroupsPage{Groups: groups, Limit: p.Limit}
+	if len(out.Groups) > p.Limit {
+		out.Groups = out.Groups[:p.Limit]
+		last := groupSpot(out.Groups[p.Limit-1], byFirstSeen)
+		next := g.Cursors.encode(position{Kind: cursorGroups, Filter: fp, ID: last.I, FailedAt: last.T, Key: last.S})
+		out.NextCursor, out.HasMore = &next, true
+	}
+	return out, nil
+}
+
+// groupSpot is the position of group gr in the order of the page: its
+// pending count + 1 (or, by first seen, 1 and its first_seen) and signature.
+func groupSpot(gr Group, byFirstSeen bool) spot {
+	if byFirstSeen {
+		return spot{T: gr.FirstSeen, I: 1, S: gr.Signature}
+	}
+	return spot{I: gr.Counts.Pending + 1, S: gr.Signature}
+}
+
+// readGroups reads at most p.Limit + 1 groups of queue ("": every queue)
+// from db, after the group at after (nil: from the first).
+func readGroups(ctx context.Context, db *sql.DB, p GroupsParams, queue string, after *spot) ([]Group, error) {
+	byFirstSeen := p.Sort == SortFirstSeen
+	cond, args := "1 = 1", []any{}
+	if after != nil {
 		if byFirstSeen {
-			cond, args = "(first_seen < ? OR (first_seen = ? AND signature > ?))", []any{pos.FailedAt, pos.FailedAt, pos.Key}
+			cond, args = "(first_seen < ? OR (first_seen = ? AND signature > ?))", []any{after.T, after.T, after.S}
 		} else {
-			cond, args = "(pending < ? OR (pending = ? AND signature > ?))", []any{pos.ID - 1, pos.ID - 1, pos.Key}
+			cond, args = "(pending < ? OR (pending = ? AND signature > ?))", []any{after.I - 1, after.I - 1, after.S}
 		}
 	}
 	if queue != "" {
@@ -158,55 +196,54 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if p.Version != "" {
 		cond, args = cond+" AND EXISTS (SELECT 1 FROM json_each(versions) WHERE value = ?)", append(args, p.Version)
 	}
-	rows, err := g.DB.QueryContext(ctx, groupsSQL(cond, byFirstSeen), append(args, int64(p.Limit+1))...)
+	rows, err := db.QueryContext(ctx, groupsSQL(cond, byFirstSeen), append(args, int64(p.Limit+1))...)
 	if err != nil {
-		return GroupsPage{}, fmt.Errorf("dlq groups: %w", err)
+		return nil, fmt.Errorf("dlq groups: %w", err)
 	}
 	defer rows.Close()
-	out := GroupsPage{Groups: []Group{}, Limit: p.Limit}
+	groups := []Group{}
 	for rows.Next() {
-		var gr Group
-		var versions, samples string
-		var announced sql.NullInt64
-		c := &gr.Counts
-		if err := rows.Scan(&gr.Signature, &gr.Class, &gr.Text, &c.Pending, &c.Replaying, &c.Replayed, &c.Acknowledged,
-			&gr.FirstSeen, &gr.LastSeen, &versions, &samples, &announced, &gr.SourceQueue); err != nil {
-			return GroupsPage{}, fmt.Errorf("dlq groups scan: %w", err)
+		gr, err := scanGroup(rows)
+		if err != nil {
+			return nil, err
 		}
-		gr.Total = c.Pending + c.Replaying + c.Replayed + c.Acknowledged
-		if pl, ok := PipelineOfQueue(gr.SourceQueue); ok {
-			gr.Pipeline = &pl.Name
-		}
-		gr.Versions = []string{}
-		_ = json.Unmarshal([]byte(versions), &gr.Versions)
-		var ids []float64 // D1 may give integers in JSON as REAL
-		_ = json.Unmarshal([]byte(samples), &ids)
-		gr.SampleIDs = make([]int64, len(ids))
-		for i, v := range ids {
-			gr.SampleIDs[i] = int64(v)
-		}
-		if announced.Valid {
-			gr.AnnouncedAt = &announced.Int64
-		}
-		if gr.ReplayWillFail = replayWillFail(gr.Class); gr.ReplayWillFail {
-			gr.Advice = "these failures are " + gr.Class + ": replaying them unchanged fails again; fix the cause or acknowledge them"
-		}
-		out.Groups = append(out.Groups, gr)
+		groups = append(groups, gr)
 	}
 	if err := rows.Err(); err != nil {
-		return GroupsPage{}, fmt.Errorf("dlq groups rows: %w", err)
+		return nil, fmt.Errorf("dlq groups rows: %w", err)
 	}
-	if len(out.Groups) > p.Limit {
-		out.Groups = out.Groups[:p.Limit]
-		last := out.Groups[p.Limit-1]
-		pos := position{Kind: cursorGroups, Filter: fp, ID: last.Counts.Pending + 1, Key: last.Signature}
-		if byFirstSeen {
-			pos.ID, pos.FailedAt = 1, last.FirstSeen
-		}
-		next := g.Cursors.encode(pos)
-		out.NextCursor, out.HasMore = &next, true
+	return groups, nil
+}
+
+// scanGroup reads one row of groupsSQL.
+func scanGroup(rows *sql.Rows) (Group, error) {
+	var gr Group
+	var versions, samples string
+	var announced sql.NullInt64
+	c := &gr.Counts
+	if err := rows.Scan(&gr.Signature, &gr.Class, &gr.Text, &c.Pending, &c.Replaying, &c.Replayed, &c.Acknowledged,
+		&gr.FirstSeen, &gr.LastSeen, &versions, &samples, &announced, &gr.SourceQueue); err != nil {
+		return Group{}, fmt.Errorf("dlq groups scan: %w", err)
 	}
-	return out, nil
+	gr.Total = c.Pending + c.Replaying + c.Replayed + c.Acknowledged
+	if pl, ok := PipelineOfQueue(gr.SourceQueue); ok {
+		gr.Pipeline = &pl.Name
+	}
+	gr.Versions = []string{}
+	_ = json.Unmarshal([]byte(versions), &gr.Versions)
+	var ids []float64 // D1 may give integers in JSON as REAL
+	_ = json.Unmarshal([]byte(samples), &ids)
+	gr.SampleIDs = make([]int64, len(ids))
+	for i, v := range ids {
+		gr.SampleIDs[i] = int64(v)
+	}
+	if announced.Valid {
+		gr.AnnouncedAt = &announced.Int64
+	}
+	if gr.ReplayWillFail = replayWillFail(gr.Class); gr.ReplayWillFail {
+		gr.Advice = "these failures are " + gr.Class + ": replaying them unchanged fails again; fix the cause or acknowledge them"
+	}
+	return gr, nil
 }
 
 // groupsSQL is a page of groups matching cond, through

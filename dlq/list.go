@@ -88,7 +88,11 @@ func (p Page) AppendJSON(b []byte) []byte {
 
 // List pages through dlq_messages for GET /admin/dlq.
 type List struct {
-	DB      *sql.DB
+	DB *sql.DB
+	// DBs, when set, are the databases of the rows (DB is then unused): a
+	// pipeline or source_queue filter reads its database alone; without
+	// one, more than one database are read and merged (pageMerged).
+	DBs     Databases
 	Cursors Cursors
 }
 
@@ -112,6 +116,8 @@ type Page struct {
 	// exact (TotalCountExact) when the filters are a status and a source
 	// queue at most (read from dlq_tally) or when at most ListCountMax rows
 	// match; otherwise it is ListCountMax and means "at least that many".
+	// Merged over several databases it is the sum of theirs (exact when
+	// each is).
 	TotalCount int64 `json:"total_count"`
 	// TotalCountExact is false when TotalCount is a lower bound (see there).
 	TotalCountExact bool `json:"total_count_exact"`
@@ -142,11 +148,12 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	if err := CheckLimit(int64(p.Limit), MaxListLimit, ""); err != nil {
 		return Page{}, err
 	}
+	if l.DBs.Many() && f.SourceQueue == "" {
+		return l.pageMerged(ctx, f, p)
+	}
 	fp := f.fingerprint()
 	// The first page counts the matches; later pages carry that count in
 	// their cursor instead of counting again.
-	total, totalArgs := f.totalSQL()
-	exact := true
 	var pos *position
 	if p.Cursor != "" {
 		decoded, err := l.Cursors.decode(p.Cursor, cursorList, fp)
@@ -154,28 +161,54 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 			return Page{}, err
 		}
 		pos = &decoded
-		if pos.Total != nil {
-			total, totalArgs, exact = `?`, []any{*pos.Total}, !pos.Bounded
-		}
 	}
-	var (
-		page               string
-		rows               int
-		lastFailed, lastID sql.NullInt64
-	)
-	out := Page{Limit: p.Limit}
-	for limit := int64(p.Limit); ; limit /= 2 {
+	db := dbOf(l.DBs, l.DB, f.Pipeline, f.SourceQueue)
+	r, err := readListPage(ctx, db, f, pos, pos, p.Limit, p.IncludeRaw)
+	if err != nil {
+		return Page{}, err
+	}
+	out := Page{Limit: p.Limit, TotalCount: r.total, TotalCountExact: r.exact, Messages: Messages(r.page), HasMore: r.more}
+	if out.HasMore {
+		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: r.lastFailed, ID: r.lastID,
+			Total: &out.TotalCount, Bounded: !out.TotalCountExact})
+		out.NextCursor = &next
+	}
+	return out, nil
+}
+
+// listRead is one database's page: its JSON array of rows (at most the
+// limit asked, fewer when halved), whether rows follow them, the position
+// of the last one and the total count (from pos when it carries one).
+type listRead struct {
+	page               string
+	more               bool
+	lastFailed, lastID int64
+	total              int64
+	exact              bool
+}
+
+// readListPage reads one page of f after pos (nil: the first page) from
+// db in one statement; it counts the total unless carried holds it.
+func readListPage(ctx context.Context, db *sql.DB, f Filter, pos, carried *position, limit int, raw bool) (listRead, error) {
+	total, totalArgs := f.totalSQL()
+	r := listRead{exact: true}
+	if carried != nil && carried.Total != nil {
+		total, totalArgs, r.exact = `?`, []any{*carried.Total}, !carried.Bounded
+	}
+	var rows int
+	var lastFailed, lastID sql.NullInt64
+	for limit := int64(limit); ; limit /= 2 {
 		rowsSQL, rowsArgs := f.newestRows(pos, limit+1)
 		// The page is read with one row more than it shows (that row tells
 		// has_more); SQLite numbers them, builds the JSON of the shown ones and
 		// returns the position of the last one for the cursor.
 		query := `SELECT ` + total + `,
-			json_group_array(json_object(` + messageFields(p.IncludeRaw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
+			json_group_array(json_object(` + messageFields(raw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
 			COUNT(*), MAX(CASE WHEN rn = ? THEN failed_at END), MAX(CASE WHEN rn = ? THEN id END)
 		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (` + rowsSQL + `))`
 		allArgs := append(append([]any(nil), totalArgs...), limit, limit, limit)
 		allArgs = append(allArgs, rowsArgs...)
-		err := l.DB.QueryRowContext(ctx, query, allArgs...).Scan(&out.TotalCount, &page, &rows, &lastFailed, &lastID)
+		err := db.QueryRowContext(ctx, query, allArgs...).Scan(&r.total, &r.page, &rows, &lastFailed, &lastID)
 		if err != nil && tooBig(err) && limit > 1 {
 			// The page's JSON is over D1's 2,000,000-byte value limit (raw
 			// bodies, or text full of characters JSON escapes): the same page,
@@ -183,23 +216,17 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 			continue
 		}
 		if err != nil {
-			return Page{}, fmt.Errorf("dlq list: %w", err)
+			return listRead{}, fmt.Errorf("dlq list: %w", err)
 		}
-		out.HasMore = rows > int(limit)
+		r.more = rows > int(limit)
 		break
 	}
-	if (pos == nil || pos.Total == nil) && !f.countedByTally() {
-		exact = out.TotalCount <= ListCountMax
-		out.TotalCount = min(out.TotalCount, ListCountMax)
+	if (carried == nil || carried.Total == nil) && !f.countedByTally() {
+		r.exact = r.total <= ListCountMax
+		r.total = min(r.total, ListCountMax)
 	}
-	out.TotalCountExact = exact
-	out.Messages = Messages(page)
-	if out.HasMore {
-		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: lastFailed.Int64, ID: lastID.Int64,
-			Total: &out.TotalCount, Bounded: !out.TotalCountExact})
-		out.NextCursor = &next
-	}
-	return out, nil
+	r.lastFailed, r.lastID = lastFailed.Int64, lastID.Int64
+	return r, nil
 }
 
 // tooBig reports whether err is SQLite's SQLITE_TOOBIG: a value built

@@ -16,6 +16,10 @@ import (
 // Stats computes GET /admin/dlq/stats.
 type Stats struct {
 	DB *sql.DB
+	// DBs, when set, are the databases of the rows (DB is then unused): a
+	// pipeline filter reads its database; without one, more than one
+	// database are each read and their figures added up (mergeStats).
+	DBs Databases
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
 	// Pipeline, when not empty, is a configured pipeline's name: the parts
@@ -218,6 +222,15 @@ const statsSQL = `SELECT
 
 // Report computes the stats at the current time.
 func (s Stats) Report(ctx context.Context) (StatsReport, error) {
+	if s.DBs.Many() && s.Pipeline == "" {
+		return s.reportMerged(ctx)
+	}
+	if len(s.DBs.All) > 0 {
+		if _, err := pipelineQueue(s.Pipeline); err != nil {
+			return StatsReport{}, err
+		}
+		s.DB = dbOf(s.DBs, s.DB, s.Pipeline, "")
+	}
 	now := s.Clock.Now()
 	queue, err := pipelineQueue(s.Pipeline)
 	if err != nil {

@@ -24,6 +24,10 @@ const hourMillis = int64(time.Hour / time.Millisecond)
 // backlog. The dlq_tally job keeps those hours for activityKeep.
 type TimeSeries struct {
 	DB *sql.DB
+	// DBs, when set, are the databases of the rows (DB is then unused): a
+	// pipeline filter reads its database; without one, every database's
+	// hours are added up.
+	DBs Databases
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
 	// Pipeline, when set, counts only that configured pipeline's failures
@@ -76,13 +80,33 @@ func (s TimeSeries) Read(ctx context.Context) (Series, error) {
 	for i := range out.Hourly {
 		out.Hourly[i].Start = from + int64(i)*hourMillis
 	}
+	dbs := []*sql.DB{s.DB}
+	if len(s.DBs.All) > 0 && queue == "" {
+		dbs = dbs[:0]
+		for _, d := range s.DBs.All {
+			dbs = append(dbs, d.DB)
+		}
+	} else if len(s.DBs.All) > 0 {
+		dbs = []*sql.DB{s.DBs.OfQueue(queue).DB}
+	}
+	for _, db := range dbs {
+		if err := readSeries(ctx, db, queue, &out); err != nil {
+			return Series{}, err
+		}
+	}
+	return out, nil
+}
+
+// readSeries adds db's failures per hour of out's window to out.
+func readSeries(ctx context.Context, db *sql.DB, queue string, out *Series) error {
+	from := out.From
 	var js string
-	if err := s.DB.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, nullIfEmpty(queue)).Scan(&js); err != nil {
-		return Series{}, fmt.Errorf("dlq timeseries: %w", err)
+	if err := db.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, nullIfEmpty(queue)).Scan(&js); err != nil {
+		return fmt.Errorf("dlq timeseries: %w", err)
 	}
 	var rows [][2]float64 // D1 may hand integers back as REAL
 	if err := json.Unmarshal([]byte(js), &rows); err != nil {
-		return Series{}, fmt.Errorf("dlq timeseries decode: %w", err)
+		return fmt.Errorf("dlq timeseries decode: %w", err)
 	}
 	for _, r := range rows {
 		i := int64(r[0]) - from/hourMillis
@@ -92,5 +116,5 @@ func (s TimeSeries) Read(ctx context.Context) (Series, error) {
 		out.Hourly[i].Failures += int64(r[1])
 		out.Total += int64(r[1])
 	}
-	return out, nil
+	return nil
 }

@@ -68,7 +68,7 @@ func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s, err := dlq.TimeSeries{DB: a.DB, Clock: a.Clock, Pipeline: q["pipeline"]}.Read(r.Context())
+	s, err := dlq.TimeSeries{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: q["pipeline"]}.Read(r.Context())
 	if err != nil {
 		return err
 	}

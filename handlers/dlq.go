@@ -37,7 +37,9 @@ func (a *API) acknowledgeService() dlq.Acknowledge {
 	return dlq.Acknowledge{DB: a.DB, Batch: a.Batch, BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
 }
 
-func (a *API) auditLog() dlq.Audit { return dlq.Audit{DB: a.DB, Cursors: a.cursors(), Clock: a.Clock} }
+func (a *API) auditLog() dlq.Audit {
+	return dlq.Audit{DB: a.DB, DBs: a.databases(), Cursors: a.cursors(), Clock: a.Clock}
+}
 
 // listParams are the query parameters GET /admin/dlq accepts.
 var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true, "cursor": true, "include_raw": true,
@@ -148,7 +150,7 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := dlq.List{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
+	page, err := dlq.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -165,7 +167,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: q["pipeline"], Limit: limit}
-	page, err := dlq.Groups{DB: a.DB, Cursors: a.cursors()}.Page(r.Context(), p)
+	page, err := dlq.Groups{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -179,7 +181,7 @@ func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rep, err := dlq.Stats{DB: a.DB, Clock: a.Clock, Pipeline: q["pipeline"]}.Report(r.Context())
+	rep, err := dlq.Stats{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: q["pipeline"]}.Report(r.Context())
 	if err != nil {
 		return err
 	}

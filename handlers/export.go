@@ -63,7 +63,7 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 		}
 		visit = cw.Write
 	}
-	res, err := dlq.Export{List: dlq.List{DB: a.DB, Cursors: a.cursors()}}.Run(r.Context(), p, visit)
+	res, err := dlq.Export{List: dlq.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}}.Run(r.Context(), p, visit)
 	if err != nil {
 		return err
 	}
