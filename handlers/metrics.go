@@ -17,6 +17,12 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("admin metrics: %w", err)
 	}
+	// The DLQ figures of each pipeline's own database (issue 31), added up.
+	for _, d := range a.databases().All[1:] {
+		if err := snap.AddDLQ(r.Context(), d.DB); err != nil {
+			return fmt.Errorf("admin metrics: %s: %w", d.Name, err)
+		}
+	}
 	snap.Pipelines = map[string]string{}
 	for _, p := range dlq.Pipelines() {
 		snap.Pipelines[p.Queue] = p.Name

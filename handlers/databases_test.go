@@ -1,0 +1,147 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/sqlitetest"
+)
+
+// databasesAPI is an API whose orders and tickets pipelines keep their
+// rows in databases of their own: nothing in the shared one, 23 orders
+// failures, 3 tickets failures (failed_at values shared between them).
+func databasesAPI(t *testing.T) *API {
+	t.Helper()
+	ps, problems := config.ParsePipelines(`[
+{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[],"consumer":"redrive"},
+{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/id","labels":[],"consumer":"external","database":"ORDERS_DB"},
+{"name":"tickets","queue":"tickets","dlq":"tickets-dlq","producer":"TICKETS","key":"/id","labels":[],"consumer":"external","database":"TICKETS_DB"}]`,
+		100, 24*time.Hour, 30*24*time.Hour)
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	dlq.SetPipelines(ps)
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	api := newAPI(t)
+	others := map[string]dlq.Store{}
+	for _, name := range []string{"ORDERS_DB", "TICKETS_DB"} {
+		db := sqlitetest.New(t)
+		if _, err := db.Exec(dlq.SeedIDsSQL(name)); err != nil {
+			t.Fatal(err)
+		}
+		others[name] = dlq.Store{DB: db}
+	}
+	api.DBs = dlq.NewDatabases(dlq.Store{DB: api.DB}, others, ps)
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for q, n := range map[string]int{"orders": 23, "tickets": 3} {
+		var fs []dlq.Failure
+		for i := range n {
+			id := fmt.Sprintf("%s-%d", q, i)
+			fs = append(fs, dlq.Failure{MessageID: id, SourceQueue: q, Body: `{"id":"` + id + `"}`, Class: "permanent",
+				Reason: "status 400: " + []string{"alpha", "bravo"}[i%2], FailedAt: t0.Add(time.Duration(i) * time.Second)})
+		}
+		if err := api.DBs.Of(q).Put(context.Background(), fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return api
+}
+
+// getData GETs path and returns the envelope's data, failing unless 200.
+func getData(t *testing.T, api *API, path string, v any) {
+	t.Helper()
+	rec, env := do(api.Handler(), "GET", path, "", adminHeaders)
+	if rec.Code != 200 || !env.Success {
+		t.Fatalf("GET %s: %d %.300s", path, rec.Code, rec.Body)
+	}
+	js, _ := json.Marshal(env.Data)
+	if err := json.Unmarshal(js, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Over the HTTP API the list with no pipeline filter walks both other
+// databases' rows once, newest first, its total the sum; a pipeline filter
+// reads its own; stats, groups and the time series cover both; a tampered
+// merged cursor is a 400 INVALID_CURSOR envelope.
+func TestAPIMergesDatabases(t *testing.T) {
+	api := databasesAPI(t)
+	seen := map[float64]bool{}
+	last, cursor := int64(1<<62), ""
+	for pages := 0; ; pages++ {
+		var page struct {
+			Messages []struct {
+				ID       float64 `json:"id"`
+				FailedAt int64   `json:"failed_at"`
+			} `json:"messages"`
+			TotalCount int64   `json:"total_count"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		getData(t, api, "/admin/dlq?limit=4&cursor="+url.QueryEscape(cursor), &page)
+		if page.TotalCount != 26 || pages > 10 {
+			t.Fatalf("page %d: total %d", pages, page.TotalCount)
+		}
+		for _, m := range page.Messages {
+			if seen[m.ID] || m.FailedAt > last {
+				t.Fatalf("row %v listed twice or out of order", m.ID)
+			}
+			seen[m.ID], last = true, m.FailedAt
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+		if pages == 1 {
+			rec, env := do(api.Handler(), "GET", "/admin/dlq?limit=4&cursor="+url.QueryEscape(cursor[:len(cursor)-2]+"AA"), "", adminHeaders)
+			if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_CURSOR" {
+				t.Fatalf("tampered cursor: %d %s", rec.Code, rec.Body)
+			}
+		}
+	}
+	if len(seen) != 26 {
+		t.Fatalf("listed %d rows, want 26", len(seen))
+	}
+	var tickets struct {
+		Messages   []json.RawMessage `json:"messages"`
+		TotalCount int64             `json:"total_count"`
+	}
+	getData(t, api, "/admin/dlq?pipeline=tickets", &tickets)
+	if len(tickets.Messages) != 3 || tickets.TotalCount != 3 {
+		t.Fatalf("tickets %+v", tickets)
+	}
+	var stats dlq.StatsReport
+	getData(t, api, "/admin/dlq/stats", &stats)
+	if stats.ByStatus.Pending != 26 || len(stats.ByPipeline) != 3 || stats.ByPipeline[1].Pending != 23 || stats.ByPipeline[2].Pending != 3 {
+		t.Fatalf("stats %+v", stats)
+	}
+	var groups dlq.GroupsPage
+	getData(t, api, "/admin/dlq/groups?limit=1", &groups)
+	if len(groups.Groups) != 1 || groups.Groups[0].Counts.Pending != 12 || !groups.HasMore {
+		t.Fatalf("groups %+v", groups)
+	}
+	var series dlq.Series
+	getData(t, api, "/admin/dlq/timeseries", &series)
+	if series.Total != 26 {
+		t.Fatalf("series total %d", series.Total)
+	}
+	var audit dlq.AuditPage
+	getData(t, api, "/admin/audit?limit=2", &audit)
+	rec, _ := do(api.Handler(), "GET", "/admin/metrics", "", adminHeaders)
+	for _, want := range []string{`redrive_dlq_messages{pipeline="orders",source_queue="orders",status="pending"} 23`,
+		`redrive_dlq_messages{pipeline="tickets",source_queue="tickets",status="pending"} 3`, "redrive_dlq_captured_total 26"} {
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want+"\n") {
+			t.Errorf("metrics: no %s in %d %.2000s", want, rec.Code, rec.Body)
+		}
+	}
+	rec, env := do(api.Handler(), "GET", "/admin/dlq?pipeline=nope", "", adminHeaders)
+	if rec.Code != 400 || env.Error == nil {
+		t.Fatalf("unknown pipeline: %d %s", rec.Code, rec.Body)
+	}
+}
