@@ -1192,7 +1192,10 @@ type Pipeline struct {
 	AlertOldestHours      int              `json:"alert_oldest_hours"`
 	AlertPendingThreshold int              `json:"alert_pending_threshold"`
 	Consumer              PipelineConsumer `json:"consumer"`
-	Dlq                   string           `json:"dlq"`
+
+	// Database The D1 binding that holds its rows (DB: the shared one; docs/pipelines.md "Its own database").
+	Database string `json:"database"`
+	Dlq      string `json:"dlq"`
 
 	// Key RFC 6901 JSON pointer of the row key.
 	Key    string `json:"key"`

@@ -69,6 +69,10 @@ func TestActionsRunInTheDatabaseOfTheirRows(t *testing.T) {
 	if rec, _ = do(h, "GET", fmt.Sprint("/admin/dlq/", b1), "", adminHeaders); rec.Code != 200 {
 		t.Fatalf("detail of a beer row: %d %s", rec.Code, rec.Body)
 	}
+	rec, _ = do(h, "GET", "/admin/pipelines", "", adminHeaders)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"database":"ORDERS_DB"`) {
+		t.Errorf("pipelines: %d %s", rec.Code, rec.Body)
+	}
 	if rec, _ = do(h, "GET", "/admin/dlq/999", "", adminHeaders); rec.Code != 404 {
 		t.Fatalf("detail of no row: %d %s", rec.Code, rec.Body)
 	}
