@@ -113,29 +113,31 @@ func (e BeerStateStatus) Valid() bool {
 
 // Defines values for ErrorEnvelopeErrorCode.
 const (
-	D1UNAVAILABLE      ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
-	FORBIDDEN          ErrorEnvelopeErrorCode = "FORBIDDEN"
-	INTERNALERROR      ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
-	INVALIDCANARY      ErrorEnvelopeErrorCode = "INVALID_CANARY"
-	INVALIDCURSOR      ErrorEnvelopeErrorCode = "INVALID_CURSOR"
-	INVALIDDELAY       ErrorEnvelopeErrorCode = "INVALID_DELAY"
-	INVALIDDESTINATION ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
-	INVALIDFILTER      ErrorEnvelopeErrorCode = "INVALID_FILTER"
-	INVALIDFORMAT      ErrorEnvelopeErrorCode = "INVALID_FORMAT"
-	INVALIDLIMIT       ErrorEnvelopeErrorCode = "INVALID_LIMIT"
-	INVALIDRATE        ErrorEnvelopeErrorCode = "INVALID_RATE"
-	INVALIDREQUEST     ErrorEnvelopeErrorCode = "INVALID_REQUEST"
-	INVALIDSTATE       ErrorEnvelopeErrorCode = "INVALID_STATE"
-	INVALIDSTATUS      ErrorEnvelopeErrorCode = "INVALID_STATUS"
-	METHODNOTALLOWED   ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
-	NOTCONFIGURED      ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
-	NOTFOUND           ErrorEnvelopeErrorCode = "NOT_FOUND"
-	PAYLOADTOOLARGE    ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
-	PRODUCERMISSING    ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
-	QUEUEUNAVAILABLE   ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
-	UNAUTHORIZED       ErrorEnvelopeErrorCode = "UNAUTHORIZED"
-	UNKNOWNPIPELINE    ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
-	UNKNOWNQUEUE       ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
+	D1UNAVAILABLE         ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
+	FORBIDDEN             ErrorEnvelopeErrorCode = "FORBIDDEN"
+	IDSINSEVERALDATABASES ErrorEnvelopeErrorCode = "IDS_IN_SEVERAL_DATABASES"
+	INTERNALERROR         ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDCANARY         ErrorEnvelopeErrorCode = "INVALID_CANARY"
+	INVALIDCURSOR         ErrorEnvelopeErrorCode = "INVALID_CURSOR"
+	INVALIDDELAY          ErrorEnvelopeErrorCode = "INVALID_DELAY"
+	INVALIDDESTINATION    ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
+	INVALIDFILTER         ErrorEnvelopeErrorCode = "INVALID_FILTER"
+	INVALIDFORMAT         ErrorEnvelopeErrorCode = "INVALID_FORMAT"
+	INVALIDLIMIT          ErrorEnvelopeErrorCode = "INVALID_LIMIT"
+	INVALIDRATE           ErrorEnvelopeErrorCode = "INVALID_RATE"
+	INVALIDREQUEST        ErrorEnvelopeErrorCode = "INVALID_REQUEST"
+	INVALIDSTATE          ErrorEnvelopeErrorCode = "INVALID_STATE"
+	INVALIDSTATUS         ErrorEnvelopeErrorCode = "INVALID_STATUS"
+	METHODNOTALLOWED      ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
+	NOTCONFIGURED         ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
+	NOTFOUND              ErrorEnvelopeErrorCode = "NOT_FOUND"
+	PAYLOADTOOLARGE       ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
+	PIPELINEREQUIRED      ErrorEnvelopeErrorCode = "PIPELINE_REQUIRED"
+	PRODUCERMISSING       ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
+	QUEUEUNAVAILABLE      ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
+	UNAUTHORIZED          ErrorEnvelopeErrorCode = "UNAUTHORIZED"
+	UNKNOWNPIPELINE       ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
+	UNKNOWNQUEUE          ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
 )
 
 // Valid indicates whether the value is a known member of the ErrorEnvelopeErrorCode enum.
@@ -144,6 +146,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case D1UNAVAILABLE:
 		return true
 	case FORBIDDEN:
+		return true
+	case IDSINSEVERALDATABASES:
 		return true
 	case INTERNALERROR:
 		return true
@@ -176,6 +180,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case NOTFOUND:
 		return true
 	case PAYLOADTOOLARGE:
+		return true
+	case PIPELINEREQUIRED:
 		return true
 	case PRODUCERMISSING:
 		return true
@@ -1186,7 +1192,10 @@ type Pipeline struct {
 	AlertOldestHours      int              `json:"alert_oldest_hours"`
 	AlertPendingThreshold int              `json:"alert_pending_threshold"`
 	Consumer              PipelineConsumer `json:"consumer"`
-	Dlq                   string           `json:"dlq"`
+
+	// Database The D1 binding that holds its rows (DB: the shared one; docs/pipelines.md "Its own database").
+	Database string `json:"database"`
+	Dlq      string `json:"dlq"`
 
 	// Key RFC 6901 JSON pointer of the row key.
 	Key    string `json:"key"`

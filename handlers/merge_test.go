@@ -14,10 +14,10 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
-// databasesAPI is an API whose orders and tickets pipelines keep their
+// mergeAPI is an API whose orders and tickets pipelines keep their
 // rows in databases of their own: nothing in the shared one, 23 orders
 // failures, 3 tickets failures (failed_at values shared between them).
-func databasesAPI(t *testing.T) *API {
+func mergeAPI(t *testing.T) *API {
 	t.Helper()
 	ps, problems := config.ParsePipelines(`[
 {"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[],"consumer":"redrive"},
@@ -72,7 +72,7 @@ func getData(t *testing.T, api *API, path string, v any) {
 // reads its own; stats, groups and the time series cover both; a tampered
 // merged cursor is a 400 INVALID_CURSOR envelope.
 func TestAPIMergesDatabases(t *testing.T) {
-	api := databasesAPI(t)
+	api := mergeAPI(t)
 	seen := map[float64]bool{}
 	last, cursor := int64(1<<62), ""
 	for pages := 0; ; pages++ {
