@@ -26,6 +26,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -60,6 +61,15 @@ type Options struct {
 	// dev's script argument), relative to the project root: the bench's
 	// metered entry modules (bench/d1meta).
 	Main string
+	// Databases are more local D1 databases of wrangler.jsonc's e2e
+	// environment to migrate (and whose ids to seed, dlq.SeedIDsSQL)
+	// before the worker starts, for a test whose pipelines name them.
+	Databases []Database
+}
+
+// Database is a D1 binding of the e2e environment and its database_name.
+type Database struct {
+	Binding, Name string
 }
 
 // Worker is one running `wrangler dev --env e2e` with its own local state.
@@ -127,6 +137,10 @@ func StartWorker(opts Options) (*Worker, error) {
 	if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", persist)...); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("apply migrations: %v\n%s", err, out)
+	}
+	if err := w.prepareDatabases(opts.Databases); err != nil {
+		w.Stop()
+		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
@@ -225,6 +239,21 @@ func (w *Worker) Log() string {
 // d1Args builds `wrangler d1 <args>` for this worker's config and environment.
 func (w *Worker) d1Args(args ...string) []string {
 	return append(append([]string{"d1"}, args...), w.configArgs...)
+}
+
+// prepareDatabases migrates each of ds and seeds its ids from its binding's
+// range, as `make migrate-local` does.
+func (w *Worker) prepareDatabases(ds []Database) error {
+	for _, d := range ds {
+		if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", d.Name, "--local", "--persist-to", w.persist)...); err != nil {
+			return fmt.Errorf("apply migrations to %s: %v\n%s", d.Name, err, out)
+		}
+		seed := strings.ReplaceAll(strings.TrimSpace(dlq.SeedIDsSQL(d.Binding)), "\n", " ")
+		if out, err := w.wrangler(time.Minute, w.d1Args("execute", d.Name, "--local", "--persist-to", w.persist, "--command", seed)...); err != nil {
+			return fmt.Errorf("seed the ids of %s: %v\n%s", d.Name, err, out)
+		}
+	}
+	return nil
 }
 
 // wrangler runs a one-off wrangler command in the project root.
