@@ -333,7 +333,7 @@ func (s Stats) reportMerged(ctx context.Context) (StatsReport, error) {
 	brewers := map[string]int64{}
 	reasons := map[string]*ReasonCount{}
 	for i, d := range s.DBs.All {
-		r, err := Stats{DB: d.DB, Clock: s.Clock}.Report(ctx)
+		r, err := Stats{DB: d.DB, Clock: s.Clock}.report(ctx)
 		if err != nil {
 			return StatsReport{}, fmt.Errorf("%s: %w", d.Name, err)
 		}

@@ -220,7 +220,8 @@ const statsSQL = `SELECT
 		SELECT source_queue FROM dlq_messages WHERE ?5 IS NOT NULL AND status = 'pending' ORDER BY failed_at DESC, id DESC LIMIT ?4)
 		WHERE source_queue = ?5) AS sampled`
 
-// Report computes the stats at the current time.
+// Report computes the stats at the current time: of the database of the
+// pipeline filter, or of every database added up (reportMerged).
 func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	if s.DBs.Many() && s.Pipeline == "" {
 		return s.reportMerged(ctx)
@@ -231,6 +232,11 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 		}
 		s.DB = dbOf(s.DBs, s.DB, s.Pipeline, "")
 	}
+	return s.report(ctx)
+}
+
+// report computes the stats of s.DB.
+func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	now := s.Clock.Now()
 	queue, err := pipelineQueue(s.Pipeline)
 	if err != nil {

@@ -95,6 +95,8 @@ type Worker struct {
 	rwErr  error
 
 	stopOnce sync.Once
+	// dbFile is DB's local SQLite file (the first D1 file under persist).
+	dbFile string
 }
 
 // StartWorker applies the migrations to a fresh local D1, starts wrangler dev
@@ -138,6 +140,8 @@ func StartWorker(opts Options) (*Worker, error) {
 		w.Stop()
 		return nil, fmt.Errorf("apply migrations: %v\n%s", err, out)
 	}
+	// DB's file, found before another database has one.
+	w.dbFile = w.d1File()
 	if err := w.prepareDatabases(opts.Databases); err != nil {
 		w.Stop()
 		return nil, err
@@ -469,15 +473,27 @@ func (w *Worker) ExecDirect(t testing.TB, sqlText string) {
 	}
 }
 
-// openD1File opens the local D1 SQLite file (under --persist-to) with the given URI options.
+// openD1File opens DB's local D1 SQLite file (under --persist-to) with the given URI options.
 func (w *Worker) openD1File(opts string) (*sql.DB, error) {
+	f := w.dbFile
+	if f == "" {
+		f = w.d1File()
+	}
+	if f == "" {
+		return nil, fmt.Errorf("no local D1 file under %s", w.persist)
+	}
+	return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+}
+
+// d1File is the first local D1 SQLite file under --persist-to ("": none).
+func (w *Worker) d1File() string {
 	files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
 	for _, f := range files {
 		if filepath.Base(f) != "metadata.sqlite" {
-			return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+			return f
 		}
 	}
-	return nil, fmt.Errorf("no local D1 file under %s", w.persist)
+	return ""
 }
 
 // Int runs a query returning one integer.
