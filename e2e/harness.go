@@ -26,7 +26,10 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/d1migrate"
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/internal/wranglerconfig"
 )
 
 // Test credentials passed to the worker with --var (never real secrets).
@@ -84,6 +87,13 @@ type Worker struct {
 	rw     *sql.DB
 	rwErr  error
 
+	// d1Files maps each D1 binding to its SQLite file under persist (the
+	// file its migrations created); others holds the read-only handles
+	// DBOf opened on them.
+	d1Files  map[string]string
+	othersMu sync.Mutex
+	others   map[string]*sql.DB
+
 	stopOnce sync.Once
 }
 
@@ -124,9 +134,9 @@ func StartWorker(opts Options) (*Worker, error) {
 		}
 		w.ownProvider = true
 	}
-	if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", persist)...); err != nil {
+	if err := w.migrate(); err != nil {
 		w.Stop()
-		return nil, fmt.Errorf("apply migrations: %v\n%s", err, out)
+		return nil, err
 	}
 	port, err := freePort()
 	if err != nil {
@@ -199,6 +209,9 @@ func (w *Worker) stop() {
 	if w.rw != nil {
 		w.rw.Close()
 	}
+	for _, db := range w.others {
+		db.Close()
+	}
 	if w.cmd != nil && w.cmd.Process != nil {
 		pgid := w.cmd.Process.Pid
 		syscall.Kill(-pgid, syscall.SIGTERM)
@@ -220,6 +233,53 @@ func (w *Worker) stop() {
 func (w *Worker) Log() string {
 	b, _ := os.ReadFile(w.logPath)
 	return string(b)
+}
+
+// migrate applies the migrations to every D1 database the worker's
+// environment binds, as make migrate-local does (internal/d1migrate: for
+// each binding its migrations, then its id range), and notes which local
+// SQLite file each binding's migrations created. Another config (the
+// bench's reference worker) gets its beer-db migrated only.
+func (w *Worker) migrate() error {
+	if !w.redrive {
+		if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", w.persist)...); err != nil {
+			return fmt.Errorf("apply migrations: %v\n%s", err, out)
+		}
+		return nil
+	}
+	cfg, err := wranglerconfig.Load(w.root)
+	if err != nil {
+		return err
+	}
+	steps, err := d1migrate.Plan(cfg, "e2e", []string{"--local", "--persist-to", w.persist}, w.configArgs)
+	if err != nil {
+		return err
+	}
+	w.d1Files = map[string]string{}
+	for _, st := range steps {
+		before := w.sqliteFiles()
+		if out, err := w.wrangler(2*time.Minute, st.Args...); err != nil {
+			return fmt.Errorf("migrate %s (%s): %v\n%s", st.Binding, strings.Join(st.Args[:3], " "), err, out)
+		}
+		for f := range w.sqliteFiles() {
+			if !before[f] {
+				w.d1Files[st.Binding] = f
+			}
+		}
+	}
+	return nil
+}
+
+// sqliteFiles are the local D1 database files under persist.
+func (w *Worker) sqliteFiles() map[string]bool {
+	files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
+	out := map[string]bool{}
+	for _, f := range files {
+		if filepath.Base(f) != "metadata.sqlite" {
+			out[f] = true
+		}
+	}
+	return out
 }
 
 // d1Args builds `wrangler d1 <args>` for this worker's config and environment.
@@ -440,15 +500,62 @@ func (w *Worker) ExecDirect(t testing.TB, sqlText string) {
 	}
 }
 
-// openD1File opens the local D1 SQLite file (under --persist-to) with the given URI options.
+// openD1File opens the local D1 SQLite file of DB (under --persist-to) with the given URI options.
 func (w *Worker) openD1File(opts string) (*sql.DB, error) {
-	files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
-	for _, f := range files {
-		if filepath.Base(f) != "metadata.sqlite" {
+	return w.openD1FileOf(config.SharedDatabase, opts)
+}
+
+// openD1FileOf opens the local D1 SQLite file of binding.
+func (w *Worker) openD1FileOf(binding, opts string) (*sql.DB, error) {
+	if f, ok := w.d1Files[binding]; ok {
+		return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+	}
+	if w.d1Files == nil && binding == config.SharedDatabase {
+		// Another config: its one database.
+		for f := range w.sqliteFiles() {
 			return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
 		}
 	}
-	return nil, fmt.Errorf("no local D1 file under %s", w.persist)
+	return nil, fmt.Errorf("no local D1 file of %s under %s", binding, w.persist)
+}
+
+// DBOf opens the local D1 file of binding read-only (DB(t) is DB's), for
+// asserting on the rows of a pipeline with its own database.
+func (w *Worker) DBOf(t testing.TB, binding string) *sql.DB {
+	t.Helper()
+	if binding == config.SharedDatabase {
+		return w.DB(t)
+	}
+	w.othersMu.Lock()
+	defer w.othersMu.Unlock()
+	if db, ok := w.others[binding]; ok {
+		return db
+	}
+	db, err := w.openD1FileOf(binding, "mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.others == nil {
+		w.others = map[string]*sql.DB{}
+	}
+	w.others[binding] = db
+	return db
+}
+
+// IntOf runs a query returning one integer in binding's database.
+func (w *Worker) IntOf(t testing.TB, binding, query string, args ...any) int64 {
+	t.Helper()
+	var n sql.NullInt64
+	if err := w.DBOf(t, binding).QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %s: %v", binding, query, err)
+	}
+	return n.Int64
+}
+
+// ExecOf changes binding's local D1 through `wrangler d1 execute`, as Exec does DB's.
+func (w *Worker) ExecOf(t testing.TB, binding, sqlText string) {
+	t.Helper()
+	w.execD1Of(t, binding, 2*time.Minute, "--command", sqlText)
 }
 
 // Int runs a query returning one integer.
@@ -479,10 +586,16 @@ func (w *Worker) ExecFile(t testing.TB, path string) {
 // locked (SQLITE_BUSY) did nothing and is run again, until timeout.
 func (w *Worker) execD1(t testing.TB, timeout time.Duration, args ...string) {
 	t.Helper()
+	w.execD1Of(t, "beer-db", timeout, args...)
+}
+
+// execD1Of is execD1 on database (a binding or a database name).
+func (w *Worker) execD1Of(t testing.TB, database string, timeout time.Duration, args ...string) {
+	t.Helper()
 	var out []byte
 	err := Poll(timeout, func() (bool, error) {
 		var err error
-		out, err = w.wrangler(timeout, w.d1Args(append([]string{"execute", "beer-db", "--local", "--persist-to", w.persist}, args...)...)...)
+		out, err = w.wrangler(timeout, w.d1Args(append([]string{"execute", database, "--local", "--persist-to", w.persist}, args...)...)...)
 		if err != nil && bytes.Contains(out, []byte("SQLITE_BUSY")) {
 			return false, nil
 		}
