@@ -176,6 +176,7 @@ func (w worker) api() *handlers.API {
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
 			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
 			"e2e-orders-dlq":    "E2E_ORDERS_DLQ_QUEUE",
+			"e2e-tickets-dlq":   "E2E_TICKETS_DLQ_QUEUE",
 		} {
 			if platform.HasBinding(binding) {
 				dev.Bindings[q] = binding
