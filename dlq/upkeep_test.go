@@ -42,8 +42,8 @@ func upkeepCrons(u dlq.Upkeep, runs metrics.JobRuns) *jobs.CronRouter {
 func testUpkeep(dbs dlq.Databases, ps []config.Pipeline) dlq.Upkeep {
 	limits := jobs.Limits{ChunkRows: 100, Budget: 10 * time.Second}
 	return dlq.Upkeep{DBs: dbs, Pipelines: ps,
-		Rescue:    dlq.Rescue{Log: slog.New(slog.DiscardHandler), StuckAfter: 10 * time.Minute, Limits: limits},
-		Retention: dlq.Retention{Log: slog.New(slog.DiscardHandler), MaxAge: 30 * 24 * time.Hour, MaxRowsPerKey: 1000, AttemptMaxAge: 7 * 24 * time.Hour, Limits: limits},
+		Rescue:                dlq.Rescue{Log: slog.New(slog.DiscardHandler), StuckAfter: 10 * time.Minute, Limits: limits},
+		Retention:             dlq.Retention{Log: slog.New(slog.DiscardHandler), MaxAge: 30 * 24 * time.Hour, MaxRowsPerKey: 1000, AttemptMaxAge: 7 * 24 * time.Hour, Limits: limits},
 		AuditRetention:        dlq.AuditRetention{MaxAge: 90 * 24 * time.Hour, Limits: limits},
 		AlertPendingThreshold: 100, AlertOldestPending: 24 * time.Hour, RepeatMaxReplays: 2, RetentionBehindAfter: time.Hour}
 }

@@ -48,7 +48,7 @@ func oneDatabasePipelines() string {
 // failure captured by the worker lands there, with an id at least
 // dlq.IDBase(TICKETS_DB), and nothing of it in DB.
 func TestMultiDBCaptureIDsStartAtTheBase(t *testing.T) {
-	w := startWorker(t, nil)
+	w := shared
 	ticket := fmt.Sprintf("T-ids-%d", time.Now().UnixNano())
 	w.sendJSON(t, "e2e-tickets-dlq", fmt.Sprintf(`{"ticket":%q,"team":"infra"}`, ticket))
 	Eventually(t, 60*time.Second, "the ticket captured into TICKETS_DB", func() bool {
