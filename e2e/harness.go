@@ -251,7 +251,13 @@ func (w *Worker) migrate() error {
 	if err != nil {
 		return err
 	}
-	steps, err := d1migrate.Plan(cfg, "e2e", []string{"--local", "--persist-to", w.persist}, w.configArgs)
+	env := ""
+	for i, a := range w.configArgs {
+		if a == "--env" && i+1 < len(w.configArgs) {
+			env = w.configArgs[i+1]
+		}
+	}
+	steps, err := d1migrate.Plan(cfg, env, []string{"--local", "--persist-to", w.persist}, w.configArgs)
 	if err != nil {
 		return err
 	}
