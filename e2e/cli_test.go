@@ -521,10 +521,8 @@ func TestCLIPipelineFlag(t *testing.T) {
 	ctx := context.Background()
 	prefix := newPrefix("clipipe")
 	w.Exec(t, seedSQL(prefix, 7, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-orders"))
-	// The tickets pipeline keeps its rows in TICKETS_DB.
-	w.ExecOf(t, ticketsDB, seedSQL(prefix+"x", 3, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-tickets"))
+	w.Exec(t, seedSQL(prefix+"x", 3, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-tickets"))
 	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE beer_id LIKE '%s%%'`, prefix))
-	defer w.ExecOf(t, ticketsDB, fmt.Sprintf(`DELETE FROM dlq_messages WHERE beer_id LIKE '%s%%'`, prefix))
 	env := cliEnv(w, nil)
 
 	r := runCLI(t, ctx, env, "", "pipelines", "--json").wantCode(t, 0, "pipelines --json")

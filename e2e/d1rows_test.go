@@ -24,10 +24,7 @@ import (
 // deterministic for a given table, unlike times, so the budgets are asserted.
 
 // rowsVars make a worker write its D1 usage after every operation.
-// Every pipeline on DB: the figures are one database's (env.e2e keeps
-// tickets on TICKETS_DB; a second database's jobs are measured by
-// TestMultiDBCronJobsRunOnEachDatabase).
-var rowsVars = map[string]string{"D1_USAGE_FLUSH_SECONDS": "0", "PIPELINES": oneDatabasePipelines()}
+var rowsVars = map[string]string{"D1_USAGE_FLUSH_SECONDS": "0"}
 
 // d1Usage reads the flushed D1 usage per operation from /admin/metrics.
 func d1Usage(t testing.TB, w *Worker) map[string]metrics.Usage {

@@ -63,6 +63,13 @@ type Options struct {
 	// dev's script argument), relative to the project root: the bench's
 	// metered entry modules (bench/d1meta).
 	Main string
+	// OwnDatabases runs env.e2e's PIPELINES as declared: the tickets
+	// pipeline on its own database TICKETS_DB (migrated, its ids from its
+	// base). Without it every pipeline is on DB (--var PIPELINES without
+	// "database", unless Vars name PIPELINES) and only DB is migrated: the
+	// one-database deployment the rest of the suite exercises (a bulk filter
+	// then needs no pipeline; the D1 row figures are one database's).
+	OwnDatabases bool
 }
 
 // Worker is one running `wrangler dev --env e2e` with its own local state.
@@ -79,6 +86,7 @@ type Worker struct {
 	logPath       string
 	ownProvider   bool
 	redrive       bool // wrangler.jsonc's e2e environment (not another config)
+	ownDatabases  bool // Options.OwnDatabases
 
 	dbOnce sync.Once
 	db     *sql.DB
@@ -109,7 +117,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log"),
-		configArgs: []string{"--env", "e2e"}, redrive: opts.Config == ""}
+		configArgs: []string{"--env", "e2e"}, redrive: opts.Config == "", ownDatabases: opts.OwnDatabases}
 	if opts.Config != "" {
 		w.configArgs = []string{"--config", opts.Config}
 	}
@@ -156,6 +164,13 @@ func StartWorker(opts Options) (*Worker, error) {
 		"--var", "API_KEY:"+TestAPIKey, "--var", "ADMIN_SECRET:"+TestAdminSecret, "--var", "REPORT_TOKEN:"+TestReportToken,
 		"--var", "ENRICHMENT_API_URL:"+w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key")
 	args = append(append(args, w.configArgs...), w.extraArgs...)
+	if w.redrive && !opts.OwnDatabases && opts.Vars["PIPELINES"] == "" && w.env() == "e2e" {
+		one, err := oneDatabasePipelines(root)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--var", "PIPELINES:"+one)
+	}
 	for k, v := range opts.Vars {
 		args = append(args, "--var", k+":"+v)
 	}
@@ -237,8 +252,9 @@ func (w *Worker) Log() string {
 
 // migrate applies the migrations to every D1 database the worker's
 // environment binds, as make migrate-local does (internal/d1migrate: for
-// each binding its migrations, then its id range), and notes which local
-// SQLite file each binding's migrations created. Another config (the
+// each binding its migrations, then its id range; DB only unless
+// OwnDatabases: no pipeline names another), and notes which local SQLite
+// file each binding's migrations created. Another config (the
 // bench's reference worker) gets its beer-db migrated only.
 func (w *Worker) migrate() error {
 	if !w.redrive {
@@ -251,18 +267,15 @@ func (w *Worker) migrate() error {
 	if err != nil {
 		return err
 	}
-	env := ""
-	for i, a := range w.configArgs {
-		if a == "--env" && i+1 < len(w.configArgs) {
-			env = w.configArgs[i+1]
-		}
-	}
-	steps, err := d1migrate.Plan(cfg, env, []string{"--local", "--persist-to", w.persist}, w.configArgs)
+	steps, err := d1migrate.Plan(cfg, w.env(), []string{"--local", "--persist-to", w.persist}, w.configArgs)
 	if err != nil {
 		return err
 	}
 	w.d1Files = map[string]string{}
 	for _, st := range steps {
+		if !w.ownDatabases && st.Binding != config.SharedDatabase {
+			continue // no pipeline names it (oneDatabasePipelines)
+		}
 		before := w.sqliteFiles()
 		if out, err := w.wrangler(2*time.Minute, st.Args...); err != nil {
 			return fmt.Errorf("migrate %s (%s): %v\n%s", st.Binding, strings.Join(st.Args[:3], " "), err, out)
@@ -274,6 +287,35 @@ func (w *Worker) migrate() error {
 		}
 	}
 	return nil
+}
+
+// env is the wrangler environment the worker runs ("" for the top level).
+func (w *Worker) env() string {
+	env := ""
+	for i, a := range w.configArgs {
+		if a == "--env" && i+1 < len(w.configArgs) {
+			env = w.configArgs[i+1]
+		}
+	}
+	return env
+}
+
+// oneDatabasePipelines is env.e2e's PIPELINES with every pipeline on DB
+// (no "database").
+func oneDatabasePipelines(root string) (string, error) {
+	cfg, err := wranglerconfig.Load(root)
+	if err != nil {
+		return "", err
+	}
+	var ps []map[string]any
+	if err := json.Unmarshal([]byte(cfg.Envs["e2e"].Vars["PIPELINES"]), &ps); err != nil {
+		return "", fmt.Errorf("env.e2e PIPELINES: %w", err)
+	}
+	for _, p := range ps {
+		delete(p, "database")
+	}
+	b, err := json.Marshal(ps)
+	return string(b), err
 }
 
 // sqliteFiles are the local D1 database files under persist.

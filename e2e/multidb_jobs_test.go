@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,44 +10,25 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/sqlitetest"
-	"github.com/redrive/redrive/internal/wranglerconfig"
 )
 
 // ticketsDB is the e2e environment's database of the tickets pipeline
 // (wrangler.jsonc env.e2e; docs/pipelines.md "Its own database").
 const ticketsDB = "TICKETS_DB"
 
-// oneDatabasePipelines is env.e2e's PIPELINES with every pipeline on DB
-// (no "database"): a worker given it (--var PIPELINES:...) runs the one
-// database of before although TICKETS_DB is bound, for the figures
-// measured against one database (TestD1RowsBudget, the retention windows).
-func oneDatabasePipelines() string {
-	root, err := sqlitetest.Root()
-	if err != nil {
-		panic(err)
-	}
-	cfg, err := wranglerconfig.Load(root)
-	if err != nil {
-		panic(err)
-	}
-	var ps []map[string]any
-	if err := json.Unmarshal([]byte(cfg.Envs["e2e"].Vars["PIPELINES"]), &ps); err != nil {
-		panic(fmt.Sprintf("env.e2e PIPELINES: %v", err))
-	}
-	for _, p := range ps {
-		delete(p, "database")
-	}
-	b, _ := json.Marshal(ps)
-	return string(b)
+// A worker of the e2e environment as declared: the tickets pipeline on
+// TICKETS_DB (Options.OwnDatabases).
+func TestMultiDB(t *testing.T) {
+	w := startWorkerWith(t, Options{OwnDatabases: true, Vars: map[string]string{"D1_USAGE_FLUSH_SECONDS": "0"}})
+	t.Run("CaptureIDsStartAtTheBase", func(t *testing.T) { checkCaptureIDsStartAtTheBase(t, w) })
+	t.Run("CronJobsRunOnEachDatabase", func(t *testing.T) { checkCronJobsRunOnEachDatabase(t, w) })
 }
 
 // After the harness's migrations (internal/d1migrate, as make
 // migrate-local) TICKETS_DB counts its ids from its own base: a tickets
 // failure captured by the worker lands there, with an id at least
 // dlq.IDBase(TICKETS_DB), and nothing of it in DB.
-func TestMultiDBCaptureIDsStartAtTheBase(t *testing.T) {
-	w := shared
+func checkCaptureIDsStartAtTheBase(t *testing.T, w *Worker) {
 	ticket := fmt.Sprintf("T-ids-%d", time.Now().UnixNano())
 	w.sendJSON(t, "e2e-tickets-dlq", fmt.Sprintf(`{"ticket":%q,"team":"infra"}`, ticket))
 	Eventually(t, 60*time.Second, "the ticket captured into TICKETS_DB", func() bool {
@@ -74,8 +54,7 @@ func TestMultiDBCaptureIDsStartAtTheBase(t *testing.T) {
 // TICKETS_DB's repeat-failures alert, kept in DB's alert_state; DB's
 // repeat-failures alert, whose database has no such row, stays quiet.
 // The rows each per-database job read are logged from /admin/metrics.
-func TestMultiDBCronJobsRunOnEachDatabase(t *testing.T) {
-	w := startWorker(t, map[string]string{"D1_USAGE_FLUSH_SECONDS": "0"})
+func checkCronJobsRunOnEachDatabase(t *testing.T, w *Worker) {
 	at := cronTime()
 	now := at.UnixMilli()
 	p := fmt.Sprintf("mdb%d", time.Now().UnixNano())
