@@ -167,6 +167,7 @@ func StartWorker(opts Options) (*Worker, error) {
 	if w.redrive && !opts.OwnDatabases && opts.Vars["PIPELINES"] == "" && w.env() == "e2e" {
 		one, err := oneDatabasePipelines(root)
 		if err != nil {
+			w.Stop()
 			return nil, err
 		}
 		args = append(args, "--var", "PIPELINES:"+one)
