@@ -53,8 +53,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 .dev.vars:
 	cp .dev.vars.example .dev.vars
 
-migrate-local: node_modules ## apply migrations to the local D1 (.wrangler/state)
-	$(WRANGLER) d1 migrations apply beer-db --local --persist-to $(PERSIST)
+# Every D1 binding of wrangler.jsonc (DB and each pipeline's own database)
+# gets the migrations, each but DB then its id range (cmd/migrate).
+migrate-local: node_modules ## apply migrations to every local D1 database of wrangler.jsonc (.wrangler/state)
+	go run ./cmd/migrate -local -persist-to $(PERSIST) -wrangler "$(WRANGLER)"
 
 # The local stand-in for the enrichment provider (cmd/devprovider), which
 # .dev.vars.example points ENRICHMENT_API_URL at; stopped with wrangler dev.
@@ -156,7 +158,7 @@ mutate: ## mutation testing of dlq, enrichment, handlers (MUTATE_PKGS=./dlq for 
 	@for p in $(MUTATE_PKGS); do echo "== $$p"; $(GREMLINS) unleash --tags mutation --invert-logical --timeout-coefficient 5 $$p || exit 1; done
 
 deploy: node_modules build ## deploy to Cloudflare (needs wrangler login)
-	$(WRANGLER) d1 migrations apply beer-db --remote
+	go run ./cmd/migrate -remote -wrangler "$(WRANGLER)"
 	$(WRANGLER) deploy
 
 clean:

@@ -176,6 +176,7 @@ func (w worker) api() *handlers.API {
 			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
 			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
 			"e2e-orders-dlq":    "E2E_ORDERS_DLQ_QUEUE",
+			"e2e-tickets-dlq":   "E2E_TICKETS_DLQ_QUEUE",
 		} {
 			if platform.HasBinding(binding) {
 				dev.Bindings[q] = binding
@@ -253,35 +254,43 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	runs := metrics.JobRuns{DB: db}
 	consumer := w.enrichmentConsumer()
 	keyProbe := &enrichment.KeyProbe{Provider: consumer.Provider, Breaker: consumer.Breaker(), Quota: consumer.Quota()}
-	retention := &dlq.Retention{DB: db, Log: log, MaxAge: cfg.DLQRetention, Pipelines: cfg.Pipelines, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
-		AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{ChunkRows: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}}
-	auditRetention := &dlq.AuditRetention{DB: db, MaxAge: cfg.AuditRetention, Limits: limits}
+	// Every job and alert of the DLQ's rows runs once per database
+	// (dlq.Upkeep): the shared one's under the names of before, another's
+	// as <job>:<binding>; job_runs and alert_state stay in DB.
+	upkeep := dlq.Upkeep{DBs: w.dbs, Pipelines: cfg.Pipelines,
+		Rescue: dlq.Rescue{Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
+		Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{Sender: w.sender,
+			Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}},
+		Retention: dlq.Retention{Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
+			AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{ChunkRows: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
+		AuditRetention:        dlq.AuditRetention{MaxAge: cfg.AuditRetention, Limits: limits},
+		AlertPendingThreshold: cfg.AlertPendingThreshold, AlertOldestPending: cfg.AlertOldestPending,
+		RepeatMaxReplays: 2, RetentionBehindAfter: cfg.RetentionBehindAlert,
+	}
+	retentions, auditRetentions := upkeep.Retentions(), upkeep.AuditRetentions()
+	frequent := append(upkeep.Rescues(), upkeep.ReplayTaskJobs()...)
+	frequent = append(frequent, &enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
+		LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != "", KeyProbe: keyProbe})
+	var daily []jobs.Job
+	// The daily retention jobs, continued on the frequent cron only while
+	// their last run left expired rows behind (one job_runs read when not).
+	for _, r := range retentions {
+		frequent, daily = append(frequent, jobs.WhileMore{Job: r, Runs: runs}), append(daily, r)
+	}
+	for _, a := range auditRetentions {
+		frequent, daily = append(frequent, jobs.WhileMore{Job: a, Runs: runs}), append(daily, a)
+	}
+	// Pending-high and oldest-pending per pipeline (the beer pipeline's keep their names).
+	conditions := append(upkeep.PipelineAlerts(), upkeep.RowAlerts()...)
+	conditions = append(conditions, alerts.JobFailing{DB: db}, enrichment.BreakerOpenCondition(db), enrichment.AuthFailingCondition(db))
+	conditions = append(conditions, upkeep.RetentionBehindAlerts()...)
+	frequent = append(frequent, &alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder,
+		Conditions: conditions, Announcers: upkeep.Announcers()})
+	// After retention: counts what it deleted again (dlq_tally, dlq_activity).
+	daily = append(daily, upkeep.TallyChecks()...)
 	return &jobs.CronRouter{Log: log, Recorder: runs, Meter: w.meter, Jobs: map[string][]jobs.Job{
-		jobs.Frequent: {
-			&dlq.Rescue{DB: db, Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
-			// Replay tasks: one step each, due only while one is running.
-			&dlq.ReplayTaskJob{Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{DB: db, Batch: w.batch, Sender: w.sender,
-				Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}}},
-			&enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
-				LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != "", KeyProbe: keyProbe},
-			// The daily retention jobs, continued here only while their last
-			// run left expired rows behind (one job_runs read when not).
-			jobs.WhileMore{Job: retention, Runs: runs},
-			jobs.WhileMore{Job: auditRetention, Runs: runs},
-			&alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder, Conditions: append(
-				// Pending-high and oldest-pending per pipeline (the beer pipeline's keep their names).
-				dlq.PipelineAlerts(db, cfg.Pipelines, cfg.AlertPendingThreshold, cfg.AlertOldestPending),
-				dlq.RepeatFailures{DB: db, MaxReplays: 2},
-				dlq.ReplayCanaryFailed{DB: db},
-				dlq.CapEvicting{DB: db},
-				alerts.JobFailing{DB: db},
-				enrichment.BreakerOpenCondition(db),
-				enrichment.AuthFailingCondition(db),
-				dlq.RetentionBehind{DB: db, After: cfg.RetentionBehindAlert},
-			), Announcers: []alerts.Announcer{dlq.NewFailureSignature{DB: db}}},
-		},
-		// After retention: counts what it deleted again (dlq_tally, dlq_activity).
-		jobs.Daily: {retention, auditRetention, &dlq.TallyCheck{DB: db, Batch: w.batch}},
+		jobs.Frequent: frequent,
+		jobs.Daily:    daily,
 	}}
 }
 

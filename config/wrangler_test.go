@@ -80,3 +80,38 @@ func TestWranglerPipelinesAreBound(t *testing.T) {
 		}
 	}
 }
+
+// In every environment of wrangler.jsonc, each pipeline's database is a
+// D1 binding of that environment (DB, the shared one, in every
+// environment); the e2e environment keeps tickets on TICKETS_DB and every
+// other pipeline on DB.
+func TestWranglerPipelineDatabasesAreBound(t *testing.T) {
+	root, err := sqlitetest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := wranglerconfig.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, env := range cfg.All() {
+		bound := map[string]bool{}
+		for _, b := range env.D1Bindings() {
+			bound[b] = true
+		}
+		if !bound[SharedDatabase] {
+			t.Errorf("env %q: no D1 binding %s", name, SharedDatabase)
+		}
+		c, _ := Load(func(k string) string { return env.Vars[k] })
+		got := map[string]string{}
+		for _, p := range c.Pipelines {
+			got[p.Name] = p.Database
+			if !bound[p.Database] {
+				t.Errorf("env %q: pipeline %s: database %s is not a d1_databases binding", name, p.Name, p.Database)
+			}
+		}
+		if name == "e2e" && (got["tickets"] != "TICKETS_DB" || got["beers"] != SharedDatabase || got["orders"] != SharedDatabase || got["js"] != SharedDatabase) {
+			t.Errorf("env e2e: databases %v", got)
+		}
+	}
+}

@@ -104,10 +104,12 @@ func (c OldestPending) Check(ctx context.Context, now time.Time) (bool, string, 
 type RepeatFailures struct {
 	DB         *sql.DB
 	MaxReplays int64
+	// Database is DB's binding (JobName names the alert).
+	Database string
 }
 
 // Name implements Condition.
-func (RepeatFailures) Name() string { return "dlq_repeat_failures" }
+func (c RepeatFailures) Name() string { return JobName("dlq_repeat_failures", c.Database) }
 
 // repeatFailuresSQL names the (at most five) pending rows replayed more
 // than ?1 times most often, and counts them up to ?2, through
@@ -162,11 +164,15 @@ func (c RepeatFailures) Check(ctx context.Context, _ time.Time) (bool, string, e
 // add up in cycle_deleted_cap), so a catch-up run that evicts nothing does
 // not hide what the daily run did. It resolves after a cycle that evicts none.
 type CapEvicting struct {
+	// DB is the database of job_runs (the shared one).
 	DB *sql.DB
+	// Database is the binding whose retention job it reads
+	// (JobName(RetentionJobName, Database)); JobName names the alert.
+	Database string
 }
 
 // Name implements Condition.
-func (CapEvicting) Name() string { return "dlq_cap_evicting" }
+func (c CapEvicting) Name() string { return JobName("dlq_cap_evicting", c.Database) }
 
 // Check implements Condition; it reads the retention job's last summary.
 func (c CapEvicting) Check(ctx context.Context, _ time.Time) (bool, string, error) {
@@ -174,7 +180,7 @@ func (c CapEvicting) Check(ctx context.Context, _ time.Time) (bool, string, erro
 	var evicted sql.NullInt64
 	var keys sql.NullString
 	err := c.DB.QueryRowContext(ctx, `SELECT last_run_at, COALESCE(last_summary ->> '$.cycle_deleted_cap', last_summary ->> '$.deleted_cap'),
-		last_summary ->> '$.cap_keys' FROM job_runs WHERE job = ?`, RetentionJobName).Scan(&at, &evicted, &keys)
+		last_summary ->> '$.cap_keys' FROM job_runs WHERE job = ?`, JobName(RetentionJobName, c.Database)).Scan(&at, &evicted, &keys)
 	if err == sql.ErrNoRows {
 		return false, "retention has not run yet", nil
 	}
@@ -200,12 +206,16 @@ const RetentionBehindName = "retention_behind"
 // them. Exactly After is not yet behind. It resolves once a run finishes.
 // One job_runs row read per job.
 type RetentionBehind struct {
+	// DB is the database of job_runs (the shared one).
 	DB    *sql.DB
 	After time.Duration
+	// Database is the binding whose retention jobs it reads (their
+	// JobName); JobName names the alert.
+	Database string
 }
 
 // Name implements Condition.
-func (RetentionBehind) Name() string { return RetentionBehindName }
+func (c RetentionBehind) Name() string { return JobName(RetentionBehindName, c.Database) }
 
 // retentionBehindSQL reads the retention jobs' backlog state by primary key.
 const retentionBehindSQL = `SELECT job, last_run_at, CAST(last_summary ->> '$.behind_since' AS INTEGER),
@@ -215,7 +225,7 @@ const retentionBehindSQL = `SELECT job, last_run_at, CAST(last_summary ->> '$.be
 // since when, and how many expired rows its last run left (counted up to
 // ExpiredLeftCountMax).
 func (c RetentionBehind) Check(ctx context.Context, now time.Time) (bool, string, error) {
-	rows, err := c.DB.QueryContext(ctx, retentionBehindSQL, RetentionJobName, AuditRetentionJobName)
+	rows, err := c.DB.QueryContext(ctx, retentionBehindSQL, JobName(RetentionJobName, c.Database), JobName(AuditRetentionJobName, c.Database))
 	if err != nil {
 		return false, "", fmt.Errorf("retention behind: %w", err)
 	}
@@ -265,13 +275,15 @@ func (c RetentionBehind) Check(ctx context.Context, now time.Time) (bool, string
 // cancelled. One read of replay_tasks (a handful of rows).
 type ReplayCanaryFailed struct {
 	DB *sql.DB
+	// Database is DB's binding (JobName names the alert).
+	Database string
 }
 
 // ReplayCanaryFailedName is the alert's name.
 const ReplayCanaryFailedName = "replay_canary_failed"
 
 // Name implements Condition.
-func (ReplayCanaryFailed) Name() string { return ReplayCanaryFailedName }
+func (c ReplayCanaryFailed) Name() string { return JobName(ReplayCanaryFailedName, c.Database) }
 
 // Check implements Condition.
 func (c ReplayCanaryFailed) Check(ctx context.Context, _ time.Time) (bool, string, error) {

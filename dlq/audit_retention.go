@@ -22,6 +22,10 @@ const AuditRetentionJobName = "audit_retention"
 // says more, and the frequent cron continues it (jobs.WhileMore).
 type AuditRetention struct {
 	DB *sql.DB
+	// Database is DB's binding (JobName); Runs the database of job_runs
+	// (DB when nil), as for Retention.
+	Database string
+	Runs     *sql.DB
 	// MaxAge is AUDIT_RETENTION_DAYS.
 	MaxAge time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
@@ -29,7 +33,7 @@ type AuditRetention struct {
 }
 
 // Name implements jobs.Job.
-func (a *AuditRetention) Name() string { return AuditRetentionJobName }
+func (a *AuditRetention) Name() string { return JobName(AuditRetentionJobName, a.Database) }
 
 // expireAudit is the audit records older than the cutoff, found through
 // idx_admin_audit_at (see expiry).
@@ -44,7 +48,7 @@ func (a *AuditRetention) Run(ctx context.Context, now time.Time) (map[string]any
 		return nil, errors.New("audit retention: MaxAge must be positive")
 	}
 	var errs []error
-	prev, err := lastBacklog(ctx, a.DB, a.Name())
+	prev, err := lastBacklog(ctx, runsDB(a.Runs, a.DB), a.Name())
 	if err != nil {
 		errs = append(errs, fmt.Errorf("audit retention: %w", err))
 	}

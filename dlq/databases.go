@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -203,4 +204,24 @@ func (d Databases) Holding(ctx context.Context, table string, ids []int64) (Data
 func severalDatabases(a, b string) error {
 	return inputErr("IDS_IN_SEVERAL_DATABASES",
 		"the ids are in more than one database (%s and %s): send each pipeline's ids in a request of its own", a, b)
+}
+
+// JobName is the name a per-database cron job or alert named base records
+// under for the database binding: base itself for the shared database (so
+// a deployment with one database names nothing differently), else
+// base:binding (dlq_retention:TICKETS_DB). job_runs and alert_state,
+// where the names are kept, are the shared database's.
+func JobName(base, binding string) string {
+	if binding == "" || binding == config.SharedDatabase {
+		return base
+	}
+	return base + ":" + binding
+}
+
+// runsDB is the database of job_runs: runs, else db.
+func runsDB(runs, db *sql.DB) *sql.DB {
+	if runs != nil {
+		return runs
+	}
+	return db
 }

@@ -413,10 +413,12 @@ func (ts ReplayTasks) Act(ctx context.Context, id int64, action string) (Task, e
 // 5-minute cron. It is due only while a task is running (one index read).
 type ReplayTaskJob struct {
 	Tasks ReplayTasks
+	// Database is the binding of Tasks.Replay.DB (JobName).
+	Database string
 }
 
 // Name implements jobs.Job.
-func (j *ReplayTaskJob) Name() string { return "dlq_replay_tasks" }
+func (j *ReplayTaskJob) Name() string { return JobName("dlq_replay_tasks", j.Database) }
 
 // Due implements jobs.DueJob.
 func (j *ReplayTaskJob) Due(ctx context.Context, _ time.Time) (bool, error) {

@@ -24,6 +24,8 @@ var CounterRescued = metrics.Declare("dlq_rescued_total", "DLQ rows returned fro
 type Rescue struct {
 	DB  *sql.DB
 	Log *slog.Logger
+	// Database is DB's binding (JobName).
+	Database string
 	// StuckAfter is how long a row may stay `replaying` (DLQ_REPLAY_STUCK_MINUTES).
 	StuckAfter time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
@@ -31,7 +33,7 @@ type Rescue struct {
 }
 
 // Name implements jobs.Job.
-func (r *Rescue) Name() string { return "dlq_rescue" }
+func (r *Rescue) Name() string { return JobName("dlq_rescue", r.Database) }
 
 // Run moves rows claimed at or before now-StuckAfter back to pending, one
 // conditional statement per batch, logs the ids it rescued and counts them.

@@ -56,6 +56,12 @@ var (
 type Retention struct {
 	DB  *sql.DB
 	Log *slog.Logger
+	// Database is DB's binding: a database other than the shared one
+	// names the job dlq_retention:<binding> (JobName).
+	Database string
+	// Runs is the database of job_runs, where a run reads its previous
+	// summary (the shared one); DB when nil.
+	Runs *sql.DB
 	// MaxAge is DLQ_RETENTION_DAYS: the retention of the rows of queues
 	// no pipeline names, and of pipelines without retention_days.
 	MaxAge time.Duration
@@ -71,7 +77,7 @@ type Retention struct {
 }
 
 // Name implements jobs.Job.
-func (r *Retention) Name() string { return RetentionJobName }
+func (r *Retention) Name() string { return JobName(RetentionJobName, r.Database) }
 
 func (r *Retention) validate() error {
 	if r.MaxAge <= 0 || r.MaxRowsPerKey <= 0 || r.AttemptMaxAge <= 0 {
@@ -98,7 +104,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 		return nil, err
 	}
 	var errs []error
-	prev, err := lastBacklog(ctx, r.DB, r.Name())
+	prev, err := lastBacklog(ctx, runsDB(r.Runs, r.DB), r.Name())
 	if err != nil {
 		errs = append(errs, fmt.Errorf("retention: %w", err))
 	}

@@ -22,6 +22,8 @@ import (
 // the partial index idx_dlq_signatures_unannounced.
 type NewFailureSignature struct {
 	DB *sql.DB
+	// Database is DB's binding (JobName names the announcement).
+	Database string
 }
 
 // announceBatch bounds the signatures announced per run (the rest next run).
@@ -37,7 +39,7 @@ const announceLease = 15 * time.Minute
 const unclaimedSQL = `announced_at IS NULL AND (announce_claimed_at IS NULL OR announce_claimed_at <= ?2 - ?3)`
 
 // Name implements alerts.Announcer.
-func (NewFailureSignature) Name() string { return "dlq_new_failure_signature" }
+func (n NewFailureSignature) Name() string { return JobName("dlq_new_failure_signature", n.Database) }
 
 // Claim implements alerts.Announcer.
 func (n NewFailureSignature) Claim(ctx context.Context, now time.Time) ([]alerts.Announcement, error) {

@@ -38,12 +38,17 @@ const activityKeep = SeriesHours * time.Hour
 // it sets (a few dozen).
 type TallyCheck struct {
 	DB *sql.DB
+	// Database is DB's binding (JobName); Runs the database of job_runs,
+	// where a run reads what the previous one saw (DB when nil; another
+	// database costs a second statement, the same rows).
+	Database string
+	Runs     *sql.DB
 	// Batch runs its statements together; a transaction on DB when nil.
 	Batch sqlbatch.Runner
 }
 
 // Name implements jobs.Job.
-func (j *TallyCheck) Name() string { return TallyJobName }
+func (j *TallyCheck) Name() string { return JobName(TallyJobName, j.Database) }
 
 // tallySeenSQL reads retention's deletion counters and what the previous
 // run of this job saw of them (its summary; -1 when it never ran).
@@ -53,13 +58,35 @@ const tallySeenSQL = `SELECT
 	COALESCE((SELECT CAST(last_summary ->> '$.retention_deleted' AS INTEGER) FROM job_runs WHERE job = ?3), -1) AS seen_deleted,
 	COALESCE((SELECT CAST(last_summary ->> '$.retention_capped' AS INTEGER) FROM job_runs WHERE job = ?3), -1) AS seen_capped`
 
+// tallyCountersSQL and tallyLastSeenSQL are tallySeenSQL's two halves, for
+// a database whose job_runs is elsewhere.
+const (
+	tallyCountersSQL = `SELECT
+	COALESCE((SELECT value FROM counters WHERE name = ?1), 0) + COALESCE((SELECT value FROM counters WHERE name = ?2), 0) AS deleted,
+	COALESCE((SELECT value FROM counters WHERE name = ?2), 0) AS capped`
+	tallyLastSeenSQL = `SELECT
+	COALESCE((SELECT CAST(last_summary ->> '$.retention_deleted' AS INTEGER) FROM job_runs WHERE job = ?1), -1) AS seen_deleted,
+	COALESCE((SELECT CAST(last_summary ->> '$.retention_capped' AS INTEGER) FROM job_runs WHERE job = ?1), -1) AS seen_capped`
+)
+
 // Run recounts at now what retention's deletions since the previous run
 // made stale.
 func (j *TallyCheck) Run(ctx context.Context, now time.Time) (map[string]any, error) {
 	var deleted, capped, seenDeleted, seenCapped int64
-	if err := j.DB.QueryRowContext(ctx, tallySeenSQL, CounterRetentionAge, CounterRetentionCap, TallyJobName).
-		Scan(&deleted, &capped, &seenDeleted, &seenCapped); err != nil {
-		return nil, fmt.Errorf("dlq tally: %w", err)
+	if j.Runs == nil || j.Runs == j.DB {
+		if err := j.DB.QueryRowContext(ctx, tallySeenSQL, CounterRetentionAge, CounterRetentionCap, j.Name()).
+			Scan(&deleted, &capped, &seenDeleted, &seenCapped); err != nil {
+			return nil, fmt.Errorf("dlq tally: %w", err)
+		}
+	} else {
+		// Retention's counters are in DB, this job's last summary in Runs.
+		if err := j.DB.QueryRowContext(ctx, tallyCountersSQL, CounterRetentionAge, CounterRetentionCap).
+			Scan(&deleted, &capped); err != nil {
+			return nil, fmt.Errorf("dlq tally: %w", err)
+		}
+		if err := j.Runs.QueryRowContext(ctx, tallyLastSeenSQL, j.Name()).Scan(&seenDeleted, &seenCapped); err != nil {
+			return nil, fmt.Errorf("dlq tally: %w", err)
+		}
 	}
 	statuses, hours := deleted != seenDeleted, capped != seenCapped
 	if _, err := batchOf(j.Batch, j.DB).Batch(ctx, recountStatements(now, statuses, hours, false)...); err != nil {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,8 +27,10 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/d1migrate"
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/internal/wranglerconfig"
 )
 
 // Test credentials passed to the worker with --var (never real secrets).
@@ -61,15 +64,14 @@ type Options struct {
 	// dev's script argument), relative to the project root: the bench's
 	// metered entry modules (bench/d1meta).
 	Main string
-	// Databases are more local D1 databases of wrangler.jsonc's e2e
-	// environment to migrate (and whose ids to seed, dlq.SeedIDsSQL)
-	// before the worker starts, for a test whose pipelines name them.
-	Databases []Database
-}
-
-// Database is a D1 binding of the e2e environment and its database_name.
-type Database struct {
-	Binding, Name string
+	// OwnDatabases runs the tickets pipeline on its own database
+	// TICKETS_DB: every D1 binding of env.e2e is migrated (its ids from its
+	// base) and PIPELINES is env.e2e's with tickets' "database" set (unless
+	// Vars name PIPELINES). Without it the worker runs env.e2e as declared:
+	// every pipeline on DB, only DB migrated, the one-database deployment
+	// the rest of the suite exercises (a bulk filter then needs no pipeline;
+	// the D1 row figures are one database's).
+	OwnDatabases bool
 }
 
 // Worker is one running `wrangler dev --env e2e` with its own local state.
@@ -86,6 +88,7 @@ type Worker struct {
 	logPath       string
 	ownProvider   bool
 	redrive       bool // wrangler.jsonc's e2e environment (not another config)
+	ownDatabases  bool // Options.OwnDatabases
 
 	dbOnce sync.Once
 	db     *sql.DB
@@ -94,9 +97,14 @@ type Worker struct {
 	rw     *sql.DB
 	rwErr  error
 
+	// d1Files maps each D1 binding to its SQLite file under persist (the
+	// file its migrations created); others holds the read-only handles
+	// DBOf opened on them.
+	d1Files  map[string]string
+	othersMu sync.Mutex
+	others   map[string]*sql.DB
+
 	stopOnce sync.Once
-	// dbFile is DB's local SQLite file (the first D1 file under persist).
-	dbFile string
 }
 
 // StartWorker applies the migrations to a fresh local D1, starts wrangler dev
@@ -111,7 +119,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log"),
-		configArgs: []string{"--env", "e2e"}, redrive: opts.Config == ""}
+		configArgs: []string{"--env", "e2e"}, redrive: opts.Config == "", ownDatabases: opts.OwnDatabases}
 	if opts.Config != "" {
 		w.configArgs = []string{"--config", opts.Config}
 	}
@@ -136,13 +144,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		}
 		w.ownProvider = true
 	}
-	if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", persist)...); err != nil {
-		w.Stop()
-		return nil, fmt.Errorf("apply migrations: %v\n%s", err, out)
-	}
-	// DB's file, found before another database has one.
-	w.dbFile = w.d1File()
-	if err := w.prepareDatabases(opts.Databases); err != nil {
+	if err := w.migrate(); err != nil {
 		w.Stop()
 		return nil, err
 	}
@@ -164,6 +166,14 @@ func StartWorker(opts Options) (*Worker, error) {
 		"--var", "API_KEY:"+TestAPIKey, "--var", "ADMIN_SECRET:"+TestAdminSecret, "--var", "REPORT_TOKEN:"+TestReportToken,
 		"--var", "ENRICHMENT_API_URL:"+w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key")
 	args = append(append(args, w.configArgs...), w.extraArgs...)
+	if w.redrive && opts.OwnDatabases && opts.Vars["PIPELINES"] == "" && w.env() == "e2e" {
+		own, err := ticketsOnOwnDatabase(root)
+		if err != nil {
+			w.Stop()
+			return nil, err
+		}
+		args = append(args, "--var", "PIPELINES:"+own)
+	}
 	for k, v := range opts.Vars {
 		args = append(args, "--var", k+":"+v)
 	}
@@ -217,6 +227,9 @@ func (w *Worker) stop() {
 	if w.rw != nil {
 		w.rw.Close()
 	}
+	for _, db := range w.others {
+		db.Close()
+	}
 	if w.cmd != nil && w.cmd.Process != nil {
 		pgid := w.cmd.Process.Pid
 		syscall.Kill(-pgid, syscall.SIGTERM)
@@ -240,24 +253,99 @@ func (w *Worker) Log() string {
 	return string(b)
 }
 
-// d1Args builds `wrangler d1 <args>` for this worker's config and environment.
-func (w *Worker) d1Args(args ...string) []string {
-	return append(append([]string{"d1"}, args...), w.configArgs...)
-}
-
-// prepareDatabases migrates each of ds and seeds its ids from its binding's
-// range, as `make migrate-local` does.
-func (w *Worker) prepareDatabases(ds []Database) error {
-	for _, d := range ds {
-		if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", d.Name, "--local", "--persist-to", w.persist)...); err != nil {
-			return fmt.Errorf("apply migrations to %s: %v\n%s", d.Name, err, out)
+// migrate applies the migrations to every D1 database the worker's
+// environment binds, as make migrate-local does (internal/d1migrate: for
+// each binding its migrations, then its id range; DB only unless
+// OwnDatabases: no pipeline names another), and notes which local SQLite
+// file each binding's migrations created. Another config (the
+// bench's reference worker) gets its beer-db migrated only.
+func (w *Worker) migrate() error {
+	if !w.redrive {
+		if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", w.persist)...); err != nil {
+			return fmt.Errorf("apply migrations: %v\n%s", err, out)
 		}
-		seed := strings.ReplaceAll(strings.TrimSpace(dlq.SeedIDsSQL(d.Binding)), "\n", " ")
-		if out, err := w.wrangler(time.Minute, w.d1Args("execute", d.Name, "--local", "--persist-to", w.persist, "--command", seed)...); err != nil {
-			return fmt.Errorf("seed the ids of %s: %v\n%s", d.Name, err, out)
+		return nil
+	}
+	cfg, err := wranglerconfig.Load(w.root)
+	if err != nil {
+		return err
+	}
+	steps, err := d1migrate.Plan(cfg, w.env(), []string{"--local", "--persist-to", w.persist}, w.configArgs)
+	if err != nil {
+		return err
+	}
+	w.d1Files = map[string]string{}
+	for _, st := range steps {
+		if !w.ownDatabases && st.Binding != config.SharedDatabase {
+			continue // no pipeline names it (OwnDatabases)
+		}
+		before := w.sqliteFiles()
+		if out, err := w.wrangler(2*time.Minute, st.Args...); err != nil {
+			return fmt.Errorf("migrate %s (%s): %v\n%s", st.Binding, strings.Join(st.Args[:3], " "), err, out)
+		}
+		for f := range w.sqliteFiles() {
+			if !before[f] {
+				w.d1Files[st.Binding] = f
+			}
 		}
 	}
 	return nil
+}
+
+// env is the wrangler environment the worker runs ("" for the top level).
+func (w *Worker) env() string {
+	env := ""
+	for i, a := range w.configArgs {
+		if a == "--env" && i+1 < len(w.configArgs) {
+			env = w.configArgs[i+1]
+		}
+	}
+	return env
+}
+
+// TicketsDB is the D1 binding of env.e2e that OwnDatabases runs the
+// tickets pipeline on.
+const TicketsDB = "TICKETS_DB"
+
+// ticketsOnOwnDatabase is env.e2e's PIPELINES with the tickets pipeline on
+// TicketsDB.
+func ticketsOnOwnDatabase(root string) (string, error) {
+	cfg, err := wranglerconfig.Load(root)
+	if err != nil {
+		return "", err
+	}
+	var ps []map[string]any
+	if err := json.Unmarshal([]byte(cfg.Envs["e2e"].Vars["PIPELINES"]), &ps); err != nil {
+		return "", fmt.Errorf("env.e2e PIPELINES: %w", err)
+	}
+	found := false
+	for _, p := range ps {
+		if p["name"] == "tickets" {
+			p["database"], found = TicketsDB, true
+		}
+	}
+	if !found {
+		return "", errors.New("env.e2e PIPELINES has no tickets pipeline")
+	}
+	b, err := json.Marshal(ps)
+	return string(b), err
+}
+
+// sqliteFiles are the local D1 database files under persist.
+func (w *Worker) sqliteFiles() map[string]bool {
+	files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
+	out := map[string]bool{}
+	for _, f := range files {
+		if filepath.Base(f) != "metadata.sqlite" {
+			out[f] = true
+		}
+	}
+	return out
+}
+
+// d1Args builds `wrangler d1 <args>` for this worker's config and environment.
+func (w *Worker) d1Args(args ...string) []string {
+	return append(append([]string{"d1"}, args...), w.configArgs...)
 }
 
 // wrangler runs a one-off wrangler command in the project root.
@@ -473,27 +561,62 @@ func (w *Worker) ExecDirect(t testing.TB, sqlText string) {
 	}
 }
 
-// openD1File opens DB's local D1 SQLite file (under --persist-to) with the given URI options.
+// openD1File opens the local D1 SQLite file of DB (under --persist-to) with the given URI options.
 func (w *Worker) openD1File(opts string) (*sql.DB, error) {
-	f := w.dbFile
-	if f == "" {
-		f = w.d1File()
-	}
-	if f == "" {
-		return nil, fmt.Errorf("no local D1 file under %s", w.persist)
-	}
-	return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+	return w.openD1FileOf(config.SharedDatabase, opts)
 }
 
-// d1File is the first local D1 SQLite file under --persist-to ("": none).
-func (w *Worker) d1File() string {
-	files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
-	for _, f := range files {
-		if filepath.Base(f) != "metadata.sqlite" {
-			return f
+// openD1FileOf opens the local D1 SQLite file of binding.
+func (w *Worker) openD1FileOf(binding, opts string) (*sql.DB, error) {
+	if f, ok := w.d1Files[binding]; ok {
+		return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+	}
+	if w.d1Files == nil && binding == config.SharedDatabase {
+		// Another config: its one database.
+		for f := range w.sqliteFiles() {
+			return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
 		}
 	}
-	return ""
+	return nil, fmt.Errorf("no local D1 file of %s under %s", binding, w.persist)
+}
+
+// DBOf opens the local D1 file of binding read-only (DB(t) is DB's), for
+// asserting on the rows of a pipeline with its own database.
+func (w *Worker) DBOf(t testing.TB, binding string) *sql.DB {
+	t.Helper()
+	if binding == config.SharedDatabase {
+		return w.DB(t)
+	}
+	w.othersMu.Lock()
+	defer w.othersMu.Unlock()
+	if db, ok := w.others[binding]; ok {
+		return db
+	}
+	db, err := w.openD1FileOf(binding, "mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.others == nil {
+		w.others = map[string]*sql.DB{}
+	}
+	w.others[binding] = db
+	return db
+}
+
+// IntOf runs a query returning one integer in binding's database.
+func (w *Worker) IntOf(t testing.TB, binding, query string, args ...any) int64 {
+	t.Helper()
+	var n sql.NullInt64
+	if err := w.DBOf(t, binding).QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %s: %v", binding, query, err)
+	}
+	return n.Int64
+}
+
+// ExecOf changes binding's local D1 through `wrangler d1 execute`, as Exec does DB's.
+func (w *Worker) ExecOf(t testing.TB, binding, sqlText string) {
+	t.Helper()
+	w.execD1Of(t, binding, 2*time.Minute, "--command", sqlText)
 }
 
 // Int runs a query returning one integer.
@@ -524,10 +647,16 @@ func (w *Worker) ExecFile(t testing.TB, path string) {
 // locked (SQLITE_BUSY) did nothing and is run again, until timeout.
 func (w *Worker) execD1(t testing.TB, timeout time.Duration, args ...string) {
 	t.Helper()
+	w.execD1Of(t, "beer-db", timeout, args...)
+}
+
+// execD1Of is execD1 on database (a binding or a database name).
+func (w *Worker) execD1Of(t testing.TB, database string, timeout time.Duration, args ...string) {
+	t.Helper()
 	var out []byte
 	err := Poll(timeout, func() (bool, error) {
 		var err error
-		out, err = w.wrangler(timeout, w.d1Args(append([]string{"execute", "beer-db", "--local", "--persist-to", w.persist}, args...)...)...)
+		out, err = w.wrangler(timeout, w.d1Args(append([]string{"execute", database, "--local", "--persist-to", w.persist}, args...)...)...)
 		if err != nil && bytes.Contains(out, []byte("SQLITE_BUSY")) {
 			return false, nil
 		}

@@ -3,62 +3,14 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/sqlitetest"
 )
-
-// ticketsDB is the tickets pipeline's own database in wrangler.jsonc's e2e
-// environment.
-var ticketsDB = Database{Binding: "TICKETS_DB", Name: "tickets-db"}
-
-// pipelinesOnTicketsDB is the e2e environment's PIPELINES with the tickets
-// pipeline on TICKETS_DB (passed as a --var: the other tests keep every
-// pipeline in DB).
-func pipelinesOnTicketsDB(t *testing.T) string {
-	t.Helper()
-	root, err := sqlitetest.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "wrangler.jsonc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`"PIPELINES": ("(?:[^"\\]|\\.)*")`).FindAllSubmatch(raw, -1)
-	if len(m) == 0 {
-		t.Fatal("no PIPELINES in wrangler.jsonc")
-	}
-	val, err := strconv.Unquote(string(m[len(m)-1][1])) // the e2e environment's: the last one
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ps []map[string]any
-	if err := json.Unmarshal([]byte(val), &ps); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, p := range ps {
-		if p["name"] == "tickets" {
-			p["database"], found = ticketsDB.Binding, true
-		}
-	}
-	if !found {
-		t.Fatal("no tickets pipeline in the e2e PIPELINES")
-	}
-	out, _ := json.Marshal(ps)
-	return string(out)
-}
 
 // multiRow is what the list shows of a row.
 type multiRow struct {
@@ -74,8 +26,8 @@ type multiRow struct {
 // ?pipeline=tickets lists only its rows; a tampered merged cursor is 400
 // INVALID_CURSOR. Rows read per merged page are logged and bounded.
 func TestMultiDatabaseViewsMergeTicketsAndOrders(t *testing.T) {
-	vars := map[string]string{"PIPELINES": pipelinesOnTicketsDB(t), "D1_USAGE_FLUSH_SECONDS": "0"}
-	w := startWorkerWith(t, Options{ExtraConfigs: []string{jsConsumerConfig}, Vars: vars, Databases: []Database{ticketsDB}})
+	vars := map[string]string{"D1_USAGE_FLUSH_SECONDS": "0"}
+	w := startWorkerWith(t, Options{ExtraConfigs: []string{jsConsumerConfig}, Vars: vars, OwnDatabases: true})
 	n := time.Now().UnixNano() % 1_000_000_000
 	var tickets, orders []string
 	for i := range 3 {
@@ -107,7 +59,7 @@ func TestMultiDatabaseViewsMergeTicketsAndOrders(t *testing.T) {
 		return len(ts) == 3 && len(ords) == 4
 	})
 	ts, total, _ := list("/admin/dlq?pipeline=tickets&limit=100")
-	base := dlq.IDBase(ticketsDB.Binding)
+	base := dlq.IDBase(TicketsDB)
 	for _, r := range ts {
 		if r.SourceQueue != ticketsQueue || r.ID <= base {
 			t.Fatalf("?pipeline=tickets listed %+v (TICKETS_DB ids start after %d)", r, base)

@@ -23,7 +23,8 @@ const ticketsQueue = "e2e-tickets"
 // reaches its consumer byte-identical and, failing again, updates its row;
 // an edited replay delivers the fixed body.
 func TestPipelineAddedByConfigurationIsCapturedAndReplayed(t *testing.T) {
-	w := startJSWorker(t)
+	// As env.e2e declares it: on its own database TICKETS_DB.
+	w := startWorkerWith(t, Options{ExtraConfigs: []string{jsConsumerConfig}, OwnDatabases: true})
 	n := time.Now().UnixNano() % 1_000_000_000
 	ticket := func(i int, team string, fail bool) string {
 		return fmt.Sprintf(`{"ticket":"T-%d-%d","team":%q,"fail":%t,"detail":{"steps":[1,2.5,"<&>"],"é":"🍺"}}`, n, i, team, fail)
@@ -38,7 +39,7 @@ func TestPipelineAddedByConfigurationIsCapturedAndReplayed(t *testing.T) {
 	}
 	rowOf := func(body string) (row, bool) {
 		var r row
-		err := w.DB(t).QueryRow(`SELECT id, replay_count, beer_id, COALESCE(beer_name, ''), status, last_message_id, message_id
+		err := w.DBOf(t, ticketsDB).QueryRow(`SELECT id, replay_count, beer_id, COALESCE(beer_name, ''), status, last_message_id, message_id
 			FROM dlq_messages WHERE source_queue = ? AND body_hash = ?`, ticketsQueue, dlq.BodyHash("json", body)).
 			Scan(&r.ID, &r.ReplayCount, &r.Key, &r.Team, &r.Status, &r.LastMessageID, &r.MessageID)
 		return r, err == nil
@@ -63,7 +64,7 @@ func TestPipelineAddedByConfigurationIsCapturedAndReplayed(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	Eventually(t, 30*time.Second, "the good ticket delivered once", func() bool { return len(w.queueDeliveries(t, ticketsQueue, ok)) == 1 })
-	if c := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = ?`, ticketsQueue); c != 2 {
+	if c := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = ?`, ticketsQueue); c != 2 {
 		t.Fatalf("%d tickets rows, want 2", c)
 	}
 
@@ -94,6 +95,6 @@ func TestPipelineAddedByConfigurationIsCapturedAndReplayed(t *testing.T) {
 	}
 	Eventually(t, 60*time.Second, "the edited ticket delivered", func() bool { return len(w.queueDeliveries(t, ticketsQueue, fixed)) == 1 })
 	Consistently(t, 3*time.Second, "delivered once, no new row", func() bool {
-		return len(w.queueDeliveries(t, ticketsQueue, fixed)) == 1 && w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = ?`, ticketsQueue) == 2
+		return len(w.queueDeliveries(t, ticketsQueue, fixed)) == 1 && w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = ?`, ticketsQueue) == 2
 	})
 }

@@ -18,9 +18,19 @@ type Consumer struct {
 	DeadLetterQueue string `json:"dead_letter_queue"`
 }
 
-// Env is the part of a wrangler environment the tests compare with the code.
+// D1Database is one D1 binding of an environment.
+type D1Database struct {
+	Binding       string `json:"binding"`
+	DatabaseName  string `json:"database_name"`
+	DatabaseID    string `json:"database_id"`
+	MigrationsDir string `json:"migrations_dir"`
+}
+
+// Env is the part of a wrangler environment the tests (and cmd/migrate)
+// compare with the code.
 type Env struct {
-	Queues struct {
+	D1Databases []D1Database `json:"d1_databases"`
+	Queues      struct {
 		Producers []struct {
 			Binding string `json:"binding"`
 			Queue   string `json:"queue"`
@@ -51,19 +61,47 @@ func (e Env) Consumer(queue string) (Consumer, bool) {
 
 // Load reads root/wrangler.jsonc (JSON with comments and trailing commas).
 func Load(root string) (Config, error) {
+	return LoadFile(filepath.Join(root, "wrangler.jsonc"))
+}
+
+// LoadFile reads the wrangler configuration at path (JSONC).
+func LoadFile(path string) (Config, error) {
 	var c Config
-	src, err := os.ReadFile(filepath.Join(root, "wrangler.jsonc"))
+	src, err := os.ReadFile(path)
 	if err != nil {
 		return c, err
 	}
+	name := filepath.Base(path)
 	std, err := hujson.Standardize(src)
 	if err != nil {
-		return c, fmt.Errorf("wrangler.jsonc: %w", err)
+		return c, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := json.Unmarshal(std, &c); err != nil {
-		return c, fmt.Errorf("wrangler.jsonc: %w", err)
+		return c, fmt.Errorf("%s: %w", name, err)
 	}
 	return c, nil
+}
+
+// Environment returns the environment named name ("" is the top level).
+func (c Config) Environment(name string) (Env, error) {
+	if name == "" {
+		return c.Env, nil
+	}
+	e, ok := c.Envs[name]
+	if !ok {
+		return Env{}, fmt.Errorf("wrangler.jsonc: no environment %q", name)
+	}
+	return e, nil
+}
+
+// D1Bindings are the environment's D1 bindings in the order
+// wrangler.jsonc lists them.
+func (e Env) D1Bindings() []string {
+	var out []string
+	for _, d := range e.D1Databases {
+		out = append(out, d.Binding)
+	}
+	return out
 }
 
 // All returns every environment by name ("" is the top level).

@@ -1,0 +1,114 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// ticketsDB is the e2e environment's database of the tickets pipeline
+// (wrangler.jsonc env.e2e; docs/pipelines.md "Its own database").
+const ticketsDB = TicketsDB
+
+// A worker of the e2e environment as declared: the tickets pipeline on
+// TICKETS_DB (Options.OwnDatabases).
+func TestMultiDB(t *testing.T) {
+	w := startWorkerWith(t, Options{OwnDatabases: true, Vars: map[string]string{"D1_USAGE_FLUSH_SECONDS": "0"}})
+	t.Run("CaptureIDsStartAtTheBase", func(t *testing.T) { checkCaptureIDsStartAtTheBase(t, w) })
+	t.Run("CronJobsRunOnEachDatabase", func(t *testing.T) { checkCronJobsRunOnEachDatabase(t, w) })
+}
+
+// After the harness's migrations (internal/d1migrate, as make
+// migrate-local) TICKETS_DB counts its ids from its own base: a tickets
+// failure captured by the worker lands there, with an id at least
+// dlq.IDBase(TICKETS_DB), and nothing of it in DB.
+func checkCaptureIDsStartAtTheBase(t *testing.T, w *Worker) {
+	ticket := fmt.Sprintf("T-ids-%d", time.Now().UnixNano())
+	w.sendJSON(t, "e2e-tickets-dlq", fmt.Sprintf(`{"ticket":%q,"team":"infra"}`, ticket))
+	Eventually(t, 60*time.Second, "the ticket captured into TICKETS_DB", func() bool {
+		return w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, ticket) == 1
+	})
+	id := w.IntOf(t, ticketsDB, `SELECT id FROM dlq_messages WHERE beer_id = ?`, ticket)
+	if base := dlq.IDBase(ticketsDB); id < base || id > base+1000 {
+		t.Fatalf("id %d, want within [%d, %d]", id, base, base+1000)
+	}
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, ticket); n != 0 {
+		t.Fatalf("%d rows of the ticket in DB", n)
+	}
+	if r := w.Admin(t, http.MethodGet, fmt.Sprintf("/admin/dlq/%d", id), nil); r.Status != http.StatusOK ||
+		!strings.Contains(string(r.Raw), ticket) {
+		t.Fatalf("GET /admin/dlq/%d: %d %s", id, r.Status, r.Raw)
+	}
+}
+
+// The crons run on each database: the daily cron deletes a tickets row
+// past its pipeline's 7 days from TICKETS_DB (and keeps a younger one),
+// recorded in DB's job_runs as dlq_retention:TICKETS_DB; the 5-minute cron
+// raises the tickets pipeline's pending alert (read in TICKETS_DB) and
+// TICKETS_DB's repeat-failures alert, kept in DB's alert_state; DB's
+// repeat-failures alert, whose database has no such row, stays quiet.
+// The rows each per-database job read are logged from /admin/metrics.
+func checkCronJobsRunOnEachDatabase(t *testing.T, w *Worker) {
+	at := cronTime()
+	now := at.UnixMilli()
+	p := fmt.Sprintf("mdb%d", time.Now().UnixNano())
+	// 101 pending tickets rows (the pending threshold is 100), one of them
+	// replayed 3 times; two acknowledged ones, 8 and 6 days ago.
+	w.ExecOf(t, ticketsDB, fmt.Sprintf(`
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 101)
+		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, replay_count, updated_at)
+		SELECT '%[1]s-p-' || i, '%[1]s-p-' || i, '%[1]s-p-' || i, 'e2e-tickets', 'pending', %[2]d - %[3]d, CASE WHEN i = 1 THEN 3 ELSE 0 END, 7 FROM n;
+		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, acknowledged_at, updated_at) VALUES
+			('%[1]s-ack-8d', '', '%[1]s-aged', 'e2e-tickets', 'acknowledged', %[2]d - 9 * %[3]d, %[2]d - 8 * %[3]d, 7),
+			('%[1]s-ack-6d', '', '%[1]s-aged', 'e2e-tickets', 'acknowledged', %[2]d - 9 * %[3]d, %[2]d - 6 * %[3]d, 7);`, p, now, dayMS))
+
+	fireAndWait(t, w, cronDaily, "dlq_tally:"+ticketsDB, at)
+	left := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, p+"-aged")
+	kept := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE message_id = ?`, p+"-ack-6d")
+	if left != 1 || kept != 1 {
+		t.Fatalf("TICKETS_DB keeps %d aged rows (the 6-day one: %d), want the 6-day one only", left, kept)
+	}
+	var deleted int64
+	if err := w.DB(t).QueryRow(`SELECT last_summary ->> '$.deleted_age' FROM job_runs WHERE job = ? AND last_ok = 1`,
+		"dlq_retention:"+ticketsDB).Scan(&deleted); err != nil || deleted != 1 {
+		t.Fatalf("dlq_retention:TICKETS_DB in DB's job_runs: deleted_age %d %v", deleted, err)
+	}
+	if n := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM job_runs`); n != 0 {
+		t.Fatalf("%d job_runs rows in TICKETS_DB", n)
+	}
+	for _, job := range []string{"dlq_retention", "audit_retention", "dlq_tally", "audit_retention:" + ticketsDB} {
+		if n := w.Int(t, `SELECT COUNT(*) FROM job_runs WHERE job = ? AND last_run_at = ? AND last_ok = 1`, job, now); n != 1 {
+			t.Errorf("no successful run of %s recorded", job)
+		}
+	}
+
+	at2 := at.Add(5 * time.Minute)
+	fireAndWait(t, w, cronFrequent, "alerts", at2)
+	firing := func(name string) int64 {
+		return w.Int(t, `SELECT COALESCE((SELECT firing FROM alert_state WHERE name = ?), 0)`, name)
+	}
+	if firing("dlq_pending_high:tickets") != 1 || firing("dlq_repeat_failures:"+ticketsDB) != 1 {
+		t.Fatalf("alerts: dlq_pending_high:tickets %d, dlq_repeat_failures:TICKETS_DB %d, want both firing",
+			firing("dlq_pending_high:tickets"), firing("dlq_repeat_failures:"+ticketsDB))
+	}
+	if firing("dlq_repeat_failures") != 0 {
+		t.Fatal("DB's dlq_repeat_failures fired: its database has no row replayed more than twice")
+	}
+	for _, job := range []string{"dlq_rescue", "dlq_rescue:" + ticketsDB} {
+		if n := w.Int(t, `SELECT COUNT(*) FROM job_runs WHERE job = ? AND last_run_at = ?`, job, at2.UnixMilli()); n != 1 {
+			t.Errorf("no run of %s recorded", job)
+		}
+	}
+	usage := d1Usage(t, w)
+	for _, job := range []string{"dlq_rescue", "alerts", "dlq_retention", "dlq_tally", "audit_retention"} {
+		shared, own := usage["cron "+job], usage["cron "+job+":"+ticketsDB]
+		t.Logf("cron %-16s DB: read %4d written %4d (%d statements); TICKETS_DB: read %4d written %4d (%d statements)",
+			job, shared.RowsRead, shared.RowsWritten, shared.Statements, own.RowsRead, own.RowsWritten, own.Statements)
+	}
+}
