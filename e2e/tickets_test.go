@@ -23,7 +23,7 @@ const ticketsQueue = "e2e-tickets"
 // reaches its consumer byte-identical and, failing again, updates its row;
 // an edited replay delivers the fixed body.
 func TestPipelineAddedByConfigurationIsCapturedAndReplayed(t *testing.T) {
-	// As env.e2e declares it: on its own database TICKETS_DB.
+	// On its own database TICKETS_DB (Options.OwnDatabases).
 	w := startWorkerWith(t, Options{ExtraConfigs: []string{jsConsumerConfig}, OwnDatabases: true})
 	n := time.Now().UnixNano() % 1_000_000_000
 	ticket := func(i int, team string, fail bool) string {
