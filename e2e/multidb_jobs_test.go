@@ -22,6 +22,82 @@ func TestMultiDB(t *testing.T) {
 	w := startWorkerWith(t, Options{OwnDatabases: true, Vars: map[string]string{"D1_USAGE_FLUSH_SECONDS": "0"}})
 	t.Run("CaptureIDsStartAtTheBase", func(t *testing.T) { checkCaptureIDsStartAtTheBase(t, w) })
 	t.Run("CronJobsRunOnEachDatabase", func(t *testing.T) { checkCronJobsRunOnEachDatabase(t, w) })
+	t.Run("ActionsRunInTheDatabaseOfTheirRows", func(t *testing.T) { checkActionsRunInTheDatabaseOfTheirRows(t, w) })
+}
+
+// Row and task actions find their rows' database in workerd: acknowledge
+// by ids of TICKETS_DB changes the row and writes its audit entry there;
+// ids of two databases and a bulk filter naming no pipeline are 400 and
+// change nothing; a tickets replay task lives in TICKETS_DB (id from its
+// base), is read and paused by that id, and the task list merges both
+// databases' tasks.
+func checkActionsRunInTheDatabaseOfTheirRows(t *testing.T, w *Worker) {
+	p := fmt.Sprintf("act%d", time.Now().UnixNano())
+	w.sendJSON(t, "e2e-tickets-dlq", fmt.Sprintf(`{"ticket":"%s-1","team":"infra"}`, p), fmt.Sprintf(`{"ticket":"%s-2","team":"infra"}`, p))
+	w.Send(t, "beer-enrichment-dlq", fmt.Sprintf(`{"beer_id":"%s-b"}`, p))
+	Eventually(t, 60*time.Second, "two tickets in TICKETS_DB and a beer in DB", func() bool {
+		return w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, p+"-%") == 2 &&
+			w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, p+"-b") == 1
+	})
+	t1 := w.IntOf(t, ticketsDB, `SELECT id FROM dlq_messages WHERE beer_id = ?`, p+"-1")
+	b := w.Int(t, `SELECT id FROM dlq_messages WHERE beer_id = ?`, p+"-b")
+	for _, c := range []struct {
+		body any
+		code string
+	}{
+		{map[string]any{"ids": []int64{t1, b}}, "IDS_IN_SEVERAL_DATABASES"},
+		{map[string]any{"filter": map[string]any{"status": "pending"}}, "PIPELINE_REQUIRED"},
+	} {
+		for _, route := range []string{"/admin/dlq/acknowledge", "/admin/dlq/replay"} {
+			if r := w.Admin(t, http.MethodPost, route, c.body); r.Status != http.StatusBadRequest || r.Error == nil || r.Error.Code != c.code {
+				t.Errorf("%s %v: %d %s", route, c.body, r.Status, r.Raw)
+			}
+		}
+	}
+	if n := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'pending'`, p+"-%"); n != 2 {
+		t.Fatalf("a refused action changed tickets rows: %d pending", n)
+	}
+	if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": []int64{t1}, "note": p}); r.Status != http.StatusOK {
+		t.Fatalf("acknowledge: %d %s", r.Status, r.Raw)
+	}
+	if w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'acknowledged'`, t1) != 1 ||
+		w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM admin_audit WHERE action = 'acknowledge' AND note = ?`, p) != 1 ||
+		w.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE note = ?`, p) != 0 {
+		t.Fatal("the acknowledgement or its audit entry is not in TICKETS_DB alone")
+	}
+	r := w.Admin(t, http.MethodPost, "/admin/dlq/replay-tasks", map[string]any{"filter": map[string]any{"pipeline": "tickets"}, "rate_per_minute": 1})
+	var task struct {
+		ID      int64 `json:"id"`
+		Matched int64 `json:"matched"`
+	}
+	r.Decode(t, &task)
+	if r.Status != http.StatusAccepted || task.ID < dlq.IDBase(ticketsDB) || task.Matched < 1 {
+		// (the second ticket is pending: the task matches it)
+		t.Fatalf("tickets task: %d %s", r.Status, r.Raw)
+	}
+	if w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM replay_tasks WHERE id = ?`, task.ID) != 1 {
+		t.Fatal("the tickets task is not in TICKETS_DB")
+	}
+	if r := w.Admin(t, http.MethodPost, fmt.Sprintf("/admin/dlq/replay-tasks/%d/pause", task.ID), nil); r.Status != http.StatusOK ||
+		w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM replay_tasks WHERE id = ? AND state = 'paused'`, task.ID) != 1 {
+		t.Fatalf("pause: %d %s", r.Status, r.Raw)
+	}
+	if r := w.Admin(t, http.MethodPost, "/admin/dlq/replay-tasks", map[string]any{"filter": map[string]any{"pipeline": "beers"}, "rate_per_minute": 1}); r.Status != http.StatusAccepted {
+		t.Fatalf("beers task: %d %s", r.Status, r.Raw)
+	}
+	var list struct {
+		Tasks []struct {
+			ID int64 `json:"id"`
+		} `json:"tasks"`
+	}
+	w.Admin(t, http.MethodGet, "/admin/dlq/replay-tasks?limit=100", nil).Decode(t, &list)
+	found := false
+	for _, x := range list.Tasks {
+		found = found || x.ID == task.ID
+	}
+	if !found || len(list.Tasks) < 2 {
+		t.Fatalf("the task list of every database: %+v", list.Tasks)
+	}
 }
 
 // After the harness's migrations (internal/d1migrate, as make
