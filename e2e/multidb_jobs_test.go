@@ -71,8 +71,8 @@ func checkActionsRunInTheDatabaseOfTheirRows(t *testing.T, w *Worker) {
 		Matched int64 `json:"matched"`
 	}
 	r.Decode(t, &task)
+	// The second ticket is pending: the task matches it.
 	if r.Status != http.StatusAccepted || task.ID < dlq.IDBase(ticketsDB) || task.Matched < 1 {
-		// (the second ticket is pending: the task matches it)
 		t.Fatalf("tickets task: %d %s", r.Status, r.Raw)
 	}
 	if w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM replay_tasks WHERE id = ?`, task.ID) != 1 {
