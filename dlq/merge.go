@@ -140,16 +140,6 @@ func advance[T any](spots []spot, streams []stream[T], taken []int, at func(T) s
 	}
 }
 
-// anyLeft reports whether a database has rows after its spot.
-func anyLeft(spots []spot) bool {
-	for _, s := range spots {
-		if !s.Done {
-			return true
-		}
-	}
-	return false
-}
-
 // dbOf is the connection of the database a view with a pipeline or source
 // queue filter reads (d empty: db, the services' own DB).
 func dbOf(d Databases, db *sql.DB, pipeline, sourceQueue string) *sql.DB {

@@ -112,6 +112,20 @@ func TestMultiDatabaseViewsMergeTicketsAndOrders(t *testing.T) {
 		t.Fatalf("listed %d rows in %d pages, want 7 in 4", len(seen), pages)
 	}
 
+	// Each view over every pipeline: one statement per database. (The
+	// metrics scrape is left out: the usage is read through it.)
+	for _, path := range []string{"/admin/dlq/stats", "/admin/dlq/groups", "/admin/dlq/timeseries", "/admin/audit"} {
+		op := "GET " + path
+		u0 := settledUsage(t, w)
+		if r, err := w.Do(http.MethodGet, path, nil, AdminHeaders()); err != nil || r.Status != http.StatusOK {
+			t.Fatalf("GET %s: %v %v", path, err, r)
+		}
+		u := usageDelta(u0, settledUsage(t, w), opIs(op))
+		t.Logf("%s: D1 rows read %d in %d statements", op, u.RowsRead, u.Statements)
+		if u.Statements != 2 || u.RowsRead > 2*10_000 {
+			t.Errorf("%s: %d statements, %d rows read (one statement per database, each within its budget)", op, u.Statements, u.RowsRead)
+		}
+	}
 	var stats dlq.StatsReport
 	w.Admin(t, http.MethodGet, "/admin/dlq/stats", nil).Decode(t, &stats)
 	byPipeline := map[string]int64{}
@@ -132,4 +146,32 @@ func TestMultiDatabaseViewsMergeTicketsAndOrders(t *testing.T) {
 	if pipelines["tickets"] != 3 || pipelines["orders"] != 4 {
 		t.Fatalf("groups %+v", groups.Groups)
 	}
+
+	// An acknowledge of a ticket is audited in TICKETS_DB, one of an order
+	// in DB: the audit log lists both, newest first, one a page.
+	for _, id := range []int64{ts[0].ID, minOrder(t, w)} {
+		if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": []int64{id}}); r.Status != http.StatusOK {
+			t.Fatalf("acknowledge %d: %d %s", id, r.Status, r.Raw)
+		}
+	}
+	var requests []string
+	for path := "/admin/audit?limit=1&action=acknowledge"; ; {
+		var page dlq.AuditPage
+		w.Admin(t, http.MethodGet, path, nil).Decode(t, &page)
+		for _, e := range page.Entries {
+			requests = append(requests, string(e.IDs))
+		}
+		if page.NextCursor == nil || len(requests) > 5 {
+			break
+		}
+		path = "/admin/audit?limit=1&action=acknowledge&cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	if want := fmt.Sprintf("[[%d] [%d]]", minOrder(t, w), ts[0].ID); fmt.Sprint(requests) != want {
+		t.Fatalf("audit entries %v, want %s (newest first)", requests, want)
+	}
+}
+
+// minOrder is the id of the oldest orders row (in DB).
+func minOrder(t *testing.T, w *Worker) int64 {
+	return w.Int(t, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = ?`, ordersQueue)
 }
