@@ -67,7 +67,7 @@ type StatsReport struct {
 	// Pipeline is the pipeline filter's name (absent without one).
 	Pipeline *string `json:"pipeline,omitempty"`
 	// NotFiltered, with a pipeline filter, names the parts that still cover
-	// every pipeline (absent without one). With a filter,
+	// every pipeline of its database (absent without one). With a filter,
 	// top_failure_reasons counts that pipeline's rows among the
 	// StatsReasonSample newest pending rows of every pipeline, and
 	// top_failure_reasons_sample is how many they are.
