@@ -400,6 +400,10 @@ type scaleFigure struct {
 	// drain, in all and on its busiest thread (from /proc).
 	Cores         float64 `json:"workerd_cores"`
 	BusiestThread float64 `json:"workerd_busiest_thread_cores"`
+	// PerCPUSecond is the median over the drains of messages stored per
+	// second of workerd's CPU (rate ÷ cores): the throughput with the
+	// machine's other load taken out, as far as CPU time does.
+	PerCPUSecond float64 `json:"median_msg_per_workerd_cpu_s"`
 }
 
 // rowBytes is the bytes per row of a local D1 file: (used bytes after −
@@ -416,13 +420,15 @@ type rowBytes struct {
 
 // scaleReport is bench-results/capture_scaling.json.
 type scaleReport struct {
-	When     time.Time     `json:"when"`
-	Nproc    string        `json:"nproc"`
-	NumCPU   int           `json:"go_numcpu"`
-	Load     []string      `json:"loadavg_before_after"`
-	Figures  []scaleFigure `json:"figures"`
-	Ratios   []float64     `json:"own_over_shared_by_pipelines"`
-	RowBytes []rowBytes    `json:"row_bytes"`
+	When    time.Time     `json:"when"`
+	Nproc   string        `json:"nproc"`
+	NumCPU  int           `json:"go_numcpu"`
+	Load    []string      `json:"loadavg_before_after"`
+	Figures []scaleFigure `json:"figures"`
+	Ratios  []float64     `json:"own_over_shared_by_pipelines"`
+	// CPURatios are the ratios of the messages per workerd CPU-second.
+	CPURatios []float64  `json:"own_over_shared_per_cpu_s_by_pipelines"`
+	RowBytes  []rowBytes `json:"row_bytes"`
 }
 
 func loadavg() string {
@@ -479,7 +485,7 @@ func TestBenchCaptureScaling(t *testing.T) {
 		mode string
 		k    int
 	}
-	rates, settled, cores, busiest := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
+	rates, settled, cores, busiest, perCPU := map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}, map[key][]float64{}
 	for r := 0; r < rounds; r++ {
 		for i, k := range ks {
 			pair := []*scaleWorker{shared, own}
@@ -491,6 +497,9 @@ func TestBenchCaptureScaling(t *testing.T) {
 				kk := key{s.Mode, k}
 				rates[kk], settled[kk] = append(rates[kk], rate), append(settled[kk], st...)
 				cores[kk], busiest[kk] = append(cores[kk], c), append(busiest[kk], bt)
+				if c > 0 {
+					perCPU[kk] = append(perCPU[kk], rate/c)
+				}
 				fmt.Fprintf(os.Stderr, "bench: capture scaling round %d, %d pipelines, %s: %.0f msg/s (%d batches, settled median %.0f ms; workerd %.2f cores, busiest thread %.2f) | load %s\n",
 					r+1, k, s.Mode, rate, len(st), median(st), c, bt, loadavg())
 			}
@@ -501,7 +510,7 @@ func TestBenchCaptureScaling(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\ncapture scaling, nproc %s, %d drains of %d messages per pipeline per configuration, load %s → %s\n\n",
 		rep.Nproc, rounds, perPipeline, rep.Load[0], rep.Load[1])
-	b.WriteString("| pipelines | all on one database: msg/s (settled ms/batch; workerd cores, busiest thread) | each on its own | own / one |\n| --- | --- | --- | --- |\n")
+	b.WriteString("| pipelines | all on one database: msg/s (settled ms/batch; workerd cores, busiest thread; msg per workerd CPU-s) | each on its own | own / one | own / one per CPU-s |\n| --- | --- | --- | --- | --- |\n")
 	for _, k := range ks {
 		var row [2]scaleFigure
 		for j, mode := range []string{"shared", "own"} {
@@ -510,15 +519,16 @@ func TestBenchCaptureScaling(t *testing.T) {
 			kk := key{mode, k}
 			row[j] = scaleFigure{Mode: mode, Pipelines: k, Messages: k * perPipeline, Rates: rates[kk],
 				Median: median(rates[kk]), SettledMedian: sm, SettledP90: sp, Batches: len(st),
-				Cores: median(cores[kk]), BusiestThread: median(busiest[kk])}
+				Cores: median(cores[kk]), BusiestThread: median(busiest[kk]), PerCPUSecond: median(perCPU[kk])}
 			rep.Figures = append(rep.Figures, row[j])
 		}
 		ratio := row[1].Median / row[0].Median
 		rep.Ratios = append(rep.Ratios, ratio)
+		rep.CPURatios = append(rep.CPURatios, row[1].PerCPUSecond/row[0].PerCPUSecond)
 		cell := func(f scaleFigure) string {
-			return fmt.Sprintf("%.0f (%.0f ms; %.2f, %.2f)", f.Median, f.SettledMedian, f.Cores, f.BusiestThread)
+			return fmt.Sprintf("%.0f (%.0f ms; %.2f, %.2f; %.0f)", f.Median, f.SettledMedian, f.Cores, f.BusiestThread, f.PerCPUSecond)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× |\n", k, cell(row[0]), cell(row[1]), ratio)
+		fmt.Fprintf(&b, "| %d | %s | %s | %.2f× | %.2f× |\n", k, cell(row[0]), cell(row[1]), ratio, rep.CPURatios[len(rep.CPURatios)-1])
 	}
 
 	// Bytes per row. The captured rows of each own database (the drains'

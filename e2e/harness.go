@@ -70,7 +70,8 @@ type Options struct {
 	Databases []string
 }
 
-// Worker is one running `wrangler dev --env e2e` with its own local state.
+// Worker is one running `wrangler dev --env e2e` (or Options.Env) with its
+// own local state.
 type Worker struct {
 	URL      string
 	Provider *FakeProvider
