@@ -8,7 +8,7 @@ BUILD_MODE := $(if $(filter 1,$(TINYGO)),tinygo,go)
 PERSIST := .wrangler/state
 export WRANGLER_SEND_METRICS := false
 
-.PHONY: FORCE fmt-check tinygo help lighthouse bench bench-init bench-workerd bench-retention bench-rows build dev test test-native test-ts-client test-e2e vet fmt deploy migrate-local clean node_modules mutate
+.PHONY: FORCE fmt-check tinygo help lighthouse bench bench-init bench-workerd bench-retention bench-rows bench-scale build dev test test-native test-ts-client test-e2e vet fmt deploy migrate-local clean node_modules mutate
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -116,7 +116,7 @@ LIGHTHOUSE_RUNS ?= 3
 lighthouse: node_modules build ## Lighthouse (mobile) on the console's main pages; writes the figures into docs/console.md "Lighthouse"
 	LIGHTHOUSE=1 LIGHTHOUSE_RUNS=$(LIGHTHOUSE_RUNS) go test -count=1 -tags e2e -timeout 30m -run '^TestLighthouse$$' -v ./e2e
 
-bench: node_modules build bench-init ## measure the worker in workerd (TINYGO=1: the TinyGo build); writes bench-results/latest.json, retention1m.json, rows.json and init.json
+bench: node_modules build bench-init ## measure the worker in workerd (TINYGO=1: the TinyGo build); writes bench-results/latest.json, retention1m.json, rows.json, capture_scaling.json and init.json
 	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^(TestBench.*|TestRowsBench)$$' -timeout 90m -v ./e2e
 
 # Both builds side by side in V8 (Node): wasm size raw and gzipped, time and
@@ -140,6 +140,9 @@ bench-workerd: node_modules build ## first answer of a new instance and per-call
 
 bench-retention: node_modules build ## only the retention figure at 1,000,000 expired rows (bench-results/retention1m.json)
 	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestBenchRetention1M$$' -timeout 45m -v ./e2e
+
+bench-scale: node_modules build ## only capture scaling: 1, 2 and 4 pipelines each on its own local D1 against all on one, and bytes per row (bench-results/capture_scaling.json)
+	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestBenchCaptureScaling$$' -timeout 45m -v ./e2e
 
 bench-rows: node_modules build ## only D1 rows read/written per operation at 100k and 1M rows (bench-results/rows.json)
 	REDRIVE_BENCH=1 go test -count=1 -tags e2e -run '^TestRowsBench$$' -timeout 30m -v ./e2e

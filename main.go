@@ -166,7 +166,8 @@ func (w worker) api() *handlers.API {
 	}
 	if cfg.DevRoutes {
 		// Every queue of these this configuration binds a producer for: the
-		// top level binds the main queue and the DLQ, the e2e environment all.
+		// top level binds the main queue and the DLQ, the e2e environment
+		// the e2e ones, the bench environment the DLQs of bench1..bench4.
 		dev := platform.Sender{Bindings: map[string]string{}}
 		for q, binding := range w.pipelines.Bindings {
 			dev.Bindings[q] = binding
@@ -177,6 +178,10 @@ func (w worker) api() *handlers.API {
 			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
 			"e2e-orders-dlq":    "E2E_ORDERS_DLQ_QUEUE",
 			"e2e-tickets-dlq":   "E2E_TICKETS_DLQ_QUEUE",
+			"bench1-dlq":        "BENCH1_DLQ_QUEUE",
+			"bench2-dlq":        "BENCH2_DLQ_QUEUE",
+			"bench3-dlq":        "BENCH3_DLQ_QUEUE",
+			"bench4-dlq":        "BENCH4_DLQ_QUEUE",
 		} {
 			if platform.HasBinding(binding) {
 				dev.Bindings[q] = binding

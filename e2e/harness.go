@@ -64,17 +64,22 @@ type Options struct {
 	// dev's script argument), relative to the project root: the bench's
 	// metered entry modules (bench/d1meta).
 	Main string
-	// OwnDatabases runs the tickets pipeline on its own database
-	// TICKETS_DB: every D1 binding of env.e2e is migrated (its ids from its
-	// base) and PIPELINES is env.e2e's with tickets' "database" set (unless
-	// Vars name PIPELINES). Without it the worker runs env.e2e as declared:
-	// every pipeline on DB, only DB migrated, the one-database deployment
-	// the rest of the suite exercises (a bulk filter then needs no pipeline;
-	// the D1 row figures are one database's).
+	// OwnDatabases migrates every D1 binding of the environment (each
+	// one's ids from its base, as make migrate-local) for pipelines on
+	// databases of their own. In env.e2e it also runs the tickets pipeline
+	// on TICKETS_DB: PIPELINES is env.e2e's with tickets' "database" set
+	// (unless Vars name PIPELINES). Without it only DB is migrated and the
+	// worker runs its environment as declared (env.e2e: every pipeline on
+	// DB, the one-database deployment the rest of the suite exercises: a
+	// bulk filter needs no pipeline; the D1 row figures are one database's).
 	OwnDatabases bool
+	// Env is the environment of wrangler.jsonc to run ("e2e" when empty;
+	// ignored with Config): the bench's "bench".
+	Env string
 }
 
-// Worker is one running `wrangler dev --env e2e` with its own local state.
+// Worker is one running `wrangler dev --env e2e` (or Options.Env) with its
+// own local state.
 type Worker struct {
 	URL      string
 	Provider *FakeProvider
@@ -120,6 +125,9 @@ func StartWorker(opts Options) (*Worker, error) {
 	}
 	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log"),
 		configArgs: []string{"--env", "e2e"}, redrive: opts.Config == "", ownDatabases: opts.OwnDatabases}
+	if opts.Env != "" {
+		w.configArgs = []string{"--env", opts.Env}
+	}
 	if opts.Config != "" {
 		w.configArgs = []string{"--config", opts.Config}
 	}
