@@ -12,7 +12,7 @@ import (
 // exportParams are the query parameters GET /admin/dlq/export accepts:
 // the list's, and format.
 var exportParams = func() map[string]bool {
-	m := map[string]bool{"format": true}
+	m := map[string]bool{"format": true, "database": true}
 	for k := range listParams {
 		m[k] = true
 	}
@@ -30,7 +30,10 @@ const (
 // (dlq.Export: at most dlq.ExportMaxPages pages of limit rows per call, and
 // no page read past dlq.ExportMaxBytes). When rows remain, X-Next-Cursor
 // carries the cursor to continue with (?cursor=, same filters); without it
-// the export is complete. The worker's bridge buffers every response
+// the export is complete. database (a binding name) reads that database
+// instead of DB. An NDJSON export with include_raw adds to each row what
+// a copy of it needs (dlq.MoveFieldNames), which POST /admin/dlq/import
+// reads. The worker's bridge buffers every response
 // (platform/serve.go): the byte budget bounds what it holds.
 func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	q, err := query(r.URL, exportParams)
@@ -48,8 +51,22 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	db := a.DB
+	if name := q["database"]; name != "" {
+		d, err := a.databaseNamed(name)
+		if err != nil {
+			return err
+		}
+		db = d.DB
+	}
 	var buf bytes.Buffer
 	visit := func(rows []json.RawMessage) error {
+		if p.IncludeRaw {
+			// What a copy of each row needs (POST /admin/dlq/import).
+			if err := dlq.AddMoveFields(r.Context(), db, rows); err != nil {
+				return err
+			}
+		}
 		for _, row := range rows {
 			buf.Write(row)
 			buf.WriteByte('\n')
@@ -63,7 +80,7 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 		}
 		visit = cw.Write
 	}
-	res, err := dlq.Export{List: dlq.List{DB: a.DB, Cursors: a.cursors()}}.Run(r.Context(), p, visit)
+	res, err := dlq.Export{List: dlq.List{DB: db, Cursors: a.cursors()}}.Run(r.Context(), p, visit)
 	if err != nil {
 		return err
 	}
