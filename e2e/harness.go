@@ -8,7 +8,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +63,10 @@ type Options struct {
 	// dev's script argument), relative to the project root: the bench's
 	// metered entry modules (bench/d1meta).
 	Main string
+	// Persist is a local state directory to run on (another worker's,
+	// stopped: its D1 and queues as it left them); it is not removed by
+	// Stop. Empty: a fresh one, removed by Stop.
+	Persist string
 }
 
 // Worker is one running `wrangler dev --env e2e` with its own local state.
@@ -75,6 +82,7 @@ type Worker struct {
 	cmd           *exec.Cmd
 	logPath       string
 	ownProvider   bool
+	ownPersist    bool // persist was made for this worker (removed by Stop)
 	redrive       bool // wrangler.jsonc's e2e environment (not another config)
 
 	dbOnce sync.Once
@@ -94,11 +102,14 @@ func StartWorker(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	persist, err := os.MkdirTemp("", "redrive-e2e-")
-	if err != nil {
-		return nil, err
+	persist, ownPersist := opts.Persist, opts.Persist == ""
+	if ownPersist {
+		if persist, err = os.MkdirTemp("", "redrive-e2e-"); err != nil {
+			return nil, err
+		}
 	}
-	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log"),
+	w := &Worker{root: root, persist: persist, ownPersist: ownPersist, Provider: opts.Provider,
+		logPath:    filepath.Join(persist, fmt.Sprintf("wrangler-%d.log", time.Now().UnixNano())),
 		configArgs: []string{"--env", "e2e"}, redrive: opts.Config == ""}
 	if opts.Config != "" {
 		w.configArgs = []string{"--config", opts.Config}
@@ -211,7 +222,7 @@ func (w *Worker) stop() {
 	if w.ownProvider && w.Provider != nil {
 		w.Provider.Close()
 	}
-	if os.Getenv("E2E_KEEP_STATE") == "" {
+	if w.ownPersist && os.Getenv("E2E_KEEP_STATE") == "" {
 		os.RemoveAll(w.persist)
 	}
 }
@@ -440,9 +451,48 @@ func (w *Worker) ExecDirect(t testing.TB, sqlText string) {
 	}
 }
 
-// openD1File opens the local D1 SQLite file (under --persist-to) with the given URI options.
+// sharedDatabaseID is the database_id of wrangler.jsonc's DB binding in env.e2e.
+const sharedDatabaseID = "00000000-0000-0000-0000-000000000000"
+
+// DBOf opens the local SQLite file of the D1 database whose database_id
+// (wrangler.jsonc) is id, read-only; closed when the test ends.
+func (w *Worker) DBOf(t testing.TB, id string) *sql.DB {
+	t.Helper()
+	f := filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", miniflareObjectID("miniflare-D1DatabaseObject", id)+".sqlite")
+	if _, err := os.Stat(f); err != nil {
+		t.Fatalf("no local D1 file for database %s: %v", id, err)
+	}
+	db, err := sql.Open("sqlite", "file:"+f+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// miniflareObjectID is the id miniflare names a Durable Object's file by
+// (durableObjectNamespaceIdFromName in miniflare): a local D1 database is
+// the object named by its database_id.
+func miniflareObjectID(uniqueKey, name string) string {
+	key := sha256.Sum256([]byte(uniqueKey))
+	mac := hmac.New(sha256.New, key[:])
+	mac.Write([]byte(name))
+	nameMAC := mac.Sum(nil)[:16]
+	mac = hmac.New(sha256.New, key[:])
+	mac.Write(nameMAC)
+	return hex.EncodeToString(append(append([]byte{}, nameMAC...), mac.Sum(nil)[:16]...))
+}
+
+// openD1File opens the local D1 SQLite file (under --persist-to) with the
+// given URI options: the DB binding's when several databases are there.
 func (w *Worker) openD1File(opts string) (*sql.DB, error) {
-	files, _ := filepath.Glob(filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", "*.sqlite"))
+	dir := filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject")
+	if f := filepath.Join(dir, miniflareObjectID("miniflare-D1DatabaseObject", sharedDatabaseID)+".sqlite"); w.redrive {
+		if _, err := os.Stat(f); err == nil {
+			return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.sqlite"))
 	for _, f := range files {
 		if filepath.Base(f) != "metadata.sqlite" {
 			return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
