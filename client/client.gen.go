@@ -116,6 +116,7 @@ const (
 	D1UNAVAILABLE      ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
 	FORBIDDEN          ErrorEnvelopeErrorCode = "FORBIDDEN"
 	INTERNALERROR      ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDAFTER       ErrorEnvelopeErrorCode = "INVALID_AFTER"
 	INVALIDCANARY      ErrorEnvelopeErrorCode = "INVALID_CANARY"
 	INVALIDCURSOR      ErrorEnvelopeErrorCode = "INVALID_CURSOR"
 	INVALIDDELAY       ErrorEnvelopeErrorCode = "INVALID_DELAY"
@@ -123,17 +124,22 @@ const (
 	INVALIDFILTER      ErrorEnvelopeErrorCode = "INVALID_FILTER"
 	INVALIDFORMAT      ErrorEnvelopeErrorCode = "INVALID_FORMAT"
 	INVALIDLIMIT       ErrorEnvelopeErrorCode = "INVALID_LIMIT"
+	INVALIDLINE        ErrorEnvelopeErrorCode = "INVALID_LINE"
 	INVALIDRATE        ErrorEnvelopeErrorCode = "INVALID_RATE"
 	INVALIDREQUEST     ErrorEnvelopeErrorCode = "INVALID_REQUEST"
 	INVALIDSTATE       ErrorEnvelopeErrorCode = "INVALID_STATE"
 	INVALIDSTATUS      ErrorEnvelopeErrorCode = "INVALID_STATUS"
 	METHODNOTALLOWED   ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
+	MIXEDDATABASES     ErrorEnvelopeErrorCode = "MIXED_DATABASES"
 	NOTCONFIGURED      ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
 	NOTFOUND           ErrorEnvelopeErrorCode = "NOT_FOUND"
+	OWNDATABASE        ErrorEnvelopeErrorCode = "OWN_DATABASE"
 	PAYLOADTOOLARGE    ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
 	PRODUCERMISSING    ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
 	QUEUEUNAVAILABLE   ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
+	TOOMANYLINES       ErrorEnvelopeErrorCode = "TOO_MANY_LINES"
 	UNAUTHORIZED       ErrorEnvelopeErrorCode = "UNAUTHORIZED"
+	UNKNOWNDATABASE    ErrorEnvelopeErrorCode = "UNKNOWN_DATABASE"
 	UNKNOWNPIPELINE    ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
 	UNKNOWNQUEUE       ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
 )
@@ -146,6 +152,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case FORBIDDEN:
 		return true
 	case INTERNALERROR:
+		return true
+	case INVALIDAFTER:
 		return true
 	case INVALIDCANARY:
 		return true
@@ -161,6 +169,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case INVALIDLIMIT:
 		return true
+	case INVALIDLINE:
+		return true
 	case INVALIDRATE:
 		return true
 	case INVALIDREQUEST:
@@ -171,9 +181,13 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case METHODNOTALLOWED:
 		return true
+	case MIXEDDATABASES:
+		return true
 	case NOTCONFIGURED:
 		return true
 	case NOTFOUND:
+		return true
+	case OWNDATABASE:
 		return true
 	case PAYLOADTOOLARGE:
 		return true
@@ -181,7 +195,11 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case QUEUEUNAVAILABLE:
 		return true
+	case TOOMANYLINES:
+		return true
 	case UNAUTHORIZED:
+		return true
+	case UNKNOWNDATABASE:
 		return true
 	case UNKNOWNPIPELINE:
 		return true
