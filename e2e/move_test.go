@@ -260,6 +260,16 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 	}
 	t.Logf("moved %d rows (%d chunks, import %s): export %s; import %s; release %s", lines, len(chunks),
 		importTime.Round(time.Millisecond), per(exportCost), per(importCost), per(releaseCost))
+	// Budgets per 1,000 rows moved (docs/operations.md): what was measured, plus a margin.
+	for _, b := range []struct {
+		name               string
+		u                  metrics.Usage
+		maxRead, maxWrites int64
+	}{{"export", exportCost, 12000, 0}, {"import", importCost, 16000, 4500}, {"release", releaseCost, 18000, 6000}} {
+		if b.u.RowsRead*1000 > b.maxRead*int64(lines) || b.u.RowsWritten*1000 > b.maxWrites*int64(lines) || b.u.Statements == 0 {
+			t.Errorf("%s: %s, over its budget of %d read and %d written", b.name, per(b.u), b.maxRead, b.maxWrites)
+		}
+	}
 
 	// A moved row replays its original body, read from TICKETS_DB.
 	var id int64
