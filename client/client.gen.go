@@ -114,7 +114,9 @@ func (e BeerStateStatus) Valid() bool {
 // Defines values for ErrorEnvelopeErrorCode.
 const (
 	D1UNAVAILABLE      ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
+	DATABASENOTSEEDED  ErrorEnvelopeErrorCode = "DATABASE_NOT_SEEDED"
 	FORBIDDEN          ErrorEnvelopeErrorCode = "FORBIDDEN"
+	IDOUTOFRANGE       ErrorEnvelopeErrorCode = "ID_OUT_OF_RANGE"
 	INTERNALERROR      ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
 	INVALIDAFTER       ErrorEnvelopeErrorCode = "INVALID_AFTER"
 	INVALIDCANARY      ErrorEnvelopeErrorCode = "INVALID_CANARY"
@@ -149,7 +151,11 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	switch e {
 	case D1UNAVAILABLE:
 		return true
+	case DATABASENOTSEEDED:
+		return true
 	case FORBIDDEN:
+		return true
+	case IDOUTOFRANGE:
 		return true
 	case INTERNALERROR:
 		return true

@@ -104,7 +104,8 @@ type importCount struct {
 }
 
 // Run imports rows (from ParseImport). Every row must belong to one
-// database (400 MIXED_DATABASES otherwise: a request is one batch).
+// database (400 MIXED_DATABASES otherwise: a request is one batch), and
+// keep its ids apart (checkIDs).
 func (im Import) Run(ctx context.Context, rows []ImportRow) (ImportResult, error) {
 	if len(rows) == 0 {
 		return ImportResult{}, inputErr("INVALID_REQUEST", "no lines")
@@ -125,6 +126,9 @@ func (im Import) Run(ctx context.Context, rows []ImportRow) (ImportResult, error
 			c.ActionAt = r.AcknowledgedAt
 		}
 		counts[i] = c
+	}
+	if err := im.checkIDs(ctx, d, rows); err != nil {
+		return ImportResult{}, err
 	}
 	full, err := json.Marshal(rows)
 	if err != nil {
@@ -149,4 +153,35 @@ func (im Import) Run(ctx context.Context, rows []ImportRow) (ImportResult, error
 		return ImportResult{}, fmt.Errorf("dlq import: result: %w", err)
 	}
 	return ImportResult{Database: d.Name, Lines: len(rows), Imported: len(inserted), Skipped: len(rows) - len(inserted)}, nil
+}
+
+// idRange is the width of a database's id range (IDBase).
+const idRange = 1 << 40
+
+// checkIDs keeps each database's ids apart (IDBase): an id past d's range
+// would move its AUTOINCREMENT sequence into another database's (SQLite
+// continues after the largest id inserted), and a database other than the
+// shared one takes rows only once its ids start at its own range (seeded
+// by make migrate-local and make deploy), or the ids it gives its own
+// captures would follow the moved ones, inside the shared database's range.
+func (im Import) checkIDs(ctx context.Context, d Database, rows []ImportRow) error {
+	base := IDBase(d.Name)
+	for i, r := range rows {
+		if r.ID >= base+idRange {
+			return inputErr("ID_OUT_OF_RANGE", "line %d: id %d is past database %s's id range (below %d): importing it would move %s's ids into another database's",
+				i+1, r.ID, d.Name, base+idRange, d.Name)
+		}
+	}
+	if base == 0 {
+		return nil
+	}
+	var seq int64
+	if err := d.DB.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'dlq_messages'`).Scan(&seq); err != nil {
+		return fmt.Errorf("dlq import: %s's id sequence: %w", d.Name, err)
+	}
+	if seq < base {
+		return inputErr("DATABASE_NOT_SEEDED", "database %s's ids do not start at its own range (%d) yet: migrate it with make migrate-local or make deploy (which seed them) before importing",
+			d.Name, base)
+	}
+	return nil
 }

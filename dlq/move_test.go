@@ -422,3 +422,36 @@ func (r recordingBatch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]js
 	*r.n += len(stmts)
 	return r.run.Batch(ctx, stmts...)
 }
+
+// An import keeps the databases' ids apart: a database whose ids were not
+// seeded to its own range takes nothing, and no id past the target's range
+// is taken (it would move the target's sequence into another range).
+func TestImportKeepsIDRangesApart(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	seedMoved(t, shared, 2)
+	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tickets.Exec(`DELETE FROM sqlite_sequence`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Import{DBs: dbs}.Run(context.Background(), rows)
+	wantInput(t, err, "DATABASE_NOT_SEEDED")
+	if _, err := tickets.Exec(SeedIDsSQL("TICKETS_DB")); err != nil {
+		t.Fatal(err)
+	}
+	rows[1].ID = IDBase("TICKETS_DB") + 1<<40
+	_, err = Import{DBs: dbs}.Run(context.Background(), rows)
+	wantInput(t, err, "ID_OUT_OF_RANGE")
+	if !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("the error names no line: %v", err)
+	}
+	rows[1].ID = IDBase("TICKETS_DB") + 1<<40 - 1 // the last id of its own range
+	if res, err := (Import{DBs: dbs}).Run(context.Background(), rows); err != nil || res.Imported != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); got != 2 {
+		t.Fatalf("%d rows", got)
+	}
+}

@@ -24,7 +24,11 @@ func moveAPI(t *testing.T) (*API, map[string]string) {
 	dlq.SetPipelines(ps)
 	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	api := newAPI(t)
-	api.DBs = dlq.NewDatabases(dlq.Store{DB: api.DB}, map[string]dlq.Store{"TICKETS_DB": {DB: sqlitetest.New(t)}}, ps)
+	tickets := sqlitetest.New(t)
+	if _, err := tickets.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
+		t.Fatal(err)
+	}
+	api.DBs = dlq.NewDatabases(dlq.Store{DB: api.DB}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}}, ps)
 	if _, err := api.DB.Exec(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
 		VALUES ('m1', 'T-1', 'infra', 1000, 'tickets', '{"ticket":"T-1","team":"infra"}', 'json', 1000, 1000)`); err != nil {
 		t.Fatal(err)
