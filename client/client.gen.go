@@ -113,37 +113,39 @@ func (e BeerStateStatus) Valid() bool {
 
 // Defines values for ErrorEnvelopeErrorCode.
 const (
-	D1UNAVAILABLE      ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
-	DATABASENOTSEEDED  ErrorEnvelopeErrorCode = "DATABASE_NOT_SEEDED"
-	FORBIDDEN          ErrorEnvelopeErrorCode = "FORBIDDEN"
-	IDOUTOFRANGE       ErrorEnvelopeErrorCode = "ID_OUT_OF_RANGE"
-	INTERNALERROR      ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
-	INVALIDAFTER       ErrorEnvelopeErrorCode = "INVALID_AFTER"
-	INVALIDCANARY      ErrorEnvelopeErrorCode = "INVALID_CANARY"
-	INVALIDCURSOR      ErrorEnvelopeErrorCode = "INVALID_CURSOR"
-	INVALIDDELAY       ErrorEnvelopeErrorCode = "INVALID_DELAY"
-	INVALIDDESTINATION ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
-	INVALIDFILTER      ErrorEnvelopeErrorCode = "INVALID_FILTER"
-	INVALIDFORMAT      ErrorEnvelopeErrorCode = "INVALID_FORMAT"
-	INVALIDLIMIT       ErrorEnvelopeErrorCode = "INVALID_LIMIT"
-	INVALIDLINE        ErrorEnvelopeErrorCode = "INVALID_LINE"
-	INVALIDRATE        ErrorEnvelopeErrorCode = "INVALID_RATE"
-	INVALIDREQUEST     ErrorEnvelopeErrorCode = "INVALID_REQUEST"
-	INVALIDSTATE       ErrorEnvelopeErrorCode = "INVALID_STATE"
-	INVALIDSTATUS      ErrorEnvelopeErrorCode = "INVALID_STATUS"
-	METHODNOTALLOWED   ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
-	MIXEDDATABASES     ErrorEnvelopeErrorCode = "MIXED_DATABASES"
-	NOTCONFIGURED      ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
-	NOTFOUND           ErrorEnvelopeErrorCode = "NOT_FOUND"
-	OWNDATABASE        ErrorEnvelopeErrorCode = "OWN_DATABASE"
-	PAYLOADTOOLARGE    ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
-	PRODUCERMISSING    ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
-	QUEUEUNAVAILABLE   ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
-	TOOMANYLINES       ErrorEnvelopeErrorCode = "TOO_MANY_LINES"
-	UNAUTHORIZED       ErrorEnvelopeErrorCode = "UNAUTHORIZED"
-	UNKNOWNDATABASE    ErrorEnvelopeErrorCode = "UNKNOWN_DATABASE"
-	UNKNOWNPIPELINE    ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
-	UNKNOWNQUEUE       ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
+	D1UNAVAILABLE         ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
+	DATABASENOTSEEDED     ErrorEnvelopeErrorCode = "DATABASE_NOT_SEEDED"
+	FORBIDDEN             ErrorEnvelopeErrorCode = "FORBIDDEN"
+	IDOUTOFRANGE          ErrorEnvelopeErrorCode = "ID_OUT_OF_RANGE"
+	IDSINSEVERALDATABASES ErrorEnvelopeErrorCode = "IDS_IN_SEVERAL_DATABASES"
+	INTERNALERROR         ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDAFTER          ErrorEnvelopeErrorCode = "INVALID_AFTER"
+	INVALIDCANARY         ErrorEnvelopeErrorCode = "INVALID_CANARY"
+	INVALIDCURSOR         ErrorEnvelopeErrorCode = "INVALID_CURSOR"
+	INVALIDDELAY          ErrorEnvelopeErrorCode = "INVALID_DELAY"
+	INVALIDDESTINATION    ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
+	INVALIDFILTER         ErrorEnvelopeErrorCode = "INVALID_FILTER"
+	INVALIDFORMAT         ErrorEnvelopeErrorCode = "INVALID_FORMAT"
+	INVALIDLIMIT          ErrorEnvelopeErrorCode = "INVALID_LIMIT"
+	INVALIDLINE           ErrorEnvelopeErrorCode = "INVALID_LINE"
+	INVALIDRATE           ErrorEnvelopeErrorCode = "INVALID_RATE"
+	INVALIDREQUEST        ErrorEnvelopeErrorCode = "INVALID_REQUEST"
+	INVALIDSTATE          ErrorEnvelopeErrorCode = "INVALID_STATE"
+	INVALIDSTATUS         ErrorEnvelopeErrorCode = "INVALID_STATUS"
+	METHODNOTALLOWED      ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
+	MIXEDDATABASES        ErrorEnvelopeErrorCode = "MIXED_DATABASES"
+	NOTCONFIGURED         ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
+	NOTFOUND              ErrorEnvelopeErrorCode = "NOT_FOUND"
+	OWNDATABASE           ErrorEnvelopeErrorCode = "OWN_DATABASE"
+	PAYLOADTOOLARGE       ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
+	PIPELINEREQUIRED      ErrorEnvelopeErrorCode = "PIPELINE_REQUIRED"
+	PRODUCERMISSING       ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
+	QUEUEUNAVAILABLE      ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
+	TOOMANYLINES          ErrorEnvelopeErrorCode = "TOO_MANY_LINES"
+	UNAUTHORIZED          ErrorEnvelopeErrorCode = "UNAUTHORIZED"
+	UNKNOWNDATABASE       ErrorEnvelopeErrorCode = "UNKNOWN_DATABASE"
+	UNKNOWNPIPELINE       ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
+	UNKNOWNQUEUE          ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
 )
 
 // Valid indicates whether the value is a known member of the ErrorEnvelopeErrorCode enum.
@@ -156,6 +158,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case FORBIDDEN:
 		return true
 	case IDOUTOFRANGE:
+		return true
+	case IDSINSEVERALDATABASES:
 		return true
 	case INTERNALERROR:
 		return true
@@ -196,6 +200,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case OWNDATABASE:
 		return true
 	case PAYLOADTOOLARGE:
+		return true
+	case PIPELINEREQUIRED:
 		return true
 	case PRODUCERMISSING:
 		return true
@@ -1258,7 +1264,10 @@ type Pipeline struct {
 	AlertOldestHours      int              `json:"alert_oldest_hours"`
 	AlertPendingThreshold int              `json:"alert_pending_threshold"`
 	Consumer              PipelineConsumer `json:"consumer"`
-	Dlq                   string           `json:"dlq"`
+
+	// Database The D1 binding that holds its rows (DB: the shared one; docs/pipelines.md "Its own database").
+	Database string `json:"database"`
+	Dlq      string `json:"dlq"`
 
 	// Key RFC 6901 JSON pointer of the row key.
 	Key    string `json:"key"`

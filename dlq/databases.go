@@ -1,6 +1,8 @@
 package dlq
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -122,4 +124,83 @@ func seedIDs(base int64) string {
 		fmt.Fprintf(&b, "INSERT INTO sqlite_sequence (name, seq) SELECT '%s', %d WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '%s');\n", t, base, t)
 	}
 	return b.String()
+}
+
+// OfFilter returns the database of the rows a bulk filter selects: its
+// pipeline's or its source queue's. With more than one database a filter
+// naming neither is refused (400 PIPELINE_REQUIRED): a bulk action or a
+// replay task runs in one database, atomically there. An unknown pipeline
+// gives the shared database; the services refuse it themselves.
+func (d Databases) OfFilter(f *Filter) (Database, error) {
+	switch {
+	case !d.Many():
+		return d.Shared(), nil
+	case f != nil && f.Pipeline != "":
+		return d.OfPipeline(f.Pipeline), nil
+	case f != nil && f.SourceQueue != "":
+		return d.OfQueue(f.SourceQueue), nil
+	}
+	return Database{}, inputErr("PIPELINE_REQUIRED",
+		"pipelines keep their rows in %d databases: a filter names its pipeline (or source_queue), one pipeline per request", len(d.All))
+}
+
+// OfSelection returns the database of a selection's rows (OfFilter, or
+// Holding for its ids).
+func (d Databases) OfSelection(ctx context.Context, s Selection) (Database, error) {
+	if s.IDs == nil {
+		return d.OfFilter(s.Filter)
+	}
+	return d.Holding(ctx, "dlq_messages", s.IDs)
+}
+
+// Holding returns the database whose table (dlq_messages or replay_tasks)
+// holds the rows ids: ids found in no other database are the shared
+// one's (where the services then say which are missing). ids found in two
+// databases are refused (400 IDS_IN_SEVERAL_DATABASES). With one database
+// it reads nothing; else one COUNT per other database, reading the rows it
+// finds (and the shared one's too when another holds only some).
+func (d Databases) Holding(ctx context.Context, table string, ids []int64) (Database, error) {
+	if !d.Many() || len(ids) == 0 {
+		return d.Shared(), nil
+	}
+	distinct := map[int64]bool{}
+	for _, id := range ids {
+		distinct[id] = true
+	}
+	list, _ := json.Marshal(ids)
+	found := -1
+	var n int64
+	for i, db := range d.All[1:] {
+		var c int64
+		if err := db.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE id IN (SELECT value FROM json_each(?))`,
+			string(list)).Scan(&c); err != nil {
+			return Database{}, fmt.Errorf("find the database of %s ids: %w", table, err)
+		}
+		if c == 0 {
+			continue
+		}
+		if found >= 0 {
+			return Database{}, severalDatabases(d.All[found+1].Name, db.Name)
+		}
+		found, n = i, c
+	}
+	if found < 0 {
+		return d.Shared(), nil
+	}
+	if n < int64(len(distinct)) {
+		var c int64
+		if err := d.Shared().DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE id IN (SELECT value FROM json_each(?))`,
+			string(list)).Scan(&c); err != nil {
+			return Database{}, fmt.Errorf("find the database of %s ids: %w", table, err)
+		}
+		if c > 0 {
+			return Database{}, severalDatabases(d.Shared().Name, d.All[found+1].Name)
+		}
+	}
+	return d.All[found+1], nil
+}
+
+func severalDatabases(a, b string) error {
+	return inputErr("IDS_IN_SEVERAL_DATABASES",
+		"the ids are in more than one database (%s and %s): send each pipeline's ids in a request of its own", a, b)
 }

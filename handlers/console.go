@@ -29,7 +29,11 @@ func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err == nil {
 		var d dlq.MessageDetail
-		if d, err = (dlq.Detail{DB: a.DB}).Read(r.Context(), id); err == nil {
+		var in *API
+		if in, err = a.inHolding(r.Context(), "dlq_messages", id); err != nil {
+			return err
+		}
+		if d, err = (dlq.Detail{DB: in.DB}).Read(r.Context(), id); err == nil {
 			respond(w, r, http.StatusOK, d)
 			return nil
 		}

@@ -26,6 +26,33 @@ func (a *API) databases() dlq.Databases {
 	return a.DBs
 }
 
+// in is a copy of a whose DB and Batch are database d's: an action on one
+// database's rows (its service, its audit entries) runs on it.
+func (a *API) in(d dlq.Database) *API {
+	b := *a
+	b.DB, b.Batch = d.DB, d.Batch
+	return &b
+}
+
+// inSelection is a on the database of a selection's rows
+// (dlq.Databases.OfSelection).
+func (a *API) inSelection(ctx context.Context, sel dlq.Selection) (*API, error) {
+	d, err := a.databases().OfSelection(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	return a.in(d), nil
+}
+
+// inHolding is a on the database whose table holds the row id.
+func (a *API) inHolding(ctx context.Context, table string, id int64) (*API, error) {
+	d, err := a.databases().Holding(ctx, table, []int64{id})
+	if err != nil {
+		return nil, err
+	}
+	return a.in(d), nil
+}
+
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
 func (a *API) replayService() dlq.Replay {
@@ -320,6 +347,10 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if err := svc.Check(req); err != nil {
 		return err
 	}
+	if a, err = a.inSelection(r.Context(), sel); err != nil {
+		return err
+	}
+	svc = a.replayService()
 	start := dlq.AuditStart{Action: dlq.ActionReplay, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter}
 	if body.DryRun {
 		return a.audited(w, r, start, auditAfter, func(ctx context.Context) (any, string, any, error) {
@@ -366,6 +397,10 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 	if err := svc.Check(req); err != nil {
 		return err
 	}
+	if a, err = a.inSelection(r.Context(), sel); err != nil {
+		return err
+	}
+	svc = a.acknowledgeService()
 	start := dlq.AuditStart{Action: dlq.ActionAcknowledge, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter, Note: body.Note}
 	if body.DryRun {
 		return a.audited(w, r, start, auditAfter, func(ctx context.Context) (any, string, any, error) {
@@ -515,6 +550,9 @@ func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
 	req := dlq.EditedReplayRequest{ID: id, Body: body.Body, Note: body.Note, Destination: body.Destination}
 	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
 		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
+		return err
+	}
+	if a, err = a.inHolding(r.Context(), "dlq_messages", id); err != nil {
 		return err
 	}
 	svc := a.replayService()

@@ -24,6 +24,8 @@ type pipelineView struct {
 	AlertPendingThreshold int64          `json:"alert_pending_threshold"`
 	AlertOldestHours      int64          `json:"alert_oldest_hours"`
 	RetentionDays         int64          `json:"retention_days"`
+	// Database is the D1 binding holding its rows.
+	Database string `json:"database"`
 }
 
 // pipelinesList serves GET /admin/pipelines: every configured pipeline
@@ -42,7 +44,8 @@ func (a *API) pipelinesList(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, pipelineView{Name: p.Name, Queue: p.Queue, DLQ: p.DLQ, Producer: p.Producer, ProducerBound: !missing,
 			Key: p.Key, Labels: labels, Consumer: p.Consumer, AlertPendingThreshold: p.AlertPendingThreshold,
-			AlertOldestHours: int64(p.AlertOldestPending / time.Hour), RetentionDays: int64(p.Retention / (24 * time.Hour))})
+			AlertOldestHours: int64(p.AlertOldestPending / time.Hour), RetentionDays: int64(p.Retention / (24 * time.Hour)),
+			Database: p.Database})
 	}
 	respond(w, r, http.StatusOK, map[string]any{"pipelines": out})
 	return nil

@@ -177,7 +177,8 @@ func TestReplayToACaptureOnlyPipelineNamesTheBinding(t *testing.T) {
 	json.Unmarshal(mustJSON(env.Data), &l)
 	if rec.Code != 200 || len(l.Pipelines) != 2 || l.Pipelines[0].Name != "beers" || !l.Pipelines[0].ProducerBound ||
 		l.Pipelines[1].ProducerBound || l.Pipelines[1].Key != "/order/id" || l.Pipelines[1].AlertOldestHours != 12 ||
-		l.Pipelines[1].RetentionDays != 14 || l.Pipelines[1].AlertPendingThreshold != 50 || l.Pipelines[1].Labels[0].Pointer != "/order/customer" {
+		l.Pipelines[1].RetentionDays != 14 || l.Pipelines[1].AlertPendingThreshold != 50 || l.Pipelines[1].Labels[0].Pointer != "/order/customer" ||
+		l.Pipelines[1].Database != "DB" {
 		t.Errorf("pipelines: %d %s", rec.Code, rec.Body)
 	}
 }

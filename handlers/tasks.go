@@ -2,11 +2,13 @@ package handlers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
@@ -89,6 +91,14 @@ func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A task lives in the database of the rows it replays (its cron step
+	// runs there).
+	d, err := a.databases().OfFilter(&nf)
+	if err != nil {
+		return err
+	}
+	a = a.in(d)
+	svc = a.replayTasks()
 	start := dlq.AuditStart{Action: dlq.ActionReplayTask, Filter: &nf}
 	return a.auditedStatus(w, r, http.StatusAccepted, start, auditAround, func(ctx context.Context) (any, string, any, error) {
 		t, err := svc.Create(ctx, req, requester(r))
@@ -113,7 +123,7 @@ func (a *API) taskList(w http.ResponseWriter, r *http.Request) error {
 	if limit == 0 {
 		limit = dlq.DefaultListLimit
 	}
-	tasks, err := a.replayTasks().List(r.Context(), limit, q["pipeline"])
+	tasks, err := a.tasksOf(r.Context(), limit, q["pipeline"])
 	if err != nil {
 		return err
 	}
@@ -156,6 +166,9 @@ func (a *API) taskGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if a, err = a.inHolding(r.Context(), "replay_tasks", id); err != nil {
+		return err
+	}
 	t, err := a.replayTasks().Get(r.Context(), id)
 	if err != nil {
 		return taskError(err, r.PathValue("id"))
@@ -174,10 +187,36 @@ func (a *API) taskAction(action string) handlerFunc {
 		if err != nil {
 			return err
 		}
+		a, err := a.inHolding(r.Context(), "replay_tasks", id)
+		if err != nil {
+			return err
+		}
 		start := dlq.AuditStart{Action: dlq.ActionReplayTask + "_" + action}
 		return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
 			t, err := a.replayTasks().Act(ctx, id, action)
 			return t, dlq.OutcomeOK, map[string]any{"task_id": id, "state": t.State}, taskError(err, r.PathValue("id"))
 		})
 	}
+}
+
+// tasksOf lists the newest limit tasks that can replay pipeline's rows
+// (every pipeline's when ""): from its database, or from every database,
+// merged newest first (each reads at most limit rows).
+func (a *API) tasksOf(ctx context.Context, limit int, pipeline string) ([]dlq.Task, error) {
+	dbs := a.databases()
+	if pipeline != "" || !dbs.Many() {
+		return a.in(dbs.OfPipeline(pipeline)).replayTasks().List(ctx, limit, pipeline)
+	}
+	var all []dlq.Task
+	for _, d := range dbs.All {
+		ts, err := a.in(d).replayTasks().List(ctx, limit, "")
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ts...)
+	}
+	slices.SortStableFunc(all, func(x, y dlq.Task) int {
+		return cmp.Or(cmp.Compare(y.CreatedAt, x.CreatedAt), cmp.Compare(y.ID, x.ID))
+	})
+	return all[:min(limit, len(all))], nil
 }
