@@ -1347,6 +1347,9 @@ type ReleaseRequest struct {
 
 // ReleaseResult defines model for ReleaseResult.
 type ReleaseResult struct {
+	// Changed Rows found whose copy is older than they are (changed in database after the export: updated_at): never deleted; act on their copies the same way (an action by id reaches the copy), then release again.
+	Changed int `json:"changed"`
+
 	// Database Where rows were deleted.
 	Database string `json:"database"`
 

@@ -227,8 +227,8 @@ func (c *ClientWithResponses) ImportAll(ctx context.Context, ndjson []byte, prog
 }
 
 // ReleaseAll calls POST /admin/dlq/release from the first id to the
-// database's last and adds up what the calls released and found not
-// imported; the result's Remaining and NextAfter are the last call's.
+// database's last and adds up what the calls scanned, released and found
+// not imported or changed; the result's Remaining and NextAfter are the last call's.
 func (c *ClientWithResponses) ReleaseAll(ctx context.Context, pipeline, database string, progress func(ReleaseResult)) (ReleaseResult, error) {
 	var total ReleaseResult
 	after := 0
@@ -248,6 +248,7 @@ func (c *ClientWithResponses) ReleaseAll(ctx context.Context, pipeline, database
 			return total, err
 		}
 		r.Scanned, r.Released, r.NotImported = total.Scanned+r.Scanned, total.Released+r.Released, total.NotImported+r.NotImported
+		r.Changed += total.Changed
 		total = r
 		if progress != nil {
 			progress(total)

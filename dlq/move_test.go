@@ -208,7 +208,8 @@ func TestImportCopiesEveryFieldAndIsIdempotent(t *testing.T) {
 }
 
 // Release deletes from the old database only the rows the new one holds
-// (same id and message_id), keeps the old database's counts right, removes
+// (same id and message_id) as they are (a row changed after its export
+// stays), keeps the old database's counts right, removes
 // the groups left empty and the queue's attempt records, and leaves the
 // other pipelines' rows.
 func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
@@ -229,7 +230,14 @@ func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
 	_, err = Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: ReleaseMaxLimit + 1})
 	wantInput(t, err, "INVALID_LIMIT")
 
-	var total, notImported int
+	// One imported row changes in DB after its export: its copy is older,
+	// so it stays.
+	changedID := count(t, tickets, `SELECT MIN(id) FROM dlq_messages WHERE status = 'pending'`)
+	const touch = `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = updated_at + 1, updated_at = updated_at + 1 WHERE id = ?`
+	if _, err := shared.Exec(touch, changedID); err != nil {
+		t.Fatal(err)
+	}
+	var total, notImported, changed int
 	p := ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: 8}
 	for i := 0; ; i++ {
 		res, err := Release{DBs: dbs}.Run(context.Background(), p)
@@ -237,19 +245,19 @@ func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkMoveCounts(t, shared, fmt.Sprintf("release %d", i))
-		total, notImported = total+res.Released, notImported+res.NotImported
+		total, notImported, changed = total+res.Released, notImported+res.NotImported, changed+res.Changed
 		if res.NextAfter == nil {
-			if res.Remaining != 10 {
-				t.Fatalf("remaining %d, want the 10 rows not imported", res.Remaining)
+			if res.Remaining != 11 {
+				t.Fatalf("remaining %d, want the 10 rows not imported and the changed one", res.Remaining)
 			}
 			break
 		}
 		p.After = *res.NextAfter
 	}
-	if total != 20 || notImported != 10 {
-		t.Fatalf("released %d, not imported %d", total, notImported)
+	if total != 19 || notImported != 10 || changed != 1 {
+		t.Fatalf("released %d, not imported %d, changed %d", total, notImported, changed)
 	}
-	if got := count(t, shared, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'tickets'`); got != 10 {
+	if got := count(t, shared, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'tickets'`); got != 11 {
 		t.Fatalf("%d tickets rows left in DB", got)
 	}
 	if got := count(t, shared, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'beer-enrichment'`); got != 1 {
@@ -264,11 +272,14 @@ func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
 	if got := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); got != 20 {
 		t.Fatalf("the new database holds %d rows", got)
 	}
-	// The rest imported, then released: the old database holds no tickets
-	// row and no tickets group.
+	// The rest imported and the changed row's copy acted on the same way,
+	// then released: the old database holds no tickets row and no tickets group.
 	importLines(t, dbs, bytes.Join(lines[20:], nil), 100)
+	if _, err := tickets.Exec(touch, changedID); err != nil {
+		t.Fatal(err)
+	}
 	res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
-	if err != nil || res.Released != 10 || res.NotImported != 0 || res.Remaining != 0 || res.NextAfter != nil {
+	if err != nil || res.Released != 11 || res.Changed != 0 || res.NotImported != 0 || res.Remaining != 0 || res.NextAfter != nil {
 		t.Fatalf("release: %+v %v", res, err)
 	}
 	checkMoveCounts(t, shared, "last release")

@@ -20,7 +20,8 @@ import (
 // After; ids in the old database are dense, so at most that many rows are
 // read, whatever the database holds) for at most Limit of the queue's
 // rows, checks them in the own database (one lookup each) and deletes
-// those found in one batch, keeping the counts right: the triggers move
+// those found, and not changed since their copy was made (updated_at), in
+// one batch, keeping the counts right: the triggers move
 // dlq_tally, dlq_activity and dlq_signatures for pending and replaying
 // rows; the batch moves them for replayed and acknowledged ones (which
 // the triggers leave to the daily dlq_tally job). Failure groups of the
@@ -64,6 +65,11 @@ type ReleaseResult struct {
 	// NotImported counts the rows found that the own database does not
 	// hold: import them (export them from Database) and release again.
 	NotImported int `json:"not_imported"`
+	// Changed counts the rows found whose copy is older than they are
+	// (updated_at: acknowledged, replayed or failed again in Database
+	// after the export): not deleted. Act on their copies the same way
+	// (an action by id reaches the copy), then release again.
+	Changed int `json:"changed"`
 	// NextAfter continues the scan (pass it as after); null once the
 	// window reached the database's last id.
 	NextAfter *int64 `json:"next_after"`
@@ -74,10 +80,11 @@ type ReleaseResult struct {
 }
 
 const (
-	releaseScanSQL = `SELECT id, message_id AS m, signature AS s FROM dlq_messages
+	releaseScanSQL = `SELECT id, message_id AS m, signature AS s, updated_at AS u FROM dlq_messages
 	WHERE id > ? AND id <= ? AND source_queue = ? ORDER BY id LIMIT ?`
 	releaseMaxIDSQL = `SELECT COALESCE(MAX(id), 0) FROM dlq_messages`
-	releaseHeldSQL  = `SELECT j.value ->> '$.id' AS id FROM json_each(?) AS j WHERE EXISTS (SELECT 1 FROM dlq_messages d WHERE d.id = j.value ->> '$.id' AND d.message_id = j.value ->> '$.m')`
+	releaseHeldSQL  = `SELECT j.value ->> '$.id' AS id, d.updated_at >= j.value ->> '$.u' AS fresh FROM json_each(?) AS j
+		JOIN dlq_messages d ON d.id = j.value ->> '$.id' AND d.message_id = j.value ->> '$.m'`
 	releaseIDs      = `id IN (SELECT value FROM json_each(?)) AND status IN ('replayed', 'acknowledged')`
 	releaseTallySQL = `UPDATE dlq_tally SET n = dlq_tally.n - c.cnt FROM (SELECT status, source_queue, COUNT(*) AS cnt FROM dlq_messages WHERE ` + releaseIDs + ` GROUP BY 1, 2) AS c
 	WHERE dlq_tally.status = c.status AND dlq_tally.source_queue = c.source_queue AND dlq_tally.brewer_key = ''`
@@ -136,11 +143,11 @@ func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, erro
 		return res, err
 	}
 	res.Scanned, res.NextAfter = len(found), next
-	held, err := heldIn(ctx, own, found)
+	held, stale, err := heldIn(ctx, own, found)
 	if err != nil {
 		return res, err
 	}
-	res.NotImported = len(found) - len(held)
+	res.Changed, res.NotImported = stale, len(found)-len(held)-stale
 	if res.Released, err = rl.delete(ctx, *old, pl.Queue, found, held, next == nil); err != nil {
 		return res, err
 	}
@@ -155,6 +162,7 @@ type releaseRow struct {
 	ID        int64   `json:"id"`
 	MessageID string  `json:"m"`
 	Signature *string `json:"s,omitempty"`
+	UpdatedAt int64   `json:"u"`
 }
 
 // scan reads the queue's rows of the window after p.After; next is where
@@ -169,7 +177,7 @@ func (rl Release) scan(ctx context.Context, old Database, q string, p ReleasePar
 	var found []releaseRow
 	for rows.Next() {
 		var r releaseRow
-		if err := rows.Scan(&r.ID, &r.MessageID, &r.Signature); err != nil {
+		if err := rows.Scan(&r.ID, &r.MessageID, &r.Signature, &r.UpdatedAt); err != nil {
 			return nil, nil, fmt.Errorf("dlq release: scan: %w", err)
 		}
 		found = append(found, r)
@@ -191,26 +199,32 @@ func (rl Release) scan(ctx context.Context, old Database, q string, p ReleasePar
 	return found, &end, nil
 }
 
-// heldIn returns the ids of found that own holds with the same message_id.
-func heldIn(ctx context.Context, own Database, found []releaseRow) ([]int64, error) {
+// heldIn returns the ids of found that own holds with the same
+// message_id, changed no later than its copy (held), and how many more it
+// holds an older copy of (stale).
+func heldIn(ctx context.Context, own Database, found []releaseRow) (held []int64, stale int, err error) {
 	if len(found) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	list, _ := json.Marshal(found)
 	rows, err := own.DB.QueryContext(ctx, releaseHeldSQL, string(list))
 	if err != nil {
-		return nil, fmt.Errorf("dlq release: check %s: %w", own.Name, err)
+		return nil, 0, fmt.Errorf("dlq release: check %s: %w", own.Name, err)
 	}
 	defer rows.Close()
-	var held []int64
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("dlq release: check %s: %w", own.Name, err)
+		var fresh bool
+		if err := rows.Scan(&id, &fresh); err != nil {
+			return nil, 0, fmt.Errorf("dlq release: check %s: %w", own.Name, err)
+		}
+		if !fresh {
+			stale++
+			continue
 		}
 		held = append(held, id)
 	}
-	return held, rows.Err()
+	return held, stale, rows.Err()
 }
 
 // delete removes the held rows from old in one batch, with their counts

@@ -79,8 +79,8 @@ reported as not imported.`,
 			if a.json {
 				return a.printJSON(res)
 			}
-			fmt.Fprintf(a.env.Stdout, "%d rows released from %s (their copies are in %s), %d not imported, %d left by its counts\n",
-				res.Released, res.Database, res.Into, res.NotImported, res.Remaining)
+			fmt.Fprintf(a.env.Stdout, "%d rows released from %s (their copies are in %s), %d not imported, %d changed since their copy, %d left by its counts\n",
+				res.Released, res.Database, res.Into, res.NotImported, res.Changed, res.Remaining)
 			return nil
 		},
 	}

@@ -34,7 +34,7 @@ func TestImportAndReleaseCommands(t *testing.T) {
 			if len(afters) == 2 {
 				next = "null"
 			}
-			fmt.Fprintf(w, `{"success":true,"requestId":"x","data":{"pipeline":"tickets","database":"DB","into":"TICKETS_DB","scanned":3,"released":3,"not_imported":0,"next_after":%s,"remaining":0}}`, next)
+			fmt.Fprintf(w, `{"success":true,"requestId":"x","data":{"pipeline":"tickets","database":"DB","into":"TICKETS_DB","scanned":3,"released":3,"not_imported":0,"changed":0,"next_after":%s,"remaining":0}}`, next)
 		default:
 			t.Errorf("unexpected %s", r.URL.Path)
 		}
