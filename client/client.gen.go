@@ -114,9 +114,12 @@ func (e BeerStateStatus) Valid() bool {
 // Defines values for ErrorEnvelopeErrorCode.
 const (
 	D1UNAVAILABLE         ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
+	DATABASENOTSEEDED     ErrorEnvelopeErrorCode = "DATABASE_NOT_SEEDED"
 	FORBIDDEN             ErrorEnvelopeErrorCode = "FORBIDDEN"
+	IDOUTOFRANGE          ErrorEnvelopeErrorCode = "ID_OUT_OF_RANGE"
 	IDSINSEVERALDATABASES ErrorEnvelopeErrorCode = "IDS_IN_SEVERAL_DATABASES"
 	INTERNALERROR         ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDAFTER          ErrorEnvelopeErrorCode = "INVALID_AFTER"
 	INVALIDCANARY         ErrorEnvelopeErrorCode = "INVALID_CANARY"
 	INVALIDCURSOR         ErrorEnvelopeErrorCode = "INVALID_CURSOR"
 	INVALIDDELAY          ErrorEnvelopeErrorCode = "INVALID_DELAY"
@@ -124,18 +127,23 @@ const (
 	INVALIDFILTER         ErrorEnvelopeErrorCode = "INVALID_FILTER"
 	INVALIDFORMAT         ErrorEnvelopeErrorCode = "INVALID_FORMAT"
 	INVALIDLIMIT          ErrorEnvelopeErrorCode = "INVALID_LIMIT"
+	INVALIDLINE           ErrorEnvelopeErrorCode = "INVALID_LINE"
 	INVALIDRATE           ErrorEnvelopeErrorCode = "INVALID_RATE"
 	INVALIDREQUEST        ErrorEnvelopeErrorCode = "INVALID_REQUEST"
 	INVALIDSTATE          ErrorEnvelopeErrorCode = "INVALID_STATE"
 	INVALIDSTATUS         ErrorEnvelopeErrorCode = "INVALID_STATUS"
 	METHODNOTALLOWED      ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
+	MIXEDDATABASES        ErrorEnvelopeErrorCode = "MIXED_DATABASES"
 	NOTCONFIGURED         ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
 	NOTFOUND              ErrorEnvelopeErrorCode = "NOT_FOUND"
+	OWNDATABASE           ErrorEnvelopeErrorCode = "OWN_DATABASE"
 	PAYLOADTOOLARGE       ErrorEnvelopeErrorCode = "PAYLOAD_TOO_LARGE"
 	PIPELINEREQUIRED      ErrorEnvelopeErrorCode = "PIPELINE_REQUIRED"
 	PRODUCERMISSING       ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
 	QUEUEUNAVAILABLE      ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
+	TOOMANYLINES          ErrorEnvelopeErrorCode = "TOO_MANY_LINES"
 	UNAUTHORIZED          ErrorEnvelopeErrorCode = "UNAUTHORIZED"
+	UNKNOWNDATABASE       ErrorEnvelopeErrorCode = "UNKNOWN_DATABASE"
 	UNKNOWNPIPELINE       ErrorEnvelopeErrorCode = "UNKNOWN_PIPELINE"
 	UNKNOWNQUEUE          ErrorEnvelopeErrorCode = "UNKNOWN_QUEUE"
 )
@@ -145,11 +153,17 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	switch e {
 	case D1UNAVAILABLE:
 		return true
+	case DATABASENOTSEEDED:
+		return true
 	case FORBIDDEN:
+		return true
+	case IDOUTOFRANGE:
 		return true
 	case IDSINSEVERALDATABASES:
 		return true
 	case INTERNALERROR:
+		return true
+	case INVALIDAFTER:
 		return true
 	case INVALIDCANARY:
 		return true
@@ -165,6 +179,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case INVALIDLIMIT:
 		return true
+	case INVALIDLINE:
+		return true
 	case INVALIDRATE:
 		return true
 	case INVALIDREQUEST:
@@ -175,9 +191,13 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case METHODNOTALLOWED:
 		return true
+	case MIXEDDATABASES:
+		return true
 	case NOTCONFIGURED:
 		return true
 	case NOTFOUND:
+		return true
+	case OWNDATABASE:
 		return true
 	case PAYLOADTOOLARGE:
 		return true
@@ -187,7 +207,11 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case QUEUEUNAVAILABLE:
 		return true
+	case TOOMANYLINES:
+		return true
 	case UNAUTHORIZED:
+		return true
+	case UNKNOWNDATABASE:
 		return true
 	case UNKNOWNPIPELINE:
 		return true
@@ -911,6 +935,20 @@ type ErrorEnvelope struct {
 // ErrorEnvelopeErrorCode defines model for ErrorEnvelope.Error.Code.
 type ErrorEnvelopeErrorCode string
 
+// ExportSignature defines model for ExportSignature.
+type ExportSignature struct {
+	AnnouncedAt *int   `json:"announced_at"`
+	Class       string `json:"class"`
+	FirstSeen   int    `json:"first_seen"`
+	SampleIds   []int  `json:"sample_ids"`
+	Signature   string `json:"signature"`
+
+	// SourceQueue '' for the beer queue's groups.
+	SourceQueue string   `json:"source_queue"`
+	Text        string   `json:"text"`
+	Versions    []string `json:"versions"`
+}
+
 // Filter Selects rows like GET /admin/dlq's query parameters. Bulk actions act on pending rows only: status must be pending or absent. An empty string or null is the same as absent.
 type Filter struct {
 	// BeerId At most 200 bytes of UTF-8 (maxLength counts characters; a longer text is 400 INVALID_FILTER).
@@ -1048,6 +1086,19 @@ type HistoryEntry struct {
 	Version *string `json:"version,omitempty"`
 }
 
+// ImportResult defines model for ImportResult.
+type ImportResult struct {
+	// Database The D1 binding the lines went to (their source queue's pipeline's database).
+	Database string `json:"database"`
+
+	// Imported Rows written.
+	Imported int `json:"imported"`
+	Lines    int `json:"lines"`
+
+	// Skipped Lines whose id or message_id the database already holds (imported before: a repeated import writes nothing twice).
+	Skipped int `json:"skipped"`
+}
+
 // JobList defines model for JobList.
 type JobList struct {
 	Jobs []JobStatus `json:"jobs"`
@@ -1075,7 +1126,13 @@ type Message struct {
 	AcknowledgedNote *string `json:"acknowledged_note"`
 	BeerId           string  `json:"beer_id"`
 	BeerName         *string `json:"beer_name"`
-	Brewer           *string `json:"brewer"`
+
+	// BodyEdited 1: body_hash is of an edited body sent by an edited replay. Only in an NDJSON export with include_raw=true (what POST /admin/dlq/import needs to copy the row).
+	BodyEdited *int `json:"body_edited,omitempty"`
+
+	// BodyHash Replay lineage key. Only in an NDJSON export with include_raw=true (what POST /admin/dlq/import needs to copy the row).
+	BodyHash *string `json:"body_hash,omitempty"`
+	Brewer   *string `json:"brewer"`
 
 	// ContentType How the message was sent; replay sends the body back with it. Rows captured before it was recorded: derived from the body (raw_encoding base64: bytes; valid JSON: json; else text).
 	ContentType MessageContentType `json:"content_type"`
@@ -1086,14 +1143,23 @@ type Message struct {
 	FailureCount  *int    `json:"failure_count"`
 	FailureReason *string `json:"failure_reason"`
 	FirstFailedAt int     `json:"first_failed_at"`
-	Id            int     `json:"id"`
+
+	// History Failed attempts kept (as GET /admin/dlq/{id} shows them). Only in an NDJSON export with include_raw=true (what POST /admin/dlq/import needs to copy the row).
+	History *[]map[string]interface{} `json:"history,omitempty"`
+
+	// HistoryDropped Attempts left out of history. Only in an NDJSON export with include_raw=true (what POST /admin/dlq/import needs to copy the row).
+	HistoryDropped *int `json:"history_dropped,omitempty"`
+	Id             int  `json:"id"`
 
 	// Key The row key read through the pipeline's key pointer (stored in beer_id, which it equals).
 	Key string `json:"key"`
 
 	// Labels The pipeline's labels by name (the beer pipeline: beer_name and brewer); {} for a queue no pipeline names.
-	Labels    map[string]*string `json:"labels"`
-	MessageId string             `json:"message_id"`
+	Labels map[string]*string `json:"labels"`
+
+	// LastMessageId Queue message id of the latest failure stored. Only in an NDJSON export with include_raw=true (what POST /admin/dlq/import needs to copy the row).
+	LastMessageId *string `json:"last_message_id,omitempty"`
+	MessageId     string  `json:"message_id"`
 
 	// Pipeline The configured pipeline whose queue is source_queue (var PIPELINES); null for a queue no pipeline names.
 	Pipeline *string `json:"pipeline"`
@@ -1102,13 +1168,19 @@ type Message struct {
 	RawEncoding *MessageRawEncoding `json:"raw_encoding,omitempty"`
 
 	// RawMessage Only with include_raw=true.
-	RawMessage  *string       `json:"raw_message,omitempty"`
-	ReplayCount int           `json:"replay_count"`
-	ReplayedAt  *int          `json:"replayed_at"`
-	ReplayingAt *int          `json:"replaying_at"`
-	SourceQueue string        `json:"source_queue"`
-	Status      MessageStatus `json:"status"`
-	UpdatedAt   int           `json:"updated_at"`
+	RawMessage  *string `json:"raw_message,omitempty"`
+	ReplayCount int     `json:"replay_count"`
+	ReplayedAt  *int    `json:"replayed_at"`
+	ReplayingAt *int    `json:"replaying_at"`
+
+	// Signature The row's failure group as its database keeps it (null for rows captured before groups). Only in an NDJSON export with include_raw=true (what POST /admin/dlq/import needs to copy the row).
+	Signature   *ExportSignature `json:"signature,omitempty"`
+	SourceQueue string           `json:"source_queue"`
+	Status      MessageStatus    `json:"status"`
+	UpdatedAt   int              `json:"updated_at"`
+
+	// Version Worker version of the latest failure. Only in an NDJSON export with include_raw=true (what POST /admin/dlq/import needs to copy the row).
+	Version *string `json:"version,omitempty"`
 }
 
 // MessageContentType How the message was sent; replay sends the body back with it. Rows captured before it was recorded: derived from the body (raw_encoding base64: bytes; valid JSON: json; else text).
@@ -1256,6 +1328,49 @@ type QueueDepth struct {
 // QueueList defines model for QueueList.
 type QueueList struct {
 	Queues []QueueDepth `json:"queues"`
+}
+
+// ReleaseRequest defines model for ReleaseRequest.
+type ReleaseRequest struct {
+	// After Position: next_after of the previous call (0 to start).
+	After *int `json:"after,omitempty"`
+
+	// Database The binding to delete its rows from: a bound database other than the pipeline's own.
+	Database string `json:"database"`
+
+	// Limit Most rows deleted (0: the default).
+	Limit *int `json:"limit,omitempty"`
+
+	// Pipeline A configured pipeline (GET /admin/pipelines).
+	Pipeline string `json:"pipeline"`
+}
+
+// ReleaseResult defines model for ReleaseResult.
+type ReleaseResult struct {
+	// Changed Rows found whose copy is older than they are (changed in database after the export: updated_at): never deleted; act on their copies the same way (an action by id reaches the copy), then release again.
+	Changed int `json:"changed"`
+
+	// Database Where rows were deleted.
+	Database string `json:"database"`
+
+	// Into The pipeline's own database, which holds the copies.
+	Into string `json:"into"`
+
+	// NextAfter Pass as after to continue; null: the scan reached the database's last id.
+	NextAfter *int `json:"next_after"`
+
+	// NotImported Rows found that into does not hold: never deleted; export them (database=<database>) and import them, then release again.
+	NotImported int    `json:"not_imported"`
+	Pipeline    string `json:"pipeline"`
+
+	// Released Rows deleted (their copy, same id and message_id, is in into).
+	Released int `json:"released"`
+
+	// Remaining The pipeline's rows left in database by its kept counts (dlq_tally).
+	Remaining int `json:"remaining"`
+
+	// Scanned The pipeline's rows found in this call's window of 5,000 ids.
+	Scanned int `json:"scanned"`
 }
 
 // ReplayRequest Either ids (the original worker's form) or filter (bulk: claims at most limit <= DLQ_BULK_REPLAY_MAX matching pending rows, newest failure first; continue with next_cursor until has_more is false). dry_run: true changes nothing and returns a Preview. Exactly one of ids and filter; cursor and limit only with filter.
@@ -1727,7 +1842,7 @@ type ExportDLQParams struct {
 	// Cursor X-Next-Cursor of the previous export response (or next_cursor of a list page), with the same filters; anything else is 400 INVALID_CURSOR.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// IncludeRaw Include raw_message and raw_encoding (CSV: two more columns).
+	// IncludeRaw Include raw_message and raw_encoding (CSV: two more columns). An NDJSON export with it also writes last_message_id, body_hash, body_edited, history, history_dropped, version and signature: what POST /admin/dlq/import needs.
 	IncludeRaw *bool `form:"include_raw,omitempty" json:"include_raw,omitempty"`
 
 	// Signature Filter by failure group (a signature of GET /admin/dlq/groups).
@@ -1738,6 +1853,9 @@ type ExportDLQParams struct {
 
 	// VersionNot Rows whose latest failure happened on another (or an unknown) version.
 	VersionNot *string `form:"version_not,omitempty" json:"version_not,omitempty"`
+
+	// Database Read this bound D1 database (a binding name, GET /admin/pipelines) instead of the shared one: the old database of a pipeline being moved (docs/operations.md). Unknown: 400 UNKNOWN_DATABASE.
+	Database *string `form:"database,omitempty" json:"database,omitempty"`
 }
 
 // ExportDLQParamsFormat defines parameters for ExportDLQ.
@@ -1805,6 +1923,9 @@ type ReportAttemptsJSONRequestBody = AttemptsReport
 
 // AcknowledgeDLQJSONRequestBody defines body for AcknowledgeDLQ for application/json ContentType.
 type AcknowledgeDLQJSONRequestBody = AcknowledgeRequest
+
+// ReleaseDLQJSONRequestBody defines body for ReleaseDLQ for application/json ContentType.
+type ReleaseDLQJSONRequestBody = ReleaseRequest
 
 // ReplayDLQJSONRequestBody defines body for ReplayDLQ for application/json ContentType.
 type ReplayDLQJSONRequestBody = ReplayRequest
@@ -2403,6 +2524,29 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 	DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ImportDLQWithBody Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
+	//
+	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/dlq/import (the `ImportDLQ` operationId).
+	ImportDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseDLQWithBody Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+	ReleaseDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseDLQ Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+	ReleaseDLQ(ctx context.Context, body ReleaseDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReplayDLQWithBody Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 	//
 	// Each claimed row's stored body is sent unchanged, with its content_type (json as the parsed value, text as a string, bytes as binary); nothing is added to it. A replayed message that fails again updates the same row (matched by source_queue and a hash of content type and body). Skipped with reason not_replayable: v8 bodies and json bodies that are not valid JSON.
@@ -2734,6 +2878,59 @@ func (c *Client) ExportDLQ(ctx context.Context, params *ExportDLQParams, reqEdit
 // Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 func (c *Client) DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDlqGroupsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportDLQWithBody Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
+//
+// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/dlq/import (the `ImportDLQ` operationId).
+func (c *Client) ImportDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportDLQRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseDLQWithBody Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+func (c *Client) ReleaseDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseDLQRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseDLQ Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+func (c *Client) ReleaseDLQ(ctx context.Context, body ReleaseDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseDLQRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3771,6 +3968,18 @@ func NewExportDLQRequest(server string, params *ExportDLQParams) (*http.Request,
 
 		}
 
+		if params.Database != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "database", *params.Database, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3895,6 +4104,75 @@ func NewDlqGroupsRequest(server string, params *DlqGroupsParams) (*http.Request,
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewImportDLQRequestWithBody constructs an http.Request for the ImportDLQ method, with any body, and a specified content type
+func NewImportDLQRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReleaseDLQRequest calls the generic ReleaseDLQ builder with application/json body
+func NewReleaseDLQRequest(server string, body ReleaseDLQJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReleaseDLQRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReleaseDLQRequestWithBody constructs an http.Request for the ReleaseDLQ method, with any body, and a specified content type
+func NewReleaseDLQRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/release")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -4733,6 +5011,29 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 	DlqGroupsWithResponse(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*DlqGroupsResponse, error)
+
+	// ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
+	//
+	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/import (the `ImportDLQ` operationId).
+	ImportDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportDLQResponse, error)
+
+	// ReleaseDLQWithBodyWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+	ReleaseDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseDLQResponse, error)
+
+	// ReleaseDLQWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+	ReleaseDLQWithResponse(ctx context.Context, body ReleaseDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseDLQResponse, error)
 
 	// ReplayDLQWithBodyWithResponse Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 	//
@@ -6004,6 +6305,286 @@ func (r DlqGroupsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DlqGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportDLQResponse200Headers the declared response headers of an HTTP 200 response for ImportDLQ
+type ImportDLQResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ImportDLQResponse400Headers the declared response headers of an HTTP 400 response for ImportDLQ
+type ImportDLQResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ImportDLQResponse401Headers the declared response headers of an HTTP 401 response for ImportDLQ
+type ImportDLQResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ImportDLQResponse403Headers the declared response headers of an HTTP 403 response for ImportDLQ
+type ImportDLQResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ImportDLQResponse413Headers the declared response headers of an HTTP 413 response for ImportDLQ
+type ImportDLQResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ImportDLQResponse500Headers the declared response headers of an HTTP 500 response for ImportDLQ
+type ImportDLQResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ImportDLQResponse503Headers the declared response headers of an HTTP 503 response for ImportDLQ
+type ImportDLQResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ImportDLQResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      ImportResult       `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ImportDLQResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ImportDLQResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportDLQResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ImportDLQResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ImportDLQResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ImportDLQResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportDLQResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportDLQResponse) GetJSON200() *struct {
+	Data      ImportResult       `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ImportDLQResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ImportDLQResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ImportDLQResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ImportDLQResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ImportDLQResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ImportDLQResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportDLQResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportDLQResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportDLQResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportDLQResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleaseDLQResponse200Headers the declared response headers of an HTTP 200 response for ReleaseDLQ
+type ReleaseDLQResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReleaseDLQResponse400Headers the declared response headers of an HTTP 400 response for ReleaseDLQ
+type ReleaseDLQResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReleaseDLQResponse401Headers the declared response headers of an HTTP 401 response for ReleaseDLQ
+type ReleaseDLQResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReleaseDLQResponse403Headers the declared response headers of an HTTP 403 response for ReleaseDLQ
+type ReleaseDLQResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReleaseDLQResponse413Headers the declared response headers of an HTTP 413 response for ReleaseDLQ
+type ReleaseDLQResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReleaseDLQResponse500Headers the declared response headers of an HTTP 500 response for ReleaseDLQ
+type ReleaseDLQResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ReleaseDLQResponse503Headers the declared response headers of an HTTP 503 response for ReleaseDLQ
+type ReleaseDLQResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ReleaseDLQResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      ReleaseResult      `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReleaseDLQResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReleaseDLQResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReleaseDLQResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReleaseDLQResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReleaseDLQResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReleaseDLQResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReleaseDLQResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReleaseDLQResponse) GetJSON200() *struct {
+	Data      ReleaseResult      `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReleaseDLQResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReleaseDLQResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReleaseDLQResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReleaseDLQResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReleaseDLQResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReleaseDLQResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleaseDLQResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleaseDLQResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleaseDLQResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleaseDLQResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8708,6 +9289,47 @@ func (c *ClientWithResponses) DlqGroupsWithResponse(ctx context.Context, params 
 	return ParseDlqGroupsResponse(rsp)
 }
 
+// ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
+//
+// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/import (the `ImportDLQ` operationId).
+func (c *ClientWithResponses) ImportDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportDLQResponse, error) {
+	rsp, err := c.ImportDLQWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportDLQResponse(rsp)
+}
+
+// ReleaseDLQWithBodyWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+func (c *ClientWithResponses) ReleaseDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseDLQResponse, error) {
+	rsp, err := c.ReleaseDLQWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseDLQResponse(rsp)
+}
+
+// ReleaseDLQWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
+func (c *ClientWithResponses) ReleaseDLQWithResponse(ctx context.Context, body ReleaseDLQJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseDLQResponse, error) {
+	rsp, err := c.ReleaseDLQ(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseDLQResponse(rsp)
+}
+
 // ReplayDLQWithBodyWithResponse Replay pending messages to their source queue (ids, or bulk by filter; dry run)
 //
 // Each claimed row's stored body is sent unchanged, with its content_type (json as the parsed value, text as a string, bytes as binary); nothing is added to it. A replayed message that fails again updates the same row (matched by source_queue and a hash of content type and body). Skipped with reason not_replayable: v8 bodies and json bodies that are not valid JSON.
@@ -10137,6 +10759,296 @@ func ParseDlqGroupsResponse(rsp *http.Response) (*DlqGroupsResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers DlqGroupsResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportDLQResponse parses an HTTP response from a ImportDLQWithResponse call
+func ParseImportDLQResponse(rsp *http.Response) (*ImportDLQResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportDLQResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      ImportResult       `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ImportDLQResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ImportDLQResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ImportDLQResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ImportDLQResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers ImportDLQResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers ImportDLQResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportDLQResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleaseDLQResponse parses an HTTP response from a ReleaseDLQWithResponse call
+func ParseReleaseDLQResponse(rsp *http.Response) (*ReleaseDLQResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleaseDLQResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      ReleaseResult      `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReleaseDLQResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReleaseDLQResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReleaseDLQResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReleaseDLQResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReleaseDLQResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReleaseDLQResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReleaseDLQResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

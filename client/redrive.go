@@ -156,3 +156,106 @@ func (c *ClientWithResponses) ExportAll(ctx context.Context, params ExportDLQPar
 		params.Cursor = &next
 	}
 }
+
+// Import limits of POST /admin/dlq/import (dlq.ImportMaxLines, handlers.MaxBodyBytes).
+const (
+	ImportMaxLines = 500
+	ImportMaxBytes = 1 << 20
+)
+
+// ImportChunks splits NDJSON (as GET /admin/dlq/export?format=ndjson&include_raw=true
+// writes it) into request bodies of whole lines, each at most maxLines lines
+// and maxBytes bytes. A line longer than maxBytes is an error naming it.
+func ImportChunks(ndjson []byte, maxLines, maxBytes int) ([][]byte, error) {
+	var out [][]byte
+	var cur []byte
+	lines := 0
+	for n, rest := 1, ndjson; len(rest) > 0; n++ {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		}
+		rest = rest[len(line):]
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if len(line) > maxBytes {
+			return nil, fmt.Errorf("import: line %d is %d bytes, more than a request may hold (%d)", n, len(line), maxBytes)
+		}
+		if lines == maxLines || len(cur)+len(line) > maxBytes {
+			out, cur, lines = append(out, cur), nil, 0
+		}
+		cur, lines = append(cur, line...), lines+1
+	}
+	if lines > 0 {
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// ImportAll sends ndjson in ImportChunks, one POST /admin/dlq/import
+// each, in order, and adds up their results; it stops at the first error
+// (what was imported stays: run it again, lines already imported are
+// skipped). progress, when set, is called after each request.
+func (c *ClientWithResponses) ImportAll(ctx context.Context, ndjson []byte, progress func(ImportResult)) (ImportResult, error) {
+	var total ImportResult
+	chunks, err := ImportChunks(ndjson, ImportMaxLines, ImportMaxBytes)
+	if err != nil {
+		return total, err
+	}
+	for _, chunk := range chunks {
+		resp, err := c.ImportDLQWithBody(ctx, "application/x-ndjson", bytes.NewReader(chunk))
+		if err != nil {
+			return total, fmt.Errorf("import: %w", err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return total, fmt.Errorf("import: read response: %w", err)
+		}
+		var r ImportResult
+		if err := DecodeData(resp.StatusCode, body, &r); err != nil {
+			return total, err
+		}
+		total.Database = r.Database
+		total.Lines, total.Imported, total.Skipped = total.Lines+r.Lines, total.Imported+r.Imported, total.Skipped+r.Skipped
+		if progress != nil {
+			progress(total)
+		}
+	}
+	return total, nil
+}
+
+// ReleaseAll calls POST /admin/dlq/release from the first id to the
+// database's last and adds up what the calls scanned, released and found
+// not imported or changed; the result's Remaining and NextAfter are the last call's.
+func (c *ClientWithResponses) ReleaseAll(ctx context.Context, pipeline, database string, progress func(ReleaseResult)) (ReleaseResult, error) {
+	var total ReleaseResult
+	after := 0
+	for {
+		req := ReleaseRequest{Pipeline: pipeline, Database: database, After: &after}
+		resp, err := c.ReleaseDLQ(ctx, req)
+		if err != nil {
+			return total, fmt.Errorf("release: %w", err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return total, fmt.Errorf("release: read response: %w", err)
+		}
+		var r ReleaseResult
+		if err := DecodeData(resp.StatusCode, body, &r); err != nil {
+			return total, err
+		}
+		r.Scanned, r.Released, r.NotImported = total.Scanned+r.Scanned, total.Released+r.Released, total.NotImported+r.NotImported
+		r.Changed += total.Changed
+		total = r
+		if progress != nil {
+			progress(total)
+		}
+		if r.NextAfter == nil {
+			return total, nil
+		}
+		after = *r.NextAfter
+	}
+}

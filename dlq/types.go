@@ -63,6 +63,16 @@ type Message struct {
 	// (include_raw=true), with RawEncoding (text | base64).
 	RawMessage  json.RawMessage `json:"raw_message,omitempty"`
 	RawEncoding string          `json:"raw_encoding,omitempty"`
+
+	// The fields an NDJSON export with include_raw adds (MoveFieldNames,
+	// AddMoveFields): what POST /admin/dlq/import needs to copy the row.
+	LastMessageID  string           `json:"last_message_id,omitempty"`
+	BodyHash       *string          `json:"body_hash,omitempty"`
+	BodyEdited     *int64           `json:"body_edited,omitempty"`
+	History        json.RawMessage  `json:"history,omitempty"`
+	HistoryDropped int64            `json:"history_dropped,omitempty"`
+	Version        *string          `json:"version,omitempty"`
+	Signature      *ImportSignature `json:"signature,omitempty"`
 }
 
 // Outcome is what storing one failure did to dlq_messages.

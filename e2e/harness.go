@@ -8,7 +8,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +79,10 @@ type Options struct {
 	// Env is the environment of wrangler.jsonc to run ("e2e" when empty;
 	// ignored with Config): the bench's "bench".
 	Env string
+	// Persist is a local state directory to run on (another worker's,
+	// stopped: its D1 and queues as it left them); it is not removed by
+	// Stop. Empty: a fresh one, removed by Stop.
+	Persist string
 }
 
 // Worker is one running `wrangler dev --env e2e` (or Options.Env) with its
@@ -92,6 +99,7 @@ type Worker struct {
 	cmd           *exec.Cmd
 	logPath       string
 	ownProvider   bool
+	ownPersist    bool // persist was made for this worker (removed by Stop)
 	redrive       bool // wrangler.jsonc's e2e environment (not another config)
 	ownDatabases  bool // Options.OwnDatabases
 
@@ -119,11 +127,14 @@ func StartWorker(opts Options) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	persist, err := os.MkdirTemp("", "redrive-e2e-")
-	if err != nil {
-		return nil, err
+	persist, ownPersist := opts.Persist, opts.Persist == ""
+	if ownPersist {
+		if persist, err = os.MkdirTemp("", "redrive-e2e-"); err != nil {
+			return nil, err
+		}
 	}
-	w := &Worker{root: root, persist: persist, Provider: opts.Provider, logPath: filepath.Join(persist, "wrangler.log"),
+	w := &Worker{root: root, persist: persist, ownPersist: ownPersist, Provider: opts.Provider,
+		logPath:    filepath.Join(persist, fmt.Sprintf("wrangler-%d.log", time.Now().UnixNano())),
 		configArgs: []string{"--env", "e2e"}, redrive: opts.Config == "", ownDatabases: opts.OwnDatabases}
 	if opts.Env != "" {
 		w.configArgs = []string{"--env", opts.Env}
@@ -250,7 +261,7 @@ func (w *Worker) stop() {
 	if w.ownProvider && w.Provider != nil {
 		w.Provider.Close()
 	}
-	if os.Getenv("E2E_KEEP_STATE") == "" {
+	if w.ownPersist && os.Getenv("E2E_KEEP_STATE") == "" {
 		os.RemoveAll(w.persist)
 	}
 }
@@ -574,18 +585,60 @@ func (w *Worker) openD1File(opts string) (*sql.DB, error) {
 	return w.openD1FileOf(config.SharedDatabase, opts)
 }
 
-// openD1FileOf opens the local D1 SQLite file of binding.
+// openD1FileOf opens the local D1 SQLite file of binding: the file
+// miniflare names by the binding's database_id (wrangler.jsonc), else the
+// one its migrations created; another config's one database for DB.
 func (w *Worker) openD1FileOf(binding, opts string) (*sql.DB, error) {
-	if f, ok := w.d1Files[binding]; ok {
+	open := func(f string) (*sql.DB, error) {
 		return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
 	}
-	if w.d1Files == nil && binding == config.SharedDatabase {
-		// Another config: its one database.
+	if id := w.databaseID(binding); id != "" {
+		f := filepath.Join(w.persist, "v3", "d1", "miniflare-D1DatabaseObject", miniflareObjectID("miniflare-D1DatabaseObject", id)+".sqlite")
+		if _, err := os.Stat(f); err == nil {
+			return open(f)
+		}
+	}
+	if f, ok := w.d1Files[binding]; ok {
+		return open(f)
+	}
+	if binding == config.SharedDatabase {
 		for f := range w.sqliteFiles() {
-			return sql.Open("sqlite", "file:"+f+"?"+opts+"&_pragma=busy_timeout(5000)")
+			return open(f) // another config: its one database
 		}
 	}
 	return nil, fmt.Errorf("no local D1 file of %s under %s", binding, w.persist)
+}
+
+// databaseID is binding's database_id in the worker's environment of
+// wrangler.jsonc ("" for another config or an unknown binding).
+func (w *Worker) databaseID(binding string) string {
+	if !w.redrive {
+		return ""
+	}
+	cfg, err := wranglerconfig.Load(w.root)
+	if err != nil {
+		return ""
+	}
+	env, _ := cfg.Environment(w.env())
+	for _, d := range env.D1Databases {
+		if d.Binding == binding {
+			return d.DatabaseID
+		}
+	}
+	return ""
+}
+
+// miniflareObjectID is the id miniflare names a Durable Object's file by
+// (durableObjectNamespaceIdFromName in miniflare): a local D1 database is
+// the object named by its database_id.
+func miniflareObjectID(uniqueKey, name string) string {
+	key := sha256.Sum256([]byte(uniqueKey))
+	mac := hmac.New(sha256.New, key[:])
+	mac.Write([]byte(name))
+	nameMAC := mac.Sum(nil)[:16]
+	mac = hmac.New(sha256.New, key[:])
+	mac.Write(nameMAC)
+	return hex.EncodeToString(append(append([]byte{}, nameMAC...), mac.Sum(nil)[:16]...))
 }
 
 // DBOf opens the local D1 file of binding read-only (DB(t) is DB's), for

@@ -263,6 +263,8 @@ func (a *API) routeTable() []route {
 		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},
 		{"GET /admin/dlq/groups", a.admin(a.dlqGroups)},
 		{"GET /admin/dlq/export", a.admin(a.dlqExport)},
+		{"POST /admin/dlq/import", a.admin(a.dlqImport)},
+		{"POST /admin/dlq/release", a.admin(a.dlqRelease)},
 		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
 		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
 		{"POST /admin/dlq/{id}/replay", a.admin(a.dlqReplayEdited)},

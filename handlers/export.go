@@ -2,8 +2,11 @@ package handlers
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
@@ -12,7 +15,7 @@ import (
 // exportParams are the query parameters GET /admin/dlq/export accepts:
 // the list's, and format.
 var exportParams = func() map[string]bool {
-	m := map[string]bool{"format": true}
+	m := map[string]bool{"format": true, "database": true}
 	for k := range listParams {
 		m[k] = true
 	}
@@ -30,7 +33,10 @@ const (
 // (dlq.Export: at most dlq.ExportMaxPages pages of limit rows per call, and
 // no page read past dlq.ExportMaxBytes). When rows remain, X-Next-Cursor
 // carries the cursor to continue with (?cursor=, same filters); without it
-// the export is complete. The worker's bridge buffers every response
+// the export is complete. database (a binding name) reads that database
+// instead of DB. An NDJSON export with include_raw adds to each row what
+// a copy of it needs (dlq.MoveFieldNames), which POST /admin/dlq/import
+// reads. The worker's bridge buffers every response
 // (platform/serve.go): the byte budget bounds what it holds.
 func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	q, err := query(r.URL, exportParams)
@@ -48,8 +54,25 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Without database, the rows of the filter's pipeline's database, or
+	// of every database merged (moveFields finds each row's).
+	var db *sql.DB
+	named := q["database"] != ""
+	if named {
+		d, err := a.databaseNamed(q["database"])
+		if err != nil {
+			return err
+		}
+		db = d.DB
+	}
 	var buf bytes.Buffer
 	visit := func(rows []json.RawMessage) error {
+		if p.IncludeRaw {
+			// What a copy of each row needs (POST /admin/dlq/import).
+			if err := a.moveFields(r.Context(), db, p.Filter, rows); err != nil {
+				return err
+			}
+		}
 		for _, row := range rows {
 			buf.Write(row)
 			buf.WriteByte('\n')
@@ -63,7 +86,11 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 		}
 		visit = cw.Write
 	}
-	res, err := dlq.Export{List: dlq.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}}.Run(r.Context(), p, visit)
+	list := dlq.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}
+	if named {
+		list = dlq.List{DB: db, Cursors: a.cursors()}
+	}
+	res, err := dlq.Export{List: list}.Run(r.Context(), p, visit)
 	if err != nil {
 		return err
 	}
@@ -84,5 +111,43 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
+	return nil
+}
+
+// moveFields adds to rows what a copy of each needs (dlq.AddMoveFields),
+// read from db, or, when db is nil, from the database of the filter's
+// pipeline or source queue, or from each database in turn for the rows
+// the ones before it did not hold (a merged export).
+func (a *API) moveFields(ctx context.Context, db *sql.DB, f dlq.Filter, rows []json.RawMessage) error {
+	dbs := a.databases()
+	switch {
+	case db != nil:
+		return dlq.AddMoveFields(ctx, db, rows)
+	case !dbs.Many() || f.Pipeline != "":
+		return dlq.AddMoveFields(ctx, dbs.OfPipeline(f.Pipeline).DB, rows)
+	case f.SourceQueue != "":
+		return dlq.AddMoveFields(ctx, dbs.OfQueue(f.SourceQueue).DB, rows)
+	}
+	left := slices.Clone(rows)
+	at := make([]int, len(rows))
+	for i := range at {
+		at[i] = i
+	}
+	for _, d := range dbs.All {
+		before := slices.Clone(left)
+		if err := dlq.AddMoveFields(ctx, d.DB, left); err != nil {
+			return err
+		}
+		var nextLeft []json.RawMessage
+		var nextAt []int
+		for i := range left {
+			if len(left[i]) != len(before[i]) {
+				rows[at[i]] = left[i]
+				continue
+			}
+			nextLeft, nextAt = append(nextLeft, left[i]), append(nextAt, at[i])
+		}
+		left, at = nextLeft, nextAt
+	}
 	return nil
 }

@@ -145,3 +145,29 @@ func TestAPIMergesDatabases(t *testing.T) {
 		t.Fatalf("unknown pipeline: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A merged NDJSON export with include_raw gives every row, of either
+// database, the fields a copy of it needs (its signature among them), once.
+func TestMergedExportAddsMoveFieldsFromEachRowsDatabase(t *testing.T) {
+	api := mergeAPI(t)
+	for _, q := range []string{"", "&pipeline=tickets"} {
+		rec, _ := do(api.Handler(), "GET", "/admin/dlq/export?format=ndjson&include_raw=true&limit=100"+q, "", adminHeaders)
+		if rec.Code != 200 {
+			t.Fatalf("export %q: %d %s", q, rec.Code, rec.Body)
+		}
+		lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+		want := map[string]int{"": 26, "&pipeline=tickets": 3}[q]
+		if len(lines) != want {
+			t.Fatalf("export %q: %d lines, want %d", q, len(lines), want)
+		}
+		for _, l := range lines {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("export %q: %v: %s", q, err, l)
+			}
+			if strings.Count(l, `"body_hash":`) != 1 || len(m["signature"]) < 3 {
+				t.Fatalf("export %q: a line without its move fields, or with them twice: %s", q, l)
+			}
+		}
+	}
+}

@@ -113,6 +113,7 @@ func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
 		"AlertList": alerts.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"Task": dlq.Task{}, "Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
+		"ImportResult": dlq.ImportResult{}, "ReleaseResult": dlq.ReleaseResult{}, "ExportSignature": dlq.ImportSignature{},
 	} {
 		required := slices.Clone(doc.Comps.Schemas[schema].Required)
 		slices.Sort(required)
@@ -138,6 +139,8 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"TaskRequest": taskBody{}, "Task": dlq.Task{},
+		"ImportResult": dlq.ImportResult{}, "ReleaseRequest": dlq.ReleaseParams{}, "ReleaseResult": dlq.ReleaseResult{},
+		"ExportSignature": dlq.ImportSignature{},
 	} {
 		var documented []string
 		for name := range doc.Comps.Schemas[schema].Properties {

@@ -17,7 +17,7 @@ import (
 
 func (a *app) exportCmd() *cobra.Command {
 	var f filterFlags
-	var format, output string
+	var format, output, database string
 	var limit int
 	var raw bool
 	cmd := &cobra.Command{
@@ -52,6 +52,9 @@ written, and reports progress on stderr. --json is --format ndjson.`,
 			}
 			if raw {
 				p.IncludeRaw = &raw
+			}
+			if database != "" {
+				p.Database = &database
 			}
 			if limit > 0 {
 				p.Limit = &limit
@@ -88,7 +91,8 @@ written, and reports progress on stderr. --json is --format ndjson.`,
 	cmd.Flags().StringVar(&format, "format", "ndjson", "ndjson or csv")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file (mode 0600) instead of stdout")
 	cmd.Flags().IntVar(&limit, "limit", 0, "rows per page the server reads (default 100)")
-	cmd.Flags().BoolVar(&raw, "include-raw", false, "include raw_message and raw_encoding")
+	cmd.Flags().BoolVar(&raw, "include-raw", false, "include raw_message and raw_encoding (with ndjson, also what redrive import needs)")
+	cmd.Flags().StringVar(&database, "database", "", "read this D1 binding instead of the shared one (the old database of a pipeline being moved)")
 	return cmd
 }
 

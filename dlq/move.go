@@ -1,0 +1,307 @@
+package dlq
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Moving a pipeline's rows to its own database (issue 31; docs/operations.md
+// "Move a pipeline to its own database"): GET /admin/dlq/export with
+// include_raw writes each row with the fields a copy needs (MoveFields),
+// POST /admin/dlq/import writes those lines into the database of their
+// source queue (Import), and POST /admin/dlq/release deletes from the old
+// database the rows the pipeline's own database holds (Release).
+
+// MoveFieldNames are the fields an NDJSON export with include_raw adds to
+// each row, after raw_message and raw_encoding: what a copy of the row
+// needs beyond the Message fields (GET /admin/dlq/{id} shows them).
+var MoveFieldNames = []string{"last_message_id", "body_hash", "body_edited", "history", "history_dropped", "version", "signature"}
+
+// moveFieldsSQL reads MoveFieldNames of the rows whose ids are the JSON
+// array bound to it, as one JSON object keyed by id: one row read per row
+// and one per signature. signature is the row's failure group as its
+// database keeps it (null for rows captured before groups), so that the
+// group exists wherever the row goes.
+const moveFieldsSQL = `SELECT json_group_object(m.id, json_object('last_message_id', m.last_message_id,
+		'body_hash', m.body_hash, 'body_edited', m.body_edited, 'history', json(m.history),
+		'history_dropped', m.history_dropped, 'version', m.version,
+		'signature', json(CASE WHEN m.signature IS NOT NULL THEN json_object('signature', m.signature,
+			'class', COALESCE(s.class, m.failure_class, 'unknown'), 'text', COALESCE(s.text, ''),
+			'source_queue', COALESCE(s.source_queue, ''), 'first_seen', COALESCE(s.first_seen, m.first_failed_at),
+			'announced_at', s.announced_at, 'versions', json(COALESCE(s.versions, '[]')),
+			'sample_ids', json(COALESCE(s.sample_ids, '[]'))) END))) AS fields
+	FROM dlq_messages m LEFT JOIN dlq_signatures s ON s.signature = m.signature
+	WHERE m.id IN (SELECT value FROM json_each(?))`
+
+// AddMoveFields appends MoveFieldNames to each of rows (Message objects as
+// the list gives them, with raw_message), read from db in one statement.
+// The fields the list wrote stay byte for byte as they were.
+func AddMoveFields(ctx context.Context, db *sql.DB, rows []json.RawMessage) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		var m struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(r, &m); err != nil {
+			return fmt.Errorf("dlq export: row: %w", err)
+		}
+		ids[i] = m.ID
+	}
+	list, _ := json.Marshal(ids)
+	var fields string
+	if err := db.QueryRowContext(ctx, moveFieldsSQL, string(list)).Scan(&fields); err != nil {
+		return fmt.Errorf("dlq export: move fields: %w", err)
+	}
+	byID := map[string]json.RawMessage{}
+	if err := json.Unmarshal([]byte(fields), &byID); err != nil {
+		return fmt.Errorf("dlq export: move fields: %w", err)
+	}
+	for i, r := range rows {
+		f, ok := byID[strconv.FormatInt(ids[i], 10)]
+		r = bytes.TrimRight(r, " \t\r\n")
+		if !ok || len(f) < 2 || len(r) < 2 || r[len(r)-1] != '}' {
+			// The row went between the two statements (retention): it is
+			// exported as the list read it, which an import refuses.
+			continue
+		}
+		out := make([]byte, 0, len(r)+len(f))
+		out = append(append(append(out, r[:len(r)-1]...), ','), f[1:]...)
+		rows[i] = out
+	}
+	return nil
+}
+
+// ImportMaxLines is the most lines one POST /admin/dlq/import takes.
+const ImportMaxLines = 500
+
+// Bounds of an imported line's text fields (bytes).
+const (
+	importMaxID     = 1<<53 - 1
+	importMaxName   = 1024 // message ids, queues, signatures, versions, classes
+	importMaxReason = 64 << 10
+)
+
+// ImportRow is one line of an import: a row as GET
+// /admin/dlq/export?format=ndjson&include_raw=true writes it. pipeline,
+// key and labels are accepted and not stored: they follow from
+// source_queue, beer_id, beer_name and brewer.
+type ImportRow struct {
+	ID               int64              `json:"id"`
+	MessageID        string             `json:"message_id"`
+	BeerID           string             `json:"beer_id"`
+	BeerName         *string            `json:"beer_name"`
+	Brewer           *string            `json:"brewer"`
+	FailedAt         int64              `json:"failed_at"`
+	FailureCount     *int64             `json:"failure_count"`
+	FailureReason    *string            `json:"failure_reason"`
+	SourceQueue      string             `json:"source_queue"`
+	Status           string             `json:"status"`
+	ReplayCount      int64              `json:"replay_count"`
+	ReplayedAt       *int64             `json:"replayed_at"`
+	AcknowledgedAt   *int64             `json:"acknowledged_at"`
+	FailureClass     *string            `json:"failure_class"`
+	FirstFailedAt    int64              `json:"first_failed_at"`
+	ReplayingAt      *int64             `json:"replaying_at"`
+	AcknowledgedNote *string            `json:"acknowledged_note"`
+	UpdatedAt        int64              `json:"updated_at"`
+	ContentType      string             `json:"content_type"`
+	Pipeline         *string            `json:"pipeline"`
+	Key              string             `json:"key"`
+	Labels           map[string]*string `json:"labels"`
+	RawMessage       *string            `json:"raw_message"`
+	RawEncoding      string             `json:"raw_encoding"`
+	LastMessageID    string             `json:"last_message_id"`
+	BodyHash         *string            `json:"body_hash"`
+	BodyEdited       *int64             `json:"body_edited"`
+	History          json.RawMessage    `json:"history"`
+	HistoryDropped   int64              `json:"history_dropped"`
+	Version          *string            `json:"version"`
+	Signature        *ImportSignature   `json:"signature"`
+}
+
+// ImportSignature is a row's failure group as its old database kept it
+// (dlq_signatures).
+type ImportSignature struct {
+	Signature   string          `json:"signature"`
+	Class       string          `json:"class"`
+	Text        string          `json:"text"`
+	SourceQueue string          `json:"source_queue"`
+	FirstSeen   int64           `json:"first_seen"`
+	AnnouncedAt *int64          `json:"announced_at"`
+	Versions    json.RawMessage `json:"versions"`
+	SampleIDs   json.RawMessage `json:"sample_ids"`
+}
+
+// importRequired are the fields every line must have (null allowed where
+// the type allows it): an export without include_raw, or from a version
+// without MoveFieldNames, lacks some and is refused.
+var importRequired = []string{"id", "message_id", "beer_id", "failed_at", "source_queue", "status", "replay_count",
+	"first_failed_at", "updated_at", "content_type", "raw_message", "raw_encoding", "last_message_id", "body_hash",
+	"history", "history_dropped", "signature"}
+
+// ParseImport reads an import body: NDJSON, one row a line (a last
+// newline is optional), at most maxLines lines, ids and message ids
+// distinct. A bad line is an *InputError naming it (1-based); nothing is
+// returned then.
+func ParseImport(body []byte, maxLines int) ([]ImportRow, error) {
+	body = bytes.TrimSuffix(body, []byte("\n"))
+	if len(body) == 0 {
+		return nil, inputErr("INVALID_REQUEST", "the body is empty: send NDJSON lines as GET /admin/dlq/export?format=ndjson&include_raw=true writes them")
+	}
+	if n := bytes.Count(body, []byte("\n")) + 1; n > maxLines {
+		return nil, inputErr("TOO_MANY_LINES", "%d lines; at most %d per request", n, maxLines)
+	}
+	var rows []ImportRow
+	ids, msgs := map[int64]int{}, map[string]int{}
+	for i, line := range bytes.Split(body, []byte("\n")) {
+		n := i + 1
+		r, err := parseImportLine(line)
+		if err != nil {
+			return nil, inputErr("INVALID_LINE", "line %d: %s", n, err.Error())
+		}
+		if m, ok := ids[r.ID]; ok {
+			return nil, inputErr("INVALID_LINE", "line %d: id %d repeats line %d", n, r.ID, m)
+		}
+		if m, ok := msgs[r.MessageID]; ok {
+			return nil, inputErr("INVALID_LINE", "line %d: message_id repeats line %d", n, m)
+		}
+		ids[r.ID], msgs[r.MessageID] = n, n
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// parseImportLine decodes and checks one line.
+func parseImportLine(line []byte) (ImportRow, error) {
+	var r ImportRow
+	if len(bytes.TrimSpace(line)) == 0 {
+		return r, fmt.Errorf("empty line")
+	}
+	if !utf8.Valid(line) {
+		return r, fmt.Errorf("not UTF-8")
+	}
+	keys, err := objectKeys(line)
+	if err != nil {
+		return r, err
+	}
+	for _, k := range importRequired {
+		if !keys[k] {
+			return r, fmt.Errorf("%s is missing (export with format=ndjson&include_raw=true)", k)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("%s", clipName(err.Error()))
+	}
+	return r, r.check()
+}
+
+// check validates a decoded line.
+func (r ImportRow) check() error {
+	switch {
+	case r.ID < 1 || r.ID > importMaxID:
+		return fmt.Errorf("id must be a positive integer")
+	case r.MessageID == "" || len(r.MessageID) > importMaxName:
+		return fmt.Errorf("message_id must be 1..%d bytes", importMaxName)
+	case r.SourceQueue == "" || len(r.SourceQueue) > importMaxName:
+		return fmt.Errorf("source_queue must be 1..%d bytes", importMaxName)
+	case len(r.BeerID) > importMaxReason || len(r.LastMessageID) > importMaxName:
+		return fmt.Errorf("beer_id or last_message_id is too long")
+	case r.Status != StatusPending && r.Status != StatusReplaying && r.Status != StatusReplayed && r.Status != StatusAcknowledged:
+		return fmt.Errorf("status must be pending, replaying, replayed or acknowledged")
+	case r.FailedAt < 0 || r.FirstFailedAt < 0 || r.UpdatedAt < 0 || neg(r.ReplayedAt) || neg(r.AcknowledgedAt) || neg(r.ReplayingAt):
+		return fmt.Errorf("times must be epoch milliseconds (not negative)")
+	case r.ReplayCount < 0 || r.HistoryDropped < 0 || neg(r.FailureCount):
+		return fmt.Errorf("replay_count, history_dropped and failure_count must not be negative")
+	case r.ContentType != "json" && r.ContentType != "text" && r.ContentType != "bytes" && r.ContentType != "v8":
+		return fmt.Errorf("content_type must be json, text, bytes or v8")
+	case r.RawEncoding != "text" && r.RawEncoding != "base64":
+		return fmt.Errorf("raw_encoding must be text or base64")
+	case r.BodyEdited != nil && *r.BodyEdited != 0 && *r.BodyEdited != 1:
+		return fmt.Errorf("body_edited must be null, 0 or 1")
+	case r.BodyHash != nil && len(*r.BodyHash) > importMaxName, r.Version != nil && len(*r.Version) > importMaxName,
+		r.FailureClass != nil && len(*r.FailureClass) > importMaxName:
+		return fmt.Errorf("body_hash, version or failure_class is too long")
+	case r.FailureReason != nil && len(*r.FailureReason) > importMaxReason, r.AcknowledgedNote != nil && len(*r.AcknowledgedNote) > importMaxReason,
+		r.BeerName != nil && len(*r.BeerName) > importMaxReason, r.Brewer != nil && len(*r.Brewer) > importMaxReason:
+		return fmt.Errorf("failure_reason, acknowledged_note, beer_name or brewer is too long")
+	case !jsonArrayOrNull(r.History):
+		return fmt.Errorf("history must be a JSON array or null")
+	}
+	if s := r.Signature; s != nil {
+		switch {
+		case s.Signature == "" || len(s.Signature) > 64 || !lowerHex(s.Signature):
+			return fmt.Errorf("signature.signature must be 1..64 lowercase hex digits")
+		case s.Class == "" || len(s.Class) > importMaxName || len(s.Text) > importMaxReason || len(s.SourceQueue) > importMaxName:
+			return fmt.Errorf("signature.class must be 1..%d bytes, signature.text at most %d", importMaxName, importMaxReason)
+		case s.FirstSeen < 0 || neg(s.AnnouncedAt):
+			return fmt.Errorf("signature times must be epoch milliseconds (not negative)")
+		case !jsonArray(s.Versions) || !jsonArray(s.SampleIDs):
+			return fmt.Errorf("signature.versions and signature.sample_ids must be JSON arrays")
+		}
+	}
+	return nil
+}
+
+func neg(p *int64) bool { return p != nil && *p < 0 }
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonArray(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '[' && json.Valid(b) && utf8.Valid(b)
+}
+
+func jsonArrayOrNull(b json.RawMessage) bool {
+	return string(bytes.TrimSpace(b)) == "null" || jsonArray(b)
+}
+
+// objectKeys returns the keys of the JSON object line, refusing anything
+// else and a key given twice (which value would count?).
+func objectKeys(line []byte) (map[string]bool, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	keys := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not a JSON object")
+		}
+		k, _ := t.(string)
+		if keys[k] {
+			return nil, fmt.Errorf("%s is given twice", clipName(k))
+		}
+		keys[k] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("not a JSON object")
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON object")
+	}
+	return keys, nil
+}

@@ -1,0 +1,263 @@
+package dlq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/redrive/redrive/sqlbatch"
+)
+
+// Release deletes from a database that is not a pipeline's own the rows of
+// that pipeline's queue which its own database holds (same id and
+// message_id): the last step of a move (POST /admin/dlq/release), after
+// the import. A row the own database does not hold is never deleted: it
+// is counted as not imported, and stays.
+//
+// Each call scans one window of ids (ReleaseWindow, after the position
+// After; ids in the old database are dense, so at most that many rows are
+// read, whatever the database holds) for at most Limit of the queue's
+// rows, checks them in the own database (one lookup each) and deletes
+// those found, and not changed since their copy was made (updated_at), in
+// one batch, keeping the counts right: the triggers move
+// dlq_tally, dlq_activity and dlq_signatures for pending and replaying
+// rows; the batch moves them for replayed and acknowledged ones (which
+// the triggers leave to the daily dlq_tally job). Failure groups of the
+// queue left with no row are deleted, and after the last window the
+// queue's attempt records (message_attempts).
+type Release struct {
+	DBs Databases
+}
+
+// Release bounds.
+const (
+	// ReleaseWindow is how many ids one call scans.
+	ReleaseWindow = 5000
+	// ReleaseMaxLimit is the most rows one call deletes; DefaultReleaseLimit when 0.
+	ReleaseMaxLimit     = 500
+	DefaultReleaseLimit = 500
+)
+
+// ReleaseParams is a release request.
+type ReleaseParams struct {
+	// Pipeline names the pipeline whose rows are released.
+	Pipeline string `json:"pipeline"`
+	// Database is the binding to delete them from (not the pipeline's own).
+	Database string `json:"database"`
+	// Limit bounds the rows deleted (1..ReleaseMaxLimit; 0: the default).
+	Limit int `json:"limit"`
+	// After is the position: ids up to it were scanned by earlier calls.
+	After int64 `json:"after"`
+}
+
+// ReleaseResult is the answer of a release call.
+type ReleaseResult struct {
+	Pipeline string `json:"pipeline"`
+	// Database is where rows were deleted; Into the pipeline's own database.
+	Database string `json:"database"`
+	Into     string `json:"into"`
+	// Scanned is the number of the queue's rows found in the window.
+	Scanned int `json:"scanned"`
+	// Released is the number of rows deleted.
+	Released int `json:"released"`
+	// NotImported counts the rows found that the own database does not
+	// hold: import them (export them from Database) and release again.
+	NotImported int `json:"not_imported"`
+	// Changed counts the rows found whose copy is older than they are
+	// (updated_at: acknowledged, replayed or failed again in Database
+	// after the export): not deleted. Act on their copies the same way
+	// (an action by id reaches the copy), then release again.
+	Changed int `json:"changed"`
+	// NextAfter continues the scan (pass it as after); null once the
+	// window reached the database's last id.
+	NextAfter *int64 `json:"next_after"`
+	// Remaining is the queue's rows left in Database by its kept counts
+	// (dlq_tally; retention's deletions of replayed and acknowledged rows
+	// are counted out by the daily dlq_tally job).
+	Remaining int64 `json:"remaining"`
+}
+
+const (
+	releaseScanSQL = `SELECT id, message_id AS m, signature AS s, updated_at AS u FROM dlq_messages
+	WHERE id > ? AND id <= ? AND source_queue = ? ORDER BY id LIMIT ?`
+	releaseMaxIDSQL = `SELECT COALESCE(MAX(id), 0) FROM dlq_messages`
+	releaseHeldSQL  = `SELECT j.value ->> '$.id' AS id, d.updated_at >= j.value ->> '$.u' AS fresh FROM json_each(?) AS j
+		JOIN dlq_messages d ON d.id = j.value ->> '$.id' AND d.message_id = j.value ->> '$.m'`
+	releaseIDs      = `id IN (SELECT value FROM json_each(?)) AND status IN ('replayed', 'acknowledged')`
+	releaseTallySQL = `UPDATE dlq_tally SET n = dlq_tally.n - c.cnt FROM (SELECT status, source_queue, COUNT(*) AS cnt FROM dlq_messages WHERE ` + releaseIDs + ` GROUP BY 1, 2) AS c
+	WHERE dlq_tally.status = c.status AND dlq_tally.source_queue = c.source_queue AND dlq_tally.brewer_key = ''`
+	releaseActivitySQL = `UPDATE dlq_activity SET n = dlq_activity.n - c.cnt FROM (SELECT kind, hour, q, COUNT(*) AS cnt FROM (
+		SELECT 'failed' AS kind, CAST(failed_at AS INTEGER) / 3600000 AS hour, source_queue AS q FROM dlq_messages WHERE ` + releaseIDs + `
+		UNION ALL SELECT status, CAST(CASE status WHEN 'replayed' THEN replayed_at ELSE acknowledged_at END AS INTEGER) / 3600000, source_queue
+			FROM dlq_messages WHERE ` + releaseIDs + ` AND CASE status WHEN 'replayed' THEN replayed_at ELSE acknowledged_at END IS NOT NULL)
+		GROUP BY 1, 2, 3) AS c
+	WHERE dlq_activity.kind = c.kind AND dlq_activity.hour = c.hour AND dlq_activity.source_queue = c.q`
+	releaseSignaturesSQL = `UPDATE dlq_signatures SET replayed = dlq_signatures.replayed - c.r, acknowledged = dlq_signatures.acknowledged - c.a
+	FROM (SELECT signature AS sig, SUM(status = 'replayed') AS r, SUM(status = 'acknowledged') AS a FROM dlq_messages
+		WHERE ` + releaseIDs + ` AND signature IS NOT NULL GROUP BY 1) AS c
+	WHERE dlq_signatures.signature = c.sig`
+	releaseRowsSQL   = `DELETE FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?)) AND source_queue = ? RETURNING id`
+	releaseGroupsSQL = `DELETE FROM dlq_signatures WHERE signature IN (SELECT value FROM json_each(?))
+		AND pending = 0 AND replaying = 0 AND replayed = 0 AND acknowledged = 0`
+	releaseAttemptsSQL  = `DELETE FROM message_attempts WHERE queue = ?`
+	releaseRemainingSQL = `SELECT COALESCE(SUM(n), 0) FROM dlq_tally WHERE source_queue = ?`
+)
+
+// Run releases one window.
+func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, error) {
+	pl, ok := PipelineByName(p.Pipeline)
+	if !ok {
+		if _, err := pipelineQueue(p.Pipeline); err != nil {
+			return ReleaseResult{}, err
+		}
+		return ReleaseResult{}, inputErr("UNKNOWN_PIPELINE", "pipeline is required")
+	}
+	own := rl.DBs.OfQueue(pl.Queue)
+	var old *Database
+	var names []string
+	for i, d := range rl.DBs.All {
+		names = append(names, d.Name)
+		if d.Name == p.Database {
+			old = &rl.DBs.All[i]
+		}
+	}
+	switch {
+	case old == nil:
+		sort.Strings(names)
+		return ReleaseResult{}, inputErr("UNKNOWN_DATABASE", "database must be a bound database (%s); got %q", strings.Join(names, ", "), clipName(p.Database))
+	case old.Name == own.Name:
+		return ReleaseResult{}, inputErr("OWN_DATABASE", "%s is pipeline %s's own database: there is nothing to release from it", old.Name, pl.Name)
+	case p.Limit < 0 || p.Limit > ReleaseMaxLimit:
+		return ReleaseResult{}, inputErr("INVALID_LIMIT", "limit must be 1..%d", ReleaseMaxLimit)
+	case p.After < 0 || p.After > importMaxID:
+		return ReleaseResult{}, inputErr("INVALID_AFTER", "after must be a non-negative id")
+	}
+	if p.Limit == 0 {
+		p.Limit = DefaultReleaseLimit
+	}
+	res := ReleaseResult{Pipeline: pl.Name, Database: old.Name, Into: own.Name}
+	found, next, err := rl.scan(ctx, *old, pl.Queue, p)
+	if err != nil {
+		return res, err
+	}
+	res.Scanned, res.NextAfter = len(found), next
+	held, stale, err := heldIn(ctx, own, found)
+	if err != nil {
+		return res, err
+	}
+	res.Changed, res.NotImported = stale, len(found)-len(held)-stale
+	if res.Released, err = rl.delete(ctx, *old, pl.Queue, found, held, next == nil); err != nil {
+		return res, err
+	}
+	if err := old.DB.QueryRowContext(ctx, releaseRemainingSQL, pl.Queue).Scan(&res.Remaining); err != nil {
+		return res, fmt.Errorf("dlq release: remaining: %w", err)
+	}
+	return res, nil
+}
+
+// releaseRow is a row of the queue found in the old database.
+type releaseRow struct {
+	ID        int64   `json:"id"`
+	MessageID string  `json:"m"`
+	Signature *string `json:"s,omitempty"`
+	UpdatedAt int64   `json:"u"`
+}
+
+// scan reads the queue's rows of the window after p.After; next is where
+// the following call starts (nil: the window reached the last id).
+func (rl Release) scan(ctx context.Context, old Database, q string, p ReleaseParams) ([]releaseRow, *int64, error) {
+	end := p.After + ReleaseWindow
+	rows, err := old.DB.QueryContext(ctx, releaseScanSQL, p.After, end, q, p.Limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dlq release: scan: %w", err)
+	}
+	defer rows.Close()
+	var found []releaseRow
+	for rows.Next() {
+		var r releaseRow
+		if err := rows.Scan(&r.ID, &r.MessageID, &r.Signature, &r.UpdatedAt); err != nil {
+			return nil, nil, fmt.Errorf("dlq release: scan: %w", err)
+		}
+		found = append(found, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("dlq release: scan: %w", err)
+	}
+	if len(found) == p.Limit {
+		last := found[len(found)-1].ID
+		return found, &last, nil
+	}
+	var maxID int64
+	if err := old.DB.QueryRowContext(ctx, releaseMaxIDSQL).Scan(&maxID); err != nil {
+		return nil, nil, fmt.Errorf("dlq release: last id: %w", err)
+	}
+	if end >= maxID {
+		return found, nil, nil
+	}
+	return found, &end, nil
+}
+
+// heldIn returns the ids of found that own holds with the same
+// message_id, changed no later than its copy (held), and how many more it
+// holds an older copy of (stale).
+func heldIn(ctx context.Context, own Database, found []releaseRow) (held []int64, stale int, err error) {
+	if len(found) == 0 {
+		return nil, 0, nil
+	}
+	list, _ := json.Marshal(found)
+	rows, err := own.DB.QueryContext(ctx, releaseHeldSQL, string(list))
+	if err != nil {
+		return nil, 0, fmt.Errorf("dlq release: check %s: %w", own.Name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var fresh bool
+		if err := rows.Scan(&id, &fresh); err != nil {
+			return nil, 0, fmt.Errorf("dlq release: check %s: %w", own.Name, err)
+		}
+		if !fresh {
+			stale++
+			continue
+		}
+		held = append(held, id)
+	}
+	return held, stale, rows.Err()
+}
+
+// delete removes the held rows from old in one batch, with their counts
+// and their groups left empty; last adds the queue's attempt records.
+func (rl Release) delete(ctx context.Context, old Database, q string, found []releaseRow, held []int64, last bool) (int, error) {
+	if len(held) == 0 && !last {
+		return 0, nil
+	}
+	ids, _ := json.Marshal(append([]int64{}, held...))
+	var sigs []string
+	for _, r := range found {
+		if r.Signature != nil {
+			sigs = append(sigs, *r.Signature)
+		}
+	}
+	sigList, _ := json.Marshal(append([]string{}, sigs...))
+	stmts := []sqlbatch.Stmt{
+		{SQL: releaseTallySQL, Args: []any{string(ids)}},
+		{SQL: releaseActivitySQL, Args: []any{string(ids), string(ids)}},
+		{SQL: releaseSignaturesSQL, Args: []any{string(ids)}},
+		{SQL: releaseRowsSQL, Args: []any{string(ids), q}},
+		{SQL: releaseGroupsSQL, Args: []any{string(sigList)}},
+	}
+	if last {
+		stmts = append(stmts, sqlbatch.Stmt{SQL: releaseAttemptsSQL, Args: []any{q}})
+	}
+	out, err := batchOf(old.Batch, old.DB).Batch(ctx, stmts...)
+	if err != nil {
+		return 0, fmt.Errorf("dlq release: %w", err)
+	}
+	var deleted []json.RawMessage
+	if err := json.Unmarshal(out[3], &deleted); err != nil {
+		return 0, fmt.Errorf("dlq release: result: %w", err)
+	}
+	return len(deleted), nil
+}

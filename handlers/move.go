@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// Moving a pipeline to its own database (docs/operations.md "Move a
+// pipeline to its own database"): POST /admin/dlq/import writes exported
+// NDJSON lines into their pipeline's database, POST /admin/dlq/release
+// deletes the moved rows from the database they came from.
+
+// dlqImport serves POST /admin/dlq/import: the body is NDJSON as GET
+// /admin/dlq/export?format=ndjson&include_raw=true writes it, at most
+// dlq.ImportMaxLines lines and MaxBodyBytes, every line of one database.
+// One batch: every line is written or skipped (already there), or, for a
+// bad line, nothing is.
+func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return &APIError{Status: http.StatusRequestEntityTooLarge, Code: "PAYLOAD_TOO_LARGE",
+				Message: "request body is larger than 1 MB: send the lines in several requests"}
+		}
+		return badRequest("INVALID_REQUEST", "could not read request body")
+	}
+	rows, err := dlq.ParseImport(body, dlq.ImportMaxLines)
+	if err != nil {
+		return err
+	}
+	res, err := dlq.Import{DBs: a.databases()}.Run(r.Context(), rows)
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, res)
+	return nil
+}
+
+// dlqRelease serves POST /admin/dlq/release (dlq.Release).
+func (a *API) dlqRelease(w http.ResponseWriter, r *http.Request) error {
+	var p dlq.ReleaseParams
+	if err := decodeJSON(w, r, &p); err != nil {
+		return err
+	}
+	res, err := dlq.Release{DBs: a.databases()}.Run(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, res)
+	return nil
+}
+
+// databaseNamed returns the bound database named name (400 UNKNOWN_DATABASE
+// naming the bound ones otherwise).
+func (a *API) databaseNamed(name string) (dlq.Database, error) {
+	var names []string
+	for _, d := range a.databases().All {
+		if d.Name == name {
+			return d, nil
+		}
+		names = append(names, d.Name)
+	}
+	sort.Strings(names)
+	return dlq.Database{}, badRequest("UNKNOWN_DATABASE", "database must be a bound database ("+strings.Join(names, ", ")+"); got "+quote(name))
+}
