@@ -80,7 +80,7 @@ type d1File struct {
 
 // benchD1Files opens every local D1 file of w and names each by its
 // binding: BENCHn_DB's file is the one whose dlq_messages ids count from
-// dlq.IDBase("BENCHn_DB") (migrateBindings seeded it), DB's the one whose
+// dlq.IDBase("BENCHn_DB") (the harness seeded it), DB's the one whose
 // ids count from 0. The files are closed when the test ends.
 func benchD1Files(t *testing.T, w *Worker) map[string]*d1File {
 	t.Helper()
