@@ -188,3 +188,26 @@ func checkCronJobsRunOnEachDatabase(t *testing.T, w *Worker) {
 			job, shared.RowsRead, shared.RowsWritten, shared.Statements, own.RowsRead, own.RowsWritten, own.Statements)
 	}
 }
+
+// A pipeline naming a D1 binding the worker lacks is off, logged at
+// ERROR: GET /admin/pipelines leaves it out, and a message on its DLQ is
+// stored in DB as unroutable (never lost), naming that DLQ.
+func TestPipelineWithAMissingDatabaseIsOff(t *testing.T) {
+	vars := map[string]string{"PIPELINES": pipelinesWithTickets(t, "NO_SUCH_DB")}
+	w := startWorkerWith(t, Options{Vars: vars})
+	Eventually(t, 30*time.Second, "an ERROR line naming the missing binding", func() bool {
+		return strings.Contains(w.Log(), "a pipeline's database binding is missing") && strings.Contains(w.Log(), "NO_SUCH_DB")
+	})
+	r := w.Admin(t, http.MethodGet, "/admin/pipelines", nil)
+	if r.Status != http.StatusOK || strings.Contains(string(r.Raw), `"name":"tickets"`) || !strings.Contains(string(r.Raw), `"name":"orders"`) {
+		t.Fatalf("pipelines: %d %s", r.Status, r.Raw)
+	}
+	body := fmt.Sprintf(`{"ticket":"T-off-%d","team":"infra"}`, time.Now().UnixNano())
+	w.sendJSON(t, "e2e-tickets-dlq", body)
+	Eventually(t, 60*time.Second, "the ticket stored in DB", func() bool {
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE raw_message = ?`, body) == 1
+	})
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE raw_message = ? AND failure_class = 'unroutable' AND source_queue = 'e2e-tickets-dlq'`, body); n != 1 {
+		t.Fatalf("the ticket's row is not an unroutable row of e2e-tickets-dlq")
+	}
+}
