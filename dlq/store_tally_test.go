@@ -47,3 +47,21 @@ func TestTallyOfUsesTheOneGroupStatementsOnlyForOneGroup(t *testing.T) {
 		}
 	}
 }
+
+// joinJSON builds the array in one allocation of at least its size (a
+// batch parameter can be megabytes; growing it by appends would copy it
+// again).
+func TestJoinJSONAllocatesItsSizeOnce(t *testing.T) {
+	elems := [][]byte{[]byte(`{"a":1}`), []byte(`{"b":22}`), []byte(`{}`)}
+	want := `[{"a":1},{"b":22},{}]`
+	var got []byte
+	if n := testing.AllocsPerRun(20, func() { got = joinJSON(elems) }); n != 1 {
+		t.Errorf("allocations = %v, want 1", n)
+	}
+	if string(got) != want || cap(got) < len(want) {
+		t.Errorf("joinJSON = %s (cap %d), want %s (cap at least %d)", got, cap(got), want, len(want))
+	}
+	if got := string(joinJSON(nil)); got != "[]" {
+		t.Errorf("joinJSON(nil) = %s", got)
+	}
+}
