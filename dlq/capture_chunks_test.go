@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -80,5 +81,31 @@ func TestCaptureUnstorableWhileD1AnswersRetriesAtTheDefaultDelay(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
 		t.Fatalf("rows = %d, want 1 (g1)", n)
+	}
+}
+
+// A failure that cannot be encoded (its JSON elements do not exist, so
+// their size is unknown) is sized as its body plus 1 KiB, the room its
+// other fields could take: the chunk it joins stays within the limit as
+// if it had been encoded. The path cannot be reached through ConsumeBatch
+// today (every field of putRow and keyRow marshals without error); the
+// test sets the encoding error by hand.
+func TestChunksSizeAnUnencodableFailureAsItsBodyAndAKiB(t *testing.T) {
+	body := strings.Repeat("b", 3000)
+	bad := &captured{msg: queuetest.New("bad", body), failure: Failure{MessageID: "bad", Body: body},
+		encErr: errors.New("cannot encode")}
+	if n := encodedSize(bad); n != len(body)+1024 {
+		t.Fatalf("encodedSize = %d, want body %d + 1024", n, len(body))
+	}
+	c := newCapture(sqlitetest.New(t), &bytes.Buffer{})
+	good := c.prepare(queuetest.New("good", beer("good")), "beer-enrichment", t0)
+	limit := encodedSize(good) + len(body) + 1024
+	for _, c := range []struct {
+		limit int
+		want  int
+	}{{limit, 1}, {limit - 1, 2}} {
+		if parts := chunks([]*captured{good, bad}, c.limit); len(parts) != c.want {
+			t.Errorf("limit %d: %d chunks, want %d", c.limit, len(parts), c.want)
+		}
 	}
 }

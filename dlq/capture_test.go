@@ -723,3 +723,29 @@ func TestCaptureBatchLogLineCountsEachOutcome(t *testing.T) {
 		t.Fatalf("D1 unavailable: %s", got)
 	}
 }
+
+// finish counts a message that is neither stored nor retried as
+// unsettled (the log line's alarm for a message the capture forgot: every
+// path of ConsumeBatch settles each message, so only a direct call can
+// show it), apart from the retried ones.
+func TestCaptureBatchLogLineCountsUnsettledMessages(t *testing.T) {
+	var logs bytes.Buffer
+	c := newCapture(sqlitetest.New(t), &logs)
+	batch := []*captured{
+		{msg: queuetest.New("u1", beer("u1"))},
+		{msg: queuetest.New("r1", beer("r1")), retried: true},
+		{msg: queuetest.New("u2", beer("u2"))},
+		{msg: queuetest.New("n1", beer("n1")), outcome: OutcomeNew},
+	}
+	c.finish(context.Background(), dlqName, "beer-enrichment", batch, time.Now())
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var e map[string]any
+		if json.Unmarshal([]byte(l), &e) == nil && e["msg"] == "dlq: captured batch" {
+			line = e
+		}
+	}
+	if line["unsettled"] != float64(2) || line["retried"] != float64(1) || line["new"] != float64(1) {
+		t.Fatalf("batch line: %v", line)
+	}
+}

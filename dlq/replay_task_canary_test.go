@@ -298,3 +298,37 @@ func TestReplayTaskCanaryErrorsAreTheStepsError(t *testing.T) {
 		t.Fatalf("judged step %+v %v", st, err)
 	}
 }
+
+// Get counts a sent row (of a beer not enriched since) as succeeded from
+// TaskObserve (10 minutes, docs/admin-api.md "Replay tasks") after its
+// delivery on, not before.
+func TestReplayTaskGetCountsSuccessAfterTaskObserve(t *testing.T) {
+	db := sqlitetest.New(t)
+	seedPending(t, db, 3, taskT0.UnixMilli()-1_000_000)
+	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{RequestID: "r", KeyFingerprint: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ts.Step(ctx, task.ID, taskT0); err != nil || st.Sent != 3 {
+		t.Fatalf("step: %+v %v", st, err)
+	}
+	const observe = int64(10 * time.Minute / time.Millisecond)
+	var first, last int64
+	if err := db.QueryRow(`SELECT MIN(deliver_at), MAX(deliver_at) FROM replay_task_rows`).Scan(&first, &last); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   int64
+		want int64
+	}{{first + observe - 1, 0}, {last + observe, 3}} {
+		got, err := newTasks(db, &queuetest.Sender{}, time.UnixMilli(c.at)).Get(ctx, task.ID)
+		if err != nil || got.Succeeded == nil || *got.Succeeded != c.want {
+			var n any = got.Succeeded
+			if got.Succeeded != nil {
+				n = *got.Succeeded
+			}
+			t.Errorf("at deliver+%d ms: %v succeeded (%v), want %d", c.at-first, n, err, c.want)
+		}
+	}
+}

@@ -166,3 +166,29 @@ func TestQueuesRoute(t *testing.T) {
 		t.Errorf("with an unknown parameter: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// slowBacklog answers after its delay, or with the context's error when
+// the wait ends first.
+type slowBacklog time.Duration
+
+func (d slowBacklog) Backlog(ctx context.Context, name string) (queue.Backlog, error) {
+	select {
+	case <-time.After(time.Duration(d)):
+		return queue.Backlog{Count: 3}, nil
+	case <-ctx.Done():
+		return queue.Backlog{}, ctx.Err()
+	}
+}
+
+// The default backlogWait leaves a queue that answers within a fraction of
+// a second (the local broker answering after the batch it delivers) its
+// figures.
+func TestQueuesRouteWaitsForASlowQueue(t *testing.T) {
+	api := newAPI(t)
+	api.ReplayDestinations = []string{"slow"}
+	api.Backlogs = slowBacklog(200 * time.Millisecond)
+	rec, _ := do(api.Handler(), "GET", "/admin/queues", "", adminHeaders)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"available":true,"backlog_count":3`) {
+		t.Fatalf("slow queue: %d %s", rec.Code, rec.Body)
+	}
+}

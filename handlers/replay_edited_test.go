@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -90,5 +91,22 @@ func TestReplayEditedOverHTTP(t *testing.T) {
 	rec, _ = do(h, "GET", fmt.Sprintf("/admin/dlq/%d", ids[0]), "", adminHeaders)
 	if !strings.Contains(rec.Body.String(), `"replay_edited"`) {
 		t.Errorf("detail: %s", rec.Body)
+	}
+}
+
+// An edited replay whose send fails answers 200 with replayed false (the
+// row is pending again) and is audited as failed, not ok.
+func TestReplayEditedSendFailureIsAuditedAsFailed(t *testing.T) {
+	api, s := newDLQAPI(t)
+	ids := seedRows(t, api.DB, 1)
+	s.Err = errors.New("queue down")
+	h := api.Handler()
+	rec, env := do(h, "POST", fmt.Sprintf("/admin/dlq/%d/replay", ids[0]), `{"body":{"beer_id":"b0"},"note":"retry by hand"}`, adminHeaders)
+	if rec.Code != 200 || env.Error != nil || !strings.Contains(rec.Body.String(), `"replayed":false`) {
+		t.Fatalf("edited replay with the queue down: %d %s", rec.Code, rec.Body)
+	}
+	rec, _ = do(h, "GET", "/admin/audit?action=replay_edited", "", adminHeaders)
+	if body := rec.Body.String(); !strings.Contains(body, `"outcome":"failed"`) || strings.Contains(body, `"outcome":"ok"`) {
+		t.Fatalf("audit: %s", body)
 	}
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/queue/queuetest"
@@ -20,8 +21,32 @@ func TestReplayTaskCanaryNeedsEveryField(t *testing.T) {
 	} {
 		body := `{"rate_per_minute":10,"canary":` + canary + `}`
 		rec, env := do(h, "POST", "/admin/dlq/replay-tasks", body, adminHeaders)
-		if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_CANARY" {
+		// The handler's message names all three fields (the store's own
+		// check, reached with a field left at 0, names only one).
+		if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_CANARY" ||
+			!strings.HasPrefix(env.Error.Message, "canary must be {size: 1..") {
 			t.Errorf("%s: %d %s", body, rec.Code, rec.Body)
+		}
+	}
+}
+
+// A task id that is not a positive int64 (0, negative, out of range, not a
+// number) is a 404 at the door: no database is read (a closed one would
+// answer 500).
+func TestReplayTaskIDOutOfRangeIsNotFoundWithoutAQuery(t *testing.T) {
+	api := newAPI(t)
+	api.Sender = &queuetest.Sender{}
+	h := api.Handler()
+	api.DB.Close()
+	for _, id := range []string{"0", "-3", "99999999999999999999", "abc"} {
+		for _, r := range []struct{ method, path string }{
+			{"GET", "/admin/dlq/replay-tasks/" + id},
+			{"POST", "/admin/dlq/replay-tasks/" + id + "/pause"},
+		} {
+			rec, env := do(h, r.method, r.path, "", adminHeaders)
+			if rec.Code != 404 || env.Error == nil || env.Error.Code != "NOT_FOUND" {
+				t.Errorf("%s %s: %d %s", r.method, r.path, rec.Code, rec.Body)
+			}
 		}
 	}
 }
