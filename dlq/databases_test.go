@@ -1,6 +1,9 @@
 package dlq
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"testing"
 	"time"
 
@@ -55,5 +58,108 @@ func TestIDBaseSeparatesDatabases(t *testing.T) {
 	var seqs int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_sequence WHERE seq = ?`, b).Scan(&seqs); err != nil || seqs != 2 {
 		t.Fatalf("sequences at the base: %d %v", seqs, err)
+	}
+}
+
+// The documented base of TICKETS_DB (docs/pipelines.md "Its own database").
+func TestIDBaseOfTicketsDB(t *testing.T) {
+	if got := IDBase("TICKETS_DB"); got != 3_340_316_325_183_488 {
+		t.Fatalf("IDBase(TICKETS_DB) = %d", got)
+	}
+}
+
+// Holding finds the one database that holds ids (the shared one when no
+// other does), refuses ids of two databases, and OfFilter a bulk filter
+// naming no pipeline when several databases are bound.
+func TestHoldingAndOfFilterRouteOrRefuse(t *testing.T) {
+	orders := config.Pipeline{Name: "orders", Queue: "orders", Database: "ORDERS_DB"}
+	tickets := config.Pipeline{Name: "tickets", Queue: "tickets", Database: "TICKETS_DB"}
+	SetPipelines([]config.Pipeline{config.BeerPipeline(), orders, tickets})
+	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	ctx := context.Background()
+	shared, o, tk := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
+	for db, name := range map[*sql.DB]string{o: "ORDERS_DB", tk: "TICKETS_DB"} {
+		if _, err := db.Exec(SeedIDsSQL(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	seed(t, shared, row{msgID: "s1", beerID: "b", status: "pending", failedAt: now})
+	seed(t, o, row{msgID: "o1", beerID: "b", status: "pending", failedAt: now}, row{msgID: "o2", beerID: "b", status: "pending", failedAt: now})
+	seed(t, tk, row{msgID: "t1", beerID: "b", status: "pending", failedAt: now})
+	s1 := count(t, shared, `SELECT id FROM dlq_messages`)
+	o1, o2 := count(t, o, `SELECT MIN(id) FROM dlq_messages`), count(t, o, `SELECT MAX(id) FROM dlq_messages`)
+	t1 := count(t, tk, `SELECT id FROM dlq_messages`)
+	d := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: o}, "TICKETS_DB": {DB: tk}}, Pipelines())
+	for _, c := range []struct {
+		ids  []int64
+		want string // a database, or an error code
+	}{
+		{[]int64{o1, o2}, "ORDERS_DB"},
+		{[]int64{o1, o1, o2}, "ORDERS_DB"}, // repeated ids count once
+		{[]int64{o1, 999}, "ORDERS_DB"},    // the missing one is the service's to report
+		{[]int64{t1}, "TICKETS_DB"},
+		{[]int64{s1}, "DB"},
+		{[]int64{999}, "DB"},
+		{[]int64{o1, s1}, "IDS_IN_SEVERAL_DATABASES"},
+		{[]int64{o1, t1}, "IDS_IN_SEVERAL_DATABASES"},
+		{[]int64{t1, o2}, "IDS_IN_SEVERAL_DATABASES"},
+	} {
+		got, err := d.Holding(ctx, "dlq_messages", c.ids)
+		var ie *InputError
+		switch {
+		case errors.As(err, &ie):
+			if ie.Code != c.want {
+				t.Errorf("%v: error %s, want %s", c.ids, ie.Code, c.want)
+			}
+		case err != nil:
+			t.Fatalf("%v: %v", c.ids, err)
+		case got.Name != c.want:
+			t.Errorf("%v: %s, want %s", c.ids, got.Name, c.want)
+		}
+	}
+	// What it reads: the shared database only when another holds some of
+	// the ids, not all; nothing for no ids (closed databases would fail).
+	closed := sqlitetest.New(t)
+	closed.Close()
+	if got, err := NewDatabases(Store{DB: closed}, map[string]Store{"ORDERS_DB": {DB: o}}, Pipelines()).
+		Holding(ctx, "dlq_messages", []int64{o1, o2}); err != nil || got.Name != "ORDERS_DB" {
+		t.Errorf("ids all in ORDERS_DB read the shared database: %+v %v", got, err)
+	}
+	if got, err := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: closed}}, Pipelines()).
+		Holding(ctx, "dlq_messages", nil); err != nil || got.DB != shared {
+		t.Errorf("no ids read another database: %+v %v", got, err)
+	}
+	if got, err := Single(Store{DB: o}).Holding(ctx, "dlq_messages", []int64{t1}); err != nil || got.DB != o {
+		t.Error("one database: Holding reads nothing and gives it")
+	}
+	if got, err := d.OfSelection(ctx, Selection{IDs: []int64{t1}}); err != nil || got.Name != "TICKETS_DB" {
+		t.Errorf("OfSelection by ids: %+v %v", got, err)
+	}
+	for _, c := range []struct {
+		f    *Filter
+		want string
+	}{
+		{&Filter{Pipeline: "orders"}, "ORDERS_DB"},
+		{&Filter{Pipeline: "beers"}, "DB"},
+		{&Filter{SourceQueue: "tickets"}, "TICKETS_DB"},
+		{&Filter{SourceQueue: "elsewhere"}, "DB"},
+		{&Filter{Status: "pending"}, "PIPELINE_REQUIRED"},
+		{nil, "PIPELINE_REQUIRED"},
+	} {
+		got, err := d.OfSelection(ctx, Selection{Filter: c.f})
+		var ie *InputError
+		if errors.As(err, &ie) {
+			if ie.Code != c.want {
+				t.Errorf("%+v: error %s, want %s", c.f, ie.Code, c.want)
+			}
+			continue
+		}
+		if err != nil || got.Name != c.want {
+			t.Errorf("%+v: %s %v, want %s", c.f, got.Name, err, c.want)
+		}
+	}
+	if got, err := Single(Store{DB: shared}).OfFilter(nil); err != nil || got.DB != shared {
+		t.Error("one database: every filter is the shared one's")
 	}
 }
