@@ -178,3 +178,13 @@ func TestReportAttemptsOfAHundredMessages(t *testing.T) {
 	}
 	t.Logf("100 entries recorded in %v", time.Since(start))
 }
+
+// A reported message id may hold spaces; control characters (below 0x20,
+// and DEL) are refused.
+func TestReportedMessageIDControlCharacters(t *testing.T) {
+	for r, want := range map[rune]bool{' ': false, 'a': false, 0x1f: true, 0: true, '\n': true, 0x7f: true, 0x80: false} {
+		if isControl(r) != want {
+			t.Errorf("isControl(%U) = %v", r, !want)
+		}
+	}
+}
