@@ -474,3 +474,18 @@ func FuzzMergedCursor(f *testing.F) {
 		}
 	})
 }
+
+// With rows in the shared database too (its ids the smallest), newer than
+// some of another database's and older than others, the merged list is
+// still newest failure first, ties by id, at every page size.
+func TestMergedListOrdersTheSharedDatabasesRowsAmongTheOthers(t *testing.T) {
+	d := mergeFixture(t)
+	fail(t, d, "beer-enrichment", 9, 5) // 0..40 s, interleaved with orders' and tickets'
+	l := List{DBs: d, Cursors: NewCursors("s")}
+	want := wantRows(t, d, "1 = 1")
+	for _, limit := range []int{1, 3, 100} {
+		if got := walkList(t, l, Filter{Status: StatusAll}, limit); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("limit %d:\n got %v\nwant %v", limit, got, want)
+		}
+	}
+}
