@@ -326,10 +326,18 @@ func TestMergedGroups(t *testing.T) {
 
 // The audit log merged: every database's entries once, newest first.
 func TestMergedAudit(t *testing.T) {
+	// First the shared database has none; then it has the oldest and the
+	// smallest ids among entries of the same minutes as the others'.
+	for _, counts := range [][]int{{0, 9, 2}, {4, 9, 2}} {
+		mergedAudit(t, counts)
+	}
+}
+
+func mergedAudit(t *testing.T, counts []int) {
 	d := mergeFixture(t)
 	want := 0
 	for i, db := range d.All {
-		n := []int{0, 9, 2}[i] // the shared database has none
+		n := counts[i]
 		for j := range n {
 			at := mergeT0.Add(time.Duration(j*(i+1)) * time.Minute)
 			a := Audit{DB: db.DB, Clock: func() time.Time { return at }}
