@@ -172,10 +172,9 @@ func (d Databases) Holding(ctx context.Context, table string, ids []int64) (Data
 	found := -1
 	var n int64
 	for i, db := range d.All[1:] {
-		var c int64
-		if err := db.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE id IN (SELECT value FROM json_each(?))`,
-			string(list)).Scan(&c); err != nil {
-			return Database{}, fmt.Errorf("find the database of %s ids: %w", table, err)
+		c, err := countIDs(ctx, db, table, list)
+		if err != nil {
+			return Database{}, err
 		}
 		if c == 0 {
 			continue
@@ -189,16 +188,26 @@ func (d Databases) Holding(ctx context.Context, table string, ids []int64) (Data
 		return d.Shared(), nil
 	}
 	if n < int64(len(distinct)) {
-		var c int64
-		if err := d.Shared().DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE id IN (SELECT value FROM json_each(?))`,
-			string(list)).Scan(&c); err != nil {
-			return Database{}, fmt.Errorf("find the database of %s ids: %w", table, err)
+		c, err := countIDs(ctx, d.Shared(), table, list)
+		if err != nil {
+			return Database{}, err
 		}
 		if c > 0 {
 			return Database{}, severalDatabases(d.Shared().Name, d.All[found+1].Name)
 		}
 	}
 	return d.All[found+1], nil
+}
+
+// countIDs counts the rows of table in db whose id is in list (a JSON
+// array), reading those it finds.
+func countIDs(ctx context.Context, db Database, table string, list []byte) (int64, error) {
+	var c int64
+	err := db.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE id IN (SELECT value FROM json_each(?))`, string(list)).Scan(&c)
+	if err != nil {
+		return 0, fmt.Errorf("find the database of %s ids: %w", table, err)
+	}
+	return c, nil
 }
 
 func severalDatabases(a, b string) error {
