@@ -507,7 +507,9 @@ func (a *app) tailCmd() *cobra.Command {
 		Long: `tail polls the list (every status) for rows whose latest failure is newer than
 the last one printed, and prints each once per failure, oldest first: a
 replayed row that fails again is printed again. --since sets the start
-(default: now, by this machine's clock).`,
+(default: now, by this machine's clock). Once the worker has answered, a
+429, a 5xx or a dropped connection is reported on stderr and tried again
+after a wait that doubles from the interval up to a minute.`,
 		Example: "  redrive tail --source-queue beer-enrichment --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -527,6 +529,7 @@ replayed row that fails again is printed again. --since sets the start
 				interval = a.env.Poll
 			}
 			seen := map[[2]int64]bool{}
+			retry := retrier{stderr: a.env.Stderr}
 			printed := 0
 			var t *table
 			if !a.json {
@@ -547,11 +550,15 @@ replayed row that fails again is printed again. --since sets the start
 				for {
 					var pg page
 					if _, err := into(&pg)(c.ListDLQ(cmd.Context(), p)); err != nil {
+						if retry.again(cmd.Context(), err, interval) {
+							continue // the same page again
+						}
 						if cmd.Context().Err() != nil {
 							return nil // interrupted: a normal end
 						}
 						return err
 					}
+					retry.ok()
 					for _, raw := range pg.Messages {
 						var m message
 						if err := json.Unmarshal(raw, &m); err != nil {

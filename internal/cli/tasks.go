@@ -192,7 +192,8 @@ func (a *app) taskWatchCmd() *cobra.Command {
 		Short: "Follow a replay task with a progress bar until it is done or cancelled",
 		Long: `watch polls the task and draws its progress on stderr until the task is done
 (exit 0; 4 if some sends failed) or cancelled (exit 1), then prints it.
-Tasks advance on the worker's 5-minute cron.`,
+Tasks advance on the worker's 5-minute cron. Once the worker has answered, a
+429, a 5xx or a dropped connection is reported on stderr and tried again.`,
 		Example: "  redrive tasks watch 1",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -207,12 +208,17 @@ Tasks advance on the worker's 5-minute cron.`,
 			if interval <= 0 {
 				interval = a.env.Poll
 			}
+			retry := retrier{stderr: a.env.Stderr}
 			for {
 				var k task
 				data, err := into(&k)(c.GetReplayTask(cmd.Context(), id))
 				if err != nil {
+					if retry.again(cmd.Context(), err, interval) {
+						continue
+					}
 					return err
 				}
+				retry.ok()
 				fmt.Fprintf(a.env.Stderr, "\r%s", progress(k))
 				if k.State == "done" || k.State == "cancelled" {
 					fmt.Fprintln(a.env.Stderr)
