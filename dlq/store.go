@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/jsonscan"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/sqlbatch"
@@ -425,7 +426,7 @@ func encodeFailure(f Failure) (encoded, error) {
 // member appends sep, then "name": and the JSON string of value.
 func member(dst []byte, sep byte, name, value string) []byte {
 	dst = append(append(append(append(dst, sep, '"'), name...), '"'), ':')
-	return appendJSONString(dst, value)
+	return jsonscan.AppendString(dst, value)
 }
 
 // optMember appends ,"name": and the JSON string of *value, or nothing
@@ -540,16 +541,16 @@ func (s Store) saveEncoded(ctx context.Context, fs []Failure, encs []encoded) (m
 		return nil, fmt.Errorf("dlq store result: not a JSON array: %.100s", rows)
 	}
 	var bad error
-	jsonElements(rows, func(row []byte) {
+	jsonscan.Elements(rows, func(row []byte) {
 		var first, last string
 		var okFirst, okLast bool
 		if len(row) > 0 && row[0] == '{' {
-			jsonMembers(row, func(key, value []byte) {
+			jsonscan.Members(row, func(key, value []byte) {
 				switch {
-				case jsonKeyIs(key, "message_id"):
-					first, okFirst = jsonText(value)
-				case jsonKeyIs(key, "last_message_id"):
-					last, okLast = jsonText(value)
+				case jsonscan.KeyIs(key, "message_id"):
+					first, okFirst = jsonscan.Text(value)
+				case jsonscan.KeyIs(key, "last_message_id"):
+					last, okLast = jsonscan.Text(value)
 				}
 			})
 		}
@@ -607,13 +608,13 @@ func parseBody(src string, binary bool, p config.Pipeline) body {
 	}
 	// The last of duplicate members wins, as in a map.
 	var id, name, brewer []byte
-	jsonMembers(trimmed, func(key, value []byte) {
+	jsonscan.Members(trimmed, func(key, value []byte) {
 		switch {
-		case jsonKeyIs(key, "beer_id"):
+		case jsonscan.KeyIs(key, "beer_id"):
 			id = value
-		case jsonKeyIs(key, "beer_name"):
+		case jsonscan.KeyIs(key, "beer_name"):
 			name = value
-		case jsonKeyIs(key, "brewer"):
+		case jsonscan.KeyIs(key, "brewer"):
 			brewer = value
 		}
 	})
@@ -625,7 +626,7 @@ func parseBody(src string, binary bool, p config.Pipeline) body {
 	case string(id) == "null":
 		b.Problem = "beer_id is null"
 	default:
-		if b.BeerID, ok = jsonText(id); !ok {
+		if b.BeerID, ok = jsonscan.Text(id); !ok {
 			b.Problem = "beer_id is not a string"
 		} else if b.BeerID == "" {
 			b.Problem = "empty beer_id"
@@ -640,7 +641,7 @@ func textField(raw json.RawMessage) *string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	s, ok := jsonText(raw)
+	s, ok := jsonscan.Text(raw)
 	if !ok {
 		s = string(raw)
 	}

@@ -1,22 +1,23 @@
-package dlq
+// Package jsonscan reads and writes the JSON of the capture path without
+// reflection: dlq reads dead-lettered bodies and encodes their rows with
+// it, platform reads a delivered batch's description. A batch of 100
+// bodies read through json.Unmarshal into a map, and its rows encoded by
+// json.Marshal, cost about 10 ms in wasm (BENCHMARKS.md "A capture batch of
+// 100, delivered to settled (issue 33 item 1, 2026-11-26)"), and
+// reflection is TinyGo's slowest path. What Members and Elements walk must
+// have passed json.Valid (or come from JSON.stringify): the walk does no
+// validation of its own.
+package jsonscan
 
 import (
 	"encoding/json"
 	"unicode/utf8"
 )
 
-// The capture path reads and writes its JSON without reflection: a batch
-// of 100 bodies read through json.Unmarshal into a map, and its rows
-// encoded by json.Marshal, cost about 10 ms in wasm (BENCHMARKS.md "A
-// capture batch of 100, delivered to settled (issue 33 item 1,
-// 2026-11-26)"), and reflection is TinyGo's slowest path. What is read
-// here has passed json.Valid (or comes from JSON.stringify), so the walk
-// below needs no validation of its own.
-
-// jsonMembers calls f with the key (still escaped, without its quotes) and
+// Members calls f with the key (still escaped, without its quotes) and
 // the value (raw JSON text, no surrounding space) of each member of the
 // JSON object doc, in order. doc must be valid JSON starting with '{'.
-func jsonMembers(doc []byte, f func(key, value []byte)) {
+func Members(doc []byte, f func(key, value []byte)) {
 	i := skipSpace(doc, 1)
 	for i < len(doc) && doc[i] == '"' {
 		end := jsonStringEnd(doc, i)
@@ -33,9 +34,9 @@ func jsonMembers(doc []byte, f func(key, value []byte)) {
 	}
 }
 
-// jsonElements calls f with each element (raw JSON text) of the JSON array
+// Elements calls f with each element (raw JSON text) of the JSON array
 // doc; doc must be valid JSON starting with '['.
-func jsonElements(doc []byte, f func(value []byte)) {
+func Elements(doc []byte, f func(value []byte)) {
 	i := skipSpace(doc, 1)
 	for i < len(doc) && doc[i] != ']' {
 		end := jsonValueEnd(doc, i)
@@ -108,9 +109,9 @@ func jsonValueEnd(doc []byte, i int) int {
 	return j
 }
 
-// jsonKeyIs reports whether key (as jsonMembers gives it) is name once
+// KeyIs reports whether key (as Members gives it) is name once
 // unescaped, as json.Unmarshal into a map would key it.
-func jsonKeyIs(key []byte, name string) bool {
+func KeyIs(key []byte, name string) bool {
 	if !hasByte(key, '\\') {
 		return string(key) == name
 	}
@@ -120,10 +121,10 @@ func jsonKeyIs(key []byte, name string) bool {
 	return json.Unmarshal(q, &s) == nil && s == name
 }
 
-// jsonText is the string a JSON string value decodes to, as json.Unmarshal
+// Text is the string a JSON string value decodes to, as json.Unmarshal
 // into a string gives it (invalid UTF-8 becomes U+FFFD); ok is false when
 // raw is not a JSON string.
-func jsonText(raw []byte) (s string, ok bool) {
+func Text(raw []byte) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
@@ -148,10 +149,10 @@ func hasByte(b []byte, c byte) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string: what json.Marshal writes,
+// AppendString appends s as a JSON string: what json.Marshal writes,
 // up to the escapes chosen (no HTML escaping; the value decodes the same).
 // Invalid UTF-8 becomes U+FFFD, as json.Marshal makes it.
-func appendJSONString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
