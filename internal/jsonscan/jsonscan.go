@@ -110,9 +110,10 @@ func jsonValueEnd(doc []byte, i int) int {
 }
 
 // KeyIs reports whether key (as Members gives it) is name once
-// unescaped, as json.Unmarshal into a map would key it.
+// unescaped, as json.Unmarshal into a map would key it (invalid UTF-8
+// becomes U+FFFD).
 func KeyIs(key []byte, name string) bool {
-	if !hasByte(key, '\\') {
+	if !hasByte(key, '\\') && utf8.Valid(key) {
 		return string(key) == name
 	}
 	var s string
