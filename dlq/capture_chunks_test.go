@@ -88,8 +88,8 @@ func TestCaptureUnstorableWhileD1AnswersRetriesAtTheDefaultDelay(t *testing.T) {
 // their size is unknown) is sized as its body plus 1 KiB, the room its
 // other fields could take: the chunk it joins stays within the limit as
 // if it had been encoded. The path cannot be reached through ConsumeBatch
-// today (every field of putRow and keyRow marshals without error); the
-// test sets the encoding error by hand.
+// today (the elements are written by hand; only a history entry is
+// marshalled, and it cannot fail); the test sets the encoding error by hand.
 func TestChunksSizeAnUnencodableFailureAsItsBodyAndAKiB(t *testing.T) {
 	body := strings.Repeat("b", 3000)
 	bad := &captured{msg: queuetest.New("bad", body), failure: Failure{MessageID: "bad", Body: body},

@@ -9,11 +9,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/jsonscan"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/sqlbatch"
@@ -326,55 +328,23 @@ const lineageIndexCond = `(d.status = 'replaying' OR d.replay_count > 0)`
 // maxReasonSQL is maxReason for putSQL (characters there, bytes elsewhere).
 const maxReasonSQL = "1000"
 
-// putRow is one element of the JSON batch bound to putSQL.
-type putRow struct {
-	MessageID   string  `json:"message_id"`
-	BeerID      string  `json:"beer_id"`
-	BeerName    *string `json:"beer_name"`
-	Brewer      *string `json:"brewer"`
-	Attempts    int     `json:"attempts"`
-	Source      string  `json:"source"`
-	Raw         string  `json:"raw"`
-	Encoding    string  `json:"encoding"`
-	ContentType string  `json:"content_type"`
-	Hash        string  `json:"hash"`
-	// Class and Reason, when empty, are derived in SQL from the message's
-	// attempt record (message_attempts) and Problem.
-	Class    *string `json:"class"`
-	Reason   *string `json:"reason"`
-	Problem  *string `json:"problem"`
-	FailedAt int64   `json:"failed_at"`
-	// Sig, SigClass and SigText are the signature when Go knows it (an
-	// explicit class and reason, or a poison body); else the attempt
-	// record's is used (signatureSQL).
-	Sig      *string `json:"sig"`
-	SigClass *string `json:"sig_class"`
-	SigText  *string `json:"sig_text"`
-	// USig is the unknown signature's key on the row's queue when it is not
-	// the beer queue's (signatureSQL).
-	USig *string `json:"usig,omitempty"`
-	// Entries are history entries after the attempt record's (Failure.Attempt).
-	Entries      []HistoryEntry `json:"entries"`
-	EntryVersion *string        `json:"entry_version"`
-	Version      *string        `json:"version"`
-}
-
-// keyRow is one element of the JSON batch bound to ensureSignaturesSQL and
-// countSignaturesSQL: what they read of a failure (its putRow without the
-// body and beer, so that D1 parses a few kilobytes for them, not the batch).
-type keyRow struct {
-	MessageID string  `json:"message_id"`
-	Source    string  `json:"source"`
-	Hash      string  `json:"hash"`
-	FailedAt  int64   `json:"failed_at"`
-	Sig       *string `json:"sig"`
-	SigClass  *string `json:"sig_class"`
-	SigText   *string `json:"sig_text"`
-	USig      *string `json:"usig,omitempty"`
-}
-
-// encoded is one failure as the store statements' JSON elements: its
-// putRow and its keyRow.
+// encoded is one failure as the store statements' JSON elements: put, its
+// element of putSQL's parameter, and key, its element of
+// ensureSignaturesSQL's (what that statement reads of a failure: no body
+// and no beer, so that D1 parses a few kilobytes for it, not the batch).
+//
+// The elements of put: message_id, beer_id, beer_name, brewer, attempts,
+// source, raw (the body's text, or base64 per encoding), encoding,
+// content_type, hash (BodyHash), failed_at (Unix ms), version; class and
+// reason (when given; else derived in SQL from the message's attempt
+// record and problem), problem (a poison body's); sig, sig_class and
+// sig_text (the signature when Go knows it: an explicit class and reason,
+// or a poison body; else the attempt record's is used, signatureSQL); usig
+// (the unknown signature's key on the row's queue when it is not the beer
+// queue's); entries (history entries after the attempt record's,
+// Failure.Attempt) and entry_version. A member that would be null is left
+// out: ->> reads NULL for it either way. key holds message_id, source,
+// hash, failed_at and the sig members.
 type encoded struct {
 	put, key []byte
 	// group is the dlq_tally group and hour the dlq_activity hour the
@@ -383,7 +353,8 @@ type encoded struct {
 	hour  int64
 }
 
-// encodeFailure builds f's elements of the store statements' parameters.
+// encodeFailure builds f's elements of the store statements' parameters
+// (see encoded), without reflection unless f carries a history entry.
 func encodeFailure(f Failure) (encoded, error) {
 	ct := f.contentType()
 	b := f.parsed
@@ -403,34 +374,68 @@ func encodeFailure(f Failure) (encoded, error) {
 	if b.Problem != "" {
 		beerID = UnparseableBeerID
 	}
-	row := putRow{MessageID: f.MessageID, BeerID: beerID, BeerName: b.BeerName, Brewer: b.Brewer,
-		Attempts: f.Attempts, Source: f.SourceQueue, Raw: raw, Encoding: enc,
-		ContentType: string(ct), Hash: BodyHash(ct, f.Body),
-		Class: nonEmpty(f.Class), Reason: nonEmpty(f.Reason), Problem: nonEmpty(b.Problem), FailedAt: f.FailedAt.UnixMilli(),
-		Entries: []HistoryEntry{}, Version: nonEmpty(f.Version)}
+	failedAt := f.FailedAt.UnixMilli()
+	hash := BodyHash(ct, f.Body)
+
+	// The members put and key share: message_id, source, hash, failed_at
+	// and the signature's.
+	common := make([]byte, 0, 256)
+	common = member(common, '{', "message_id", f.MessageID)
+	common = member(common, ',', "source", f.SourceQueue)
+	common = member(common, ',', "hash", hash)
+	common = strconv.AppendInt(append(common, `,"failed_at":`...), failedAt, 10)
 	if sig, ok := f.signature(b); ok {
-		row.Sig, row.SigClass, row.SigText = &sig.Key, &sig.Class, &sig.Text
+		common = member(common, ',', "sig", sig.Key)
+		common = member(common, ',', "sig_class", sig.Class)
+		common = member(common, ',', "sig_text", sig.Text)
 	} else if u := unknownSignatureIn(f.SourceQueue); u.Key != unknownSignature.Key {
-		row.USig = &u.Key
+		common = member(common, ',', "usig", u.Key)
 	}
+	key := append(common[:len(common):len(common)], '}')
+
+	put := make([]byte, 0, len(common)+len(raw)+len(raw)/8+256)
+	put = append(put, common...)
+	put = member(put, ',', "beer_id", beerID)
+	put = optMember(put, "beer_name", b.BeerName)
+	put = optMember(put, "brewer", b.Brewer)
+	put = strconv.AppendInt(append(put, `,"attempts":`...), int64(f.Attempts), 10)
+	put = member(put, ',', "raw", raw)
+	put = member(put, ',', "encoding", enc)
+	put = member(put, ',', "content_type", string(ct))
+	put = optMember(put, "class", nonEmpty(f.Class))
+	put = optMember(put, "reason", nonEmpty(f.Reason))
+	put = optMember(put, "problem", nonEmpty(b.Problem))
+	put = optMember(put, "version", nonEmpty(f.Version))
 	if f.Attempt != nil {
-		row.Entries = append(row.Entries, f.Attempt.entry())
-		row.EntryVersion = nonEmpty(f.Attempt.Version)
+		entries, err := json.Marshal([]HistoryEntry{f.Attempt.entry()})
+		if err != nil {
+			return encoded{}, err
+		}
+		put = append(append(put, `,"entries":`...), entries...)
+		put = optMember(put, "entry_version", nonEmpty(f.Attempt.Version))
 	}
-	put, err := json.Marshal(row)
-	if err != nil {
-		return encoded{}, err
+	put = append(put, '}')
+
+	group := f.SourceQueue + "\x00"
+	if b.Brewer != nil {
+		group += "=" + *b.Brewer
 	}
-	key, err := json.Marshal(keyRow{MessageID: row.MessageID, Source: row.Source, Hash: row.Hash, FailedAt: row.FailedAt,
-		Sig: row.Sig, SigClass: row.SigClass, SigText: row.SigText, USig: row.USig})
-	if err != nil {
-		return encoded{}, err
+	return encoded{put: put, key: key, group: group, hour: failedAt / 3_600_000}, nil
+}
+
+// member appends sep, then "name": and the JSON string of value.
+func member(dst []byte, sep byte, name, value string) []byte {
+	dst = append(append(append(append(dst, sep, '"'), name...), '"'), ':')
+	return jsonscan.AppendString(dst, value)
+}
+
+// optMember appends ,"name": and the JSON string of *value, or nothing
+// when value is nil (putSQL reads NULL for an absent member).
+func optMember(dst []byte, name string, value *string) []byte {
+	if value == nil {
+		return dst
 	}
-	group := row.Source + "\x00"
-	if row.Brewer != nil {
-		group += "=" + *row.Brewer
-	}
-	return encoded{put: put, key: key, group: group, hour: row.FailedAt / 3_600_000}, nil
+	return member(dst, ',', name, *value)
 }
 
 // encodeBatch builds the JSON parameter of putSQL.
@@ -525,23 +530,41 @@ func (s Store) saveEncoded(ctx context.Context, fs []Failure, encs []encoded) (m
 	if err != nil {
 		return nil, fmt.Errorf("dlq store %d failures: %w", len(fs), err)
 	}
-	var written []struct {
-		First string `json:"message_id"`
-		Last  string `json:"last_message_id"`
-	}
-	if err := json.Unmarshal(res[2], &written); err != nil {
-		return nil, fmt.Errorf("dlq store result: %w", err)
-	}
 	out := make(map[string]Outcome, len(fs))
 	for _, f := range fs {
 		out[f.MessageID] = OutcomeDuplicate
 	}
-	for _, w := range written {
-		if w.First == w.Last {
-			out[w.Last] = OutcomeNew
-		} else {
-			out[w.Last] = OutcomeRepeat
+	// RETURNING's rows, [{"message_id":…,"last_message_id":…},…], read
+	// without reflection.
+	rows := bytes.TrimSpace(res[2])
+	if !json.Valid(rows) || len(rows) == 0 || rows[0] != '[' {
+		return nil, fmt.Errorf("dlq store result: not a JSON array: %.100s", rows)
+	}
+	var bad error
+	jsonscan.Elements(rows, func(row []byte) {
+		var first, last string
+		var okFirst, okLast bool
+		if len(row) > 0 && row[0] == '{' {
+			jsonscan.Members(row, func(key, value []byte) {
+				switch {
+				case jsonscan.KeyIs(key, "message_id"):
+					first, okFirst = jsonscan.Text(value)
+				case jsonscan.KeyIs(key, "last_message_id"):
+					last, okLast = jsonscan.Text(value)
+				}
+			})
 		}
+		switch {
+		case !okFirst || !okLast:
+			bad = fmt.Errorf("dlq store result: row %.100s", row)
+		case first == last:
+			out[last] = OutcomeNew
+		default:
+			out[last] = OutcomeRepeat
+		}
+	})
+	if bad != nil {
+		return nil, bad
 	}
 	return out, nil
 }
@@ -568,36 +591,46 @@ func parseBody(src string, binary bool, p config.Pipeline) body {
 	if len(trimmed) == 0 {
 		return body{Problem: "empty body"}
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil {
-		if json.Valid(trimmed) && !p.IsBeer() {
-			return parsePipelineBody(trimmed, p)
-		}
-		switch trimmed[0] {
-		case '[', '"', 't', 'f', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-			if json.Valid(trimmed) {
-				return body{Problem: "body is JSON but not an object"}
-			}
+	if !json.Valid(trimmed) {
+		// Only for the error's text (the reason and signature say it).
+		var obj map[string]json.RawMessage
+		err := json.Unmarshal(trimmed, &obj)
+		if err == nil { // cannot happen: Unmarshal validates first
+			return body{Problem: "body is not JSON"}
 		}
 		return body{Problem: "body is not JSON: " + text.Clip(err.Error(), 120)}
 	}
 	if !p.IsBeer() {
 		return parsePipelineBody(trimmed, p)
 	}
-	if obj == nil {
+	if trimmed[0] != '{' {
 		return body{Problem: "body is JSON but not an object"}
 	}
-	b := body{BeerName: textField(obj["beer_name"]), Brewer: textField(obj["brewer"])}
-	raw, ok := obj["beer_id"]
+	// The last of duplicate members wins, as in a map.
+	var id, name, brewer []byte
+	jsonscan.Members(trimmed, func(key, value []byte) {
+		switch {
+		case jsonscan.KeyIs(key, "beer_id"):
+			id = value
+		case jsonscan.KeyIs(key, "beer_name"):
+			name = value
+		case jsonscan.KeyIs(key, "brewer"):
+			brewer = value
+		}
+	})
+	b := body{BeerName: textField(name), Brewer: textField(brewer)}
+	var ok bool
 	switch {
-	case !ok:
+	case id == nil:
 		b.Problem = "no beer_id"
-	case string(raw) == "null":
+	case string(id) == "null":
 		b.Problem = "beer_id is null"
-	case json.Unmarshal(raw, &b.BeerID) != nil:
-		b.Problem = "beer_id is not a string"
-	case b.BeerID == "":
-		b.Problem = "empty beer_id"
+	default:
+		if b.BeerID, ok = jsonscan.Text(id); !ok {
+			b.Problem = "beer_id is not a string"
+		} else if b.BeerID == "" {
+			b.Problem = "empty beer_id"
+		}
 	}
 	return b
 }
@@ -608,8 +641,8 @@ func textField(raw json.RawMessage) *string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonscan.Text(raw)
+	if !ok {
 		s = string(raw)
 	}
 	return &s

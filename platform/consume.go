@@ -12,9 +12,10 @@ import (
 // Consume makes consume the worker's queue handler. platform/worker/worker.mjs
 // reads each delivered batch itself and calls
 // binding.consumeBatch(queueName, messagesJSON, blobs, resolve, reject);
-// resolve receives {settle, error}: settle is the JSON of the decisions the
-// consumer made (settlement), which worker.mjs applies with ack() and
-// retry(), and error, when not "", makes it throw afterwards (the runtime
+// resolve receives {settle, error, all}: settle is the JSON of the decisions
+// the consumer made (settlement), which worker.mjs applies with ack() and
+// retry(), or with one ackAll() when all is true (every message acked,
+// none retried: a batch wholly stored), and error, when not "", makes it throw afterwards (the runtime
 // then retries every message without a decision).
 //
 // It replaces syumai's queue bridge, which crosses into JavaScript about a
@@ -39,7 +40,7 @@ func Consume(consume func(ctx context.Context, queueName string, msgs []queue.Me
 				return
 			}
 			settle, err := b.run(consume, queueName)
-			res := map[string]any{"settle": settle, "error": ""}
+			res := map[string]any{"settle": settle, "error": "", "all": b.allAcked()}
 			if err != nil {
 				res["error"] = err.Error()
 			}

@@ -123,3 +123,31 @@ func TestRunBatchKeepsDecisionsBeforeAPanic(t *testing.T) {
 		t.Fatalf("a consumer error: settle %s, err %v", settle, err)
 	}
 }
+
+// allAcked is true only when every message was acked once and none retried
+// (worker.mjs then calls ackAll()).
+func TestAllAcked(t *testing.T) {
+	desc := `[{"id":"a","type":"text","body":""},{"id":"b","type":"text","body":""}]`
+	for _, c := range []struct {
+		do   func(ms []*delivered)
+		want bool
+	}{
+		{func(ms []*delivered) { ms[1].Ack(); ms[0].Ack() }, true},
+		{func(ms []*delivered) { ms[0].Ack() }, false},
+		{func(ms []*delivered) { ms[0].Ack(); ms[0].Ack() }, false},
+		{func(ms []*delivered) { ms[0].Ack(); ms[1].Retry(0) }, false},
+		{func(ms []*delivered) {}, false},
+	} {
+		b, err := decodeBatch(desc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.do(b.msgs)
+		if got := b.allAcked(); got != c.want {
+			t.Errorf("calls %s: allAcked %v, want %v", b.settlement(), got, c.want)
+		}
+	}
+	if b, _ := decodeBatch(`[]`, nil); b.allAcked() {
+		t.Error("an empty batch: allAcked")
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redrive/redrive/internal/jsonscan"
 )
 
 // MaxLen bounds a pointer's length (bytes): a pointer is configuration,
@@ -69,47 +71,43 @@ func (p Pointer) String() string {
 
 // Resolve returns the JSON value p refers to in doc (raw JSON text), and
 // false when doc is not JSON or the value is absent. An array index is a
-// decimal without leading zeros ("0", "12"); "-" refers to nothing.
+// decimal without leading zeros ("0", "12"); "-" refers to nothing. Of an
+// object's duplicate members the last one counts, as in json.Unmarshal
+// into a map. doc is validated once and then walked without reflection
+// (internal/jsonscan): captures read every body through it.
 func (p Pointer) Resolve(doc []byte) (json.RawMessage, bool) {
 	cur := json.RawMessage(bytes.TrimSpace(doc))
 	if !json.Valid(cur) {
 		return nil, false
 	}
 	for _, tok := range p {
-		switch firstByte(cur) {
+		var next []byte
+		switch cur[0] {
 		case '{':
-			var obj map[string]json.RawMessage
-			if json.Unmarshal(cur, &obj) != nil {
-				return nil, false
-			}
-			v, ok := obj[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = v
+			jsonscan.Members(cur, func(key, value []byte) {
+				if jsonscan.KeyIs(key, tok) {
+					next = value
+				}
+			})
 		case '[':
 			i, ok := index(tok)
 			if !ok {
 				return nil, false
 			}
-			var arr []json.RawMessage
-			if json.Unmarshal(cur, &arr) != nil || i >= len(arr) {
-				return nil, false
-			}
-			cur = arr[i]
-		default:
+			n := 0
+			jsonscan.Elements(cur, func(value []byte) {
+				if n == i {
+					next = value
+				}
+				n++
+			})
+		}
+		if next == nil {
 			return nil, false
 		}
+		cur = next
 	}
 	return cur, true
-}
-
-func firstByte(b []byte) byte {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return 0
-	}
-	return b[0]
 }
 
 // index reads an RFC 6901 array index: 0 or a decimal without a leading zero.

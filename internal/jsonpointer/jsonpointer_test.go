@@ -1,6 +1,7 @@
 package jsonpointer
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -83,6 +84,63 @@ func FuzzPointer(f *testing.F) {
 		}
 		if v, ok := p.Resolve([]byte(doc)); ok && !json.Valid(v) {
 			t.Fatalf("%q in %q resolved to invalid JSON %q", ptr, doc, v)
+		}
+	})
+}
+
+// resolveByMap is Resolve as it was before the scanner (json.Unmarshal into
+// a map or a slice at each step), the reference FuzzResolve compares with.
+func resolveByMap(p Pointer, doc []byte) (json.RawMessage, bool) {
+	cur := json.RawMessage(bytes.TrimSpace(doc))
+	if !json.Valid(cur) {
+		return nil, false
+	}
+	for _, tok := range p {
+		switch bytes.TrimSpace(cur)[0] {
+		case '{':
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(cur, &obj) != nil {
+				return nil, false
+			}
+			v, ok := obj[tok]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case '[':
+			i, ok := index(tok)
+			if !ok {
+				return nil, false
+			}
+			var arr []json.RawMessage
+			if json.Unmarshal(cur, &arr) != nil || i >= len(arr) {
+				return nil, false
+			}
+			cur = arr[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// Resolve finds what the map decoding it replaced found, for any pointer
+// and document. Seeds are in testdata/fuzz/FuzzResolve.
+func FuzzResolve(f *testing.F) {
+	f.Add("/order/id", `{"order":{"id":"o1","id":"o2"}}`)
+	f.Add("/a\u005fb/1", `{"a\u005fb":[0,{"x":"]}"}]}`)
+	f.Add("/\ufffd", "{\"\xff\":1}")
+	f.Add("/2", `[1, [2], {"3":4}]`)
+	f.Add("/x", ` {"x" : null } `)
+	f.Fuzz(func(t *testing.T, ptr, doc string) {
+		p, err := Parse(ptr)
+		if err != nil {
+			return
+		}
+		got, ok := p.Resolve([]byte(doc))
+		want, wantOK := resolveByMap(p, []byte(doc))
+		if ok != wantOK || !bytes.Equal(got, want) {
+			t.Fatalf("%q in %q: %q %v, by map %q %v", ptr, doc, got, ok, want, wantOK)
 		}
 	})
 }

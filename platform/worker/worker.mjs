@@ -89,7 +89,8 @@ export default {
   // Batches go to platform.Consume (platform/consume.go): the messages
   // cross into Go as one JSON description (bytes bodies beside it), and the
   // consumer's ack() and retry() calls come back as one list, made here on
-  // the runtime's messages in the order Go made them.
+  // the runtime's messages in the order Go made them (one ackAll() when Go
+  // acked every message and retried none).
   async queue(batch, env, ctx) {
     const binding = await instance(env, ctx);
     const msgs = batch.messages;
@@ -104,7 +105,8 @@ export default {
     }
     const res = await new Promise((resolve, reject) =>
       binding.consumeBatch(batch.queue, JSON.stringify(desc), blobs, resolve, reject));
-    for (const [i, what, delaySeconds] of JSON.parse(res.settle)) {
+    if (res.all === true) batch.ackAll();
+    else for (const [i, what, delaySeconds] of JSON.parse(res.settle)) {
       if (what === "ack") msgs[i].ack();
       else msgs[i].retry(delaySeconds > 0 ? { delaySeconds } : undefined);
     }
