@@ -336,8 +336,8 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		a.Log.ErrorContext(r.Context(), "health: d1 unreachable", "request_id", RequestID(r.Context()), "error", err.Error())
 		d.Status, d.D1.Error = "degraded", "d1 query failed"
-		writeJSON(w, http.StatusServiceUnavailable, envelope{Success: false, RequestID: RequestID(r.Context()), Data: d,
-			Error: &errorBody{Code: "D1_UNAVAILABLE", Message: "D1 is not reachable"}})
+		writeEnvelope(w, http.StatusServiceUnavailable, false, RequestID(r.Context()), d,
+			&errorBody{Code: "D1_UNAVAILABLE", Message: "D1 is not reachable"})
 		return nil
 	}
 	respond(w, r, http.StatusOK, d)
