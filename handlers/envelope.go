@@ -108,9 +108,10 @@ func respond(w http.ResponseWriter, r *http.Request, status int, data any) {
 // *dlq.InputError (rejected input) is a 400 with its code; any other error
 // is logged with the request id and answered with a 500.
 func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	var apiErr *APIError
+	apiErr, direct := err.(*APIError) // the usual case, without errors.As's reflection
 	var inputErr *dlq.InputError
 	switch {
+	case direct && apiErr != nil:
 	case errors.As(err, &apiErr):
 	case errors.As(err, &inputErr):
 		apiErr = badRequest(inputErr.Code, inputErr.Message)
