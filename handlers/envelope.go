@@ -55,10 +55,11 @@ type errorBody struct {
 }
 
 // writeEnvelope writes the envelope with status. It is built by appending,
-// not by encoding/json's reflection over an envelope struct, which was a
-// tenth of a D1-free call's CPU in wasm. data is left out when nil; a jsonAppender writes itself, anything else is
-// json.Marshal's. The bytes are those json.NewEncoder(w).Encode wrote for the
-// envelope struct it replaces (envelope_test.go compares them).
+// not by encoding/json's reflection over an envelope struct (6.7% of a
+// D1-free call's CPU in a V8 profile of the wasm). data is left out when
+// nil; a jsonAppender writes itself, anything else is json.Marshal's. The
+// bytes are those json.NewEncoder(w).Encode wrote for the envelope struct
+// it replaces (jsonstring_test.go compares them).
 func writeEnvelope(w http.ResponseWriter, status int, success bool, requestID string, data any, e *errorBody) {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"success":`...)
