@@ -2,9 +2,10 @@ package config
 
 // The name checks of PIPELINES entries are loops, not regexps compiled at
 // package initialisation: every new instance paid for compiling them before
-// its first answer, and TinyGo's regexp compiler overflows its goroutine
-// stack on a counted repetition as long as {0,62} (the wasm then hangs in
-// package initialisation and never answers). config/names_test.go checks
+// its first answer, and the TinyGo build (0.39.0) panics in regexp/syntax
+// ("index out of range" in patchList.patch) compiling a counted repetition
+// as long as {0,62}: the wasm then hangs in package initialisation and
+// never answers. config/names_test.go checks
 // that each loop agrees with the regexp it replaces.
 
 // isName reports whether s is one byte for which first holds, then at most
