@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/redrive/redrive/internal/jsonpointer"
@@ -93,15 +92,6 @@ func BeerPipeline() Pipeline {
 	return p
 }
 
-var (
-	pipelineName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
-	labelName    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-	// Cloudflare queue names: letters, digits and dashes, at most 63.
-	queueName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$`)
-	// A binding name is a JavaScript identifier on env.
-	bindingName = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]{0,63}$`)
-)
-
 // pipelineEntry is one PIPELINES entry as written (thresholds optional).
 type pipelineEntry struct {
 	Name                  string  `json:"name"`
@@ -177,7 +167,7 @@ func entryName(e json.RawMessage) string {
 	var n struct {
 		Name string `json:"name"`
 	}
-	if json.Unmarshal(e, &n) == nil && pipelineName.MatchString(n.Name) {
+	if json.Unmarshal(e, &n) == nil && validPipelineName(n.Name) {
 		return fmt.Sprintf(" (%q)", n.Name)
 	}
 	return ""
@@ -193,15 +183,15 @@ func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Du
 	p := Pipeline{Name: e.Name, Queue: e.Queue, DLQ: e.DLQ, Producer: e.Producer, Labels: e.Labels, Consumer: e.Consumer,
 		AlertPendingThreshold: pending, AlertOldestPending: oldest, Retention: retention, Database: SharedDatabase}
 	switch {
-	case !pipelineName.MatchString(e.Name):
+	case !validPipelineName(e.Name):
 		return p, fmt.Errorf("name %q: want ^[a-z][a-z0-9_-]{0,31}$", e.Name)
-	case !queueName.MatchString(e.Queue):
+	case !validQueueName(e.Queue):
 		return p, fmt.Errorf("queue %q: want a queue name", e.Queue)
-	case !queueName.MatchString(e.DLQ):
+	case !validQueueName(e.DLQ):
 		return p, fmt.Errorf("dlq %q: want a queue name", e.DLQ)
 	case e.Queue == e.DLQ:
 		return p, errors.New("queue and dlq are the same queue")
-	case !bindingName.MatchString(e.Producer):
+	case !validBindingName(e.Producer):
 		return p, fmt.Errorf("producer %q: want a binding name", e.Producer)
 	case e.Key == nil:
 		return p, errors.New("key: want a JSON pointer")
@@ -214,7 +204,7 @@ func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Du
 	}
 	if e.Database != nil {
 		switch {
-		case !bindingName.MatchString(*e.Database):
+		case !validBindingName(*e.Database):
 			return p, fmt.Errorf("database %q: want a D1 binding name", *e.Database)
 		case *e.Database != SharedDatabase && e.Queue == BeerQueue:
 			return p, fmt.Errorf("database %q: the beer pipeline stays in %s, beside the beers enrichment keeps", *e.Database, SharedDatabase)
@@ -228,7 +218,7 @@ func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Du
 	}
 	seen := map[string]bool{}
 	for _, l := range e.Labels {
-		if !labelName.MatchString(l.Name) || seen[l.Name] {
+		if !validLabelName(l.Name) || seen[l.Name] {
 			return p, fmt.Errorf("label name %q: want ^[a-z][a-z0-9_]{0,31}$, unique", l.Name)
 		}
 		seen[l.Name] = true

@@ -186,8 +186,16 @@ func (a *API) Handler() http.Handler {
 // segment is decoded on its own, as the mux does: an escaped "/" (%2F) is
 // part of its segment, so an id such as "a/../b" sent as a%2F..%2Fb is one
 // segment, not a dot segment.
+//
+// It runs on every request, so it splits without allocating, and decodes
+// only segments of at most 6 bytes: ".." is at most "%2e%2e" escaped.
 func dotSegment(escaped string) bool {
-	for _, seg := range strings.Split(escaped, "/") {
+	for rest, more := escaped, true; more; {
+		var seg string
+		seg, rest, more = strings.Cut(rest, "/")
+		if len(seg) > 6 {
+			continue
+		}
 		if u, err := url.PathUnescape(seg); err == nil && (u == "." || u == "..") {
 			return true
 		}
@@ -336,8 +344,8 @@ func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		a.Log.ErrorContext(r.Context(), "health: d1 unreachable", "request_id", RequestID(r.Context()), "error", err.Error())
 		d.Status, d.D1.Error = "degraded", "d1 query failed"
-		writeJSON(w, http.StatusServiceUnavailable, envelope{Success: false, RequestID: RequestID(r.Context()), Data: d,
-			Error: &errorBody{Code: "D1_UNAVAILABLE", Message: "D1 is not reachable"}})
+		writeEnvelope(w, http.StatusServiceUnavailable, false, RequestID(r.Context()), d,
+			&errorBody{Code: "D1_UNAVAILABLE", Message: "D1 is not reachable"})
 		return nil
 	}
 	respond(w, r, http.StatusOK, d)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/google/uuid"
 
@@ -48,23 +49,49 @@ func withRequestID(next http.Handler) http.Handler {
 	})
 }
 
-type envelope struct {
-	Success   bool       `json:"success"`
-	RequestID string     `json:"requestId"`
-	Data      any        `json:"data,omitempty"`
-	Error     *errorBody `json:"error,omitempty"`
-}
-
 type errorBody struct {
 	Message string `json:"message"`
 	Code    string `json:"code"`
 }
 
-// writeJSON writes v with status as JSON.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeEnvelope writes the envelope with status. It is built by appending,
+// not by encoding/json's reflection over an envelope struct (6.7% of a
+// D1-free call's CPU in a V8 profile of the wasm). data is left out when
+// nil; a jsonAppender writes itself, anything else is json.Marshal's. The
+// bytes are those json.NewEncoder(w).Encode wrote for the envelope struct
+// it replaces (jsonstring_test.go compares them).
+func writeEnvelope(w http.ResponseWriter, status int, success bool, requestID string, data any, e *errorBody) {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"success":`...)
+	b = strconv.AppendBool(b, success)
+	b = append(b, `,"requestId":`...)
+	b = appendJSONString(b, requestID)
+	if data != nil {
+		b = append(b, `,"data":`...)
+		if a, ok := data.(jsonAppender); ok {
+			b = a.AppendJSON(b)
+		} else {
+			j, err := json.Marshal(data)
+			if err != nil {
+				// Not JSON (a NaN, a channel): a bug, answered as one.
+				writeEnvelope(w, http.StatusInternalServerError, false, requestID, nil,
+					&errorBody{Code: "INTERNAL_ERROR", Message: "internal error; see logs for request id"})
+				return
+			}
+			b = append(b, j...)
+		}
+	}
+	if e != nil {
+		b = append(b, `,"error":{"message":`...)
+		b = appendJSONString(b, e.Message)
+		b = append(b, `,"code":`...)
+		b = appendJSONString(b, e.Code)
+		b = append(b, '}')
+	}
+	b = append(b, "}\n"...)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(b)
 }
 
 // jsonAppender is data that writes its own JSON (dlq.Page: its messages are
@@ -75,26 +102,17 @@ type jsonAppender interface {
 
 // respond writes the success envelope around data.
 func respond(w http.ResponseWriter, r *http.Request, status int, data any) {
-	a, ok := data.(jsonAppender)
-	if !ok {
-		writeJSON(w, status, envelope{Success: true, RequestID: RequestID(r.Context()), Data: data})
-		return
-	}
-	id, _ := json.Marshal(RequestID(r.Context()))
-	b := append([]byte(`{"success":true,"requestId":`), id...)
-	b = append(a.AppendJSON(append(b, `,"data":`...)), "}\n"...)
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	writeEnvelope(w, status, true, RequestID(r.Context()), data, nil)
 }
 
 // fail writes the error envelope. An *APIError keeps its status and code; a
 // *dlq.InputError (rejected input) is a 400 with its code; any other error
 // is logged with the request id and answered with a 500.
 func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	var apiErr *APIError
+	apiErr, direct := err.(*APIError) // the usual case, without errors.As's reflection
 	var inputErr *dlq.InputError
 	switch {
+	case direct && apiErr != nil:
 	case errors.As(err, &apiErr):
 	case errors.As(err, &inputErr):
 		apiErr = badRequest(inputErr.Code, inputErr.Message)
@@ -103,9 +121,5 @@ func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 			"method", r.Method, "path", r.URL.Path, "error", err.Error())
 		apiErr = &APIError{Status: http.StatusInternalServerError, Code: "INTERNAL_ERROR", Message: "internal error; see logs for request id"}
 	}
-	writeJSON(w, apiErr.Status, envelope{
-		Success:   false,
-		RequestID: RequestID(r.Context()),
-		Error:     &errorBody{Message: apiErr.Message, Code: apiErr.Code},
-	})
+	writeEnvelope(w, apiErr.Status, false, RequestID(r.Context()), nil, &errorBody{Message: apiErr.Message, Code: apiErr.Code})
 }

@@ -103,3 +103,19 @@ func pairsOf(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// The constant names are what net/http would make of them.
+func TestCanonicalAndLowerNamesAreNetHTTPs(t *testing.T) {
+	for _, n := range []string{"accept", "accept-encoding", "accept-language", "authorization", "cache-control", "cf-connecting-ip",
+		"cf-ipcountry", "cf-ray", "cf-visitor", "connection", "content-length", "content-type", "cookie", "host", "if-none-match",
+		"origin", "referer", "user-agent", "x-admin-secret", "x-api-key", "x-forwarded-proto", "x-real-ip", "x-other", "weird name"} {
+		if got, want := canonicalName(n), http.CanonicalHeaderKey(n); got != want {
+			t.Errorf("canonicalName(%q) = %q, want %q", n, got, want)
+		}
+	}
+	for _, n := range []string{"Content-Type", "X-Request-Id", "Content-Disposition", "Cache-Control", "Allow", "X-Other"} {
+		if got, want := lowerName(n), strings.ToLower(n); got != want {
+			t.Errorf("lowerName(%q) = %q, want %q", n, got, want)
+		}
+	}
+}

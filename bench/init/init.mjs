@@ -80,7 +80,14 @@ async function isolate() {
   await import(execJS);
   // The bindings main() looks up at start; nothing here is called.
   const env = { DB: {}, ENRICHMENT_QUEUE: {}, API_KEY: "k", ADMIN_SECRET: "s", ENRICHMENT_API_URL: "http://127.0.0.1:9/" };
-  const context = { env, ctx: {}, connect() {}, binding: {} };
+  // Go answers a fetch call through binding.respond / binding.reject, as
+  // worker.mjs sets them: here they settle the call's promise with its status.
+  const waiting = new Map();
+  const answers = () => ({
+    respond: (id, status) => { waiting.get(id).resolve(status); waiting.delete(id); },
+    reject: (id, message) => { waiting.get(id).reject(new Error(message)); waiting.delete(id); },
+  });
+  const context = { env, ctx: {}, connect() {}, binding: answers() };
   // Node loads these globals on first use (undici, its crypto module), which
   // took a third of a new instance's start here; workerd has them built in.
   void [globalThis.Request, globalThis.Response, globalThis.Headers, globalThis.ReadableStream, globalThis.fetch];
@@ -101,7 +108,12 @@ async function isolate() {
   const instantiateMs = instantiated - t0;
   const initCpuMs = (cpu.user + cpu.system) / 1000;
   const b = context.binding;
-  const call = () => new Promise((resolve, reject) => b.serveHTTP("GET", "http://localhost/nope", "", null, resolve, reject));
+  let lastCall = 0;
+  const call = () => new Promise((resolve, reject) => {
+    const id = ++lastCall;
+    waiting.set(id, { resolve, reject });
+    b.serveHTTP(id, "GET\nhttp://localhost/nope\n", null);
+  });
   const first = await call();
   if (first !== 404) throw new Error(`GET /nope: ${first}`);
   const t1 = performance.now();
@@ -112,7 +124,7 @@ async function isolate() {
   const t2 = performance.now();
   await new Promise((resolve, reject) => {
     const go = new Go();
-    const ctx2 = { env, ctx: {}, connect() {}, binding: {} };
+    const ctx2 = { env, ctx: {}, connect() {}, binding: answers() };
     const inst = new WebAssembly.Instance(mod, { ...go.importObject, workers: { ready: resolve } });
     go.run(inst, ctx2).catch(reject);
   });

@@ -14,7 +14,9 @@
 //   instance's start and its first call;
 // then CALLS more calls on the same connection (per call: their median).
 // first_cpu is the CPU time (user+system, all threads, from /proc) workerd
-// spent until the first answer: steadier than wall time on a busy machine.
+// spent until the first answer: steadier than wall time on a busy machine;
+// call_cpu is workerd's CPU time over the CALLS calls divided by CALLS (V8's
+// background compilation included).
 // Prints one JSON object of medians and ranges. Without arguments the build
 // is build/ (`make build` first).
 import { spawn, execFileSync } from "node:child_process";
@@ -105,8 +107,9 @@ async function once(cfg) {
       await get(agent);
       each.push(performance.now() - t);
     }
+    const callCPU = (cpuMS(p.pid) - firstCPU) / calls;
     agent.destroy();
-    return { listen, first, firstCPU, call: median(each) };
+    return { listen, first, firstCPU, call: median(each), callCPU };
   } finally {
     process.kill(-p.pid, "SIGKILL");
     await new Promise((r) => p.exitCode !== null ? r() : p.once("exit", r));
@@ -140,11 +143,12 @@ for (const n of names) {
   const f = (k) => +median(r.map((x) => x[k])).toFixed(1);
   out[n] = { listen_ms: f("listen"), first_answer_ms: f("first"),
     first_answer_range_ms: [+Math.min(...r.map((x) => x.first)).toFixed(0), +Math.max(...r.map((x) => x.first)).toFixed(0)],
-    first_answer_cpu_ms: f("firstCPU"), call_ms: f("call") };
+    first_answer_cpu_ms: f("firstCPU"), call_ms: f("call"), call_cpu_ms: +median(r.map((x) => x.callCPU)).toFixed(2) };
 }
 for (const n of names.filter((n) => n !== "reference")) {
   out[n].first_answer_vs_reference = +(out[n].first_answer_ms / out.reference.first_answer_ms).toFixed(2);
   out[n].first_answer_cpu_vs_reference = +(out[n].first_answer_cpu_ms / out.reference.first_answer_cpu_ms).toFixed(2);
   out[n].call_vs_reference = +(out[n].call_ms / out.reference.call_ms).toFixed(2);
+  out[n].call_cpu_vs_reference = +(out[n].call_cpu_ms / out.reference.call_cpu_ms).toFixed(2);
 }
 console.log(JSON.stringify(out, null, 2));

@@ -60,7 +60,7 @@ func TestEntryModuleDispatchesEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"binding.serveHTTP(req.method", "runScheduler(event)", "binding.consumeBatch(batch.queue", "running = undefined"} {
+	for _, want := range []string{"binding.serveHTTP(id, req.method", "runScheduler(event)", "binding.consumeBatch(batch.queue", "running = undefined"} {
 		if !strings.Contains(string(src), want) {
 			t.Errorf("worker.mjs lacks %q", want)
 		}

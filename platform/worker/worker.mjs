@@ -23,9 +23,30 @@ globalThis.tryCatch = (fn) => {
 
 let running; // Promise of the context object of the live instance
 
+// Fetch calls waiting for Go's answer, by call id. Go answers through
+// binding.respond or binding.reject (platform/serve.go), set once here, so
+// that a call hands Go a number instead of two new functions.
+const waiting = new Map();
+let lastCall = 0;
+
+function settle(id) {
+  const call = waiting.get(id);
+  waiting.delete(id);
+  return call;
+}
+
+const answers = {
+  respond(id, status, headers, body) {
+    settle(id).resolve(new Response(body, { status, headers: headerPairs(headers) }));
+  },
+  reject(id, message) {
+    settle(id).reject(new Error(message));
+  },
+};
+
 function instance(env, ctx) {
   if (running === undefined) {
-    const context = { env, ctx, connect, binding: {} };
+    const context = { env, ctx, connect, binding: { ...answers } };
     running = new Promise((resolve, reject) => {
       const go = new Go();
       const inst = new WebAssembly.Instance(mod, {
@@ -73,15 +94,17 @@ async function readBody(req, cap) {
 }
 
 export default {
-  // Requests go to platform.Serve (platform/serve.go): the body crosses into
-  // Go once, and the buffered response comes back once; headers cross as
-  // header lists (headers.mjs).
+  // Requests go to platform.Serve (platform/serve.go): method, URL and
+  // headers (a header list, headers.mjs) as one string, the body as one
+  // Uint8Array; the buffered response comes back once, to binding.respond.
   async fetch(req, env, ctx) {
     const binding = await instance(env, ctx);
     const body = await readBody(req, binding.maxRequestBody + 1);
-    return new Promise((resolve, reject) =>
-      binding.serveHTTP(req.method, req.url, headerList(req.headers), body,
-        (status, headers, resBody) => resolve(new Response(resBody, { status, headers: headerPairs(headers) })), reject));
+    return new Promise((resolve, reject) => {
+      const id = ++lastCall;
+      waiting.set(id, { resolve, reject });
+      binding.serveHTTP(id, req.method + "\n" + req.url + "\n" + headerList(req.headers), body);
+    });
   },
   async scheduled(event, env, ctx) {
     return (await instance(env, ctx)).runScheduler(event);
