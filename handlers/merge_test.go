@@ -171,3 +171,26 @@ func TestMergedExportAddsMoveFieldsFromEachRowsDatabase(t *testing.T) {
 		}
 	}
 }
+
+// An export of one pipeline, one source queue or one named database reads
+// that database alone, its move fields too: with ORDERS_DB closed, the
+// tickets rows still export whole (a merged read of every database would
+// fail on it).
+func TestExportOfOneDatabaseReadsNoOther(t *testing.T) {
+	api := mergeAPI(t)
+	if err := api.DBs.All[1].DB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"pipeline=tickets", "source_queue=tickets", "database=TICKETS_DB"} {
+		rec, _ := do(api.Handler(), "GET", "/admin/dlq/export?format=ndjson&include_raw=true&limit=100&"+q, "", adminHeaders)
+		lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+		if rec.Code != 200 || len(lines) != 3 {
+			t.Fatalf("export %s: %d %.500s", q, rec.Code, rec.Body)
+		}
+		for _, l := range lines {
+			if !strings.Contains(l, `"source_queue":"tickets"`) || strings.Count(l, `"body_hash":`) != 1 || !strings.Contains(l, `"signature":{`) {
+				t.Fatalf("export %s: a line without its move fields: %s", q, l)
+			}
+		}
+	}
+}
