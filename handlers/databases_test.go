@@ -118,7 +118,9 @@ func TestActionsRunInTheDatabaseOfTheirRows(t *testing.T) {
 	if rec.Code != 202 || task.ID < dlq.IDBase("ORDERS_DB") || count(t, orders, `SELECT COUNT(*) FROM replay_tasks`) != 1 {
 		t.Fatalf("orders task: %d %s", rec.Code, rec.Body)
 	}
-	if rec, _ = do(h, "POST", "/admin/dlq/replay-tasks", `{"filter":{},"rate_per_minute":5}`, adminHeaders); rec.Code != 400 {
+	rec, env = do(h, "POST", "/admin/dlq/replay-tasks", `{"filter":{},"rate_per_minute":5}`, adminHeaders)
+	if rec.Code != 400 || env.Error == nil || env.Error.Code != "PIPELINE_REQUIRED" ||
+		count(t, orders, `SELECT COUNT(*) FROM replay_tasks`) != 1 || count(t, api.DB, `SELECT COUNT(*) FROM replay_tasks`) != 1 {
 		t.Errorf("a task of every pipeline: %d %s", rec.Code, rec.Body)
 	}
 	if rec, _ = do(h, "GET", fmt.Sprint("/admin/dlq/replay-tasks/", task.ID), "", adminHeaders); rec.Code != 200 {
