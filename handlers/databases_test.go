@@ -105,6 +105,13 @@ func TestActionsRunInTheDatabaseOfTheirRows(t *testing.T) {
 	if count(t, orders, `SELECT COUNT(*) FROM admin_audit WHERE action = 'replay' AND outcome = 'ok'`) != 1 {
 		t.Error("the replay's audit entry is not in the orders database")
 	}
+	// The audit log merges the databases' entries: both are the orders
+	// database's, newest first.
+	var audit dlq.AuditPage
+	getData(t, api, "/admin/audit", &audit)
+	if len(audit.Entries) != 2 || audit.Entries[0].Action != "replay" || audit.Entries[1].Action != "acknowledge" {
+		t.Errorf("audit log: %+v", audit.Entries)
+	}
 	// A task of a pipeline lives in its database; its id is found there.
 	rec, env = do(h, "POST", "/admin/dlq/replay-tasks", `{"filter":{"pipeline":"beers"},"rate_per_minute":5}`, adminHeaders)
 	if rec.Code != 202 {
