@@ -105,6 +105,13 @@ func TestActionsRunInTheDatabaseOfTheirRows(t *testing.T) {
 	if count(t, orders, `SELECT COUNT(*) FROM admin_audit WHERE action = 'replay' AND outcome = 'ok'`) != 1 {
 		t.Error("the replay's audit entry is not in the orders database")
 	}
+	// The audit log merges the databases' entries: both are the orders
+	// database's, newest first.
+	var audit dlq.AuditPage
+	getData(t, api, "/admin/audit", &audit)
+	if len(audit.Entries) != 2 || audit.Entries[0].Action != "replay" || audit.Entries[1].Action != "acknowledge" {
+		t.Errorf("audit log: %+v", audit.Entries)
+	}
 	// A task of a pipeline lives in its database; its id is found there.
 	rec, env = do(h, "POST", "/admin/dlq/replay-tasks", `{"filter":{"pipeline":"beers"},"rate_per_minute":5}`, adminHeaders)
 	if rec.Code != 202 {
@@ -118,7 +125,9 @@ func TestActionsRunInTheDatabaseOfTheirRows(t *testing.T) {
 	if rec.Code != 202 || task.ID < dlq.IDBase("ORDERS_DB") || count(t, orders, `SELECT COUNT(*) FROM replay_tasks`) != 1 {
 		t.Fatalf("orders task: %d %s", rec.Code, rec.Body)
 	}
-	if rec, _ = do(h, "POST", "/admin/dlq/replay-tasks", `{"filter":{},"rate_per_minute":5}`, adminHeaders); rec.Code != 400 {
+	rec, env = do(h, "POST", "/admin/dlq/replay-tasks", `{"filter":{},"rate_per_minute":5}`, adminHeaders)
+	if rec.Code != 400 || env.Error == nil || env.Error.Code != "PIPELINE_REQUIRED" ||
+		count(t, orders, `SELECT COUNT(*) FROM replay_tasks`) != 1 || count(t, api.DB, `SELECT COUNT(*) FROM replay_tasks`) != 1 {
 		t.Errorf("a task of every pipeline: %d %s", rec.Code, rec.Body)
 	}
 	if rec, _ = do(h, "GET", fmt.Sprint("/admin/dlq/replay-tasks/", task.ID), "", adminHeaders); rec.Code != 200 {
@@ -152,4 +161,98 @@ func count(t *testing.T, db *sql.DB, q string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// taskIDs lists GET /admin/dlq/replay-tasks?query's task ids in order.
+func taskIDs(t *testing.T, api *API, query string) []int64 {
+	t.Helper()
+	var list struct {
+		Tasks []struct {
+			ID int64 `json:"id"`
+		} `json:"tasks"`
+	}
+	getData(t, api, "/admin/dlq/replay-tasks"+query, &list)
+	var ids []int64
+	for _, x := range list.Tasks {
+		ids = append(ids, x.ID)
+	}
+	return ids
+}
+
+// The task list of every pipeline merges the databases' tasks newest
+// first (a tie on created_at: the larger id first), cut to limit; a
+// pipeline's list reads its database.
+func TestTaskListMergesDatabasesNewestFirst(t *testing.T) {
+	api, _, _ := databasesAPI(t)
+	now := time.UnixMilli(1_000_000)
+	api.Clock = func() time.Time { return now }
+	create := func(pipeline string, at int64) int64 {
+		t.Helper()
+		now = time.UnixMilli(at)
+		rec, env := do(api.Handler(), "POST", "/admin/dlq/replay-tasks", `{"filter":{"pipeline":"`+pipeline+`"},"rate_per_minute":5}`, adminHeaders)
+		var task struct {
+			ID int64 `json:"id"`
+		}
+		json.Unmarshal(mustJSON(env.Data), &task)
+		if rec.Code != 202 || task.ID == 0 {
+			t.Fatalf("create a %s task: %d %s", pipeline, rec.Code, rec.Body)
+		}
+		return task.ID
+	}
+	b1 := create("beers", 1_000_000)
+	o1 := create("orders", 2_000_000)
+	b2 := create("beers", 3_000_000)
+	o2 := create("orders", 3_000_000)
+	if o2 < b2 {
+		t.Fatalf("orders id %d below beers id %d", o2, b2)
+	}
+	for query, want := range map[string][]int64{
+		"":                         {o2, b2, o1, b1},
+		"?limit=3":                 {o2, b2, o1},
+		"?limit=1":                 {o2},
+		"?pipeline=beers":          {b2, b1},
+		"?pipeline=orders&limit=1": {o2},
+	} {
+		if got := taskIDs(t, api, query); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("tasks%s: %v, want %v", query, got, want)
+		}
+	}
+}
+
+// Attempt reports land in the database of their queue: one report of two
+// queues writes each database its own, and a report of one queue writes
+// the other database nothing.
+func TestAttemptsAreRecordedInTheirQueuesDatabase(t *testing.T) {
+	api, orders, _ := databasesAPI(t)
+	api.Auth.ReportToken = "s3cr3t"
+	api.ReportQueues = func(q string) bool { return q == "e2e-orders" || q == "beer-enrichment" }
+	h := api.Handler()
+	rec, _ := do(h, "POST", "/admin/attempts", `{"attempts":[{"queue":"e2e-orders","message_id":"o","attempt":1,"error":"x"}]}`, bearer("s3cr3t"))
+	if rec.Code != 202 || count(t, orders, `SELECT COUNT(*) FROM message_attempts WHERE message_id = 'o'`) != 1 ||
+		count(t, api.DB, `SELECT COUNT(*) FROM message_attempts`) != 0 {
+		t.Fatalf("orders report: %d %s", rec.Code, rec.Body)
+	}
+	rec, _ = do(h, "POST", "/admin/attempts", `{"attempts":[{"queue":"beer-enrichment","message_id":"b","attempt":1,"error":"x"},
+		{"queue":"e2e-orders","message_id":"o2","attempt":1,"error":"y"}]}`, bearer("s3cr3t"))
+	if rec.Code != 202 || count(t, orders, `SELECT COUNT(*) FROM message_attempts`) != 2 ||
+		count(t, api.DB, `SELECT COUNT(*) FROM message_attempts WHERE message_id = 'b'`) != 1 ||
+		count(t, api.DB, `SELECT COUNT(*) FROM message_attempts`) != 1 {
+		t.Fatalf("report of two queues: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// An edited replay of a row in a pipeline's own database replays it there
+// (its audit entry too); an id no database holds is a 404.
+func TestEditedReplayRunsInTheDatabaseOfItsRow(t *testing.T) {
+	api, orders, ids := databasesAPI(t)
+	h := api.Handler()
+	o1 := ids["e2e-orders"][0]
+	rec, _ := do(h, "POST", fmt.Sprint("/admin/dlq/", o1, "/replay"), `{"body":{"order":{"id":"o1","fixed":true}},"note":"fixed"}`, adminHeaders)
+	if rec.Code != 200 || count(t, orders, fmt.Sprintf(`SELECT COUNT(*) FROM dlq_messages WHERE id = %d AND status = 'replayed'`, o1)) != 1 ||
+		count(t, orders, `SELECT COUNT(*) FROM admin_audit`) != 1 || count(t, api.DB, `SELECT COUNT(*) FROM admin_audit`) != 0 {
+		t.Fatalf("edited replay of an orders row: %d %s", rec.Code, rec.Body)
+	}
+	if rec, _ = do(h, "POST", fmt.Sprint("/admin/dlq/", o1+1000, "/replay"), `{"body":{},"note":"n"}`, adminHeaders); rec.Code != 404 {
+		t.Fatalf("edited replay of no row: %d %s", rec.Code, rec.Body)
+	}
 }

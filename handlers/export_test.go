@@ -304,3 +304,25 @@ func TestListWithRawBodiesOverD1ValueLimitPagesShorter(t *testing.T) {
 		t.Fatalf("%d rows in %d pages, want %d rows over several pages", len(seen), pages+1, n)
 	}
 }
+
+// Only an NDJSON export with include_raw carries the fields a copy of a
+// row needs (dlq.MoveFieldNames); one without raw bodies does not (and
+// reads no more than the list).
+func TestExportAddsMoveFieldsOnlyWithRawBodies(t *testing.T) {
+	api, _ := newDLQAPI(t)
+	seedRows(t, api.DB, 2)
+	for q, want := range map[string]bool{"format=ndjson": false, "format=ndjson&include_raw=true": true} {
+		rec, _ := do(api.Handler(), "GET", "/admin/dlq/export?"+q, "", adminHeaders)
+		lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+		if rec.Code != 200 || len(lines) != 2 {
+			t.Fatalf("export %s: %d %s", q, rec.Code, rec.Body)
+		}
+		for _, l := range lines {
+			for _, f := range dlq.MoveFieldNames {
+				if strings.Contains(l, `"`+f+`":`) != want {
+					t.Fatalf("export %s: field %s present %v, want %v: %s", q, f, !want, want, l)
+				}
+			}
+		}
+	}
+}

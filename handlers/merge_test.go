@@ -146,20 +146,35 @@ func TestAPIMergesDatabases(t *testing.T) {
 	}
 }
 
-// A merged NDJSON export with include_raw gives every row, of either
+// A merged NDJSON export with include_raw gives every row, of any
 // database, the fields a copy of it needs (its signature among them), once.
 func TestMergedExportAddsMoveFieldsFromEachRowsDatabase(t *testing.T) {
 	api := mergeAPI(t)
+	// Two rows in the shared database too: the newest, and one among the
+	// oldest page's orders and tickets rows (mergeAPI's start from t0), so
+	// that the rows left for the later databases are not at the positions
+	// they are in what is left.
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var fs []dlq.Failure
+	for i, at := range []time.Time{t0.Add(1500 * time.Millisecond), t0.Add(time.Minute)} {
+		id := fmt.Sprint("b", i)
+		fs = append(fs, dlq.Failure{MessageID: id, SourceQueue: "beer-enrichment", Body: `{"beer_id":"` + id + `"}`, Class: "permanent",
+			Reason: "status 400: charlie", FailedAt: at})
+	}
+	if err := api.DBs.Of("beer-enrichment").Put(context.Background(), fs); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []string{"", "&pipeline=tickets"} {
 		rec, _ := do(api.Handler(), "GET", "/admin/dlq/export?format=ndjson&include_raw=true&limit=100"+q, "", adminHeaders)
 		if rec.Code != 200 {
 			t.Fatalf("export %q: %d %s", q, rec.Code, rec.Body)
 		}
 		lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
-		want := map[string]int{"": 26, "&pipeline=tickets": 3}[q]
+		want := map[string]int{"": 28, "&pipeline=tickets": 3}[q]
 		if len(lines) != want {
 			t.Fatalf("export %q: %d lines, want %d", q, len(lines), want)
 		}
+		ids := map[string]bool{}
 		for _, l := range lines {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(l), &m); err != nil {
@@ -167,6 +182,33 @@ func TestMergedExportAddsMoveFieldsFromEachRowsDatabase(t *testing.T) {
 			}
 			if strings.Count(l, `"body_hash":`) != 1 || len(m["signature"]) < 3 {
 				t.Fatalf("export %q: a line without its move fields, or with them twice: %s", q, l)
+			}
+			ids[string(m["id"])] = true
+		}
+		if len(ids) != want {
+			t.Fatalf("export %q: %d distinct rows in %d lines", q, len(ids), want)
+		}
+	}
+}
+
+// An export of one pipeline, one source queue or one named database reads
+// that database alone, its move fields too: with ORDERS_DB closed, the
+// tickets rows still export whole (a merged read of every database would
+// fail on it).
+func TestExportOfOneDatabaseReadsNoOther(t *testing.T) {
+	api := mergeAPI(t)
+	if err := api.DBs.All[1].DB.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"pipeline=tickets", "source_queue=tickets", "database=TICKETS_DB"} {
+		rec, _ := do(api.Handler(), "GET", "/admin/dlq/export?format=ndjson&include_raw=true&limit=100&"+q, "", adminHeaders)
+		lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+		if rec.Code != 200 || len(lines) != 3 {
+			t.Fatalf("export %s: %d %.500s", q, rec.Code, rec.Body)
+		}
+		for _, l := range lines {
+			if !strings.Contains(l, `"source_queue":"tickets"`) || strings.Count(l, `"body_hash":`) != 1 || !strings.Contains(l, `"signature":{`) {
+				t.Fatalf("export %s: a line without its move fields: %s", q, l)
 			}
 		}
 	}

@@ -29,3 +29,29 @@ func TestAdminMetrics(t *testing.T) {
 		t.Fatalf("with D1 down: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// With a pipeline in its own database, /admin/metrics counts each
+// database's rows once (the shared one's too) and the captures of both;
+// a database that cannot be read is a 500 envelope, not a page without
+// its rows.
+func TestAdminMetricsAddsEachDatabaseOnce(t *testing.T) {
+	api, orders, _ := databasesAPI(t)
+	rec, _ := do(api.Handler(), "GET", "/admin/metrics", "", adminHeaders)
+	page, err := promtext.Parse(rec.Body.String())
+	if rec.Code != 200 || err != nil {
+		t.Fatalf("%d %v\n%s", rec.Code, err, rec.Body)
+	}
+	for key, want := range map[string]float64{
+		promtext.Key("redrive_dlq_messages", "pipeline", "beers", "source_queue", "beer-enrichment", "status", "pending"): 2,
+		promtext.Key("redrive_dlq_messages", "pipeline", "orders", "source_queue", "e2e-orders", "status", "pending"):     2,
+		promtext.Key("redrive_dlq_captured_total"): 4,
+	} {
+		if got, ok := page.Samples[key]; !ok || got != want {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+	orders.Close()
+	if rec, env := do(api.Handler(), "GET", "/admin/metrics", "", adminHeaders); rec.Code != 500 || env.Error == nil || env.Error.Code != "INTERNAL_ERROR" {
+		t.Fatalf("with ORDERS_DB down: %d %s", rec.Code, rec.Body)
+	}
+}

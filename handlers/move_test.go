@@ -2,6 +2,9 @@ package handlers
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -103,5 +106,149 @@ func TestImportAndReleaseRefuseBadInput(t *testing.T) {
 	api.DB.QueryRow(`SELECT COUNT(*) + ? FROM dlq_messages`, n*1000).Scan(&n)
 	if n != 1 {
 		t.Fatalf("rows changed: %d", n)
+	}
+}
+
+// ticketLines are n import lines for the tickets pipeline (TICKETS_DB),
+// made from the export of moveAPI's row: ids from first, message ids
+// distinct, joined with a newline after each.
+func ticketLines(t *testing.T, api *API, hdr map[string]string, first int64, n int) []string {
+	t.Helper()
+	rec, _ := do(api.Handler(), "GET", "/admin/dlq/export?format=ndjson&include_raw=true&status=all&pipeline=tickets&database=DB", "", hdr)
+	var m map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+		t.Fatalf("export: %v %s", err, rec.Body)
+	}
+	lines := make([]string, n)
+	for i := range lines {
+		m["id"], m["message_id"] = first+int64(i), fmt.Sprint("moved-", i)
+		b, _ := json.Marshal(m)
+		lines[i] = string(b) + "\n"
+	}
+	return lines
+}
+
+// rowCounts is the number of rows in DB and in TICKETS_DB.
+func rowCounts(t *testing.T, api *API) [2]int64 {
+	t.Helper()
+	return [2]int64{count(t, api.DB, `SELECT COUNT(*) FROM dlq_messages`), count(t, api.DBs.All[1].DB, `SELECT COUNT(*) FROM dlq_messages`)}
+}
+
+// importBody POSTs body to /admin/dlq/import and returns the status, the
+// error code ("" on success) and the number of rows imported.
+func importBody(t *testing.T, api *API, hdr map[string]string, body string) (int, string, float64) {
+	t.Helper()
+	rec, env := do(api.Handler(), "POST", "/admin/dlq/import", body, hdr)
+	if env.Error != nil {
+		return rec.Code, env.Error.Code, 0
+	}
+	data, _ := env.Data.(map[string]any)
+	imported, _ := data["imported"].(float64)
+	return rec.Code, "", imported
+}
+
+// The limits of one import are inclusive: exactly dlq.ImportMaxLines lines
+// and exactly MaxBodyBytes bytes are taken; one line more is a 400
+// TOO_MANY_LINES, one byte more a 413 PAYLOAD_TOO_LARGE, and a refused
+// request writes nothing.
+func TestImportLimitsAtTheirEdges(t *testing.T) {
+	api, hdr := moveAPI(t)
+	base := dlq.IDBase("TICKETS_DB")
+	lines := ticketLines(t, api, hdr, base+1000, dlq.ImportMaxLines+1)
+	if status, code, _ := importBody(t, api, hdr, strings.Join(lines, "")); status != 400 || code != "TOO_MANY_LINES" {
+		t.Fatalf("%d lines: %d %s", len(lines), status, code)
+	}
+	if got := rowCounts(t, api); got != [2]int64{1, 0} {
+		t.Fatalf("a refused import wrote rows: %v", got)
+	}
+	if status, code, n := importBody(t, api, hdr, strings.Join(lines[:dlq.ImportMaxLines], "")); status != 200 || n != dlq.ImportMaxLines {
+		t.Fatalf("%d lines: %d %s imported %v", dlq.ImportMaxLines, status, code, n)
+	}
+
+	// Two lines, the second's raw_message padded to make the body exactly
+	// MaxBodyBytes long.
+	api, hdr = moveAPI(t)
+	two := ticketLines(t, api, hdr, base+1, 2)
+	var m map[string]any
+	json.Unmarshal([]byte(two[1]), &m)
+	m["raw_message"] = ""
+	b, _ := json.Marshal(m)
+	m["raw_message"] = strings.Repeat("x", MaxBodyBytes-len(two[0])-len(b)-1)
+	b, _ = json.Marshal(m)
+	exact := two[0] + string(b) + "\n"
+	if len(exact) != MaxBodyBytes {
+		t.Fatalf("body of %d bytes", len(exact))
+	}
+	m["raw_message"] = m["raw_message"].(string) + "x"
+	b, _ = json.Marshal(m)
+	over := two[0] + string(b) + "\n"
+	if status, code, _ := importBody(t, api, hdr, over); status != 413 || code != "PAYLOAD_TOO_LARGE" {
+		t.Fatalf("%d bytes: %d %s", len(over), status, code)
+	}
+	if got := rowCounts(t, api); got != [2]int64{1, 0} {
+		t.Fatalf("a refused import wrote rows: %v", got)
+	}
+	if status, code, n := importBody(t, api, hdr, exact); status != 200 || n != 2 {
+		t.Fatalf("%d bytes: %d %s imported %v", len(exact), status, code, n)
+	}
+}
+
+// An import into a database whose ids do not start at its own range yet
+// is a 400 DATABASE_NOT_SEEDED; an id past the database's range a 400
+// ID_OUT_OF_RANGE (its last id is taken); lines of two databases a 400
+// MIXED_DATABASES. None writes anything.
+func TestImportRefusesIDsOutsideTheDatabasesRange(t *testing.T) {
+	api, hdr := moveAPI(t)
+	end := dlq.IDBase("TICKETS_DB") + 1<<40
+	past := ticketLines(t, api, hdr, end-1, 2)
+	if status, code, _ := importBody(t, api, hdr, strings.Join(past, "")); status != 400 || code != "ID_OUT_OF_RANGE" {
+		t.Fatalf("id %d: %d %s", end, status, code)
+	}
+	var m map[string]any
+	json.Unmarshal([]byte(past[1]), &m)
+	m["source_queue"] = "beer-enrichment"
+	m["id"] = 77
+	b, _ := json.Marshal(m)
+	if status, code, _ := importBody(t, api, hdr, past[0]+string(b)); status != 400 || code != "MIXED_DATABASES" {
+		t.Fatalf("two databases: %d %s", status, code)
+	}
+	if got := rowCounts(t, api); got != [2]int64{1, 0} {
+		t.Fatalf("a refused import wrote rows: %v", got)
+	}
+	if status, code, n := importBody(t, api, hdr, past[0]); status != 200 || n != 1 {
+		t.Fatalf("id %d: %d %s imported %v", end-1, status, code, n)
+	}
+
+	api, hdr = moveAPI(t)
+	if _, err := api.DBs.All[1].DB.Exec(`DELETE FROM sqlite_sequence`); err != nil {
+		t.Fatal(err)
+	}
+	if status, code, _ := importBody(t, api, hdr, ticketLines(t, api, hdr, 5, 1)[0]); status != 400 || code != "DATABASE_NOT_SEEDED" {
+		t.Fatalf("unseeded: %d %s", status, code)
+	}
+	if got := rowCounts(t, api); got != [2]int64{1, 0} {
+		t.Fatalf("a refused import wrote rows: %v", got)
+	}
+}
+
+// errReader fails every read with a transport error (not a size limit).
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// A body that cannot be read (a transport error, not the size limit) is a
+// 400 INVALID_REQUEST, not a 413 or a 500.
+func TestImportBodyReadErrorIsA400(t *testing.T) {
+	api, hdr := moveAPI(t)
+	req := httptest.NewRequest("POST", "/admin/dlq/import", errReader{})
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	api.Handler().ServeHTTP(rec, req)
+	var env envelope
+	json.Unmarshal(rec.Body.Bytes(), &env)
+	if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_REQUEST" || !strings.Contains(env.Error.Message, "could not read") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }
