@@ -455,8 +455,8 @@ func TestImportKeepsIDRangesApart(t *testing.T) {
 	rows[1].ID = IDBase("TICKETS_DB") + 1<<40
 	_, err = Import{DBs: dbs}.Run(context.Background(), rows)
 	wantInput(t, err, "ID_OUT_OF_RANGE")
-	if !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("the error names no line: %v", err)
+	if !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), fmt.Sprintf("(below %d)", IDBase("TICKETS_DB")+1<<40)) {
+		t.Fatalf("the error names no line or not the range's end: %v", err)
 	}
 	rows[1].ID = IDBase("TICKETS_DB") + 1<<40 - 1 // the last id of its own range
 	if res, err := (Import{DBs: dbs}).Run(context.Background(), rows); err != nil || res.Imported != 2 {
