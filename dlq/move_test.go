@@ -466,3 +466,44 @@ func TestImportKeepsIDRangesApart(t *testing.T) {
 		t.Fatalf("%d rows", got)
 	}
 }
+
+// A line whose message_id the database already holds under another id (a
+// redelivery captured there after the move) or whose id it holds with
+// another message_id is skipped: no error, no row changed, and the kept
+// counts (dlq_tally, dlq_activity, dlq_signatures) add nothing for it
+// (pins import.go's four NOT EXISTS guards, each alone, issue 29).
+func TestImportSkipsALineWhoseIDOrMessageIDIsThere(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	seedMoved(t, shared, 3)
+	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	if err != nil || len(rows) != 3 {
+		t.Fatal(len(rows), err)
+	}
+	// rows[1]'s message, captured again in TICKETS_DB: a row of its own range.
+	reason := "status 400: captured again"
+	if err := (Store{DB: tickets}).Put(context.Background(), []Failure{{MessageID: rows[1].MessageID, SourceQueue: "tickets",
+		Body: `{"ticket":"T-1"}`, Class: "permanent", Reason: reason, FailedAt: time.UnixMilli(rows[1].FailedAt)}}); err != nil {
+		t.Fatal(err)
+	}
+	// rows[2]'s id, taken in TICKETS_DB by another message.
+	other := rows[2]
+	other.MessageID = "another-message"
+	if res, err := (Import{DBs: dbs}).Run(context.Background(), []ImportRow{other}); err != nil || res.Imported != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMoveCounts(t, tickets, "the setup")
+	res, err := Import{DBs: dbs}.Run(context.Background(), rows)
+	if err != nil || res.Lines != 3 || res.Imported != 1 || res.Skipped != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMoveCounts(t, tickets, "the import")
+	got := keyed(t, tickets, `SELECT message_id || '=' || (id >= ?) || ':' || COALESCE(failure_reason, '') AS k, 1 AS one FROM dlq_messages`, IDBase("TICKETS_DB"))
+	want := map[string]int64{
+		rows[0].MessageID + "=0:" + *rows[0].FailureReason: 1,
+		rows[1].MessageID + "=1:" + reason:                 1,
+		"another-message=0:" + *rows[2].FailureReason:      1,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows\n got %v\nwant %v", got, want)
+	}
+}
