@@ -192,3 +192,18 @@ func TestMergedStatsSumAQueueInTwoDatabases(t *testing.T) {
 		t.Fatalf("by_pipeline %+v", rep.ByPipeline)
 	}
 }
+
+// A source_queue filter with no pipeline reads the database of that
+// queue's rows (pins merge.go's dbOf source-queue case, checked by hand:
+// no test failed without it).
+func TestListOfASourceQueueReadsItsDatabase(t *testing.T) {
+	d := mergeFixture(t)
+	fail(t, d, "beer-enrichment", 4, 3)
+	l := List{DBs: d, Cursors: NewCursors("s")}
+	for q, n := range map[string]int{"tickets": 5, "orders": 41, "beer-enrichment": 4} {
+		got := walkList(t, l, Filter{Status: StatusAll, SourceQueue: q}, 3)
+		if want := wantRows(t, d, "source_queue = '"+q+"'"); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != n {
+			t.Fatalf("%s: got %v want %v", q, got, want)
+		}
+	}
+}
