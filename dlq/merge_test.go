@@ -262,7 +262,9 @@ func TestMergedExport(t *testing.T) {
 	}
 }
 
-// walkGroups pages through every group and returns them in order.
+// walkGroups pages through every group and returns them in order. Every
+// page but the last is full, and the last one holds a group unless there
+// is none (a database that gave exactly the rest has no more).
 func walkGroups(t *testing.T, g Groups, p GroupsParams) []Group {
 	t.Helper()
 	var all []Group
@@ -270,6 +272,9 @@ func walkGroups(t *testing.T, g Groups, p GroupsParams) []Group {
 		page, err := g.Page(ctx, p)
 		if err != nil || pages > 100 || len(page.Groups) > p.Limit {
 			t.Fatalf("groups page %d: %d groups, %v", pages, len(page.Groups), err)
+		}
+		if (page.HasMore && len(page.Groups) != p.Limit) || (pages > 0 && len(page.Groups) == 0) {
+			t.Fatalf("groups page %d: %d groups of %d, has_more %v", pages, len(page.Groups), p.Limit, page.HasMore)
 		}
 		all = append(all, page.Groups...)
 		if !page.HasMore {
@@ -356,6 +361,10 @@ func mergedAudit(t *testing.T, counts []int) {
 			page, err := a.Page(ctx, p)
 			if err != nil || pages > 50 || len(page.Entries) > limit {
 				t.Fatalf("audit page %d: %v", pages, err)
+			}
+			// Every page but the last is full; the last one is not empty.
+			if (page.HasMore && len(page.Entries) != limit) || (pages > 0 && len(page.Entries) == 0) {
+				t.Fatalf("limit %d: audit page %d: %d entries, has_more %v", limit, pages, len(page.Entries), page.HasMore)
 			}
 			for _, e := range page.Entries {
 				if seen[e.RequestID] || (last != nil && (e.At > last.At || (e.At == last.At && e.ID > last.ID))) {

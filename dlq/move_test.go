@@ -455,8 +455,8 @@ func TestImportKeepsIDRangesApart(t *testing.T) {
 	rows[1].ID = IDBase("TICKETS_DB") + 1<<40
 	_, err = Import{DBs: dbs}.Run(context.Background(), rows)
 	wantInput(t, err, "ID_OUT_OF_RANGE")
-	if !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("the error names no line: %v", err)
+	if !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), fmt.Sprintf("(below %d)", IDBase("TICKETS_DB")+1<<40)) {
+		t.Fatalf("the error names no line or not the range's end: %v", err)
 	}
 	rows[1].ID = IDBase("TICKETS_DB") + 1<<40 - 1 // the last id of its own range
 	if res, err := (Import{DBs: dbs}).Run(context.Background(), rows); err != nil || res.Imported != 2 {
@@ -465,4 +465,171 @@ func TestImportKeepsIDRangesApart(t *testing.T) {
 	if got := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); got != 2 {
 		t.Fatalf("%d rows", got)
 	}
+}
+
+// A line whose message_id the database already holds under another id (a
+// redelivery captured there after the move) or whose id it holds with
+// another message_id is skipped: no error, no row changed, and the kept
+// counts (dlq_tally, dlq_activity, dlq_signatures) add nothing for it
+// (pins import.go's four NOT EXISTS guards, each alone, issue 29).
+func TestImportSkipsALineWhoseIDOrMessageIDIsThere(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	seedMoved(t, shared, 3)
+	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	if err != nil || len(rows) != 3 {
+		t.Fatal(len(rows), err)
+	}
+	// rows[1]'s message, captured again in TICKETS_DB: a row of its own range.
+	reason := "status 400: captured again"
+	if err := (Store{DB: tickets}).Put(context.Background(), []Failure{{MessageID: rows[1].MessageID, SourceQueue: "tickets",
+		Body: `{"ticket":"T-1"}`, Class: "permanent", Reason: reason, FailedAt: time.UnixMilli(rows[1].FailedAt)}}); err != nil {
+		t.Fatal(err)
+	}
+	// rows[2]'s id, taken in TICKETS_DB by another message.
+	other := rows[2]
+	other.MessageID = "another-message"
+	if res, err := (Import{DBs: dbs}).Run(context.Background(), []ImportRow{other}); err != nil || res.Imported != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMoveCounts(t, tickets, "the setup")
+	res, err := Import{DBs: dbs}.Run(context.Background(), rows)
+	if err != nil || res.Lines != 3 || res.Imported != 1 || res.Skipped != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMoveCounts(t, tickets, "the import")
+	got := keyed(t, tickets, `SELECT message_id || '=' || (id >= ?) || ':' || COALESCE(failure_reason, '') AS k, 1 AS one FROM dlq_messages`, IDBase("TICKETS_DB"))
+	want := map[string]int64{
+		rows[0].MessageID + "=0:" + *rows[0].FailureReason: 1,
+		rows[1].MessageID + "=1:" + reason:                 1,
+		"another-message=0:" + *rows[2].FailureReason:      1,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows\n got %v\nwant %v", got, want)
+	}
+}
+
+// Beer rows (a brewer on some, pending, acknowledged and replayed, failed
+// in different hours) imported into another deployment's shared database:
+// every field as exported, and its kept counts, the per-brewer pending
+// count included, equal counting its rows.
+func TestImportBeerRowsKeepsTheBrewerCounts(t *testing.T) {
+	from, to := sqlitetest.New(t), sqlitetest.New(t)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	capture := &Capture{DB: from, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{dlqName: "beer-enrichment"}}
+	var msgs []*queuetest.Message
+	for i := range 12 {
+		body := fmt.Sprintf(`{"beer_id":"b%d","beer_name":"Beer %d","brewer":"Brewer %d"}`, i, i, i%3)
+		if i%4 == 3 {
+			body = fmt.Sprintf(`{"beer_id":"b%d","beer_name":"Beer %d"}`, i, i)
+		}
+		msgs = append(msgs, &queuetest.Message{MsgID: fmt.Sprintf("bm-%d", i), Attempt: 3, SentAt: now.Add(time.Duration(i) * 41 * time.Minute), Text: body})
+	}
+	if err := capture.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(msgs...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`UPDATE dlq_messages SET failed_at = failed_at + id * 2460000`,
+		`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = failed_at + 7200000 WHERE id % 4 = 1`,
+		`UPDATE dlq_messages SET status = 'replayed', replayed_at = failed_at + 3600000, replay_count = 1 WHERE id % 4 = 2`,
+	} {
+		if _, err := from.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if brewers := count(t, from, `SELECT COUNT(DISTINCT brewer) FROM dlq_messages WHERE status = 'pending'`); brewers < 2 {
+		t.Fatalf("fixture: %d brewers pending", brewers)
+	}
+	before := exportAll(t, from, "beers")
+	imported, skipped := importLines(t, Single(Store{DB: to}), before, ImportMaxLines)
+	if imported != 12 || skipped != 0 {
+		t.Fatalf("imported %d skipped %d", imported, skipped)
+	}
+	if after := exportAll(t, to, "beers"); !bytes.Equal(before, after) {
+		t.Fatalf("export after import differs:\nbefore %s\nafter  %s", before, after)
+	}
+	checkMoveCounts(t, to, "import")
+}
+
+// An import into a database that already has some of the lines' groups
+// (captured there first, or by an earlier request of the same import)
+// keeps each group whole: counts added up, first_seen the earlier,
+// last_seen the later, announced_at the database's when it has one, else
+// the lines'; a line without a signature (a row captured before
+// signatures) makes no group (pins import.go's dlq_signatures upsert).
+func TestImportMergesIntoTheGroupsTheDatabaseHas(t *testing.T) {
+	from, to := sqlitetest.New(t), sqlitetest.New(t)
+	t0 := time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC)
+	put := func(db *sql.DB, id, reason string, at time.Duration) {
+		t.Helper()
+		if err := (Store{DB: db}).Put(context.Background(), []Failure{{MessageID: id, SourceQueue: "beer-enrichment", Body: beer(id),
+			Class: "permanent", Reason: reason, FailedAt: t0.Add(at)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const a, b, c = "status 400: no abv", "status 422: bad name", "status 404: gone"
+	for i := range 6 {
+		put(from, fmt.Sprint("a", i), a, time.Duration(i+1)*time.Hour)
+	}
+	for i := range 3 {
+		put(from, fmt.Sprint("b", i), b, time.Duration(2*i+2)*time.Hour)
+		put(from, fmt.Sprint("c", i), c, time.Duration(3*i+1)*time.Hour)
+	}
+	// to's own rows have ids apart from the lines'.
+	if _, err := to.Exec(`INSERT INTO sqlite_sequence(name, seq) VALUES ('dlq_messages', 1000)`); err != nil {
+		t.Fatal(err)
+	}
+	put(to, "a-early", a, 0)           // before every line of a
+	put(to, "a-late", a, 10*time.Hour) // after every line of a
+	put(to, "b-mid", b, 3*time.Hour)   // among b's lines
+	sig := func(reason string) string { return SignatureIn("beer-enrichment", "permanent", reason).Key }
+	for _, s := range []struct {
+		db     *sql.DB
+		reason string
+		at     int64
+	}{{from, a, 111}, {from, c, 333}, {to, b, 222}} {
+		if _, err := s.db.Exec(`UPDATE dlq_signatures SET announced_at = ? WHERE signature = ?`, s.at, sig(s.reason)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b0 was captured before signatures: no group.
+	if _, err := from.Exec(`UPDATE dlq_messages SET signature = NULL WHERE message_id = 'b0'`); err != nil {
+		t.Fatal(err)
+	}
+	type group struct {
+		Pending, First, Last int64
+		Announced            int64 // 0: not announced
+	}
+	read := func(db *sql.DB) map[string]group {
+		rows, err := db.Query(`SELECT signature, pending, first_seen, last_seen, COALESCE(announced_at, 0) AS announced FROM dlq_signatures`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]group{}
+		for rows.Next() {
+			var s sql.NullString
+			var g group
+			if err := rows.Scan(&s, &g.Pending, &g.First, &g.Last, &g.Announced); err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprintf("%s/%v", s.String, s.Valid)] = g
+		}
+		return out
+	}
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	want := map[string]group{
+		sig(a) + "/true": {Pending: 8, First: ms(0), Last: ms(10 * time.Hour), Announced: 111},
+		sig(b) + "/true": {Pending: 3, First: ms(2 * time.Hour), Last: ms(6 * time.Hour), Announced: 222},
+		sig(c) + "/true": {Pending: 3, First: ms(time.Hour), Last: ms(7 * time.Hour), Announced: 333},
+	}
+	// Five lines a request: c's newest two lines (7 h, 4 h) come in the
+	// first, its oldest in the last; a's and b's meet the database's copy.
+	imported, skipped := importLines(t, Single(Store{DB: to}), exportAll(t, from, "beers"), 5)
+	if imported != 12 || skipped != 0 {
+		t.Fatalf("imported %d skipped %d", imported, skipped)
+	}
+	if got := read(to); !reflect.DeepEqual(got, want) {
+		t.Fatalf("groups\n got %+v\nwant %+v", got, want)
+	}
+	checkMoveCounts(t, to, "import")
 }

@@ -82,8 +82,9 @@ func TestUpkeepOfOneDatabaseKeepsTheNames(t *testing.T) {
 // the other database), nothing recorded in the other; the tally check of
 // the other database reads its previous summary there (a second run
 // recounts nothing); the frequent cron raises the tickets pipeline's
-// pending alert and the other database's repeat-failures alert, each read
-// in the database of its rows, and announces its new signatures.
+// pending and oldest-pending alerts and the other database's
+// repeat-failures alert, each read in the database of its rows, and
+// announces its new signatures.
 func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 	shared, own := sqlitetest.New(t), sqlitetest.New(t)
 	if _, err := own.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
@@ -187,7 +188,7 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 		return err == nil && f == 1
 	}
 	for name, want := range map[string]bool{"dlq_pending_high:tickets": true, "dlq_repeat_failures:TICKETS_DB": true,
-		"dlq_repeat_failures": false, "dlq_pending_high": false} {
+		"dlq_oldest_pending:tickets": true, "dlq_repeat_failures": false, "dlq_pending_high": false, "dlq_oldest_pending": false} {
 		if firing(name) != want {
 			t.Errorf("alert %s firing %v, want %v", name, !want, want)
 		}
@@ -211,5 +212,54 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 	var n int64
 	if err := own.QueryRow(`SELECT COUNT(*) FROM alert_state`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("alert_state rows in TICKETS_DB: %d %v", n, err)
+	}
+}
+
+// The audit retention of a database other than the shared one reads its
+// previous run in the shared database's job_runs, where its runs are
+// recorded: a backlog that lasts two runs keeps the first run's
+// behind_since (pins upkeep.go's Runs of AuditRetentions, issue 29).
+func TestUpkeepAuditRetentionOfAnotherDatabaseContinuesItsBacklog(t *testing.T) {
+	shared, own := sqlitetest.New(t), sqlitetest.New(t)
+	if _, err := own.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
+		t.Fatal(err)
+	}
+	tickets := config.Pipeline{Name: "tickets", Queue: "e2e-tickets", DLQ: "e2e-tickets-dlq", Key: "/ticket", Consumer: config.ConsumerExternal,
+		Database: "TICKETS_DB"}
+	ps := []config.Pipeline{config.BeerPipeline(), tickets}
+	dlq.SetPipelines(ps)
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: own}}, ps)
+	u := testUpkeep(dbs, ps)
+	// One record a chunk, and each budget check finds the budget spent: a
+	// run deletes one record and leaves the rest.
+	var tick time.Time
+	u.AuditRetention.Limits = jobs.Limits{ChunkRows: 1, Budget: time.Second, Clock: func() time.Time { tick = tick.Add(time.Hour); return tick }}
+	old := time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 4 {
+		a := dlq.Audit{DB: own, Clock: func() time.Time { return old.Add(time.Duration(i) * time.Minute) }}
+		if err := a.Record(context.Background(), dlq.AuditStart{Action: dlq.ActionAcknowledge}, dlq.OutcomeOK, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := metrics.JobRuns{DB: shared}
+	c := &jobs.CronRouter{Log: slog.New(slog.DiscardHandler), Recorder: runs,
+		Jobs: map[string][]jobs.Job{jobs.Daily: {u.AuditRetentions()[1]}}}
+	first := time.Date(2030, 6, 1, 3, 0, 0, 0, time.UTC)
+	var sum struct {
+		Expired     int64  `json:"expired"`
+		More        bool   `json:"more"`
+		BehindSince *int64 `json:"behind_since"`
+	}
+	for i, now := range []time.Time{first, first.Add(24 * time.Hour)} {
+		if err := c.Run(context.Background(), jobs.Daily, now); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := runs.LastSummary(context.Background(), "audit_retention:TICKETS_DB", &sum); !ok || err != nil {
+			t.Fatalf("run %d: no summary in DB's job_runs: %v", i, err)
+		}
+		if sum.Expired != 1 || !sum.More || sum.BehindSince == nil || *sum.BehindSince != first.UnixMilli() {
+			t.Fatalf("run %d: %+v, want 1 expired, more, behind since the first run (%d)", i, sum, first.UnixMilli())
+		}
 	}
 }
