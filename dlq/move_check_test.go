@@ -25,7 +25,7 @@ func TestImportRowCheckBounds(t *testing.T) {
 	ok := map[string]edit{
 		"as built":              func(r *ImportRow) {},
 		"id 1":                  func(r *ImportRow) { r.ID = 1 },
-		"id 2^53-1":             func(r *ImportRow) { r.ID = importMaxID },
+		"id 2^53-1":             func(r *ImportRow) { r.ID = 1<<53 - 1 },
 		"message_id 1024 bytes": func(r *ImportRow) { r.MessageID = *str(importMaxName) },
 		"source_queue 1024":     func(r *ImportRow) { r.SourceQueue = *str(importMaxName) },
 		"beer_id 64 KiB":        func(r *ImportRow) { r.BeerID = *str(importMaxReason) },
@@ -61,7 +61,7 @@ func TestImportRowCheckBounds(t *testing.T) {
 	}
 	refused := map[string]edit{
 		"id 0":                         func(r *ImportRow) { r.ID = 0 },
-		"id 2^53":                      func(r *ImportRow) { r.ID = importMaxID + 1 },
+		"id 2^53":                      func(r *ImportRow) { r.ID = 1 << 53 },
 		"no message_id":                func(r *ImportRow) { r.MessageID = "" },
 		"message_id 1025":              func(r *ImportRow) { r.MessageID = *str(importMaxName + 1) },
 		"no source_queue":              func(r *ImportRow) { r.SourceQueue = "" },
