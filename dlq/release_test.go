@@ -184,3 +184,43 @@ func TestReleaseNeedsTheSameMessageID(t *testing.T) {
 	}
 	checkMoveCounts(t, shared, "release")
 }
+
+// A failure group keeps its row in the old database while any of its rows
+// stays there, in whichever status: only a group left with no row goes.
+func TestReleaseKeepsAGroupWithRowsLeft(t *testing.T) {
+	for status, set := range map[string]string{
+		StatusPending:      `status = 'pending'`,
+		StatusReplaying:    `status = 'replaying', replaying_at = failed_at + 9`,
+		StatusReplayed:     `status = 'replayed', replayed_at = failed_at + 7`,
+		StatusAcknowledged: `status = 'acknowledged', acknowledged_at = failed_at + 5`,
+	} {
+		t.Run(status, func(t *testing.T) {
+			shared, _, dbs := moveTickets(t)
+			seedMoved(t, shared, 6) // ids 1..6 in groups id % 3
+			if _, err := shared.Exec(`UPDATE dlq_messages SET ` + set + ` WHERE source_queue = 'tickets'`); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first []ImportRow // ids 1..3: one row of each group
+			for _, r := range rows {
+				if r.ID <= 3 {
+					first = append(first, r)
+				}
+			}
+			if _, err := (Import{DBs: dbs}).Run(context.Background(), first); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+			if err != nil || res.Released != 3 || res.NotImported != 3 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			checkMoveCounts(t, shared, "release")
+			if got := count(t, shared, `SELECT COUNT(*) FROM dlq_signatures WHERE source_queue = 'tickets'`); got != 3 {
+				t.Fatalf("%d tickets groups left, want the 3 of the rows left", got)
+			}
+		})
+	}
+}
