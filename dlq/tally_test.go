@@ -329,3 +329,40 @@ func TestSaveCountsItsNewRowsOnce(t *testing.T) {
 		t.Fatalf("%d rows, want 10", n)
 	}
 }
+
+// A database other than the shared one: the job is dlq_tally:<binding>,
+// reads retention's counters from its database and its previous summary
+// from Runs (the shared database's job_runs), whether or not that
+// database holds a job_runs row of the same name.
+func TestTallyCheckOfAnotherDatabaseReadsItsRunsFromRuns(t *testing.T) {
+	shared, own := sqlitetest.New(t), sqlitetest.New(t)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	job := &TallyCheck{DB: own, Database: "TICKETS_DB", Runs: shared}
+	if job.Name() != "dlq_tally:TICKETS_DB" {
+		t.Fatalf("name %q", job.Name())
+	}
+	// The own database's job_runs says it saw other counters: not read.
+	if err := (metricsRuns{own}).record(job.Name(), now, map[string]any{"retention_deleted": 9, "retention_capped": 9}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(wantStatuses, wantHours bool) {
+		t.Helper()
+		sum, err := job.Run(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum["recounted_statuses"] != wantStatuses || sum["recounted_hours"] != wantHours {
+			t.Fatalf("summary %v, want statuses %v hours %v", sum, wantStatuses, wantHours)
+		}
+		if err := (metricsRuns{shared}).record(job.Name(), now, sum); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(true, true) // never ran (in Runs): everything
+	run(false, false)
+	metrics.Counters{DB: shared}.Add(ctx, map[string]int64{CounterRetentionAge: 5}) // the shared database's own retention
+	run(false, false)
+	metrics.Counters{DB: own}.Add(ctx, map[string]int64{CounterRetentionCap: 1})
+	run(true, true)
+	run(false, false)
+}

@@ -1,0 +1,226 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/sqlbatch"
+)
+
+// Every bad release request is refused with its own code and deletes
+// nothing; the bounds themselves (limit 500, after 0 and 2^53-1, limit 0
+// as the default) are accepted.
+func TestReleaseRefusesBadRequests(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	seedMoved(t, shared, 6)
+	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	before := count(t, shared, `SELECT COUNT(*) FROM dlq_messages`)
+	for _, c := range []struct {
+		name string
+		p    ReleaseParams
+		code string
+		says string
+	}{
+		{"no pipeline", ReleaseParams{Database: "DB"}, "UNKNOWN_PIPELINE", "pipeline is required"},
+		{"unknown pipeline", ReleaseParams{Pipeline: "nope", Database: "DB"}, "UNKNOWN_PIPELINE", "configured pipeline (beers, tickets)"},
+		{"unknown database", ReleaseParams{Pipeline: "tickets", Database: "NOPE"}, "UNKNOWN_DATABASE", "(DB, TICKETS_DB)"},
+		{"no database", ReleaseParams{Pipeline: "tickets"}, "UNKNOWN_DATABASE", `got ""`},
+		{"the pipeline's own database", ReleaseParams{Pipeline: "tickets", Database: "TICKETS_DB"}, "OWN_DATABASE", "TICKETS_DB is pipeline tickets's own"},
+		{"the shared database of a pipeline on it", ReleaseParams{Pipeline: "beers", Database: "DB"}, "OWN_DATABASE", "DB is pipeline beers's own"},
+		{"negative limit", ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: -1}, "INVALID_LIMIT", "1..500"},
+		{"limit over the most", ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: ReleaseMaxLimit + 1}, "INVALID_LIMIT", "1..500"},
+		{"negative after", ReleaseParams{Pipeline: "tickets", Database: "DB", After: -1}, "INVALID_AFTER", "non-negative"},
+		{"after past the last id", ReleaseParams{Pipeline: "tickets", Database: "DB", After: importMaxID + 1}, "INVALID_AFTER", "non-negative"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Release{DBs: dbs}.Run(context.Background(), c.p)
+			wantInput(t, err, c.code)
+			if !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("%v does not say %q", err, c.says)
+			}
+			if res != (ReleaseResult{}) {
+				t.Fatalf("a refused release answered %+v", res)
+			}
+			if got := count(t, shared, `SELECT COUNT(*) FROM dlq_messages`); got != before {
+				t.Fatalf("%d rows left of %d", got, before)
+			}
+		})
+	}
+	if got := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); got != 6 {
+		t.Fatalf("the own database holds %d rows", got)
+	}
+	// The bounds are accepted: after 2^53-1 scans nothing and ends the
+	// scan; limit 500 and limit 0 (the default) release everything held.
+	res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", After: importMaxID})
+	if err != nil || res.Scanned != 0 || res.Released != 0 || res.NextAfter != nil {
+		t.Fatalf("after 2^53-1: %+v %v", res, err)
+	}
+	for _, limit := range []int{ReleaseMaxLimit, 0} {
+		res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: limit})
+		if err != nil || res.Pipeline != "tickets" || res.Database != "DB" || res.Into != "TICKETS_DB" || res.NextAfter != nil {
+			t.Fatalf("limit %d: %+v %v", limit, res, err)
+		}
+		if want := map[int]int{ReleaseMaxLimit: 6, 0: 0}[limit]; res.Released != want || res.Scanned != want {
+			t.Fatalf("limit %d: released %d of %d scanned, want %d", limit, res.Released, res.Scanned, want)
+		}
+	}
+}
+
+// The scan ends (next_after null) exactly when its window reaches the old
+// database's last id, of any queue: a window ending on the last id is the
+// last; one ending an id before it is not. A window holds the row at its
+// end and not the row at its start (the previous window's end).
+func TestReleaseScanEndsAtTheLastID(t *testing.T) {
+	shared, _, dbs := moveTickets(t)
+	insert := func(id int64, queue string) {
+		t.Helper()
+		if _, err := shared.Exec(`INSERT INTO dlq_messages(id, message_id, beer_id, failed_at, source_queue) VALUES (?, ?, 'k', 1, ?)`,
+			id, fmt.Sprintf("%s-%d", queue, id), queue); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(1, "tickets")
+	insert(ReleaseWindow, "tickets") // the last id is the window's end
+	rl := Release{DBs: dbs}
+	res, err := rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+	if err != nil || res.Scanned != 2 || res.NotImported != 2 || res.NextAfter != nil {
+		t.Fatalf("window ending on the last id: %+v %v", res, err)
+	}
+	insert(ReleaseWindow+1, "beer-enrichment") // one id past the window
+	res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+	if err != nil || res.Scanned != 2 || res.NextAfter == nil || *res.NextAfter != ReleaseWindow {
+		t.Fatalf("window ending an id before the last: %+v %v", res, err)
+	}
+	res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", After: ReleaseWindow})
+	if err != nil || res.Scanned != 0 || res.NextAfter != nil {
+		t.Fatalf("the window after: %+v %v", res, err)
+	}
+	res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", After: ReleaseWindow - 1})
+	if err != nil || res.Scanned != 1 || res.NextAfter != nil {
+		t.Fatalf("the window from the last tickets row: %+v %v", res, err)
+	}
+}
+
+// The queue's attempt records stay until the last window (a message of the
+// queue may still be in flight to its consumer) and go with the last
+// window even when that window deletes no row; a window that is not the
+// last and deletes nothing runs no batch at all (no rows read or written).
+func TestReleaseDeletesAttemptRecordsWithTheLastWindow(t *testing.T) {
+	shared, _, dbs := moveTickets(t)
+	seedMoved(t, shared, 4)
+	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []ImportRow // ids 1 and 2 (the export is newest first)
+	for _, r := range rows {
+		if r.ID <= 2 {
+			first = append(first, r)
+		}
+	}
+	if _, err := (Import{DBs: dbs}).Run(context.Background(), first); err != nil || len(first) != 2 {
+		t.Fatalf("import of %d rows: %v", len(first), err)
+	}
+	if _, err := shared.Exec(`INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at)
+		VALUES ('inflight', 'tickets', 1, 'transient', 'x', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	attempts := func() int64 {
+		return count(t, shared, `SELECT COUNT(*) FROM message_attempts WHERE queue = 'tickets'`)
+	}
+	inFlight := attempts()
+	var n int
+	d := dbs
+	d.All = append([]Database(nil), dbs.All...)
+	d.All[0].Batch = recordingBatch{run: sqlbatch.Tx{DB: shared}, n: &n}
+	rl := Release{DBs: d}
+	// Window 1 (ids 1 and 2, both imported): deleted, attempts kept.
+	res, err := rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: 2})
+	if err != nil || res.Released != 2 || res.NextAfter == nil {
+		t.Fatalf("window 1: %+v %v", res, err)
+	}
+	if got := attempts(); got != inFlight || got == 0 {
+		t.Fatalf("window 1 (not the last) left %d attempt records of %d", got, inFlight)
+	}
+	// Window 2 (ids 3 and 4, not imported): no batch.
+	n = 0
+	res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: 2, After: *res.NextAfter})
+	if err != nil || res.Released != 0 || res.NotImported != 2 || res.NextAfter == nil {
+		t.Fatalf("window 2: %+v %v", res, err)
+	}
+	if n != 0 || attempts() != inFlight {
+		t.Fatalf("window 2 (nothing held, not the last) ran %d statements; %d attempt records left", n, attempts())
+	}
+	// Window 3 (the beer row only; the last): nothing deleted, attempts gone.
+	res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: 2, After: *res.NextAfter})
+	if err != nil || res.Released != 0 || res.Scanned != 0 || res.NextAfter != nil {
+		t.Fatalf("window 3: %+v %v", res, err)
+	}
+	if got := attempts(); got != 0 {
+		t.Fatalf("the last window left %d attempt records", got)
+	}
+	if got := count(t, shared, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'tickets'`); got != 2 {
+		t.Fatalf("%d tickets rows left, want the 2 not imported", got)
+	}
+}
+
+// A row the own database holds under the same id but another message id is
+// not the row's copy: it is not deleted and counts as not imported.
+func TestReleaseNeedsTheSameMessageID(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	seedMoved(t, shared, 2)
+	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	if _, err := tickets.Exec(`UPDATE dlq_messages SET message_id = 'other' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+	if err != nil || res.Released != 1 || res.NotImported != 1 || res.Changed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := count(t, shared, `SELECT COUNT(*) FROM dlq_messages WHERE id = 1`); got != 1 {
+		t.Fatal("the row whose id the own database holds under another message id was deleted")
+	}
+	checkMoveCounts(t, shared, "release")
+}
+
+// A failure group keeps its row in the old database while any of its rows
+// stays there, in whichever status: only a group left with no row goes.
+func TestReleaseKeepsAGroupWithRowsLeft(t *testing.T) {
+	for status, set := range map[string]string{
+		StatusPending:      `status = 'pending'`,
+		StatusReplaying:    `status = 'replaying', replaying_at = failed_at + 9`,
+		StatusReplayed:     `status = 'replayed', replayed_at = failed_at + 7`,
+		StatusAcknowledged: `status = 'acknowledged', acknowledged_at = failed_at + 5`,
+	} {
+		t.Run(status, func(t *testing.T) {
+			shared, _, dbs := moveTickets(t)
+			seedMoved(t, shared, 6) // ids 1..6 in groups id % 3
+			if _, err := shared.Exec(`UPDATE dlq_messages SET ` + set + ` WHERE source_queue = 'tickets'`); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first []ImportRow // ids 1..3: one row of each group
+			for _, r := range rows {
+				if r.ID <= 3 {
+					first = append(first, r)
+				}
+			}
+			if _, err := (Import{DBs: dbs}).Run(context.Background(), first); err != nil {
+				t.Fatal(err)
+			}
+			res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+			if err != nil || res.Released != 3 || res.NotImported != 3 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			checkMoveCounts(t, shared, "release")
+			if got := count(t, shared, `SELECT COUNT(*) FROM dlq_signatures WHERE source_queue = 'tickets'`); got != 3 {
+				t.Fatalf("%d tickets groups left, want the 3 of the rows left", got)
+			}
+		})
+	}
+}
