@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/jsonscan"
 )
 
 // APIError is an error with an HTTP status and a stable code, rendered as the
@@ -59,13 +60,13 @@ type errorBody struct {
 // D1-free call's CPU in a V8 profile of the wasm). data is left out when
 // nil; a jsonAppender writes itself, anything else is json.Marshal's. The
 // bytes are those json.NewEncoder(w).Encode wrote for the envelope struct
-// it replaces (jsonstring_test.go compares them).
+// it replaces (envelope_bytes_test.go compares them).
 func writeEnvelope(w http.ResponseWriter, status int, success bool, requestID string, data any, e *errorBody) {
 	b := make([]byte, 0, 256)
 	b = append(b, `{"success":`...)
 	b = strconv.AppendBool(b, success)
 	b = append(b, `,"requestId":`...)
-	b = appendJSONString(b, requestID)
+	b = jsonscan.AppendString(b, requestID)
 	if data != nil {
 		b = append(b, `,"data":`...)
 		if a, ok := data.(jsonAppender); ok {
@@ -83,9 +84,9 @@ func writeEnvelope(w http.ResponseWriter, status int, success bool, requestID st
 	}
 	if e != nil {
 		b = append(b, `,"error":{"message":`...)
-		b = appendJSONString(b, e.Message)
+		b = jsonscan.AppendString(b, e.Message)
 		b = append(b, `,"code":`...)
-		b = appendJSONString(b, e.Code)
+		b = jsonscan.AppendString(b, e.Code)
 		b = append(b, '}')
 	}
 	b = append(b, "}\n"...)

@@ -150,31 +150,36 @@ func hasByte(b []byte, c byte) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string: what json.Marshal writes,
-// up to the escapes chosen (no HTML escaping; the value decodes the same).
-// Invalid UTF-8 becomes U+FFFD, as json.Marshal makes it.
-func AppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
+// AppendString appends s as a JSON string, byte for byte as json.Marshal
+// writes it (HTML escaping included): <, > and & as \u003c, \u003e and
+// \u0026, U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd, control
+// characters as \b, \f, \n, \r, \t or \u00XX.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
 				i++
 				continue
 			}
-			dst = append(dst, s[start:i]...)
+			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
-				dst = append(dst, '\\', c)
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
-				dst = append(dst, '\\', 'n')
+				b = append(b, '\\', 'n')
 			case '\r':
-				dst = append(dst, '\\', 'r')
+				b = append(b, '\\', 'r')
 			case '\t':
-				dst = append(dst, '\\', 't')
+				b = append(b, '\\', 't')
 			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++
 			start = i
@@ -182,14 +187,21 @@ func AppendString(dst []byte, s string) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
 			i += size
 			start = i
 			continue
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

@@ -7,30 +7,6 @@ import (
 	"testing"
 )
 
-var jsonStringSamples = []string{"", "plain", `"quoted" \ back`, "<b>&amp;</b>", "a\nb\rc\td\be\ff\x00\x1f\x7f", "é ü 漢字 🍺",
-	"bad \xff utf-8 \xc3", "\u2028\u2029", "no route for GET \"/admin/nope\""}
-
-func TestAppendJSONStringIsEncodingJSONs(t *testing.T) {
-	for _, s := range jsonStringSamples {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, encoding/json writes %s", s, got, want)
-		}
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range jsonStringSamples {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Fatalf("appendJSONString(%q) = %s, encoding/json writes %s", s, got[1:], want)
-		}
-	})
-}
-
 // envelope is the struct the envelope was encoded from by reflection
 // before writeEnvelope (the bytes must stay the same); the tests decode
 // responses into it.
