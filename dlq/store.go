@@ -609,21 +609,6 @@ func saveStatements(encs []encoded) []sqlbatch.Stmt {
 	}
 }
 
-// SaveStatements returns the statements Save runs for fs, in its batch's
-// order, for benchmarks that time them one by one in workerd
-// (e2e/bench_d1_test.go).
-func SaveStatements(fs []Failure) ([]sqlbatch.Stmt, error) {
-	encs := make([]encoded, len(fs))
-	for i, f := range fs {
-		e, err := encodeFailure(f)
-		if err != nil {
-			return nil, err
-		}
-		encs[i] = e
-	}
-	return saveStatements(encs), nil
-}
-
 // body is what a message body says about its beer.
 type body struct {
 	BeerID   string
