@@ -126,7 +126,11 @@ build)
 	setup
 	tinygo_env
 	cd "$ROOT"
-	"$TINYGO" build -target wasm -no-debug "$@" -o "$out" .
+	# -interp-timeout: TinyGo's compile-time run of package initializers
+	# stops the build after 3 minutes of wall time; with
+	# tinygo-patches/0003 it gets through crypto/internal/fips140/nistec's
+	# (about 30 s of CPU), which on a loaded machine took longer.
+	"$TINYGO" build -target wasm -no-debug -interp-timeout=20m "$@" -o "$out" .
 	;;
 env)
 	tinygo_env
