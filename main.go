@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"time"
@@ -42,12 +43,30 @@ var version string
 const e2eJSProduceQueue = "e2e-js-produce"
 
 func main() {
+	start()
+	workers.Ready()
+	select {} // serve calls until the isolate goes away
+}
+
+// start builds the services once and registers the fetch, queue and cron
+// entries. It is not inlined, and neither are the larger pieces it calls
+// (config.Load, the routers, the API and its routes): the TinyGo build
+// otherwise inlines each into its one caller (LLVM, then wasm-opt, which
+// scripts/tinygo.sh limits), and the main goroutine became one 71 KB
+// function, with the package initializers left for run time. V8 compiles it
+// on every new instance, and a function that large compiles much more
+// slowly per byte: 9–14 ms in Node against 1–2 ms for the whole start and
+// first call split up (BENCHMARKS.md "Start-up, third pass: TinyGo flags
+// and size (issue 33 item 2, 2026-11-27)").
+//
+//go:noinline
+func start() {
 	// Request ids (handlers) are uuids from crypto/rand, which asks the
 	// runtime's crypto.getRandomValues for 16 bytes per request: the pool
 	// asks once per 256 ids. The ids name requests; they are no secret.
 	uuid.EnableRandPool()
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("service", "redrive")
-	cfg, problems := config.Load(platform.Getenv)
+	cfg, problems := loadConfig()
 	for _, p := range problems {
 		log.Error("config: invalid value", "problem", p.Error())
 	}
@@ -105,7 +124,7 @@ func main() {
 		// with static assets: POST /__dev/cron runs a cron at a chosen time.
 		api.DevCron = crons.Run
 	}
-	platform.Serve(api.Handler(), handlers.MaxBodyBytes)
+	platform.Serve(routes(api), handlers.MaxBodyBytes)
 	platform.Consume(router.Consume)
 	// The cron task always returns nil: syumai's cron turns an error into a
 	// panic that ends this Go instance. Job failures are logged at ERROR,
@@ -119,8 +138,6 @@ func main() {
 		_ = crons.Run(ctx, ev.Cron, ev.ScheduledTime)
 		return nil
 	})
-	workers.Ready()
-	select {} // serve calls until the isolate goes away
 }
 
 // worker holds what the three entry points are built from.
@@ -141,7 +158,24 @@ type worker struct {
 	pipelines config.Wiring
 }
 
-// api builds the HTTP API (fetch).
+// loadConfig reads the configuration from the environment (not inlined:
+// see start).
+//
+//go:noinline
+func loadConfig() (config.Config, []error) {
+	return config.Load(platform.Getenv)
+}
+
+// routes is the API's root handler (not inlined: see start).
+//
+//go:noinline
+func routes(api *handlers.API) http.Handler {
+	return api.Handler()
+}
+
+// api builds the HTTP API (fetch; not inlined: see start).
+//
+//go:noinline
 func (w worker) api() *handlers.API {
 	cfg := w.cfg
 	api := &handlers.API{
@@ -203,7 +237,10 @@ func (w worker) destinations() []string {
 	return out
 }
 
-// queueRouter builds the consumers of every queue (queue).
+// queueRouter builds the consumers of every queue (queue; not inlined: see
+// start).
+//
+//go:noinline
 func (w worker) queueRouter() *consume.Router {
 	cfg, db, log := w.cfg, w.db, w.log
 	// Every pipeline's DLQ (and the beer DLQ) is captured by one Capture,
@@ -248,7 +285,10 @@ func (w worker) enrichmentConsumer() *enrichment.Consumer {
 	}
 }
 
-// cronRouter builds the scheduled jobs of each cron (scheduled).
+// cronRouter builds the scheduled jobs of each cron (scheduled; not
+// inlined: see start).
+//
+//go:noinline
 func (w worker) cronRouter() *jobs.CronRouter {
 	cfg, db, log := w.cfg, w.db, w.log
 	limits := jobs.Limits{ChunkRows: cfg.CronBatchSize, Budget: cfg.CronJobBudget}

@@ -15,7 +15,8 @@
 #   both from its submodules' sources; instead they are placed in its library
 #   cache (.tinygo/cache/tinygo/<name>-wasm32-unknown-wasi-generic/lib.a), where
 #   it looks first.
-# - wasm-opt (asyncify, size): Debian's binaryen.
+# - wasm-opt (asyncify, size): Debian's binaryen, through .tinygo/bin/wasm-opt
+#   (setup writes it), which limits the inlining of one-caller functions.
 # - TinyGo's `net` package (its src/net submodule, github.com/tinygo-org/net at
 #   the commit TinyGo 0.39.0 shipped with): no registry serves it, so the
 #   repository carries it in third_party/tinygo-net (BSD, see its LICENSE).
@@ -98,6 +99,20 @@ setup() {
 	ln -sfn /usr/include/wasm32-wasi "$cache/wasi-libc-$arch/include"
 	cp "/usr/lib/llvm-$LLVM/lib/clang/$LLVM/lib/wasi/libclang_rt.builtins-wasm32.a" "$cache/compiler-rt-$arch/lib.a"
 
+	# wasm-opt as TinyGo runs it (asyncify, -Oz), but inlining a function
+	# that has one caller only while it is small. Binaryen inlines every such
+	# function by default, which made the main goroutine (main, what it calls
+	# once, and the package initializers left for run time) one 71 KB
+	# function, and V8 compiles a function that large much more slowly per
+	# byte: 9-14 ms of a new instance's start, against 1-2 ms with the limit
+	# (BENCHMARKS.md "Start-up, third pass: TinyGo flags and size (issue 33
+	# item 2, 2026-11-27)").
+	cat >"$DIR/bin/wasm-opt" <<'WASMOPT'
+#!/bin/sh
+exec wasm-opt --one-caller-inline-max-function-size=500 "$@"
+WASMOPT
+	chmod +x "$DIR/bin/wasm-opt"
+
 	# go.mod as Go 1.25 reads it.
 	mkdir -p "$DIR/mod"
 	sed 's/^go 1\.2[6-9].*$/go 1.25.0/' "$ROOT/go.mod" >"$DIR/mod/go.mod"
@@ -112,6 +127,7 @@ tinygo_env() {
 	export TINYGOROOT
 	export XDG_CACHE_HOME=$DIR/cache # TinyGo's cache: $XDG_CACHE_HOME/tinygo
 	export GOFLAGS=-modfile=$DIR/mod/go.mod
+	export WASMOPT=$DIR/bin/wasm-opt # setup writes it
 }
 
 case "${1:-}" in
@@ -126,11 +142,15 @@ build)
 	setup
 	tinygo_env
 	cd "$ROOT"
-	"$TINYGO" build -target wasm -no-debug "$@" -o "$out" .
+	# -interp-timeout: TinyGo's compile-time run of package initializers
+	# stops the build after 3 minutes of wall time; with
+	# tinygo-patches/0003 it gets through crypto/internal/fips140/nistec's
+	# (about 30 s of CPU), which on a loaded machine took longer.
+	"$TINYGO" build -target wasm -no-debug -interp-timeout=20m "$@" -o "$out" .
 	;;
 env)
 	tinygo_env
-	env | grep -E '^(PATH|GOTOOLCHAIN|TINYGOROOT|XDG_CACHE_HOME|GOFLAGS)='
+	env | grep -E '^(PATH|GOTOOLCHAIN|TINYGOROOT|XDG_CACHE_HOME|GOFLAGS|WASMOPT)='
 	;;
 *)
 	sed -n '2,6p' "$0" >&2

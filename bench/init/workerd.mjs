@@ -13,8 +13,8 @@
 //   after the admin check, touching no binding): for redrive, a new Go
 //   instance's start and its first call;
 // then CALLS more calls on the same connection (per call: their median).
-// first_cpu is the CPU time (user+system, all threads, from /proc) workerd
-// spent until the first answer: steadier than wall time on a busy machine;
+// listen_cpu and first_cpu are the CPU time (all threads, from /proc's schedstat, in ns) workerd
+// spent until its port accepted and until the first answer: steadier than wall time on a busy machine;
 // call_cpu is workerd's CPU time over the CALLS calls divided by CALLS (V8's
 // background compilation included).
 // Prints one JSON object of medians and ranges. Without arguments the build
@@ -96,6 +96,7 @@ async function once(cfg) {
   try {
     await connected();
     const listen = performance.now() - t0;
+    const listenCPU = cpuMS(p.pid);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const status = await get(agent);
     const first = performance.now() - t0;
@@ -109,18 +110,29 @@ async function once(cfg) {
     }
     const callCPU = (cpuMS(p.pid) - firstCPU) / calls;
     agent.destroy();
-    return { listen, first, firstCPU, call: median(each), callCPU };
+    return { listen, listenCPU, first, firstCPU, call: median(each), callCPU };
   } finally {
     process.kill(-p.pid, "SIGKILL");
     await new Promise((r) => p.exitCode !== null ? r() : p.once("exit", r));
   }
 }
 
-// cpuMS is the user+system time of process pid (/proc/PID/stat, clock ticks
-// of 10 ms).
+// cpuMS is the CPU time of process pid in ms: the sum over its threads of
+// /proc/PID/task/TID/schedstat's time on the CPU (nanoseconds; a thread that
+// has exited no longer counts, workerd's V8 threads live as long as it does).
+// /proc/PID/stat's user+system (clock ticks of 10 ms) when schedstat is
+// missing.
 function cpuMS(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return (Number(f[11]) + Number(f[12])) * 10;
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    }
+    return ns / 1e6;
+  } catch {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(f[11]) + Number(f[12])) * 10;
+  }
 }
 
 function median(xs) {
@@ -141,7 +153,7 @@ const out = { rounds, calls, cpus: os.cpus().length, loadavg: os.loadavg().map((
 for (const n of names) {
   const r = runs[n];
   const f = (k) => +median(r.map((x) => x[k])).toFixed(1);
-  out[n] = { listen_ms: f("listen"), first_answer_ms: f("first"),
+  out[n] = { listen_ms: f("listen"), listen_cpu_ms: f("listenCPU"), first_answer_ms: f("first"),
     first_answer_range_ms: [+Math.min(...r.map((x) => x.first)).toFixed(0), +Math.max(...r.map((x) => x.first)).toFixed(0)],
     first_answer_cpu_ms: f("firstCPU"), call_ms: f("call"), call_cpu_ms: +median(r.map((x) => x.callCPU)).toFixed(2) };
 }
