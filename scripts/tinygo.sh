@@ -2,7 +2,7 @@
 # TinyGo toolchain for redrive, built from what the package registries serve.
 #
 #   scripts/tinygo.sh setup        install it under .tinygo/ (idempotent; `make tinygo`)
-#   scripts/tinygo.sh build OUT    build the worker's wasm with it (`make build TINYGO=1`)
+#   scripts/tinygo.sh build OUT    set it up when missing, then build the worker's wasm (`make build`)
 #   scripts/tinygo.sh env          print the environment the build runs with
 #
 # The pieces, and where each comes from:
@@ -45,7 +45,17 @@ apt_install() {
 	done
 	[ ${#missing[@]} -eq 0 ] && return
 	local sudo=
-	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	if [ "$(id -u)" -ne 0 ]; then
+		command -v sudo >/dev/null 2>&1 || {
+			log "missing Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]}), or build with standard Go: make build TINYGO=0"
+			exit 1
+		}
+		sudo=sudo
+	fi
+	command -v apt-get >/dev/null 2>&1 || {
+		log "missing Debian packages and no apt-get: ${missing[*]}; build with standard Go instead: make build TINYGO=0"
+		exit 1
+	}
 	log "apt-get install ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	$sudo apt-get update -qq

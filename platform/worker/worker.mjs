@@ -25,7 +25,13 @@ let running; // Promise of the context object of the live instance
 
 // Fetch calls waiting for Go's answer, by call id. Go answers through
 // binding.respond or binding.reject (platform/serve.go), set once here, so
-// that a call hands Go a number instead of two new functions.
+// that a call hands Go a number instead of two new functions. respond only
+// hands the answer's parts to the waiting call, which makes the Response
+// itself: Go answers whenever its scheduler runs the call's goroutine, which
+// may be inside another call (its serveHTTP, a D1 promise's callback), and a
+// Response made there is that call's: workerd then refuses to send its body
+// for this one ("Cannot perform I/O on behalf of a different request", the
+// body's ReadableStreamSource), and the call answers 500.
 const waiting = new Map();
 let lastCall = 0;
 
@@ -37,7 +43,7 @@ function settle(id) {
 
 const answers = {
   respond(id, status, headers, body) {
-    settle(id).resolve(new Response(body, { status, headers: headerPairs(headers) }));
+    settle(id).resolve({ status, headers, body });
   },
   reject(id, message) {
     settle(id).reject(new Error(message));
@@ -100,11 +106,13 @@ export default {
   async fetch(req, env, ctx) {
     const binding = await instance(env, ctx);
     const body = await readBody(req, binding.maxRequestBody + 1);
-    return new Promise((resolve, reject) => {
+    const res = await new Promise((resolve, reject) => {
       const id = ++lastCall;
       waiting.set(id, { resolve, reject });
       binding.serveHTTP(id, req.method + "\n" + req.url + "\n" + headerList(req.headers), body);
     });
+    // In this call's own I/O context (see `waiting`).
+    return new Response(res.body, { status: res.status, headers: headerPairs(res.headers) });
   },
   async scheduled(event, env, ctx) {
     return (await instance(env, ctx)).runScheduler(event);
