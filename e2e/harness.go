@@ -433,6 +433,9 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 	req, ex := withExchange(req)
 	resp, err := client.Do(req)
 	if err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			err = fmt.Errorf("%w\n%s", err, w.diagnoseHang())
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()
@@ -450,7 +453,40 @@ func (w *Worker) Do(method, path string, body any, headers map[string]string) (*
 // on a connection the server is closing fails with "connection reset", and
 // a POST is not retried. Every exchange with a redrive worker is checked
 // against the OpenAPI document on the way (contract.go).
-var client = &http.Client{Transport: contractTransport{&http.Transport{IdleConnTimeout: time.Second, MaxIdleConnsPerHost: 8}}}
+//
+// A request not answered within clientTimeout fails (Do's error then says
+// whether the worker still answers /health and a route without D1, and
+// ends with the worker's log): a worker that never answers once blocked
+// the whole suite until it was killed. No request of the suite takes a
+// tenth of it (the slowest, a cron run over 1,000,000 rows, takes seconds).
+var client = &http.Client{Timeout: clientTimeout,
+	Transport: contractTransport{&http.Transport{IdleConnTimeout: time.Second, MaxIdleConnsPerHost: 8}}}
+
+// clientTimeout bounds every request of the shared client.
+const clientTimeout = 10 * time.Minute
+
+// diagnoseHang says what still answers on a worker that left a request
+// unanswered: /health (which reads D1) and an unknown path (a 404 that
+// touches no binding), each given 10 s, then the tail of its log.
+func (w *Worker) diagnoseHang() string {
+	probe := &http.Client{Timeout: 10 * time.Second}
+	var b strings.Builder
+	b.WriteString("--- the worker left the request unanswered; what still answers ---\n")
+	for _, path := range []string{"/health", "/no-such-route"} {
+		start := time.Now()
+		resp, err := probe.Get(w.URL + path)
+		if err != nil {
+			fmt.Fprintf(&b, "GET %s: %v\n", path, err)
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		fmt.Fprintf(&b, "GET %s: %d in %s\n", path, resp.StatusCode, time.Since(start).Round(time.Millisecond))
+	}
+	b.WriteString("--- wrangler log (tail) ---\n")
+	b.WriteString(tail(w.Log(), 6000))
+	return b.String()
+}
 
 // AdminHeaders are valid admin credentials.
 func AdminHeaders() map[string]string {

@@ -12,6 +12,7 @@ import { connect } from "cloudflare:sockets";
 import mod from "./app.wasm";
 import { queueBody } from "./queuebody.mjs";
 import { headerList, headerPairs } from "./headers.mjs";
+import { makeAnswers } from "./answers.mjs";
 
 globalThis.tryCatch = (fn) => {
   try {
@@ -23,36 +24,12 @@ globalThis.tryCatch = (fn) => {
 
 let running; // Promise of the context object of the live instance
 
-// Fetch calls waiting for Go's answer, by call id. Go answers through
-// binding.respond or binding.reject (platform/serve.go), set once here, so
-// that a call hands Go a number instead of two new functions. respond only
-// hands the answer's parts to the waiting call, which makes the Response
-// itself: Go answers whenever its scheduler runs the call's goroutine, which
-// may be inside another call (its serveHTTP, a D1 promise's callback), and a
-// Response made there is that call's: workerd then refuses to send its body
-// for this one ("Cannot perform I/O on behalf of a different request", the
-// body's ReadableStreamSource), and the call answers 500.
-const waiting = new Map();
-let lastCall = 0;
-
-function settle(id) {
-  const call = waiting.get(id);
-  waiting.delete(id);
-  return call;
-}
-
-const answers = {
-  respond(id, status, headers, body) {
-    settle(id).resolve({ status, headers, body });
-  },
-  reject(id, message) {
-    settle(id).reject(new Error(message));
-  },
-};
+// Fetch calls waiting for Go's answer, with their time limit (answers.mjs).
+const answers = makeAnswers();
 
 function instance(env, ctx) {
   if (running === undefined) {
-    const context = { env, ctx, connect, binding: { ...answers } };
+    const context = { env, ctx, connect, binding: { ...answers.binding } };
     running = new Promise((resolve, reject) => {
       const go = new Go();
       const inst = new WebAssembly.Instance(mod, {
@@ -106,12 +83,10 @@ export default {
   async fetch(req, env, ctx) {
     const binding = await instance(env, ctx);
     const body = await readBody(req, binding.maxRequestBody + 1);
-    const res = await new Promise((resolve, reject) => {
-      const id = ++lastCall;
-      waiting.set(id, { resolve, reject });
-      binding.serveHTTP(id, req.method + "\n" + req.url + "\n" + headerList(req.headers), body);
-    });
-    // In this call's own I/O context (see `waiting`).
+    const res = await answers.call((id) =>
+      binding.serveHTTP(id, req.method + "\n" + req.url + "\n" + headerList(req.headers), body));
+    if (res === null) return answers.timeoutResponse(req);
+    // In this call's own I/O context (see answers.mjs).
     return new Response(res.body, { status: res.status, headers: headerPairs(res.headers) });
   },
   async scheduled(event, env, ctx) {
