@@ -116,10 +116,11 @@ setup() {
 	# function, and V8 compiles a function that large much more slowly per
 	# byte: 9-14 ms of a new instance's start, against 1-2 ms with the limit
 	# (BENCHMARKS.md "Start-up, third pass: TinyGo flags and size (issue 33
-	# item 2, 2026-11-27)").
+	# item 2, 2026-11-27)"). Binaryen's own wasm-opt by its Debian path: by
+	# name, a PATH with .tinygo/bin first would make the wrapper exec itself.
 	cat >"$DIR/bin/wasm-opt" <<'WASMOPT'
 #!/bin/sh
-exec wasm-opt --one-caller-inline-max-function-size=500 "$@"
+exec /usr/bin/wasm-opt --one-caller-inline-max-function-size=500 "$@"
 WASMOPT
 	chmod +x "$DIR/bin/wasm-opt"
 
