@@ -675,8 +675,11 @@ func parseBody(src string, binary bool, p config.Pipeline) body {
 	return b
 }
 
-// textField returns a JSON string as is, null/absent as nil, and any other
-// JSON value as its JSON text.
+// textField returns a label's value: a JSON string as is, null/absent as
+// nil, and any other JSON value (an object, an array) as its JSON text; cut
+// to at most MaxLabelBytes bytes ("…" at the end, never inside a
+// character), so that a pointer to a large object stores its first bytes,
+// not the whole body.
 func textField(raw json.RawMessage) *string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -684,6 +687,9 @@ func textField(raw json.RawMessage) *string {
 	s, ok := jsonscan.Text(raw)
 	if !ok {
 		s = string(raw)
+	}
+	if len(s) > MaxLabelBytes {
+		s = text.Clip(s, MaxLabelBytes-len("…"))
 	}
 	return &s
 }
