@@ -216,6 +216,13 @@ CREATE TABLE IF NOT EXISTS capture_mark (
     last_id INTEGER NOT NULL
 );
 
+-- An import's earliest action time: the database's next dlq_retention run
+-- looks again from there (migrations/0031, dlq/retention_rescans.go).
+CREATE TABLE IF NOT EXISTS retention_rescans (
+    seq INTEGER PRIMARY KEY,
+    since INTEGER NOT NULL
+);
+
 -- A new row: its counts, its hour of failure (and of its action, for rows
 -- inserted already acknowledged or replayed). A capture's rows (tally_seq 1)
 -- are counted by the capture's own batch instead (migrations/0029).

@@ -14,13 +14,15 @@ import (
 // history, signature. A line whose id or message_id is already there is
 // skipped, so a run repeated after a failure imports nothing twice.
 //
-// One batch of four statements, all or nothing, the lines bound as one
+// One batch of five statements, all or nothing, the lines bound as one
 // JSON value each: the kept counts of the rows to be inserted (dlq_tally,
 // dlq_activity, dlq_signatures: one row written per group, as capture
 // does), then the rows, inserted with tally_seq = 1 so that the per-row
 // trigger dlq_messages_inserted leaves the counts to the batch. A row's
 // hour of failure counts it (n) but not as a capture (events): it was
-// captured once, in the database it came from.
+// captured once, in the database it came from. A fifth statement adds
+// the lines' earliest action time to retention_rescans, so that retention
+// looks at the imported rows (rescanMarkSQL).
 type Import struct {
 	DBs Databases
 }
@@ -142,7 +144,8 @@ func (im Import) Run(ctx context.Context, rows []ImportRow) (ImportResult, error
 		sqlbatch.Stmt{SQL: importTallySQL, Args: []any{string(lean)}},
 		sqlbatch.Stmt{SQL: importActivitySQL, Args: []any{string(lean)}},
 		sqlbatch.Stmt{SQL: importSignaturesSQL, Args: []any{string(lean)}},
-		sqlbatch.Stmt{SQL: importRowsSQL, Args: []any{string(full)}})
+		sqlbatch.Stmt{SQL: importRowsSQL, Args: []any{string(full)}},
+		sqlbatch.Stmt{SQL: rescanMarkSQL, Args: []any{string(lean)}})
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("dlq import: %w", err)
 	}
