@@ -1,10 +1,10 @@
 package dlq
 
 import (
-	"strings"
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
