@@ -191,7 +191,31 @@ func TestRetentionCoversImportedRows(t *testing.T) {
 	if sum["deleted_age"] != int64(0) || sum["deleted_cap"] != int64(0) || sum["cap_scanned_to"] != later.Add(time.Hour).UnixMilli() {
 		t.Errorf("next run: summary %v", sum)
 	}
-	if n := count(t, own, `SELECT COUNT(*) FROM retention_rescans`); n > 1 {
-		t.Errorf("%d rescan rows kept, want at most the last one", n)
+	if n := count(t, own, `SELECT COUNT(*) FROM retention_rescans`); n != 1 {
+		t.Errorf("%d rescan rows kept, want the import's", n)
+	}
+	// A second import: its run applies its rescan only (the cap looks
+	// back to its earliest time, not to the first import's) and forgets
+	// the first one's, which the recorded run before applied.
+	if _, err := shared.Exec(`DELETE FROM dlq_messages WHERE source_queue = 'pages'`); err != nil { // released
+		t.Fatal(err)
+	}
+	insertActed(t, shared, "p-cap2-a", "pages", "P-5", StatusAcknowledged, now.Add(-30*time.Hour))
+	insertActed(t, shared, "p-cap2-b", "pages", "P-5", StatusAcknowledged, now.Add(-29*time.Hour))
+	insertActed(t, shared, "p-cap2-c", "pages", "P-5", StatusAcknowledged, now.Add(-28*time.Hour))
+	if imported, skipped := importLines(t, u.DBs, exportAll(t, shared, "pages"), 100); imported != 3 || skipped != 0 {
+		t.Fatalf("second import: %d imported, %d skipped", imported, skipped)
+	}
+	third := later.Add(2 * time.Hour)
+	sum = runRecorded(t, r, shared, third)
+	if sum["deleted_cap"] != int64(1) || !reflect.DeepEqual(sum["cap_keys"], []string{"pages:P-5"}) || sum["rescan_seq"] != int64(2) {
+		t.Errorf("run after the second import: summary %v", sum)
+	}
+	if n := count(t, own, `SELECT COUNT(*) FROM retention_rescans WHERE seq = 2`); n != 1 || count(t, own, `SELECT COUNT(*) FROM retention_rescans`) != 1 {
+		t.Errorf("rescans kept: %d of seq 2, want only it", n)
+	}
+	sum = runRecorded(t, r, shared, third.Add(time.Hour))
+	if sum["rescan_seq"] != int64(2) || sum["deleted_cap"] != int64(0) {
+		t.Errorf("run after that: summary %v", sum)
 	}
 }

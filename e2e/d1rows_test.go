@@ -464,4 +464,11 @@ func TestD1RowsBudget(t *testing.T) {
 		!reflect.DeepEqual(got.RepeatFailures, want.RepeatFailures) {
 		t.Errorf("stats differ from counting:\n got %+v\nwant %+v", got, want)
 	}
+	// Per-pipeline retention across databases: DB holding 10,000 rows a
+	// 90-day pipeline left there when it moved to TICKETS_DB (and 1,000 of
+	// a 30-day queue among them), on a worker of two databases
+	// (e2e/retention_databases_test.go, which checks the same budgets).
+	for _, f := range leftBehindRetentionRows(t, startRetentionWorker(t), 10_000, cronTime()) {
+		checkRowsFigure(t, f)
+	}
 }
