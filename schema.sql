@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     signature TEXT,                         -- dlq_signatures.signature of the latest failure
     version TEXT,                           -- worker version the latest failure happened on
     -- migrations/0021
-    body_edited INTEGER                     -- 1: body_hash is the hash of an edited body sent by POST /admin/dlq/{id}/replay, not of raw_message
+    body_edited INTEGER,                    -- 1: body_hash is the hash of an edited body sent by POST /admin/dlq/{id}/replay, not of raw_message
+    moved_version TEXT                      -- the version (json_array(updated_at, status, replay_count)) of the row in the database it was imported from; release deletes the old row only while it is still that version
 );
 
 -- (migrations/0008 and 0012 dropped indexes no query needed; see there.)
