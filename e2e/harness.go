@@ -272,6 +272,10 @@ func (w *Worker) Log() string {
 	return string(b)
 }
 
+// migrateTimeout bounds one `wrangler d1 migrations apply`: about 17 s of
+// CPU, which on 2 cores shared by several test runs took over 2 minutes.
+const migrateTimeout = 6 * time.Minute
+
 // migrate applies the migrations to every D1 database the worker's
 // environment binds, as make migrate-local does (internal/d1migrate: for
 // each binding its migrations, then its id range; DB only unless
