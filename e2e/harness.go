@@ -218,7 +218,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		}
 	}
 
-	err = Poll(90*time.Second, func() (bool, error) {
+	err = Poll(readyTimeout, func() (bool, error) {
 		resp, err := w.Do(http.MethodGet, readyPath, nil, AdminHeaders())
 		if err != nil {
 			return false, nil
@@ -282,6 +282,10 @@ const migrateTimeout = 6 * time.Minute
 // OwnDatabases: no pipeline names another), and notes which local SQLite
 // file each binding's migrations created. Another config (the
 // bench's reference worker) gets its beer-db migrated only.
+// readyTimeout bounds a worker's start (wrangler dev answering): seconds
+// on a quiet machine, minutes on a loaded one.
+const readyTimeout = 4 * time.Minute
+
 // migrateTimeout bounds one wrangler migration step: the 22 migrations of
 // a fresh database take seconds on a quiet machine and minutes on a loaded
 // one (several workerd instances building and running on two cores).
