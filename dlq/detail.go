@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // AuditWindow is how many of the newest admin_audit entries GET
@@ -26,6 +27,12 @@ var ErrMessageNotFound = errors.New("dlq message not found")
 // relatedLimit (lineage index) + at most AuditWindow (admin_audit, newest first).
 type Detail struct {
 	DB *sql.DB
+	// Others are the other databases bound (Databases.All but DB's): a
+	// row moved into DB (POST /admin/dlq/import) keeps its id, and the
+	// audit entries of the actions taken on it before the move stay in
+	// the database it came from, so the audit is searched there too (one
+	// more statement per database, at most AuditWindow entries each).
+	Others []*sql.DB
 }
 
 // MessageDetail is the detail response (handlers/openapi.json).
@@ -195,12 +202,44 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 // admin_audit entries (reads at most relatedLimit rows and AuditWindow
 // entries; writes nothing).
 func (d Detail) readAudit(ctx context.Context, id int64, k detailKeys) (related, audit string, err error) {
-	err = d.DB.QueryRowContext(ctx, detailAuditSQL, id, k.source, nullable(k.hash), nullable(k.ackAt), nullable(k.replayedAt),
-		nullable(k.claimAt), k.beer, int64(AuditWindow), int64(relatedLimit)).Scan(&related, &audit)
+	args := []any{id, k.source, nullable(k.hash), nullable(k.ackAt), nullable(k.replayedAt),
+		nullable(k.claimAt), k.beer, int64(AuditWindow), int64(relatedLimit)}
+	if err = d.DB.QueryRowContext(ctx, detailAuditSQL, args...).Scan(&related, &audit); err != nil {
+		return "", "", fmt.Errorf("dlq detail audit: %w", err)
+	}
+	if len(d.Others) == 0 {
+		return related, audit, nil
+	}
+	var all []json.RawMessage
+	if err := json.Unmarshal([]byte(audit), &all); err != nil {
+		return "", "", fmt.Errorf("dlq detail audit: %w", err)
+	}
+	for _, db := range d.Others {
+		var elsewhere, more string
+		if err := db.QueryRowContext(ctx, detailAuditSQL, args...).Scan(&elsewhere, &more); err != nil {
+			return "", "", fmt.Errorf("dlq detail audit: %w", err)
+		}
+		var entries []json.RawMessage
+		if err := json.Unmarshal([]byte(more), &entries); err != nil {
+			return "", "", fmt.Errorf("dlq detail audit: %w", err)
+		}
+		all = append(all, entries...)
+	}
+	// Newest first across the databases (ids of different databases are
+	// of different ranges, so the time orders them).
+	at := func(e json.RawMessage) (v struct{ At, ID float64 }) {
+		_ = json.Unmarshal(e, &v)
+		return v
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := at(all[i]), at(all[j])
+		return a.At > b.At || a.At == b.At && a.ID > b.ID
+	})
+	merged, err := json.Marshal(all)
 	if err != nil {
 		return "", "", fmt.Errorf("dlq detail audit: %w", err)
 	}
-	return related, audit, nil
+	return related, string(merged), nil
 }
 
 // decodeRelated parses readAudit's related JSON array into out.RelatedIDs.

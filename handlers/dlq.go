@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,17 @@ func (a *API) inSelection(ctx context.Context, sel dlq.Selection) (*API, error) 
 		return nil, err
 	}
 	return a.in(d), nil
+}
+
+// otherDatabases are the bound databases but db.
+func (a *API) otherDatabases(db *sql.DB) []*sql.DB {
+	var out []*sql.DB
+	for _, d := range a.databases().All {
+		if d.DB != db {
+			out = append(out, d.DB)
+		}
+	}
+	return out
 }
 
 // inHolding is a on the database whose table holds the row id.
