@@ -65,7 +65,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := Classify(c.resp, c.err, now)
+			v := Classify(c.resp, c.err, now, "")
 			if v.Outcome != c.outcome || v.ABV != c.abv || v.RetryAfter != c.retryAfter || !strings.Contains(v.Reason, c.reason) {
 				t.Fatalf("got %+v, want %s abv=%v retryAfter=%v reason~%q", v, c.outcome, c.abv, c.retryAfter, c.reason)
 			}
@@ -77,7 +77,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestClassifyShortensLongErrors(t *testing.T) {
-	v := Classify(outbound.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000))}, nil, time.Now())
+	v := Classify(outbound.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000))}, nil, time.Now(), "")
 	if n := len([]rune(v.Reason)); n > 220 {
 		t.Fatalf("reason has %d characters", n)
 	}
@@ -94,7 +94,7 @@ func TestShorten(t *testing.T) {
 		"a" + strings.Repeat("é", 100): "a" + strings.Repeat("é", 99) + "…",
 		strings.Repeat("ab ", 100):     strings.TrimSpace(strings.Repeat("ab ", 100))[:200] + "…",
 	} {
-		if got := shorten(in); got != want {
+		if got := shorten(in, ""); got != want {
 			t.Errorf("shorten(%q) = %q, want %q", in, got, want)
 		}
 	}
