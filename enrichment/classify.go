@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,11 @@ func classify(resp outbound.Response, err error, now time.Time, key string) Verd
 		return Verdict{Outcome: Auth, Reason: statusReason(resp, key)}
 	case status >= 400 && status < 500:
 		return Verdict{Outcome: Permanent, Reason: statusReason(resp, key)}
+	case status >= 300 && status < 400:
+		// The Doer follows no redirect (the bearer key would go with it):
+		// ENRICHMENT_API_URL is not the endpoint itself.
+		return Verdict{Outcome: Permanent, Reason: fmt.Sprintf("status %d: redirect to %s not followed (set ENRICHMENT_API_URL to the endpoint itself)",
+			status, redirectTarget(resp.Header["location"]))}
 	default:
 		return Verdict{Outcome: Permanent, Reason: "unexpected " + statusReason(resp, key)}
 	}
@@ -143,6 +149,21 @@ func statusReason(resp outbound.Response, key string) string {
 		return fmt.Sprintf("status %d", resp.Status)
 	}
 	return fmt.Sprintf("status %d: %s", resp.Status, msg)
+}
+
+// redirectTarget names where a redirect pointed: its scheme and host (the
+// rest may carry a token).
+func redirectTarget(location string) string {
+	u, err := url.Parse(location)
+	switch {
+	case location == "":
+		return "nowhere (no location)"
+	case err != nil:
+		return "an unreadable location"
+	case u.Host == "":
+		return "a path of the same host"
+	}
+	return shorten(u.Scheme+"://"+u.Host, "")
 }
 
 // providerError extracts the error text of an OpenAI-style error body

@@ -61,7 +61,14 @@ func TestClassify(t *testing.T) {
 		{"404", outbound.Response{Status: 404}, nil, Permanent, 0, 0, "status 404"},
 		{"422", outbound.Response{Status: 422}, nil, Permanent, 0, 0, "status 422"},
 		{"other 4xx", outbound.Response{Status: 418}, nil, Permanent, 0, 0, "status 418"},
-		{"unexpected 3xx", outbound.Response{Status: 302}, nil, Permanent, 0, 0, "unexpected status 302"},
+		{"unexpected status", outbound.Response{Status: 600}, nil, Permanent, 0, 0, "unexpected status 600"},
+		{"unexpected 1xx", outbound.Response{Status: 199}, nil, Permanent, 0, 0, "unexpected status 199"},
+		// A redirect is not followed: permanent, naming its scheme and host only.
+		{"302", outbound.Response{Status: 302, Header: map[string]string{"location": "https://other.example:8443/v1?key=s3cret"}}, nil, Permanent, 0, 0,
+			"status 302: redirect to https://other.example:8443 not followed (set ENRICHMENT_API_URL to the endpoint itself)"},
+		{"300", outbound.Response{Status: 300}, nil, Permanent, 0, 0, "status 300: redirect to nowhere (no location) not followed"},
+		{"399 relative", outbound.Response{Status: 399, Header: map[string]string{"location": "/v2/chat"}}, nil, Permanent, 0, 0, "status 399: redirect to a path of the same host not followed"},
+		{"307 unreadable", outbound.Response{Status: 307, Header: map[string]string{"location": "http://%zz"}}, nil, Permanent, 0, 0, "status 307: redirect to an unreadable location not followed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -146,4 +147,30 @@ func FuzzClassifyRedactsTheKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A provider that redirects is not followed (the bearer key would go with
+// the request): the 3xx is a permanent failure that names where it
+// pointed, and the target sees no request.
+func TestConsumerFollowsNoProviderRedirect(t *testing.T) {
+	f := newFixture(t)
+	var elsewhere int
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere++ }))
+	defer other.Close()
+	f.provider.set(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v2/chat?token=abc", http.StatusTemporaryRedirect)
+	})
+	m := msg("mr", "br", "Lager", 1)
+	f.consume(t, m)
+	if elsewhere != 0 {
+		t.Fatalf("the redirect's target got %d requests", elsewhere)
+	}
+	var reason string
+	if err := f.db.QueryRow(`SELECT failure_reason FROM dlq_messages WHERE message_id = 'mr'`).Scan(&reason); err != nil || !m.Acked {
+		t.Fatalf("dlq row: %v, acked %v", err, m.Acked)
+	}
+	host := strings.TrimPrefix(other.URL, "http://")
+	if !strings.HasPrefix(reason, "permanent: status 307: redirect to http://"+host+" not followed") || strings.Contains(reason, "token=abc") {
+		t.Fatalf("failure_reason %q", reason)
+	}
 }
