@@ -5,9 +5,10 @@ package config
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/redrive/redrive/outbound"
 )
 
 // Config is every setting of the worker. Vars come from wrangler.jsonc
@@ -149,6 +150,12 @@ func (l *loader) load() Config {
 		D1UsageFlush:          time.Duration(l.int("D1_USAGE_FLUSH_SECONDS", 60, 0, 3600)) * time.Second,
 	}
 	c.ReportToken = getenv("REPORT_TOKEN")
+	if err := outbound.CheckURL(c.EnrichmentAPIURL); err != nil {
+		// The key goes only where outbound.CheckURL allows: without it no
+		// provider call is made.
+		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_API_URL: %v; provider calls are off (the key is not sent)", err))
+		c.EnrichmentAPIKey = ""
+	}
 	var problems []error
 	c.Pipelines, problems = ParsePipelines(l.str("PIPELINES", ""), c.AlertPendingThreshold, c.AlertOldestPending, c.DLQRetention)
 	l.problems = append(l.problems, problems...)
@@ -214,16 +221,16 @@ func (l *loader) minutes(name string, def, lo, hi int64) time.Duration {
 	return time.Duration(l.int(name, def, lo, hi)) * time.Minute
 }
 
-// webhookURL reads an absolute http(s) URL; anything else is reported
-// (without echoing the value: it may hold a token) and ignored.
+// webhookURL reads a URL a token may be sent to (outbound.CheckURL:
+// https://, or http:// to a loopback host); anything else is reported
+// (without echoing the URL, which may embed a token) and turns alerts off.
 func (l *loader) webhookURL(name string) string {
 	raw := l.getenv(name)
 	if raw == "" {
 		return ""
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		l.problems = append(l.problems, fmt.Errorf("%s: want an absolute http(s) URL; alerts are only logged", name))
+	if err := outbound.CheckURL(raw); err != nil {
+		l.problems = append(l.problems, fmt.Errorf("%s: %v; alerts are only logged", name, err))
 		return ""
 	}
 	return raw

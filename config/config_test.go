@@ -213,3 +213,39 @@ func TestRetentionBehindAlertBounds(t *testing.T) {
 		}
 	}
 }
+
+// The provider's key and the webhook's token go only to https://, or to
+// http:// on a loopback host; any other URL is a problem, and the secret is
+// not sent: the provider's key is dropped (calls are off), the webhook off.
+func TestSecretURLsWantHTTPS(t *testing.T) {
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://provider.example/v1/chat/completions", true},
+		{"http://127.0.0.1:8787/chat", true},
+		{"http://localhost:8787/chat", true},
+		{"http://[::1]:8787/chat", true},
+		{"http://provider.example/v1/chat/completions", false},
+		{"http://10.1.2.3/chat", false},
+		{"ftp://provider.example/x", false},
+		{"not a url", false},
+	} {
+		got, problems := Load(env(map[string]string{"ENRICHMENT_API_URL": c.url, "ENRICHMENT_API_KEY": "pk-secret",
+			"ALERT_WEBHOOK_URL": c.url}))
+		if c.ok {
+			if len(problems) != 0 || got.EnrichmentAPIURL != c.url || got.EnrichmentAPIKey != "pk-secret" || got.AlertWebhookURL != c.url {
+				t.Errorf("%s: %+v %v", c.url, got, problems)
+			}
+			continue
+		}
+		if len(problems) != 2 || got.EnrichmentAPIKey != "" || got.AlertWebhookURL != "" {
+			t.Errorf("%s: want two problems, no provider key and no webhook: key %q webhook %q %v", c.url, got.EnrichmentAPIKey, got.AlertWebhookURL, problems)
+		}
+		for _, p := range problems {
+			if strings.Contains(p.Error(), "pk-secret") {
+				t.Errorf("%s: problem echoes the key: %v", c.url, p)
+			}
+		}
+	}
+}

@@ -388,3 +388,32 @@ func TestEnrichDailyQuotaStopsCallsWithoutLosingMessages(t *testing.T) {
 		t.Fatal("stale message reached the provider")
 	}
 }
+
+// A provider that redirects (307 keeps the method, the body and, in
+// workerd, the explicitly set Authorization) is not followed: fetch runs
+// with redirect "manual", the redirect's target sees no request, and the
+// beer fails at once with a reason naming where the redirect pointed.
+func TestEnrichProviderRedirectIsNotFollowed(t *testing.T) {
+	other, err := StartFakeProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
+		token := uniq(fmt.Sprintf("redirect%d", status))
+		shared.Provider.On(token, Behavior{Status: status, Location: other.URL + "/chat/completions?token=abc"})
+		b := beerFor(token)
+		enrich(t, shared, b)
+		s := waitStatus(t, shared, b.BeerID, enrichment.StatusFailed, 60*time.Second)
+		want := fmt.Sprintf("permanent: status %d: redirect to %s not followed", status, other.URL)
+		if s.LastError == nil || !strings.HasPrefix(*s.LastError, want) || strings.Contains(*s.LastError, "token=abc") {
+			t.Fatalf("beer %+v, want last_error %q...", s, want)
+		}
+		if n := len(shared.Provider.Calls(token)); n != 1 {
+			t.Fatalf("provider calls = %d, want 1 (a permanent failure)", n)
+		}
+	}
+	if n := len(other.Calls("")); n != 0 {
+		t.Fatalf("the redirect's target got %d requests", n)
+	}
+}

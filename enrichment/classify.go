@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,7 @@ type Verdict struct {
 	// or unparseable), at least 1 s and at most MaxDelay.
 	RetryAfter time.Duration
 	// Reason is a short single-line description for logs, attempt records and
-	// DLQ rows (the caller redacts secrets).
+	// DLQ rows, with the API key redacted (text.Redact).
 	Reason string
 	// Status is the response's HTTP status (0 when none arrived), and
 	// Duration how long the call took: set by the consumer for the
@@ -65,38 +66,52 @@ type Verdict struct {
 // Classify turns the result of one provider call (the response, or the
 // transport error when none arrived) into a Verdict. It is the single place
 // that decides what a provider answer means; now is used for HTTP-date
-// Retry-After values.
-func Classify(resp outbound.Response, err error, now time.Time) Verdict {
+// Retry-After values. The API key is redacted from the reason: from the
+// provider's raw text before anything cuts it, and from the reason built
+// (text.Redact, text.ClipRedact), so no piece of it of text.SecretRun
+// bytes or more is logged or stored.
+func Classify(resp outbound.Response, err error, now time.Time, key string) Verdict {
+	v := classify(resp, err, now, key)
+	v.Reason = text.Redact(v.Reason, key)
+	return v
+}
+
+func classify(resp outbound.Response, err error, now time.Time, key string) Verdict {
 	if err != nil {
 		if errors.Is(err, outbound.ErrTimeout) {
-			return Verdict{Outcome: Transient, Reason: "timeout: " + shorten(err.Error())}
+			return Verdict{Outcome: Transient, Reason: "timeout: " + shorten(err.Error(), key)}
 		}
-		return Verdict{Outcome: Transient, Reason: "network: " + shorten(err.Error())}
+		return Verdict{Outcome: Transient, Reason: "network: " + shorten(err.Error(), key)}
 	}
 	status := resp.Status
 	switch {
 	case status >= 200 && status < 300:
-		return classifyAnswer(resp.Body)
+		return classifyAnswer(resp.Body, key)
 	case status == http.StatusTooManyRequests:
-		v := Verdict{Outcome: RateLimited, Reason: statusReason(resp)}
+		v := Verdict{Outcome: RateLimited, Reason: statusReason(resp, key)}
 		if d, ok := ParseRetryAfter(resp.Header["retry-after"], now); ok {
 			v.RetryAfter = max(d, time.Second)
 			v.Reason += fmt.Sprintf(" (retry after %s)", d)
 		}
 		return v
 	case status >= 500 && status < 600, status == http.StatusRequestTimeout:
-		return Verdict{Outcome: Transient, Reason: statusReason(resp)}
+		return Verdict{Outcome: Transient, Reason: statusReason(resp, key)}
 	case status == http.StatusUnauthorized, status == http.StatusForbidden:
-		return Verdict{Outcome: Auth, Reason: statusReason(resp)}
+		return Verdict{Outcome: Auth, Reason: statusReason(resp, key)}
 	case status >= 400 && status < 500:
-		return Verdict{Outcome: Permanent, Reason: statusReason(resp)}
+		return Verdict{Outcome: Permanent, Reason: statusReason(resp, key)}
+	case status >= 300 && status < 400:
+		// The Doer follows no redirect (the bearer key would go with it):
+		// ENRICHMENT_API_URL is not the endpoint itself.
+		return Verdict{Outcome: Permanent, Reason: fmt.Sprintf("status %d: redirect to %s not followed (set ENRICHMENT_API_URL to the endpoint itself)",
+			status, redirectTarget(resp.Header["location"]))}
 	default:
-		return Verdict{Outcome: Permanent, Reason: "unexpected " + statusReason(resp)}
+		return Verdict{Outcome: Permanent, Reason: "unexpected " + statusReason(resp, key)}
 	}
 }
 
 // classifyAnswer reads a 2xx chat-completions body.
-func classifyAnswer(body []byte) Verdict {
+func classifyAnswer(body []byte, key string) Verdict {
 	var r chatResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		return Verdict{Outcome: Permanent, Reason: "unparseable response: not chat-completions JSON"}
@@ -108,7 +123,7 @@ func classifyAnswer(body []byte) Verdict {
 	abv, ok := parseABV(answer)
 	switch {
 	case !ok:
-		return Verdict{Outcome: NotFound, Reason: "answer is not a number: " + shorten(answer)}
+		return Verdict{Outcome: NotFound, Reason: "answer is not a number: " + shorten(answer, key)}
 	case abv < 0 || abv > MaxABV:
 		return Verdict{Outcome: NotFound, Reason: fmt.Sprintf("answer %g is outside 0..%g", abv, MaxABV)}
 	default:
@@ -128,18 +143,33 @@ func parseABV(s string) (float64, bool) {
 }
 
 // statusReason is "status N: <provider's error text>".
-func statusReason(resp outbound.Response) string {
-	text := providerError(resp.Body)
-	if text == "" {
+func statusReason(resp outbound.Response, key string) string {
+	msg := providerError(resp.Body, key)
+	if msg == "" {
 		return fmt.Sprintf("status %d", resp.Status)
 	}
-	return fmt.Sprintf("status %d: %s", resp.Status, text)
+	return fmt.Sprintf("status %d: %s", resp.Status, msg)
+}
+
+// redirectTarget names where a redirect pointed: its scheme and host (the
+// rest may carry a token).
+func redirectTarget(location string) string {
+	u, err := url.Parse(location)
+	switch {
+	case location == "":
+		return "nowhere (no location)"
+	case err != nil:
+		return "an unreadable location"
+	case u.Host == "":
+		return "a path of the same host"
+	}
+	return shorten(u.Scheme+"://"+u.Host, "")
 }
 
 // providerError extracts the error text of an OpenAI-style error body
 // ({"error":{"message":...}}, {"error":"..."}, {"message":...}), else the
 // start of the body.
-func providerError(body []byte) string {
+func providerError(body []byte, key string) string {
 	var e struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
@@ -151,19 +181,20 @@ func providerError(body []byte) string {
 		var flat string
 		switch {
 		case json.Unmarshal(e.Error, &nested) == nil && nested.Message != "":
-			return shorten(nested.Message)
+			return shorten(nested.Message, key)
 		case json.Unmarshal(e.Error, &flat) == nil && flat != "":
-			return shorten(flat)
+			return shorten(flat, key)
 		case e.Message != "":
-			return shorten(e.Message)
+			return shorten(e.Message, key)
 		}
 	}
-	return shorten(string(body))
+	return shorten(string(body), key)
 }
 
-// shorten makes text one line of at most 200 characters.
-func shorten(s string) string {
-	return text.Clip(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " "), 200)
+// shorten makes text one line of at most 200 characters, with key
+// redacted before the cut (text.ClipRedact).
+func shorten(s, key string) string {
+	return text.ClipRedact(strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " "), 200, key)
 }
 
 // ParseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.

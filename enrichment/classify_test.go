@@ -61,11 +61,18 @@ func TestClassify(t *testing.T) {
 		{"404", outbound.Response{Status: 404}, nil, Permanent, 0, 0, "status 404"},
 		{"422", outbound.Response{Status: 422}, nil, Permanent, 0, 0, "status 422"},
 		{"other 4xx", outbound.Response{Status: 418}, nil, Permanent, 0, 0, "status 418"},
-		{"unexpected 3xx", outbound.Response{Status: 302}, nil, Permanent, 0, 0, "unexpected status 302"},
+		{"unexpected status", outbound.Response{Status: 600}, nil, Permanent, 0, 0, "unexpected status 600"},
+		{"unexpected 1xx", outbound.Response{Status: 199}, nil, Permanent, 0, 0, "unexpected status 199"},
+		// A redirect is not followed: permanent, naming its scheme and host only.
+		{"302", outbound.Response{Status: 302, Header: map[string]string{"location": "https://other.example:8443/v1?key=s3cret"}}, nil, Permanent, 0, 0,
+			"status 302: redirect to https://other.example:8443 not followed (set ENRICHMENT_API_URL to the endpoint itself)"},
+		{"300", outbound.Response{Status: 300}, nil, Permanent, 0, 0, "status 300: redirect to nowhere (no location) not followed"},
+		{"399 relative", outbound.Response{Status: 399, Header: map[string]string{"location": "/v2/chat"}}, nil, Permanent, 0, 0, "status 399: redirect to a path of the same host not followed"},
+		{"307 unreadable", outbound.Response{Status: 307, Header: map[string]string{"location": "http://%zz"}}, nil, Permanent, 0, 0, "status 307: redirect to an unreadable location not followed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := Classify(c.resp, c.err, now)
+			v := Classify(c.resp, c.err, now, "")
 			if v.Outcome != c.outcome || v.ABV != c.abv || v.RetryAfter != c.retryAfter || !strings.Contains(v.Reason, c.reason) {
 				t.Fatalf("got %+v, want %s abv=%v retryAfter=%v reason~%q", v, c.outcome, c.abv, c.retryAfter, c.reason)
 			}
@@ -77,7 +84,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestClassifyShortensLongErrors(t *testing.T) {
-	v := Classify(outbound.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000))}, nil, time.Now())
+	v := Classify(outbound.Response{Status: 500, Body: []byte(strings.Repeat("x", 5000))}, nil, time.Now(), "")
 	if n := len([]rune(v.Reason)); n > 220 {
 		t.Fatalf("reason has %d characters", n)
 	}
@@ -94,7 +101,7 @@ func TestShorten(t *testing.T) {
 		"a" + strings.Repeat("é", 100): "a" + strings.Repeat("é", 99) + "…",
 		strings.Repeat("ab ", 100):     strings.TrimSpace(strings.Repeat("ab ", 100))[:200] + "…",
 	} {
-		if got := shorten(in); got != want {
+		if got := shorten(in, ""); got != want {
 			t.Errorf("shorten(%q) = %q, want %q", in, got, want)
 		}
 	}

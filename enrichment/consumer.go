@@ -291,7 +291,7 @@ func parseMessage(body string, ct queue.ContentType) (Beer, string) {
 	}
 	var b Beer
 	if err := json.Unmarshal([]byte(body), &b); err != nil {
-		return Beer{}, "body has fields of the wrong type: " + shorten(err.Error())
+		return Beer{}, "body has fields of the wrong type: " + shorten(err.Error(), "")
 	}
 	if b.BeerID == "" {
 		return Beer{}, "body has no beer_id"
@@ -406,8 +406,7 @@ func (c *Consumer) call(ctx context.Context, b *batchRun, d delivery, adm admiss
 	b.t[CounterProviderCalls]++
 	resp, callErr := c.Provider.Ask(ctx, d.beer)
 	after := c.Clock.Now()
-	v := Classify(resp, callErr, after)
-	v.Reason = c.Provider.redact(v.Reason)
+	v := Classify(resp, callErr, after, c.Provider.APIKey)
 	if callErr == nil {
 		v.Status = resp.Status
 	}
@@ -593,7 +592,7 @@ func (c *Consumer) internal(ctx context.Context, b *batchRun, d delivery, err er
 		return
 	}
 	d.log.ErrorContext(ctx, "enrichment: internal error; retrying", "error", err.Error())
-	c.retry(ctx, b, d, ClassTransient, "internal: "+shorten(err.Error()), 0, now)
+	c.retry(ctx, b, d, ClassTransient, "internal: "+shorten(err.Error(), c.Provider.APIKey), 0, now)
 }
 
 // probe tells an unavailable D1 (down, refusing queries, a table missing or
@@ -616,7 +615,7 @@ func (c *Consumer) deferD1(ctx context.Context, b *batchRun, d delivery, err err
 	}
 	b.t[CounterD1Unavailable]++
 	delay := D1Delay(base, now.Sub(d.m.Timestamp()), c.rnd())
-	b.deferred = append(b.deferred, deferral{d: d, class: ClassD1Unavailable, reason: "D1 unavailable: " + shorten(err.Error()),
+	b.deferred = append(b.deferred, deferral{d: d, class: ClassD1Unavailable, reason: "D1 unavailable: " + shorten(err.Error(), c.Provider.APIKey),
 		delay: queueDelay(delay), now: now})
 }
 

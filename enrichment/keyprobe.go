@@ -56,8 +56,8 @@ func (run *catchUpRun) keyProbe(ctx context.Context) (string, error) {
 	kp, log := run.c.KeyProbe, run.c.Log
 	resp, callErr := kp.Provider.Ask(ctx, KeyProbeBeer)
 	after := run.c.clock()
-	v := Classify(resp, callErr, after)
-	reason := kp.Provider.redact(v.Reason)
+	v := Classify(resp, callErr, after, kp.Provider.APIKey)
+	reason := v.Reason
 	b := kp.Breaker
 	b.DB = run.c.DB
 	switch v.Outcome {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redrive/redrive/outbound"
@@ -65,14 +64,6 @@ func (p ChatProvider) Ask(ctx context.Context, b Beer) (outbound.Response, error
 		Body:    body,
 		Timeout: p.Timeout,
 	})
-}
-
-// redact removes the API key from text that may be logged or stored.
-func (p ChatProvider) redact(text string) string {
-	if p.APIKey == "" {
-		return text
-	}
-	return strings.ReplaceAll(text, p.APIKey, "[redacted]")
 }
 
 type chatMessage struct {

@@ -18,7 +18,8 @@ import (
 // platform.Fetch, because linking the net/http client pulls in TLS and
 // doubles the script size.
 type HTTPDoer struct {
-	// Client sends the requests; http.DefaultClient when nil.
+	// Client sends the requests (http.DefaultClient when nil), with its
+	// redirect policy replaced: a Doer follows no redirect.
 	Client *http.Client
 }
 
@@ -36,10 +37,11 @@ func (h HTTPDoer) Do(ctx context.Context, req Request) (Response, error) {
 	for k, v := range req.Header {
 		r.Header.Set(k, v)
 	}
-	client := h.Client
-	if client == nil {
-		client = http.DefaultClient
+	client := http.Client{}
+	if h.Client != nil {
+		client = *h.Client
 	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(r)
 	if err != nil {
 		return Response{}, transportError(ctx, req, err)

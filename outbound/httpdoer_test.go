@@ -75,3 +75,27 @@ func TestHTTPDoerDiscardsTheBody(t *testing.T) {
 	}
 	s.wait(t)
 }
+
+// A Doer follows no redirect: the 3xx is the response, and its target sees
+// no request (the Authorization header would go with it). Also with a
+// Client of the caller's that would follow.
+func TestHTTPDoerFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/next", code)
+		}))
+		for _, d := range []HTTPDoer{{}, {Client: &http.Client{}}} {
+			resp, err := d.Do(context.Background(), Request{Method: "POST", URL: srv.URL, Header: map[string]string{"Authorization": "Bearer k"}, Body: []byte("{}")})
+			if err != nil || resp.Status != code || resp.Header["location"] != other.URL+"/next" {
+				t.Errorf("%d: %+v %v", code, resp, err)
+			}
+		}
+		srv.Close()
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect's target got %d requests", n)
+	}
+}

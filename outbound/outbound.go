@@ -43,7 +43,10 @@ var ErrTimeout = errors.New("timed out")
 
 // Doer sends one HTTP request. It returns an error only when no response
 // arrived (network failure, or ErrTimeout when the timeout aborted it); any
-// status is a Response. In the Worker it is platform.Fetch; natively HTTPDoer.
+// status is a Response. It follows no redirect: a 3xx is the Response
+// (with its location header), since following one would send the
+// request's secrets (a bearer key) wherever it points. In the Worker it is
+// platform.Fetch (redirect: "manual"); natively HTTPDoer.
 type Doer interface {
 	Do(ctx context.Context, req Request) (Response, error)
 }

@@ -37,6 +37,9 @@ func (Fetch) Do(ctx context.Context, req outbound.Request) (outbound.Response, e
 	}
 	init := jsObject.New()
 	init.Set("method", req.Method)
+	// A 3xx is the response, never followed (outbound.Doer): workerd would
+	// send the explicitly set headers, the bearer key among them, on.
+	init.Set("redirect", "manual")
 	h := jsHeaders.New()
 	for k, v := range req.Header {
 		h.Call("set", k, v)

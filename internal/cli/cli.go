@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/client"
+	"github.com/redrive/redrive/outbound"
 )
 
 // Exit codes of the redrive command.
@@ -40,7 +41,8 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment (REDRIVE_*, EDITOR).
 	Getenv func(string) string
-	// HTTP sends the requests (nil: http.DefaultClient).
+	// HTTP sends the requests (nil: a client that follows no redirect,
+	// NoRedirects).
 	HTTP client.HttpRequestDoer
 	// Poll is the default interval of tasks watch and tail (0: 2s).
 	Poll time.Duration
@@ -79,7 +81,7 @@ func ExitCode(err error) int {
 // its exit code.
 func Main(ctx context.Context, args []string, env Env) int {
 	if env.HTTP == nil {
-		env.HTTP = http.DefaultClient
+		env.HTTP = NoRedirects()
 	}
 	if env.Poll == 0 {
 		env.Poll = 2 * time.Second
@@ -113,6 +115,8 @@ replay tasks, exports and audit log.
 Credentials are never command-line arguments. They come from the environment:
 
   REDRIVE_URL            the worker, e.g. https://redrive.example.workers.dev
+                         (https://; http:// only to 127.0.0.0/8, ::1 or localhost;
+                         the worker never redirects, so no redirect is followed)
   REDRIVE_API_KEY        sent as X-API-Key
   REDRIVE_ADMIN_SECRET   sent as X-Admin-Secret
 
@@ -187,7 +191,27 @@ func (a *app) credentials(needSecrets bool) (string, client.Credentials, error) 
 	if needSecrets && (creds.APIKey == "" || creds.AdminSecret == "") {
 		return "", creds, authError{errors.New("no credentials: set REDRIVE_API_KEY and REDRIVE_ADMIN_SECRET or a profile (redrive --help)")}
 	}
+	if err := outbound.CheckURL(url); err != nil {
+		return "", creds, authError{fmt.Errorf("worker URL: %w; the admin credentials are not sent over plain http", err)}
+	}
 	return strings.TrimRight(url, "/"), creds, nil
+}
+
+// NoRedirects is the CLI's HTTP client: it follows no redirect. The worker
+// never answers one, so a 3xx comes from something else (a proxy, a
+// hijacked or mistyped host) and following it would send the admin pair
+// there: Go's client forwards X-API-Key and X-Admin-Secret to another
+// host, even from https:// to http://. The request fails instead, naming
+// where the redirect pointed.
+func NoRedirects() *http.Client {
+	return &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		status := 0
+		if req.Response != nil {
+			status = req.Response.StatusCode
+		}
+		return fmt.Errorf("the worker never redirects, but this answer (%d) points to %s://%s; redrive follows no redirect: check REDRIVE_URL",
+			status, req.URL.Scheme, req.URL.Host)
+	}}
 }
 
 func first(a, b string) string {

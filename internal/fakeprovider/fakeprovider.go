@@ -24,6 +24,9 @@ type Behavior struct {
 	Body string
 	// RetryAfter sets the Retry-After header when non-empty.
 	RetryAfter string
+	// Location sets the Location header when non-empty (with a 3xx Status:
+	// a redirect).
+	Location string
 	// Hang keeps the request open until the client goes away or the server stops.
 	Hang bool
 	// Stream, when positive, answers with a body of that many bytes (the
@@ -147,6 +150,9 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if b.RetryAfter != "" {
 		w.Header().Set("Retry-After", b.RetryAfter)
+	}
+	if b.Location != "" {
+		w.Header().Set("Location", b.Location)
 	}
 	status := b.Status
 	if status == 0 {
