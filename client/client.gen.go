@@ -22,6 +22,9 @@ import (
 const (
 	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
 	AuditEntryActionBreakerReset     AuditEntryAction = "breaker_reset"
+	AuditEntryActionEnrich           AuditEntryAction = "enrich"
+	AuditEntryActionImport           AuditEntryAction = "import"
+	AuditEntryActionRelease          AuditEntryAction = "release"
 	AuditEntryActionReplay           AuditEntryAction = "replay"
 	AuditEntryActionReplayEdited     AuditEntryAction = "replay_edited"
 	AuditEntryActionReplayTask       AuditEntryAction = "replay_task"
@@ -36,6 +39,12 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionAcknowledge:
 		return true
 	case AuditEntryActionBreakerReset:
+		return true
+	case AuditEntryActionEnrich:
+		return true
+	case AuditEntryActionImport:
+		return true
+	case AuditEntryActionRelease:
 		return true
 	case AuditEntryActionReplay:
 		return true
@@ -424,6 +433,9 @@ func (e ReportedAttemptClass) Valid() bool {
 const (
 	RowAuditEntryActionAcknowledge      RowAuditEntryAction = "acknowledge"
 	RowAuditEntryActionBreakerReset     RowAuditEntryAction = "breaker_reset"
+	RowAuditEntryActionEnrich           RowAuditEntryAction = "enrich"
+	RowAuditEntryActionImport           RowAuditEntryAction = "import"
+	RowAuditEntryActionRelease          RowAuditEntryAction = "release"
 	RowAuditEntryActionReplay           RowAuditEntryAction = "replay"
 	RowAuditEntryActionReplayEdited     RowAuditEntryAction = "replay_edited"
 	RowAuditEntryActionReplayTask       RowAuditEntryAction = "replay_task"
@@ -438,6 +450,12 @@ func (e RowAuditEntryAction) Valid() bool {
 	case RowAuditEntryActionAcknowledge:
 		return true
 	case RowAuditEntryActionBreakerReset:
+		return true
+	case RowAuditEntryActionEnrich:
+		return true
+	case RowAuditEntryActionImport:
+		return true
+	case RowAuditEntryActionRelease:
 		return true
 	case RowAuditEntryActionReplay:
 		return true
@@ -550,6 +568,9 @@ func (e TaskState) Valid() bool {
 const (
 	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
 	AuditLogParamsActionBreakerReset     AuditLogParamsAction = "breaker_reset"
+	AuditLogParamsActionEnrich           AuditLogParamsAction = "enrich"
+	AuditLogParamsActionImport           AuditLogParamsAction = "import"
+	AuditLogParamsActionRelease          AuditLogParamsAction = "release"
 	AuditLogParamsActionReplay           AuditLogParamsAction = "replay"
 	AuditLogParamsActionReplayEdited     AuditLogParamsAction = "replay_edited"
 	AuditLogParamsActionReplayTask       AuditLogParamsAction = "replay_task"
@@ -564,6 +585,12 @@ func (e AuditLogParamsAction) Valid() bool {
 	case AuditLogParamsActionAcknowledge:
 		return true
 	case AuditLogParamsActionBreakerReset:
+		return true
+	case AuditLogParamsActionEnrich:
+		return true
+	case AuditLogParamsActionImport:
+		return true
+	case AuditLogParamsActionRelease:
 		return true
 	case AuditLogParamsActionReplay:
 		return true
@@ -2486,7 +2513,7 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
 	ReportAttempts(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AuditLog Every replay and acknowledge, newest first
+	// AuditLog Every audited action (replay, acknowledge, import, release, enrich...), newest first
 	//
 	// Corresponds with GET /admin/audit (the `AuditLog` operationId).
 	AuditLog(ctx context.Context, params *AuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2529,7 +2556,7 @@ type ClientInterface interface {
 
 	// ImportDLQWithBody Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 	//
-	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2538,12 +2565,16 @@ type ClientInterface interface {
 
 	// ReleaseDLQWithBody Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
 	ReleaseDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReleaseDLQ Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2658,12 +2689,16 @@ type ClientInterface interface {
 
 	// EnrichWithBody Register up to 100 beers and enqueue those not yet enriched
 	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	EnrichWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Enrich Register up to 100 beers and enqueue those not yet enriched
+	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2780,7 +2815,7 @@ func (c *Client) ReportAttempts(ctx context.Context, body ReportAttemptsJSONRequ
 	return c.Client.Do(req)
 }
 
-// AuditLog Every replay and acknowledge, newest first
+// AuditLog Every audited action (replay, acknowledge, import, release, enrich...), newest first
 //
 // Corresponds with GET /admin/audit (the `AuditLog` operationId).
 func (c *Client) AuditLog(ctx context.Context, params *AuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2893,7 +2928,7 @@ func (c *Client) DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEdit
 
 // ImportDLQWithBody Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 //
-// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2912,6 +2947,8 @@ func (c *Client) ImportDLQWithBody(ctx context.Context, contentType string, body
 
 // ReleaseDLQWithBody Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 //
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
@@ -2928,6 +2965,8 @@ func (c *Client) ReleaseDLQWithBody(ctx context.Context, contentType string, bod
 }
 
 // ReleaseDLQ Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3192,6 +3231,8 @@ func (c *Client) ReplayEdited(ctx context.Context, id int, body ReplayEditedJSON
 
 // EnrichWithBody Register up to 100 beers and enqueue those not yet enriched
 //
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/enrich (the `Enrich` operationId).
@@ -3208,6 +3249,8 @@ func (c *Client) EnrichWithBody(ctx context.Context, contentType string, body io
 }
 
 // Enrich Register up to 100 beers and enqueue those not yet enriched
+//
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4964,7 +5007,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
 	ReportAttemptsWithResponse(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportAttemptsResponse, error)
 
-	// AuditLogWithResponse Every replay and acknowledge, newest first
+	// AuditLogWithResponse Every audited action (replay, acknowledge, import, release, enrich...), newest first
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5017,7 +5060,7 @@ type ClientWithResponsesInterface interface {
 
 	// ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 	//
-	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5026,12 +5069,16 @@ type ClientWithResponsesInterface interface {
 
 	// ReleaseDLQWithBodyWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
 	ReleaseDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseDLQResponse, error)
 
 	// ReleaseDLQWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5162,12 +5209,16 @@ type ClientWithResponsesInterface interface {
 
 	// EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
 	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	EnrichWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrichResponse, error)
 
 	// EnrichWithResponse Register up to 100 beers and enqueue those not yet enriched
+	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9199,7 +9250,7 @@ func (c *ClientWithResponses) ReportAttemptsWithResponse(ctx context.Context, bo
 	return ParseReportAttemptsResponse(rsp)
 }
 
-// AuditLogWithResponse Every replay and acknowledge, newest first
+// AuditLogWithResponse Every audited action (replay, acknowledge, import, release, enrich...), newest first
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9294,7 +9345,7 @@ func (c *ClientWithResponses) DlqGroupsWithResponse(ctx context.Context, params 
 
 // ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 //
-// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9309,6 +9360,8 @@ func (c *ClientWithResponses) ImportDLQWithBodyWithResponse(ctx context.Context,
 
 // ReleaseDLQWithBodyWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 //
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
@@ -9321,6 +9374,8 @@ func (c *ClientWithResponses) ReleaseDLQWithBodyWithResponse(ctx context.Context
 }
 
 // ReleaseDLQWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9541,6 +9596,8 @@ func (c *ClientWithResponses) ReplayEditedWithResponse(ctx context.Context, id i
 
 // EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
 //
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/enrich (the `Enrich` operationId).
@@ -9553,6 +9610,8 @@ func (c *ClientWithResponses) EnrichWithBodyWithResponse(ctx context.Context, co
 }
 
 // EnrichWithResponse Register up to 100 beers and enqueue those not yet enriched
+//
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
