@@ -150,6 +150,7 @@ const (
 	PIPELINEREQUIRED      ErrorEnvelopeErrorCode = "PIPELINE_REQUIRED"
 	PRODUCERMISSING       ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
 	QUEUEUNAVAILABLE      ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
+	RATELIMITED           ErrorEnvelopeErrorCode = "RATE_LIMITED"
 	TIMEOUT               ErrorEnvelopeErrorCode = "TIMEOUT"
 	TOOMANYLINES          ErrorEnvelopeErrorCode = "TOO_MANY_LINES"
 	UNAUTHORIZED          ErrorEnvelopeErrorCode = "UNAUTHORIZED"
@@ -216,6 +217,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case PRODUCERMISSING:
 		return true
 	case QUEUEUNAVAILABLE:
+		return true
+	case RATELIMITED:
 		return true
 	case TIMEOUT:
 		return true
@@ -812,7 +815,7 @@ type AuditEntry struct {
 	Id         int     `json:"id"`
 	Ids        *[]int  `json:"ids"`
 
-	// KeyFingerprint First 12 hex digits of SHA-256 of the API key used.
+	// KeyFingerprint First 12 hex digits of the HMAC-SHA256 of the API key used, keyed by a key derived from ADMIN_SECRET (never the key; not reversible without ADMIN_SECRET).
 	KeyFingerprint string            `json:"key_fingerprint"`
 	Note           *string           `json:"note"`
 	Outcome        AuditEntryOutcome `json:"outcome"`
@@ -1056,13 +1059,13 @@ type GroupsPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// Health defines model for Health.
+// Health Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 type Health struct {
-	D1 struct {
+	D1 *struct {
 		Error     *string `json:"error,omitempty"`
 		LatencyMs int     `json:"latency_ms"`
 		Ok        bool    `json:"ok"`
-	} `json:"d1"`
+	} `json:"d1,omitempty"`
 
 	// Instance The Go instance serving the call (one per isolate).
 	Instance *struct {
@@ -1071,8 +1074,8 @@ type Health struct {
 		StartedAt time.Time          `json:"started_at"`
 	} `json:"instance,omitempty"`
 	Status  HealthStatus `json:"status"`
-	Time    time.Time    `json:"time"`
-	Version string       `json:"version"`
+	Time    *time.Time   `json:"time,omitempty"`
+	Version *string      `json:"version,omitempty"`
 }
 
 // HealthStatus defines model for Health.Status.
@@ -1080,6 +1083,7 @@ type HealthStatus string
 
 // HealthUnavailable GET /health when D1 is not reachable: the error envelope (D1_UNAVAILABLE) with the health report as data.
 type HealthUnavailable struct {
+	// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 	Data  Health `json:"data"`
 	Error struct {
 		Code    interface{} `json:"code"`
@@ -1511,7 +1515,7 @@ type RowAuditEntry struct {
 	Id         int     `json:"id"`
 	Ids        *[]int  `json:"ids"`
 
-	// KeyFingerprint First 12 hex digits of SHA-256 of the API key used.
+	// KeyFingerprint First 12 hex digits of the HMAC-SHA256 of the API key used, keyed by a key derived from ADMIN_SECRET (never the key; not reversible without ADMIN_SECRET).
 	KeyFingerprint string `json:"key_fingerprint"`
 
 	// MatchedBy ids: the entry named the row; filter: a bulk action whose filter fits the row and whose run covers its latest acknowledge or replay time.
@@ -2754,7 +2758,9 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/queues (the `Queues` operationId).
 	Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Health D1 reachability and version (no auth)
+	// Health D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+	//
+	// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 	//
 	// Corresponds with GET /health (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3386,7 +3392,9 @@ func (c *Client) Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
-// Health D1 reachability and version (no auth)
+// Health D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+//
+// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 //
 // Corresponds with GET /health (the `Health` operationId).
 func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5284,7 +5292,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin/queues (the `Queues` operationId).
 	QueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*QueuesResponse, error)
 
-	// HealthWithResponse D1 reachability and version (no auth)
+	// HealthWithResponse D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+	//
+	// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5443,6 +5453,12 @@ type ReportAttemptsResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ReportAttemptsResponse429Headers the declared response headers of an HTTP 429 response for ReportAttempts
+type ReportAttemptsResponse429Headers struct {
+	RetryAfter *int
+	XRequestID openapi_types.UUID
+}
+
 // ReportAttemptsResponse500Headers the declared response headers of an HTTP 500 response for ReportAttempts
 type ReportAttemptsResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -5476,6 +5492,14 @@ type ReportAttemptsResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -5490,6 +5514,8 @@ type ReportAttemptsResponse struct {
 	Headers403 *ReportAttemptsResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReportAttemptsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReportAttemptsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ReportAttemptsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5529,6 +5555,17 @@ func (r ReportAttemptsResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReportAttemptsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReportAttemptsResponse) GetJSON429() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9141,6 +9178,7 @@ type HealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 		Data      Health             `json:"data"`
 		RequestId openapi_types.UUID `json:"requestId"`
 		Success   interface{}        `json:"success"`
@@ -9159,6 +9197,7 @@ type HealthResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthResponse) GetJSON200() *struct {
+	// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 	Data      Health             `json:"data"`
 	RequestId openapi_types.UUID `json:"requestId"`
 	Success   interface{}        `json:"success"`
@@ -9725,7 +9764,9 @@ func (c *ClientWithResponses) QueuesWithResponse(ctx context.Context, reqEditors
 	return ParseQueuesResponse(rsp)
 }
 
-// HealthWithResponse D1 reachability and version (no auth)
+// HealthWithResponse D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+//
+// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9925,6 +9966,19 @@ func ParseReportAttemptsResponse(rsp *http.Response) (*ReportAttemptsResponse, e
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9992,6 +10046,23 @@ func ParseReportAttemptsResponse(rsp *http.Response) (*ReportAttemptsResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReportAttemptsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ReportAttemptsResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13651,6 +13722,7 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 			Data      Health             `json:"data"`
 			RequestId openapi_types.UUID `json:"requestId"`
 			Success   interface{}        `json:"success"`
