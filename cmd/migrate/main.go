@@ -3,7 +3,7 @@
 // id range (dlq.SeedIDsSQL, from dlq.IDBase(binding)): make migrate-local,
 // make dev and make deploy run it (internal/d1migrate plans the commands;
 // docs/pipelines.md "Its own database"). With -remote it first refuses an
-// environment that sets DEV_ROUTES (wranglerconfig.CheckDeployable), so
+// environment that sets DEV_ROUTES (CheckDeployable of internal/wranglerconfig), so
 // make deploy stops before wrangler deploy.
 //
 //	go run ./cmd/migrate -local -persist-to .wrangler/state
