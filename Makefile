@@ -31,11 +31,11 @@ build/mode: FORCE
 # workers-assets-gen provides wasm_exec.js (standard Go's or TinyGo's, same
 # interface); redrive's own entry module (one Go instance per isolate, see
 # platform/worker/worker.mjs) replaces its worker.mjs.
-build/worker.mjs: build/mode platform/worker/worker.mjs platform/worker/queuebody.mjs platform/worker/headers.mjs platform/worker/answers.mjs
+build/worker.mjs: build/mode platform/worker/worker.mjs platform/worker/queuebody.mjs platform/worker/headers.mjs platform/worker/answers.mjs platform/worker/body.mjs
 	go run github.com/syumai/workers/cmd/workers-assets-gen -mode=$(BUILD_MODE) -o build
 	echo $(BUILD_MODE) >build/mode # workers-assets-gen empties build/
 	rm -f build/runtime.mjs
-	cp platform/worker/worker.mjs platform/worker/queuebody.mjs platform/worker/headers.mjs platform/worker/answers.mjs build/
+	cp platform/worker/worker.mjs platform/worker/queuebody.mjs platform/worker/headers.mjs platform/worker/answers.mjs platform/worker/body.mjs build/
 
 build/app.wasm: build/mode build/worker.mjs $(GO_SOURCES)
 ifeq ($(BUILD_MODE),tinygo)

@@ -133,6 +133,7 @@ func start() {
 	crons := w.cronRouter()
 	api := w.api()
 	if cfg.DevRoutes {
+		log.Warn("DEV_ROUTES is set: POST /__dev/send, /__dev/sql and /__dev/cron answer requests addressed to a loopback host; never set it in production")
 		// wrangler dev's /cdn-cgi/handler/scheduled stops short of a worker
 		// with static assets: POST /__dev/cron runs a cron at a chosen time.
 		api.DevCron = crons.Run

@@ -155,7 +155,7 @@ CREATE TABLE IF NOT EXISTS admin_audit (
     at INTEGER NOT NULL,                    -- when the request started (epoch ms)
     action TEXT NOT NULL,                   -- replay | acknowledge
     request_id TEXT NOT NULL,
-    key_fingerprint TEXT NOT NULL,          -- handlers.KeyFingerprint of X-API-Key, never the key
+    key_fingerprint TEXT NOT NULL,          -- handlers.Auth.KeyFingerprint of X-API-Key (keyed hash), never the key
     dry_run INTEGER NOT NULL DEFAULT 0,
     ids TEXT,                               -- JSON array of requested row ids (ids form)
     filter TEXT,                            -- JSON object (bulk form)

@@ -22,6 +22,9 @@ import (
 const (
 	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
 	AuditEntryActionBreakerReset     AuditEntryAction = "breaker_reset"
+	AuditEntryActionEnrich           AuditEntryAction = "enrich"
+	AuditEntryActionImport           AuditEntryAction = "import"
+	AuditEntryActionRelease          AuditEntryAction = "release"
 	AuditEntryActionReplay           AuditEntryAction = "replay"
 	AuditEntryActionReplayEdited     AuditEntryAction = "replay_edited"
 	AuditEntryActionReplayTask       AuditEntryAction = "replay_task"
@@ -36,6 +39,12 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionAcknowledge:
 		return true
 	case AuditEntryActionBreakerReset:
+		return true
+	case AuditEntryActionEnrich:
+		return true
+	case AuditEntryActionImport:
+		return true
+	case AuditEntryActionRelease:
 		return true
 	case AuditEntryActionReplay:
 		return true
@@ -141,6 +150,7 @@ const (
 	PIPELINEREQUIRED      ErrorEnvelopeErrorCode = "PIPELINE_REQUIRED"
 	PRODUCERMISSING       ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
 	QUEUEUNAVAILABLE      ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
+	RATELIMITED           ErrorEnvelopeErrorCode = "RATE_LIMITED"
 	TIMEOUT               ErrorEnvelopeErrorCode = "TIMEOUT"
 	TOOMANYLINES          ErrorEnvelopeErrorCode = "TOO_MANY_LINES"
 	UNAUTHORIZED          ErrorEnvelopeErrorCode = "UNAUTHORIZED"
@@ -207,6 +217,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case PRODUCERMISSING:
 		return true
 	case QUEUEUNAVAILABLE:
+		return true
+	case RATELIMITED:
 		return true
 	case TIMEOUT:
 		return true
@@ -424,6 +436,9 @@ func (e ReportedAttemptClass) Valid() bool {
 const (
 	RowAuditEntryActionAcknowledge      RowAuditEntryAction = "acknowledge"
 	RowAuditEntryActionBreakerReset     RowAuditEntryAction = "breaker_reset"
+	RowAuditEntryActionEnrich           RowAuditEntryAction = "enrich"
+	RowAuditEntryActionImport           RowAuditEntryAction = "import"
+	RowAuditEntryActionRelease          RowAuditEntryAction = "release"
 	RowAuditEntryActionReplay           RowAuditEntryAction = "replay"
 	RowAuditEntryActionReplayEdited     RowAuditEntryAction = "replay_edited"
 	RowAuditEntryActionReplayTask       RowAuditEntryAction = "replay_task"
@@ -438,6 +453,12 @@ func (e RowAuditEntryAction) Valid() bool {
 	case RowAuditEntryActionAcknowledge:
 		return true
 	case RowAuditEntryActionBreakerReset:
+		return true
+	case RowAuditEntryActionEnrich:
+		return true
+	case RowAuditEntryActionImport:
+		return true
+	case RowAuditEntryActionRelease:
 		return true
 	case RowAuditEntryActionReplay:
 		return true
@@ -550,6 +571,9 @@ func (e TaskState) Valid() bool {
 const (
 	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
 	AuditLogParamsActionBreakerReset     AuditLogParamsAction = "breaker_reset"
+	AuditLogParamsActionEnrich           AuditLogParamsAction = "enrich"
+	AuditLogParamsActionImport           AuditLogParamsAction = "import"
+	AuditLogParamsActionRelease          AuditLogParamsAction = "release"
 	AuditLogParamsActionReplay           AuditLogParamsAction = "replay"
 	AuditLogParamsActionReplayEdited     AuditLogParamsAction = "replay_edited"
 	AuditLogParamsActionReplayTask       AuditLogParamsAction = "replay_task"
@@ -564,6 +588,12 @@ func (e AuditLogParamsAction) Valid() bool {
 	case AuditLogParamsActionAcknowledge:
 		return true
 	case AuditLogParamsActionBreakerReset:
+		return true
+	case AuditLogParamsActionEnrich:
+		return true
+	case AuditLogParamsActionImport:
+		return true
+	case AuditLogParamsActionRelease:
 		return true
 	case AuditLogParamsActionReplay:
 		return true
@@ -785,7 +815,7 @@ type AuditEntry struct {
 	Id         int     `json:"id"`
 	Ids        *[]int  `json:"ids"`
 
-	// KeyFingerprint First 12 hex digits of SHA-256 of the API key used.
+	// KeyFingerprint First 12 hex digits of the HMAC-SHA256 of the API key used, keyed by a key derived from ADMIN_SECRET (never the key; not reversible without ADMIN_SECRET).
 	KeyFingerprint string            `json:"key_fingerprint"`
 	Note           *string           `json:"note"`
 	Outcome        AuditEntryOutcome `json:"outcome"`
@@ -1029,13 +1059,13 @@ type GroupsPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// Health defines model for Health.
+// Health Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 type Health struct {
-	D1 struct {
+	D1 *struct {
 		Error     *string `json:"error,omitempty"`
 		LatencyMs int     `json:"latency_ms"`
 		Ok        bool    `json:"ok"`
-	} `json:"d1"`
+	} `json:"d1,omitempty"`
 
 	// Instance The Go instance serving the call (one per isolate).
 	Instance *struct {
@@ -1044,8 +1074,8 @@ type Health struct {
 		StartedAt time.Time          `json:"started_at"`
 	} `json:"instance,omitempty"`
 	Status  HealthStatus `json:"status"`
-	Time    time.Time    `json:"time"`
-	Version string       `json:"version"`
+	Time    *time.Time   `json:"time,omitempty"`
+	Version *string      `json:"version,omitempty"`
 }
 
 // HealthStatus defines model for Health.Status.
@@ -1053,6 +1083,7 @@ type HealthStatus string
 
 // HealthUnavailable GET /health when D1 is not reachable: the error envelope (D1_UNAVAILABLE) with the health report as data.
 type HealthUnavailable struct {
+	// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 	Data  Health `json:"data"`
 	Error struct {
 		Code    interface{} `json:"code"`
@@ -1487,7 +1518,7 @@ type RowAuditEntry struct {
 	Id         int     `json:"id"`
 	Ids        *[]int  `json:"ids"`
 
-	// KeyFingerprint First 12 hex digits of SHA-256 of the API key used.
+	// KeyFingerprint First 12 hex digits of the HMAC-SHA256 of the API key used, keyed by a key derived from ADMIN_SECRET (never the key; not reversible without ADMIN_SECRET).
 	KeyFingerprint string `json:"key_fingerprint"`
 
 	// MatchedBy ids: the entry named the row; filter: a bulk action whose filter fits the row and whose run covers its latest acknowledge or replay time.
@@ -2489,7 +2520,7 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
 	ReportAttempts(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AuditLog Every replay and acknowledge, newest first
+	// AuditLog Every audited action (replay, acknowledge, import, release, enrich...), newest first
 	//
 	// Corresponds with GET /admin/audit (the `AuditLog` operationId).
 	AuditLog(ctx context.Context, params *AuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2532,7 +2563,7 @@ type ClientInterface interface {
 
 	// ImportDLQWithBody Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 	//
-	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2541,12 +2572,16 @@ type ClientInterface interface {
 
 	// ReleaseDLQWithBody Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
 	ReleaseDLQWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReleaseDLQ Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2661,12 +2696,16 @@ type ClientInterface interface {
 
 	// EnrichWithBody Register up to 100 beers and enqueue those not yet enriched
 	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	EnrichWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Enrich Register up to 100 beers and enqueue those not yet enriched
+	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2722,7 +2761,9 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/queues (the `Queues` operationId).
 	Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Health D1 reachability and version (no auth)
+	// Health D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+	//
+	// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 	//
 	// Corresponds with GET /health (the `Health` operationId).
 	Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2783,7 +2824,7 @@ func (c *Client) ReportAttempts(ctx context.Context, body ReportAttemptsJSONRequ
 	return c.Client.Do(req)
 }
 
-// AuditLog Every replay and acknowledge, newest first
+// AuditLog Every audited action (replay, acknowledge, import, release, enrich...), newest first
 //
 // Corresponds with GET /admin/audit (the `AuditLog` operationId).
 func (c *Client) AuditLog(ctx context.Context, params *AuditLogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2896,7 +2937,7 @@ func (c *Client) DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEdit
 
 // ImportDLQWithBody Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 //
-// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2915,6 +2956,8 @@ func (c *Client) ImportDLQWithBody(ctx context.Context, contentType string, body
 
 // ReleaseDLQWithBody Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 //
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
@@ -2931,6 +2974,8 @@ func (c *Client) ReleaseDLQWithBody(ctx context.Context, contentType string, bod
 }
 
 // ReleaseDLQ Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3195,6 +3240,8 @@ func (c *Client) ReplayEdited(ctx context.Context, id int, body ReplayEditedJSON
 
 // EnrichWithBody Register up to 100 beers and enqueue those not yet enriched
 //
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /admin/enrich (the `Enrich` operationId).
@@ -3211,6 +3258,8 @@ func (c *Client) EnrichWithBody(ctx context.Context, contentType string, body io
 }
 
 // Enrich Register up to 100 beers and enqueue those not yet enriched
+//
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3346,7 +3395,9 @@ func (c *Client) Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
-// Health D1 reachability and version (no auth)
+// Health D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+//
+// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 //
 // Corresponds with GET /health (the `Health` operationId).
 func (c *Client) Health(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4967,7 +5018,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/attempts (the `ReportAttempts` operationId).
 	ReportAttemptsWithResponse(ctx context.Context, body ReportAttemptsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportAttemptsResponse, error)
 
-	// AuditLogWithResponse Every replay and acknowledge, newest first
+	// AuditLogWithResponse Every audited action (replay, acknowledge, import, release, enrich...), newest first
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5020,7 +5071,7 @@ type ClientWithResponsesInterface interface {
 
 	// ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 	//
-	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+	// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5029,12 +5080,16 @@ type ClientWithResponsesInterface interface {
 
 	// ReleaseDLQWithBodyWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
 	ReleaseDLQWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseDLQResponse, error)
 
 	// ReleaseDLQWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+	//
+	// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5165,12 +5220,16 @@ type ClientWithResponsesInterface interface {
 
 	// EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
 	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	EnrichWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnrichResponse, error)
 
 	// EnrichWithResponse Register up to 100 beers and enqueue those not yet enriched
+	//
+	// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5236,7 +5295,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin/queues (the `Queues` operationId).
 	QueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*QueuesResponse, error)
 
-	// HealthWithResponse D1 reachability and version (no auth)
+	// HealthWithResponse D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+	//
+	// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5395,6 +5456,12 @@ type ReportAttemptsResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ReportAttemptsResponse429Headers the declared response headers of an HTTP 429 response for ReportAttempts
+type ReportAttemptsResponse429Headers struct {
+	RetryAfter *int
+	XRequestID openapi_types.UUID
+}
+
 // ReportAttemptsResponse500Headers the declared response headers of an HTTP 500 response for ReportAttempts
 type ReportAttemptsResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -5428,6 +5495,14 @@ type ReportAttemptsResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -5442,6 +5517,8 @@ type ReportAttemptsResponse struct {
 	Headers403 *ReportAttemptsResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReportAttemptsResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReportAttemptsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ReportAttemptsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5481,6 +5558,17 @@ func (r ReportAttemptsResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReportAttemptsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReportAttemptsResponse) GetJSON429() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9093,6 +9181,7 @@ type HealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
+		// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 		Data      Health             `json:"data"`
 		RequestId openapi_types.UUID `json:"requestId"`
 		Success   interface{}        `json:"success"`
@@ -9111,6 +9200,7 @@ type HealthResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthResponse) GetJSON200() *struct {
+	// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 	Data      Health             `json:"data"`
 	RequestId openapi_types.UUID `json:"requestId"`
 	Success   interface{}        `json:"success"`
@@ -9202,7 +9292,7 @@ func (c *ClientWithResponses) ReportAttemptsWithResponse(ctx context.Context, bo
 	return ParseReportAttemptsResponse(rsp)
 }
 
-// AuditLogWithResponse Every replay and acknowledge, newest first
+// AuditLogWithResponse Every audited action (replay, acknowledge, import, release, enrich...), newest first
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9297,7 +9387,7 @@ func (c *ClientWithResponses) DlqGroupsWithResponse(ctx context.Context, params 
 
 // ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 //
-// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written.
+// Moving a pipeline to its own database (docs/operations.md "Move a pipeline to its own database"). At most 500 lines and 1 MB per request, every line of one database (400 MIXED_DATABASES), written in one batch: a bad line is 400 INVALID_LINE naming it and nothing is written. Audited (action import) in the database the lines go to, with the counts lines, imported and skipped.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9312,6 +9402,8 @@ func (c *ClientWithResponses) ImportDLQWithBodyWithResponse(ctx context.Context,
 
 // ReleaseDLQWithBodyWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
 //
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/dlq/release (the `ReleaseDLQ` operationId).
@@ -9324,6 +9416,8 @@ func (c *ClientWithResponses) ReleaseDLQWithBodyWithResponse(ctx context.Context
 }
 
 // ReleaseDLQWithResponse Delete from a database that is not a pipeline's own the pipeline's rows its own database holds (after an import), one window of ids per call
+//
+// Audited (action release) in the database the rows are deleted from, with the window (after, limit, next_after) and the counts scanned, released, not_imported, changed and remaining.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9544,6 +9638,8 @@ func (c *ClientWithResponses) ReplayEditedWithResponse(ctx context.Context, id i
 
 // EnrichWithBodyWithResponse Register up to 100 beers and enqueue those not yet enriched
 //
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /admin/enrich (the `Enrich` operationId).
@@ -9556,6 +9652,8 @@ func (c *ClientWithResponses) EnrichWithBodyWithResponse(ctx context.Context, co
 }
 
 // EnrichWithResponse Register up to 100 beers and enqueue those not yet enriched
+//
+// Audited (action enrich) with the counts received, queued, already_queued and already_done.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9669,7 +9767,9 @@ func (c *ClientWithResponses) QueuesWithResponse(ctx context.Context, reqEditors
 	return ParseQueuesResponse(rsp)
 }
 
-// HealthWithResponse D1 reachability and version (no auth)
+// HealthWithResponse D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
+//
+// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9869,6 +9969,19 @@ func ParseReportAttemptsResponse(rsp *http.Response) (*ReportAttemptsResponse, e
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9936,6 +10049,23 @@ func ParseReportAttemptsResponse(rsp *http.Response) (*ReportAttemptsResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReportAttemptsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ReportAttemptsResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13595,6 +13725,7 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
+			// Data Without both admin credentials, status alone; with them, also version, time, D1 reachability and latency, and the serving instance.
 			Data      Health             `json:"data"`
 			RequestId openapi_types.UUID `json:"requestId"`
 			Success   interface{}        `json:"success"`

@@ -22,11 +22,20 @@ const (
 	// ActionBreakerReset closes the enrichment provider's circuit breaker
 	// (POST /admin/enrichment/breaker/reset).
 	ActionBreakerReset = "breaker_reset"
+	// ActionImport writes exported rows into a pipeline's database (POST
+	// /admin/dlq/import), recorded there; ActionRelease deletes moved rows
+	// from the database they came from (POST /admin/dlq/release), recorded
+	// in that database; ActionEnrich registers and enqueues beers (POST
+	// /admin/enrich).
+	ActionImport  = "import"
+	ActionRelease = "release"
+	ActionEnrich  = "enrich"
 )
 
 // auditActions are the actions GET /admin/audit filters by.
 var auditActions = []string{ActionReplay, ActionAcknowledge, ActionReplayEdited, ActionReplayTask,
-	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel, ActionBreakerReset}
+	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel, ActionBreakerReset,
+	ActionImport, ActionRelease, ActionEnrich}
 
 // Audit outcomes.
 const (

@@ -793,7 +793,7 @@ func TestAdminAuditRecordsEachAction(t *testing.T) {
 		}
 		cursor = *p.NextCursor
 	}
-	fp := handlers.KeyFingerprint(TestAPIKey)
+	fp := handlers.Auth{APIKey: TestAPIKey, AdminSecret: TestAdminSecret}.KeyFingerprint(TestAPIKey)
 	rep, ack, dry := byReq[rRep.ReqID], byReq[rAck.ReqID], byReq[rDry.ReqID]
 	if rep.Action != "replay" || rep.Outcome != "ok" || rep.KeyFingerprint != fp || rep.DryRun || !reflect.DeepEqual(rep.IDs, ids[:1]) ||
 		rep.Counts["replayed_count"] != 1.0 || rep.Counts["claimed_count"] != 1.0 || rep.At == 0 {

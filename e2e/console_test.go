@@ -467,5 +467,5 @@ func TestConsole(t *testing.T) {
 
 // handlersKeyFingerprint is the audit log's fingerprint of TestAPIKey.
 func handlersKeyFingerprint() string {
-	return handlers.KeyFingerprint(TestAPIKey)
+	return handlers.Auth{APIKey: TestAPIKey, AdminSecret: TestAdminSecret}.KeyFingerprint(TestAPIKey)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestHealthReportsD1(t *testing.T) {
-	r, err := shared.Do(http.MethodGet, "/health", nil, nil)
+	r, err := shared.Do(http.MethodGet, "/health", nil, AdminHeaders())
 	if err != nil {
 		t.Fatal(err)
 	}

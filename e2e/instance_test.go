@@ -22,7 +22,7 @@ func TestOneGoInstanceServesManyCalls(t *testing.T) {
 	}
 	var first, last health
 	for i := 0; i < 10; i++ {
-		r, err := shared.Do(http.MethodGet, "/health", nil, nil)
+		r, err := shared.Do(http.MethodGet, "/health", nil, AdminHeaders())
 		if err != nil || r.Status != http.StatusOK {
 			t.Fatalf("health: %v %v", err, r)
 		}
@@ -51,7 +51,7 @@ func TestConcurrentCallsOnOneInstance(t *testing.T) {
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
-			r, err := shared.Do(http.MethodGet, "/health", nil, nil)
+			r, err := shared.Do(http.MethodGet, "/health", nil, AdminHeaders())
 			if err != nil || r.Status != http.StatusOK || r.Header.Get("X-Request-ID") != r.ReqID {
 				errs <- fmt.Errorf("health: %v %v", err, r)
 				return

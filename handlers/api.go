@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -111,74 +113,170 @@ func (a *API) public(h handlerFunc) http.Handler {
 	})
 }
 
-// admin adapts a handlerFunc behind both admin credentials.
-func (a *API) admin(h handlerFunc) http.Handler {
-	return a.public(func(w http.ResponseWriter, r *http.Request) error {
-		if err := a.Auth.check(r); err != nil {
+// guarded is a route's handler behind a check of its request's headers
+// (credentials): the server's Gate runs the same check before the body is
+// read.
+type guarded struct {
+	check func(r *http.Request) *APIError
+	next  http.Handler
+}
+
+func (g *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.next.ServeHTTP(w, r) }
+
+// guard adapts a handlerFunc behind check.
+func (a *API) guard(check func(r *http.Request) *APIError, h handlerFunc) http.Handler {
+	return &guarded{check: check, next: a.public(func(w http.ResponseWriter, r *http.Request) error {
+		if err := check(r); err != nil {
 			return err
 		}
 		return h(w, r)
-	})
+	})}
 }
+
+// admin adapts a handlerFunc behind both admin credentials.
+func (a *API) admin(h handlerFunc) http.Handler { return a.guard(a.Auth.check, h) }
 
 // reporter adapts a handlerFunc behind the report token or the admin pair
 // (Auth.checkReporter).
-func (a *API) reporter(h handlerFunc) http.Handler {
-	return a.public(func(w http.ResponseWriter, r *http.Request) error {
-		if err := a.Auth.checkReporter(r); err != nil {
-			return err
+func (a *API) reporter(h handlerFunc) http.Handler { return a.guard(a.Auth.checkReporter, h) }
+
+// dev adapts a DEV_ROUTES handlerFunc: answered only to a request
+// addressed to a loopback host (loopbackHost), then behind both admin
+// credentials. A page served from elsewhere that rebinds its own name to
+// 127.0.0.1 still sends its own name as Host: it gets the 404 of a path
+// that is no route.
+func (a *API) dev(h handlerFunc) http.Handler {
+	return a.guard(func(r *http.Request) *APIError {
+		if !loopbackHost(r.Host) {
+			return notFound(r)
 		}
-		return h(w, r)
-	})
+		return a.Auth.check(r)
+	}, h)
+}
+
+// loopbackHost reports whether host (a Host header: a name or address,
+// with or without a port) names this machine: localhost, 127.0.0.0/8 or
+// [::1].
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // Handler returns the root handler: every route, request ids, and envelopes
-// for unknown paths (404) and wrong methods (405).
+// for unknown paths (404) and wrong methods (405). It also answers, before
+// a request's body is read, the requests whose answer does not depend on it
+// (Gate).
 func (a *API) Handler() http.Handler {
-	mux := a.routes()
-	return withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.Instance != nil {
-			a.Instance.Call()
+	return &server{api: a, mux: a.routes()}
+}
+
+// server is the root handler (API.Handler).
+type server struct {
+	api *API
+	mux *http.ServeMux
+}
+
+// begin gives the request its id (X-Request-ID, and in the context for
+// envelopes and logs) and sets the headers of every answer: API answers
+// are never sniffed as another type nor kept by a cache.
+func begin(w http.ResponseWriter, r *http.Request) *http.Request {
+	id := uuid.NewString()
+	h := w.Header()
+	h.Set("X-Request-ID", id)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	return r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+}
+
+// route returns r's route (its handler and pattern), or the error that
+// answers a request that reaches none: a target that is not a URL (400),
+// a path that is not clean or no route (404), a route's path with another
+// method (405, Allow in w).
+func (s *server) route(w http.ResponseWriter, r *http.Request) (http.Handler, string, error) {
+	if err := checkTarget(r); err != nil {
+		return nil, "", err
+	}
+	if p := r.URL.EscapedPath(); p != path.Clean(p) || dotSegment(p) {
+		// The mux would redirect to the clean path (//admin/dlq,
+		// /admin/./dlq, /admin/dlq/): no route is ever reached that way.
+		return nil, "", notFound(r)
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		return h, pattern, nil
+	}
+	// No route: let the mux decide between 404 and 405, then answer
+	// with the envelope instead of its plain-text body.
+	rec := &statusRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	if rec.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		return nil, "", &APIError{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED",
+			Message: text.Clip(r.Method, maxEcho) + " is not allowed on " + quote(r.URL.EscapedPath())}
+	}
+	return nil, "", notFound(r)
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = begin(w, r)
+	a := s.api
+	if a.Instance != nil {
+		a.Instance.Call()
+	}
+	defer func() {
+		// A bug in one handler answers 500 and leaves the shared Go
+		// instance serving. (Nothing has been written yet by then in
+		// practice: handlers write their envelope last.)
+		if p := recover(); p != nil {
+			fail(w, r, a.Log, fmt.Errorf("panic: %v", p))
 		}
-		defer func() {
-			// A bug in one handler answers 500 and leaves the shared Go
-			// instance serving. (Nothing has been written yet by then in
-			// practice: handlers write their envelope last.)
-			if p := recover(); p != nil {
-				fail(w, r, a.Log, fmt.Errorf("panic: %v", p))
-			}
-		}()
-		if err := checkTarget(r); err != nil {
-			fail(w, r, a.Log, err)
-			return
+	}()
+	_, pattern, err := s.route(w, r)
+	if err != nil {
+		fail(w, r, a.Log, err)
+		return
+	}
+	// The request is an operation named by its route: the D1 rows its
+	// statements read and write are counted under that name.
+	ctx, _ := metrics.Start(r.Context(), pattern)
+	s.mux.ServeHTTP(w, r.WithContext(ctx)) // (not the route's handler: only the mux sets path values like {id})
+	a.Meter.Flush(ctx)                     // a nil Meter counts nothing
+}
+
+// Gate answers r, as ServeHTTP would, when the answer does not depend on
+// its body, and reports whether it did: a request that reaches no route,
+// or whose headers its route's check refuses (missing or wrong
+// credentials, a DEV_ROUTES route not addressed to a loopback host). The
+// worker (platform.Serve) asks it before reading a body, so an anonymous
+// request is refused without its body ever being read. r's body is not
+// touched.
+func (s *server) Gate(w http.ResponseWriter, r *http.Request) bool {
+	r = begin(w, r)
+	h, _, err := s.route(w, r)
+	if err == nil {
+		g, ok := h.(*guarded)
+		if !ok {
+			return false
 		}
-		if p := r.URL.EscapedPath(); p != path.Clean(p) || dotSegment(p) {
-			// The mux would redirect to the clean path (//admin/dlq,
-			// /admin/./dlq, /admin/dlq/): no route is ever reached that way.
-			fail(w, r, a.Log, notFound(r))
-			return
+		if e := g.check(r); e != nil {
+			err = e
+		} else {
+			return false
 		}
-		h, pattern := mux.Handler(r)
-		if pattern != "" {
-			// The request is an operation named by its route: the D1 rows its
-			// statements read and write are counted under that name.
-			ctx, _ := metrics.Start(r.Context(), pattern)
-			mux.ServeHTTP(w, r.WithContext(ctx)) // (not h: only the mux sets path values like {id})
-			a.Meter.Flush(ctx)                   // a nil Meter counts nothing
-			return
-		}
-		// No route: let the mux decide between 404 and 405, then answer
-		// with the envelope instead of its plain-text body.
-		rec := &statusRecorder{header: http.Header{}}
-		h.ServeHTTP(rec, r)
-		if rec.status == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", rec.header.Get("Allow"))
-			fail(w, r, a.Log, &APIError{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED",
-				Message: text.Clip(r.Method, maxEcho) + " is not allowed on " + quote(r.URL.EscapedPath())})
-			return
-		}
-		fail(w, r, a.Log, notFound(r))
-	}))
+	}
+	if s.api.Instance != nil {
+		s.api.Instance.Call()
+	}
+	fail(w, r, s.api.Log, err)
+	return true
 }
 
 // dotSegment reports whether an escaped path has a segment that decodes to
@@ -265,7 +363,7 @@ func (a *API) routeTable() []route {
 		{"POST /admin/enrich", a.admin(a.enrich)},
 		{"GET /admin/beers/{id}", a.admin(a.beer)},
 		{"POST /admin/enrichment/breaker/reset", a.admin(a.breakerReset)},
-		{"POST /admin/attempts", a.reporter(a.attempts)},
+		{"POST /admin/attempts", a.reporter(a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts))},
 
 		{"GET /admin/dlq", a.admin(a.dlqList)},
 		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},
@@ -293,10 +391,10 @@ func (a *API) routeTable() []route {
 		{"GET /admin/pipelines", a.admin(a.pipelinesList)},
 	}
 	if a.DevSender != nil {
-		rs = append(rs, route{"POST /__dev/send", a.admin(a.devSend)}, route{"POST /__dev/sql", a.admin(a.testSQL)})
+		rs = append(rs, route{"POST /__dev/send", a.dev(a.devSend)}, route{"POST /__dev/sql", a.dev(a.testSQL)})
 	}
 	if a.DevCron != nil {
-		rs = append(rs, route{"POST /__dev/cron", a.admin(a.devCron)})
+		rs = append(rs, route{"POST /__dev/cron", a.dev(a.devCron)})
 	}
 	return rs
 }
@@ -309,11 +407,13 @@ func (a *API) routes() *http.ServeMux {
 	return mux
 }
 
+// healthData is /health's report: the status alone for a caller without
+// both admin credentials, everything for one with them.
 type healthData struct {
 	Status   string        `json:"status"`
-	Version  string        `json:"version"`
-	D1       d1Health      `json:"d1"`
-	Time     time.Time     `json:"time"`
+	Version  string        `json:"version,omitempty"`
+	D1       *d1Health     `json:"d1,omitempty"`
+	Time     *time.Time    `json:"time,omitempty"`
 	Instance *instanceData `json:"instance,omitempty"`
 }
 
@@ -329,21 +429,30 @@ type d1Health struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// health reports D1 reachability (200) or its failure (503) and the version.
+// health reports D1 reachability (200) or its failure (503); the version,
+// the time, D1's latency and the instance only to a caller with both admin
+// credentials (the status alone otherwise).
 func (a *API) health(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	start := a.Clock.Now()
 	var one int
 	err := a.DB.QueryRowContext(ctx, "SELECT 1").Scan(&one)
-	d := healthData{Status: "ok", Version: a.Version, Time: a.Clock.Now().UTC(),
-		D1: d1Health{OK: err == nil, LatencyMS: a.Clock.Now().Sub(start).Milliseconds()}}
-	if a.Instance != nil {
-		d.Instance = &instanceData{ID: a.Instance.ID, StartedAt: a.Instance.StartedAt.UTC(), Calls: a.Instance.calls.Load()}
+	d := healthData{Status: "ok"}
+	if a.Auth.check(r) == nil {
+		now := a.Clock.Now().UTC()
+		d.Version, d.Time = a.Version, &now
+		d.D1 = &d1Health{OK: err == nil, LatencyMS: a.Clock.Now().Sub(start).Milliseconds()}
+		if a.Instance != nil {
+			d.Instance = &instanceData{ID: a.Instance.ID, StartedAt: a.Instance.StartedAt.UTC(), Calls: a.Instance.calls.Load()}
+		}
 	}
 	if err != nil {
 		a.Log.ErrorContext(r.Context(), "health: d1 unreachable", "request_id", RequestID(r.Context()), "error", err.Error())
-		d.Status, d.D1.Error = "degraded", "d1 query failed"
+		d.Status = "degraded"
+		if d.D1 != nil {
+			d.D1.Error = "d1 query failed"
+		}
 		writeEnvelope(w, http.StatusServiceUnavailable, false, RequestID(r.Context()), d,
 			&errorBody{Code: "D1_UNAVAILABLE", Message: "D1 is not reachable"})
 		return nil

@@ -423,7 +423,7 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 		})
 	}
 	return a.audited(w, r, start, auditWithin, func(ctx context.Context) (any, string, any, error) {
-		req.By = requester(r)
+		req.By = a.requester(r)
 		res, err := svc.Run(ctx, req)
 		return res, dlq.OutcomeOK, nil, err
 	})
@@ -449,8 +449,8 @@ const (
 	auditAfter
 )
 
-func requester(r *http.Request) dlq.Requester {
-	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: KeyFingerprint(r.Header.Get("X-API-Key"))}
+func (a *API) requester(r *http.Request) dlq.Requester {
+	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(r.Header.Get("X-API-Key"))}
 }
 
 // audited runs an admin action and records it in admin_audit as mode says,
@@ -467,7 +467,7 @@ func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditSta
 func (a *API) auditedStatus(w http.ResponseWriter, r *http.Request, status int, start dlq.AuditStart, mode auditMode,
 	run func(ctx context.Context) (result any, outcome string, counts any, err error)) error {
 	ctx := context.WithoutCancel(r.Context())
-	start.Requester = requester(r)
+	start.Requester = a.requester(r)
 	audit := a.auditLog()
 	var id int64
 	if mode == auditAround {

@@ -239,7 +239,7 @@ func TestReplayAndAcknowledgeOverHTTPAreAudited(t *testing.T) {
 	outcomes := []string{"failed", "ok", "ok", "ok"}
 	actions := []string{"replay", "replay", "acknowledge", "replay"}
 	for i, e := range page.Entries {
-		if e["outcome"] != outcomes[i] || e["action"] != actions[i] || e["key_fingerprint"] != KeyFingerprint("k") {
+		if e["outcome"] != outcomes[i] || e["action"] != actions[i] || e["key_fingerprint"] != api.Auth.KeyFingerprint("k") {
 			t.Errorf("entry %d: %v", i, e)
 		}
 	}

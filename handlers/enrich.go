@@ -31,17 +31,20 @@ func (a *API) enrich(w http.ResponseWriter, r *http.Request) error {
 	if err := enrichment.Validate(req.Beers); err != nil {
 		return badRequest("INVALID_REQUEST", err.Error())
 	}
-	res, err := a.Beers.Enqueue(r.Context(), req.Beers, a.Clock.Now())
-	if errors.Is(err, enrichment.ErrQueueSend) {
-		a.Log.ErrorContext(r.Context(), "enrich: queue send failed", "request_id", RequestID(r.Context()), "error", err.Error())
-		return &APIError{Status: http.StatusServiceUnavailable, Code: "QUEUE_UNAVAILABLE",
-			Message: "the beers are registered but could not be enqueued; repeat the request"}
-	}
-	if err != nil {
-		return err
-	}
-	respond(w, r, http.StatusOK, res)
-	return nil
+	start := dlq.AuditStart{Action: dlq.ActionEnrich}
+	return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
+		res, err := a.Beers.Enqueue(ctx, req.Beers, a.Clock.Now())
+		if errors.Is(err, enrichment.ErrQueueSend) {
+			a.Log.ErrorContext(ctx, "enrich: queue send failed", "request_id", RequestID(ctx), "error", err.Error())
+			return nil, "", nil, &APIError{Status: http.StatusServiceUnavailable, Code: "QUEUE_UNAVAILABLE",
+				Message: "the beers are registered but could not be enqueued; repeat the request"}
+		}
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return res, dlq.OutcomeOK, map[string]any{"received": res.Received, "queued": len(res.Queued),
+			"already_queued": len(res.AlreadyQueued), "already_done": len(res.AlreadyDone)}, nil
+	})
 }
 
 // beer shows one beer's enrichment state (GET /admin/beers/{id}).

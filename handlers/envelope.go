@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/google/uuid"
-
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/jsonscan"
 )
@@ -38,16 +36,6 @@ type requestIDKey struct{}
 func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
-}
-
-// withRequestID assigns every request a UUID, echoes it in X-Request-ID and
-// stores it in the context for envelopes and logs.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := uuid.NewString()
-		w.Header().Set("X-Request-ID", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
-	})
 }
 
 type errorBody struct {

@@ -23,6 +23,9 @@ func newAPI(t *testing.T) *API {
 
 func do(h http.Handler, method, path, body string, hdr map[string]string) (*httptest.ResponseRecorder, envelope) {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if strings.HasPrefix(path, "/__dev/") {
+		req.Host = "127.0.0.1:8787" // DEV_ROUTES answer only a loopback host (loopbackHost)
+	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
@@ -36,13 +39,13 @@ func do(h http.Handler, method, path, body string, hdr map[string]string) (*http
 
 func TestHealth(t *testing.T) {
 	api := newAPI(t)
-	rec, env := do(api.Handler(), "GET", "/health", "", nil)
+	rec, env := do(api.Handler(), "GET", "/health", "", adminHeaders)
 	if rec.Code != 200 || !env.Success || env.RequestID == "" || env.RequestID != rec.Header().Get("X-Request-ID") ||
 		!strings.Contains(rec.Body.String(), `"d1":{"ok":true,`) || !strings.Contains(rec.Body.String(), `"status":"ok"`) {
 		t.Fatalf("health: %d %s", rec.Code, rec.Body)
 	}
 	api.DB.Close()
-	rec, env = do(api.Handler(), "GET", "/health", "", nil)
+	rec, env = do(api.Handler(), "GET", "/health", "", adminHeaders)
 	if rec.Code != 503 || env.Success || env.Error == nil || env.Error.Code != "D1_UNAVAILABLE" ||
 		!strings.Contains(rec.Body.String(), `"d1":{"ok":false,`) || !strings.Contains(rec.Body.String(), `"status":"degraded"`) {
 		t.Fatalf("health with D1 down: %d %s", rec.Code, rec.Body)

@@ -101,7 +101,7 @@ func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
 	svc = a.replayTasks()
 	start := dlq.AuditStart{Action: dlq.ActionReplayTask, Filter: &nf}
 	return a.auditedStatus(w, r, http.StatusAccepted, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-		t, err := svc.Create(ctx, req, requester(r))
+		t, err := svc.Create(ctx, req, a.requester(r))
 		counts := map[string]any{"task_id": t.ID, "matched": t.Matched, "rate_per_minute": req.RatePerMinute,
 			"delay_seconds": req.DelaySeconds, "destination": req.Destination}
 		if req.Canary != nil {

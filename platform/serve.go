@@ -52,6 +52,49 @@ func Serve(h http.Handler, maxBody int) {
 		})
 		return nil
 	}))
+	if g, ok := h.(Gate); ok {
+		binding.Set("gate", js.FuncOf(func(_ js.Value, args []js.Value) any {
+			w := gateRequest(g, args[0].String())
+			if w == nil {
+				return js.Null()
+			}
+			return js.ValueOf([]any{w.status, headerList(w.header), w.jsBody()})
+		}))
+	}
+}
+
+// Gate is a handler that can answer a request before its body is read.
+// worker.mjs calls binding.gate(request) (the request string serveHTTP
+// takes) before it reads a request's body, and answers with what it
+// returns, [status, header list, body], without reading the body; null
+// lets the request through to serveHTTP. It runs synchronously, in the
+// call from JavaScript: Gate must not wait for I/O.
+type Gate interface {
+	// Gate answers r in w and returns true, or returns false (w unused).
+	// r's body is not there and must not be read.
+	Gate(w http.ResponseWriter, r *http.Request) bool
+}
+
+// gateRequest runs a request string (method, URL and header list) through
+// g, with no body: its answer, or nil to serve it (also when the string
+// does not parse, or Gate panics: serveHTTP answers those).
+func gateRequest(g Gate, request string) (w *bufferedResponse) {
+	req, err := parseRequest(request, nil)
+	if err != nil {
+		return nil
+	}
+	req.Body, req.ContentLength = http.NoBody, 0
+	defer func() {
+		if recover() != nil {
+			w = nil
+		}
+	}()
+	w = &bufferedResponse{header: http.Header{}}
+	if !g.Gate(w, req) {
+		return nil
+	}
+	w.WriteHeader(http.StatusOK)
+	return w
 }
 
 // calls runs the fetch and queue calls: up to 64 goroutines wait for the
@@ -61,6 +104,25 @@ var calls = newGoPool(64)
 // serveRequest runs one request (method "\n" URL "\n" header list) through
 // h and returns its response.
 func serveRequest(h http.Handler, request string, body []byte) (*bufferedResponse, error) {
+	req, err := parseRequest(request, body)
+	if err != nil {
+		return nil, err
+	}
+	if body == nil {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+
+	w := &bufferedResponse{header: http.Header{}}
+	if err := run(h, w, req); err != nil {
+		return nil, err
+	}
+	w.WriteHeader(http.StatusOK)
+	return w, nil
+}
+
+// parseRequest builds the request of a request string (method "\n" URL
+// "\n" header list) and body.
+func parseRequest(request string, body []byte) (*http.Request, error) {
 	method, rest, ok1 := strings.Cut(request, "\n")
 	url, headers, ok2 := strings.Cut(rest, "\n")
 	if !ok1 || !ok2 {
@@ -75,16 +137,7 @@ func serveRequest(h http.Handler, request string, body []byte) (*bufferedRespons
 	}
 	req.Host = req.URL.Host
 	req.RemoteAddr = req.Header.Get("Cf-Connecting-Ip")
-	if body == nil {
-		req.Body, req.ContentLength = http.NoBody, 0
-	}
-
-	w := &bufferedResponse{header: http.Header{}}
-	if err := run(h, w, req); err != nil {
-		return nil, err
-	}
-	w.WriteHeader(http.StatusOK)
-	return w, nil
+	return req, nil
 }
 
 // run calls h, turning a panic into an error.

@@ -2,7 +2,9 @@
 // environment binds, then gives each database other than the shared DB its
 // id range (dlq.SeedIDsSQL, from dlq.IDBase(binding)): make migrate-local,
 // make dev and make deploy run it (internal/d1migrate plans the commands;
-// docs/pipelines.md "Its own database").
+// docs/pipelines.md "Its own database"). With -remote it first refuses an
+// environment that sets DEV_ROUTES (CheckDeployable of internal/wranglerconfig), so
+// make deploy stops before wrangler deploy.
 //
 //	go run ./cmd/migrate -local -persist-to .wrangler/state
 //	go run ./cmd/migrate -remote [-env NAME]
@@ -50,6 +52,12 @@ func main() {
 	cfg, err := wranglerconfig.LoadFile(*cfgPath)
 	if err != nil {
 		log.Fatalf("migrate: %v", err)
+	}
+	if *remote {
+		// make deploy runs this first: a deploy with DEV_ROUTES stops here.
+		if err := cfg.CheckDeployable(*env); err != nil {
+			log.Fatalf("migrate: refusing to migrate for a deploy: %v", err)
+		}
 	}
 	steps, err := d1migrate.Plan(cfg, *env, where, configArgs)
 	if err != nil {

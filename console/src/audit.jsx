@@ -39,7 +39,7 @@ export function AuditTable({ entries }) {
       rowKey={(e) => e.id}
       columns={[
         { head: "When", cellClass: "nowrap", cell: (e) => <Time ms={e.at} /> },
-        { head: "Who (key)", cell: (e) => <code title="first 12 hex digits of the API key's SHA-256">{e.key_fingerprint}</code> },
+        { head: "Who (key)", cell: (e) => <code title="first 12 hex digits of the API key's HMAC-SHA256 (keyed by ADMIN_SECRET)">{e.key_fingerprint}</code> },
         {
           head: "What",
           cell: (e) => (

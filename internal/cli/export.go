@@ -99,15 +99,21 @@ written, and reports progress on stderr. --json is --format ndjson.`,
 func (a *app) healthCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "health",
-		Short:   "The worker's health: D1 reachable, version (exit 1 when unhealthy)",
+		Short:   "The worker's health: D1 reachable, and with credentials its version (exit 1 when unhealthy)",
 		Example: "  redrive health",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			url, _, err := a.credentials(false)
+			// Without credentials the worker tells the status alone; with
+			// them, also the version, the time and D1's latency.
+			url, creds, err := a.credentials(false)
 			if err != nil {
 				return err
 			}
-			c, err := client.NewClientWithResponses(url, client.WithHTTPClient(a.env.HTTP))
+			opts := []client.ClientOption{client.WithHTTPClient(a.env.HTTP)}
+			if creds.APIKey != "" && creds.AdminSecret != "" {
+				opts = append(opts, client.WithCredentials(creds))
+			}
+			c, err := client.NewClientWithResponses(url, opts...)
 			if err != nil {
 				return err
 			}

@@ -94,6 +94,25 @@ func (c Config) Environment(name string) (Env, error) {
 	return e, nil
 }
 
+// CheckDeployable returns why environment name ("" is the top level) must
+// not be deployed, or nil: DEV_ROUTES among its vars (any value) would
+// open POST /__dev/send, /__dev/sql and /__dev/cron in production.
+// (Wrangler's vars are not inherited: each environment has its own.)
+func (c Config) CheckDeployable(name string) error {
+	e, err := c.Environment(name)
+	if err != nil {
+		return err
+	}
+	if v, ok := e.Vars["DEV_ROUTES"]; ok {
+		where := "the top level"
+		if name != "" {
+			where = "environment " + name
+		}
+		return fmt.Errorf("wrangler.jsonc: %s sets DEV_ROUTES (%q): the /__dev/* routes (send to any queue, run SQL, run crons) are for local runs and the e2e tests; remove it before deploying", where, v)
+	}
+	return nil
+}
+
 // D1Bindings are the environment's D1 bindings in the order
 // wrangler.jsonc lists them.
 func (e Env) D1Bindings() []string {

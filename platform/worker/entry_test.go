@@ -60,7 +60,7 @@ func TestEntryModuleDispatchesEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"binding.serveHTTP(id, req.method", "runScheduler(event)", "binding.consumeBatch(batch.queue", "running = undefined",
+	for _, want := range []string{"binding.serveHTTP(id, head, body)", "const refused = gated(binding, req, head);", "runScheduler(event)", "binding.consumeBatch(batch.queue", "running = undefined",
 		// Every fetch call waits for Go through answers.mjs, whose limit
 		// answers 503 (answers.test.mjs).
 		"await answers.call((id) =>", "if (res === null) return answers.timeoutResponse(req);", "binding: { ...answers.binding }"} {

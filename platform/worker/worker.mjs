@@ -13,6 +13,7 @@ import mod from "./app.wasm";
 import { queueBody } from "./queuebody.mjs";
 import { headerList, headerPairs } from "./headers.mjs";
 import { makeAnswers } from "./answers.mjs";
+import { gated, readBody } from "./body.mjs";
 
 globalThis.tryCatch = (fn) => {
   try {
@@ -49,42 +50,21 @@ function instance(env, ctx) {
   });
 }
 
-// readBody returns the request body as one Uint8Array (null when there is
-// none) of at most `cap` bytes: the Go side refuses anything over its limit,
-// so more than one byte past it is never needed. The rest of an oversized
-// body is read and dropped, not cancelled: in workerd a cancelled request
-// body broke the connection, and the next request on it failed with 503.
-async function readBody(req, cap) {
-  if (req.body === null) return null;
-  const reader = req.body.getReader();
-  const chunks = [];
-  let size = 0;
-  while (size < cap) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    size += value.byteLength;
-  }
-  if (size >= cap) while (!(await reader.read()).done);
-  const body = new Uint8Array(Math.min(size, cap));
-  let at = 0;
-  for (const c of chunks) {
-    const part = c.subarray(0, body.length - at);
-    body.set(part, at);
-    at += part.length;
-  }
-  return body;
-}
-
 export default {
   // Requests go to platform.Serve (platform/serve.go): method, URL and
   // headers (a header list, headers.mjs) as one string, the body as one
   // Uint8Array; the buffered response comes back once, to binding.respond.
+  //
+  // A request with a body is first shown to Go without it (gated,
+  // body.mjs): one its route refuses for its credentials, or that reaches
+  // no route, is answered without its body being read.
   async fetch(req, env, ctx) {
     const binding = await instance(env, ctx);
+    const head = req.method + "\n" + req.url + "\n" + headerList(req.headers);
+    const refused = gated(binding, req, head);
+    if (refused !== null) return refused;
     const body = await readBody(req, binding.maxRequestBody + 1);
-    const res = await answers.call((id) =>
-      binding.serveHTTP(id, req.method + "\n" + req.url + "\n" + headerList(req.headers), body));
+    const res = await answers.call((id) => binding.serveHTTP(id, head, body));
     if (res === null) return answers.timeoutResponse(req);
     // In this call's own I/O context (see answers.mjs).
     return new Response(res.body, { status: res.status, headers: headerPairs(res.headers) });

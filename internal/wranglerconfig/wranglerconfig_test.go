@@ -1,0 +1,54 @@
+package wranglerconfig
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/internal/sqlitetest"
+)
+
+// The repository's top level deploys; the e2e environment, which sets
+// DEV_ROUTES, does not; nor does any configuration that sets it.
+func TestCheckDeployableRefusesDevRoutes(t *testing.T) {
+	root, err := sqlitetest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.CheckDeployable(""); err != nil {
+		t.Fatalf("top level: %v", err)
+	}
+	if err := cfg.CheckDeployable("e2e"); err == nil || !strings.Contains(err.Error(), "environment e2e sets DEV_ROUTES") {
+		t.Fatalf("e2e: %v", err)
+	}
+	if err := cfg.CheckDeployable("nope"); err == nil {
+		t.Fatal("an unknown environment passed")
+	}
+	path := filepath.Join(t.TempDir(), "wrangler.jsonc")
+	for _, c := range []struct {
+		src string
+		ok  bool
+	}{
+		{`{"vars": {"DEV_ROUTES": "1"}}`, false},
+		{`{"vars": {"DEV_ROUTES": ""}, // any value
+		}`, false},
+		{`{"vars": {"DEV_ROUTESX": "1"}, "env": {"e2e": {"vars": {"DEV_ROUTES": "1"}}}}`, true},
+		{`{}`, true},
+	} {
+		if err := os.WriteFile(path, []byte(c.src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.CheckDeployable(""); (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.src, err)
+		}
+	}
+}
