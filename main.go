@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,10 +85,22 @@ func start() {
 	// A pipeline may keep its rows in a D1 database of its own (its
 	// `database`); one whose binding is missing is off: its DLQ's messages
 	// are then stored in DB as unroutable, never lost.
+	// One whose binding shares its id range with another's (dlq.IDBase) is
+	// off too: the two databases would give different rows the same ids.
+	var named []string
+	for _, p := range cfg.Pipelines {
+		named = append(named, p.Database)
+	}
+	clash := dlq.IDRangeCollisions(named)
 	others := map[string]dlq.Store{}
 	cfg.Pipelines = slices.DeleteFunc(cfg.Pipelines, func(p config.Pipeline) bool {
 		if p.Database == config.SharedDatabase {
 			return false
+		}
+		if with, ok := clash[p.Database]; ok {
+			log.Error("config: a pipeline's database shares its id range with another binding; the pipeline is off (rename one binding)",
+				"pipeline", p.Name, "database", p.Database, "shares_with", strings.Join(with, ","))
+			return true
 		}
 		if _, ok := others[p.Database]; ok {
 			return false

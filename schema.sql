@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
     signature TEXT,                         -- dlq_signatures.signature of the latest failure
     version TEXT,                           -- worker version the latest failure happened on
     -- migrations/0021
-    body_edited INTEGER                     -- 1: body_hash is the hash of an edited body sent by POST /admin/dlq/{id}/replay, not of raw_message
+    body_edited INTEGER,                    -- 1: body_hash is the hash of an edited body sent by POST /admin/dlq/{id}/replay, not of raw_message
+    moved_version TEXT                      -- the version (json_array(updated_at, status, replay_count)) of the row in the database it was imported from; release deletes the old row only while it is still that version
 );
 
 -- (migrations/0008 and 0012 dropped indexes no query needed; see there.)
@@ -50,7 +51,7 @@ CREATE INDEX IF NOT EXISTS idx_dlq_status_failed ON dlq_messages(status, failed_
 -- written by the consumer before it calls Retry, read (and removed) by the DLQ
 -- consumer for failure_count and failure_reason.
 CREATE TABLE IF NOT EXISTS message_attempts (
-    message_id TEXT PRIMARY KEY,
+    message_id TEXT NOT NULL,
     queue TEXT NOT NULL,
     attempt INTEGER NOT NULL,
     error_class TEXT NOT NULL,
@@ -62,7 +63,10 @@ CREATE TABLE IF NOT EXISTS message_attempts (
     signature_text TEXT,                    -- its normalised reason
     version TEXT,                           -- worker version of the latest attempt
     -- migrations/0027
-    history_dropped INTEGER NOT NULL DEFAULT 0 -- attempts left out of history
+    history_dropped INTEGER NOT NULL DEFAULT 0, -- attempts left out of history
+    -- migrations/0033: one record per queue and message id (a report names
+    -- its queue and writes only that queue's records)
+    PRIMARY KEY (queue, message_id)
 );
 CREATE INDEX IF NOT EXISTS idx_attempts_recorded_at ON message_attempts(recorded_at);
 
@@ -213,6 +217,13 @@ CREATE TABLE IF NOT EXISTS capture_mark (
     last_id INTEGER NOT NULL
 );
 
+-- An import's earliest action time: the database's next dlq_retention run
+-- looks again from there (migrations/0031, dlq/retention_rescans.go).
+CREATE TABLE IF NOT EXISTS retention_rescans (
+    seq INTEGER PRIMARY KEY,
+    since INTEGER NOT NULL
+);
+
 -- A new row: its counts, its hour of failure (and of its action, for rows
 -- inserted already acknowledged or replayed). A capture's rows (tally_seq 1)
 -- are counted by the capture's own batch instead (migrations/0029).
@@ -235,7 +246,7 @@ CREATE TRIGGER IF NOT EXISTS dlq_messages_inserted_always AFTER INSERT ON dlq_me
 BEGIN
     INSERT INTO counters(name, value) SELECT 'dlq_poison_total', 1 WHERE NEW.failure_class = 'poison'
         ON CONFLICT(name) DO UPDATE SET value = value + 1;
-    DELETE FROM message_attempts WHERE message_id = NEW.last_message_id;
+    DELETE FROM message_attempts WHERE queue = NEW.source_queue AND message_id = NEW.last_message_id;
 END;
 
 -- A deleted pending or replaying row (retention deletes only acknowledged and
@@ -275,7 +286,8 @@ BEGIN
     INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
         VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.source_queue, NEW.failed_at IS NOT OLD.failed_at, NEW.last_message_id IS NOT OLD.last_message_id)
         ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n, events = events + excluded.events;
-    DELETE FROM message_attempts WHERE NEW.last_message_id IS NOT OLD.last_message_id AND message_id = NEW.last_message_id;
+    DELETE FROM message_attempts WHERE NEW.last_message_id IS NOT OLD.last_message_id AND queue = NEW.source_queue
+        AND message_id = NEW.last_message_id;
 END;
 
 -- A row that became (or stopped being) replayed or acknowledged, or whose

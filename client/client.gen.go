@@ -1098,7 +1098,10 @@ type ImportResult struct {
 	Imported int `json:"imported"`
 	Lines    int `json:"lines"`
 
-	// Skipped Lines whose id or message_id the database already holds (imported before: a repeated import writes nothing twice).
+	// Merged Lines merged into the row of their message_id the database holds (a newer version of a copy, or a DLQ redelivery captured there): the newer status, the replays of both, one row per message.
+	Merged int `json:"merged"`
+
+	// Skipped Lines whose version the database took already, or whose id another message holds (a repeated import changes nothing).
 	Skipped int `json:"skipped"`
 }
 
@@ -1350,7 +1353,7 @@ type ReleaseRequest struct {
 
 // ReleaseResult defines model for ReleaseResult.
 type ReleaseResult struct {
-	// Changed Rows found whose copy is older than they are (changed in database after the export: updated_at): never deleted; act on their copies the same way (an action by id reaches the copy), then release again.
+	// Changed Rows found that changed in database after the version their copy took (claimed, replayed, acknowledged): never deleted; export and import them again (which merges the newer version), then release again.
 	Changed int `json:"changed"`
 
 	// Database Where rows were deleted.
@@ -1362,11 +1365,11 @@ type ReleaseResult struct {
 	// NextAfter Pass as after to continue; null: the scan reached the database's last id.
 	NextAfter *int `json:"next_after"`
 
-	// NotImported Rows found that into does not hold: never deleted; export them (database=<database>) and import them, then release again.
+	// NotImported Rows found whose message into does not hold, or holds without having imported it: never deleted; export them (database=<database>) and import them, then release again.
 	NotImported int    `json:"not_imported"`
 	Pipeline    string `json:"pipeline"`
 
-	// Released Rows deleted (their copy, same id and message_id, is in into).
+	// Released Rows deleted (the row of the same message_id in into took exactly their version).
 	Released int `json:"released"`
 
 	// Remaining The pipeline's rows left in database by its kept counts (dlq_tally).

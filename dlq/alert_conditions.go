@@ -190,7 +190,7 @@ func (c CapEvicting) Check(ctx context.Context, _ time.Time) (bool, string, erro
 	if evicted.Int64 <= 0 {
 		return false, fmt.Sprintf("the retention cycle up to the run at %s evicted no rows over the per-key cap", alerts.Stamp(at.Int64)), nil
 	}
-	return true, fmt.Sprintf("the retention cycle up to the run at %s evicted %d rows over the per-key cap; beer ids %s",
+	return true, fmt.Sprintf("the retention cycle up to the run at %s evicted %d rows over the per-key cap; queue:key %s",
 		alerts.Stamp(at.Int64), evicted.Int64, keys.String), nil
 }
 

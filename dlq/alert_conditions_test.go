@@ -43,8 +43,8 @@ func TestConditions(t *testing.T) {
 	check(repeat, true, "1 pending DLQ rows replayed more than 2 times: b1 (3 replays)")
 
 	runs := metrics.JobRuns{DB: db}
-	runs.RecordRun(ctx, RetentionJobName, now, time.Second, nil, map[string]any{"deleted_cap": 4, "cap_keys": []string{"b9"}})
-	check(capped, true, `evicted 4 rows over the per-key cap; beer ids ["b9"]`)
+	runs.RecordRun(ctx, RetentionJobName, now, time.Second, nil, map[string]any{"deleted_cap": 4, "cap_keys": []string{"beer-enrichment:b9"}})
+	check(capped, true, `evicted 4 rows over the per-key cap; queue:key ["beer-enrichment:b9"]`)
 	runs.RecordRun(ctx, RetentionJobName, now.Add(day), time.Second, nil, map[string]any{"deleted_cap": 0})
 	check(capped, false, "evicted no rows")
 

@@ -27,7 +27,10 @@ const (
 
 // Attempt is the latest failed attempt of a message on its source queue.
 // A consumer records it before calling Retry; the DLQ consumer reads it for
-// failure_count and failure_reason, then removes it.
+// failure_count and failure_reason, then removes it. A record is keyed by
+// queue and message id (migrations/0033): an attempt writes only its own
+// queue's record, and a capture reads only the record of the queue its
+// message failed on (its row's source_queue).
 type Attempt struct {
 	// MessageID is the queue message id (kept when the message moves to the DLQ).
 	MessageID string
@@ -91,7 +94,8 @@ type Attempts struct {
 	DB *sql.DB
 }
 
-// RecordSQL upserts one attempt record: ?1 message id, ?2 queue, ?3
+// RecordSQL upserts the attempt record of queue ?2 and message id ?1
+// (never another queue's record of the same message id): ?1 message id, ?2 queue, ?3
 // attempt, ?4 class, ?5 error, ?6 time, ?7 the history entry (JSON), ?8
 // signature, ?9 its text, ?10 version. The entry is appended to the
 // record's history (a redelivery of the same attempt number replaces the
@@ -106,7 +110,7 @@ type Attempts struct {
 const RecordSQL = `INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at,
 			history, signature, signature_text, version)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, json_array(json(?7)), ?8, ?9, ?10)
-		ON CONFLICT(message_id) DO UPDATE SET queue = excluded.queue, attempt = excluded.attempt,
+		ON CONFLICT(queue, message_id) DO UPDATE SET attempt = excluded.attempt,
 			error_class = excluded.error_class, error = excluded.error,
 			signature = excluded.signature, signature_text = excluded.signature_text, version = excluded.version,
 			history = CASE

@@ -81,3 +81,64 @@ func TestRecordAllIsOneBatch(t *testing.T) {
 		t.Fatalf("empty report: %v", err)
 	}
 }
+
+// An attempt record belongs to its queue: a report for queue odd naming a
+// message id of queue orders writes a record of its own and leaves orders'
+// record alone (neither overwritten nor given a higher attempt); the
+// capture of the orders message reads its own queue's record and removes
+// only that one.
+func TestAttemptRecordsArePerQueue(t *testing.T) {
+	withPipelines(t)
+	db := sqlitetest.New(t)
+	a := Attempts{DB: db}
+	ctx := context.Background()
+	if err := a.RecordAll(ctx, nil, []Attempt{
+		{MessageID: "m1", Queue: "orders", Attempt: 3, Class: "permanent", Error: "card declined", At: t0},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RecordAll(ctx, nil, []Attempt{
+		{MessageID: "m1", Queue: "odd", Attempt: 7, Class: "transient", Error: "written over", At: t0.Add(time.Second)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	perQueue := func() map[string]Attempt {
+		t.Helper()
+		rows, err := db.Query(`SELECT queue, attempt, error FROM message_attempts WHERE message_id = 'm1'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]Attempt{}
+		for rows.Next() {
+			var at Attempt
+			if err := rows.Scan(&at.Queue, &at.Attempt, &at.Error); err != nil {
+				t.Fatal(err)
+			}
+			out[at.Queue] = at
+		}
+		return out
+	}
+	got := perQueue()
+	if len(got) != 2 || got["orders"].Attempt != 3 || got["orders"].Error != "card declined" || got["odd"].Attempt != 7 {
+		t.Fatalf("records of m1 = %+v, want one per queue, orders' untouched", got)
+	}
+	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
+		Clock: func() time.Time { return t0.Add(time.Minute) }}
+	m := queuetest.New("m1", `{"order":{"id":7,"customer":"acme"}}`)
+	m.Attempt = 1
+	if err := c.ConsumeBatch(ctx, "orders-dlq", queuetest.Batch(m)); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	var reason string
+	if err := db.QueryRow(`SELECT failure_count, failure_reason FROM dlq_messages WHERE message_id = 'm1'`).Scan(&n, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || reason != "permanent: card declined" {
+		t.Fatalf("captured row: count %d reason %q, want orders' record (3, permanent: card declined)", n, reason)
+	}
+	if got := perQueue(); len(got) != 1 || got["odd"].Attempt != 7 {
+		t.Fatalf("records after the capture = %+v, want odd's alone", got)
+	}
+}

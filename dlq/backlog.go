@@ -31,6 +31,10 @@ type backlog struct {
 	// retention shorter than the longest (ageGroup.key), the action time
 	// below which its window was done.
 	AgeScannedTo map[string]int64 `json:"age_scanned_to"`
+
+	// RescanSeq is the newest retention_rescans row a run applied
+	// (dlq_retention only; rescanFrom).
+	RescanSeq int64 `json:"rescan_seq"`
 }
 
 // lastBacklog reads job's last summary; the zero backlog when it never ran

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strings"
 
 	"github.com/redrive/redrive/config"
@@ -102,6 +103,66 @@ func IDBase(binding string) int64 {
 	h := fnv.New32a()
 	h.Write([]byte(binding))
 	return int64(h.Sum32()%4095+1) << 40
+}
+
+// IDRangeCollisions returns, for each of bindings whose id range (IDBase)
+// is also another's, the others that share it, sorted: such bindings
+// would give the same ids to different rows, and no action by id could
+// reach them (IDS_IN_SEVERAL_DATABASES). Nil when every range is its own.
+// cmd/migrate refuses to seed colliding bindings (d1migrate.Plan), and the
+// worker turns off the pipelines that name one (main.go).
+func IDRangeCollisions(bindings []string) map[string][]string {
+	byBase := map[int64][]string{}
+	seen := map[string]bool{}
+	for _, b := range bindings {
+		if seen[b] {
+			continue
+		}
+		seen[b] = true
+		byBase[IDBase(b)] = append(byBase[IDBase(b)], b)
+	}
+	var out map[string][]string
+	for _, names := range byBase {
+		if len(names) < 2 {
+			continue
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		for _, b := range names {
+			for _, o := range names {
+				if o != b {
+					out[b] = append(out[b], o)
+				}
+			}
+			sort.Strings(out[b])
+		}
+	}
+	return out
+}
+
+// CheckIDRanges is an error naming the bindings that share an id range
+// (IDRangeCollisions), nil when none does.
+func CheckIDRanges(bindings []string) error {
+	c := IDRangeCollisions(bindings)
+	if len(c) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(c))
+	for b := range c {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	var pairs []string
+	for _, b := range names {
+		for _, o := range c[b] {
+			if b < o {
+				pairs = append(pairs, fmt.Sprintf("%s and %s (both from %d)", b, o, IDBase(b)))
+			}
+		}
+	}
+	return fmt.Errorf("D1 bindings share an id range, so their rows would get the same ids: %s; rename one binding of each pair",
+		strings.Join(pairs, ", "))
 }
 
 // SeedIDsSQL is the statement that makes a database's AUTOINCREMENT tables

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,29 @@ func TestIDBaseSeparatesDatabases(t *testing.T) {
 	var seqs int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_sequence WHERE seq = ?`, b).Scan(&seqs); err != nil || seqs != 2 {
 		t.Fatalf("sequences at the base: %d %v", seqs, err)
+	}
+}
+
+// Two bindings whose names hash to the same range (BILLING_D1 and
+// CHECKOUT_D1) are found and named; bindings that do not collide are not,
+// and keep their ranges.
+func TestIDRangeCollisionsAreFound(t *testing.T) {
+	if IDBase("BILLING_D1") != IDBase("CHECKOUT_D1") {
+		t.Fatal("the example no longer collides")
+	}
+	got := IDRangeCollisions([]string{config.SharedDatabase, "TICKETS_DB", "BILLING_D1", "CHECKOUT_D1", "BILLING_D1"})
+	if len(got) != 2 || len(got["BILLING_D1"]) != 1 || got["BILLING_D1"][0] != "CHECKOUT_D1" || got["CHECKOUT_D1"][0] != "BILLING_D1" {
+		t.Fatalf("collisions %v", got)
+	}
+	err := CheckIDRanges([]string{"CHECKOUT_D1", "BILLING_D1"})
+	if err == nil || !strings.Contains(err.Error(), "BILLING_D1 and CHECKOUT_D1 (both from 3216071511244800)") {
+		t.Fatalf("check: %v", err)
+	}
+	if c := IDRangeCollisions([]string{config.SharedDatabase, "TICKETS_DB", "ORDERS_DB", "TICKETS_DB"}); c != nil {
+		t.Fatalf("no collision expected: %v", c)
+	}
+	if err := CheckIDRanges([]string{config.SharedDatabase, "TICKETS_DB"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

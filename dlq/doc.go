@@ -45,6 +45,7 @@
 // implements jobs.Job and drains in bounded batches):
 //   - rescue.go: Rescue (rows stuck in replaying go back to pending)
 //   - retention.go, expiry.go, backlog.go: Retention (age and per-key cap), the shared expiry statements, how far behind a job is
+//   - retention_pipelines.go, retention_rescans.go: each pipeline's retention (windows), rows an import wrote behind the positions
 //   - audit_retention.go: AuditRetention
 //   - tallyjob.go: TallyCheck (recounts dlq_tally against the rows)
 package dlq

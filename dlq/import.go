@@ -11,16 +11,32 @@ import (
 // Import writes exported rows (ParseImport) into the database of their
 // source queue (Databases.OfQueue) for POST /admin/dlq/import, as they were:
 // id, message ids, body and content type, status, times, replay count,
-// history, signature. A line whose id or message_id is already there is
-// skipped, so a run repeated after a failure imports nothing twice.
+// history, signature; each row records the version it was imported from
+// (moved_version, rowVersionSQL), the one Release deletes in the old
+// database.
 //
-// One batch of four statements, all or nothing, the lines bound as one
+// A line whose message_id the database already holds is the same message:
+// the row there is its copy (imported before, the line being a newer
+// version of it) or a redelivery of it captured there after the switch.
+// The line is merged into that row, which keeps its id: the newer of the
+// two (updated_at) gives the status and its action times, replay_count
+// adds the replays the line has beyond the version merged before (all of
+// them for a row captured there), first_failed_at is the earlier, and a
+// captured row's history follows the line's; moved_version becomes the
+// line's, so that Release deletes the old row. A line of a version already
+// taken, or whose id another message holds, is skipped: a run repeated
+// after a failure imports nothing twice.
+//
+// One batch of six statements, all or nothing, the lines bound as one
 // JSON value each: the kept counts of the rows to be inserted (dlq_tally,
 // dlq_activity, dlq_signatures: one row written per group, as capture
-// does), then the rows, inserted with tally_seq = 1 so that the per-row
-// trigger dlq_messages_inserted leaves the counts to the batch. A row's
-// hour of failure counts it (n) but not as a capture (events): it was
-// captured once, in the database it came from.
+// does), the merges (their counts moved by the per-row triggers, as for
+// any status change), then the rows, inserted with tally_seq = 1 so that
+// the per-row trigger dlq_messages_inserted leaves the counts to the
+// batch. A row's hour of failure counts it (n) but not as a capture
+// (events): it was captured once, in the database it came from. A sixth
+// statement adds the lines' earliest action time to retention_rescans, so
+// that retention looks at the imported and merged rows (rescanMarkSQL).
 type Import struct {
 	DBs Databases
 }
@@ -33,8 +49,12 @@ type ImportResult struct {
 	Lines int `json:"lines"`
 	// Imported is the number of rows written.
 	Imported int `json:"imported"`
-	// Skipped is the number of lines whose id or message_id the database
-	// already had (imported before, or captured there).
+	// Merged is the number of lines merged into the row of their
+	// message_id the database held (a newer version of a copy, or a
+	// redelivery captured there).
+	Merged int `json:"merged"`
+	// Skipped is the number of lines neither imported nor merged: their
+	// version was taken before, or their id is another message's.
 	Skipped int `json:"skipped"`
 }
 
@@ -75,7 +95,7 @@ const (
 	importRowsSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
 		failure_reason, source_queue, status, replay_count, replayed_at, acknowledged_at, raw_message, last_message_id,
 		first_failed_at, failure_class, raw_encoding, replaying_at, acknowledged_note, updated_at, content_type,
-		body_hash, tally_seq, history, history_dropped, signature, version, body_edited)
+		body_hash, tally_seq, history, history_dropped, signature, version, body_edited, moved_version)
 	SELECT j.value ->> '$.id', j.value ->> '$.message_id', j.value ->> '$.beer_id', j.value ->> '$.beer_name',
 		j.value ->> '$.brewer', j.value ->> '$.failed_at', j.value ->> '$.failure_count', j.value ->> '$.failure_reason',
 		j.value ->> '$.source_queue', j.value ->> '$.status', j.value ->> '$.replay_count', j.value ->> '$.replayed_at',
@@ -84,12 +104,42 @@ const (
 		j.value ->> '$.replaying_at', j.value ->> '$.acknowledged_note', j.value ->> '$.updated_at',
 		j.value ->> '$.content_type', j.value ->> '$.body_hash', 1, j.value ->> '$.history',
 		j.value ->> '$.history_dropped', j.value ->> '$.signature.signature', j.value ->> '$.version',
-		j.value ->> '$.body_edited'
+		j.value ->> '$.body_edited', ` + lineVersionSQL + `
 	FROM json_each(?) AS j
 	WHERE NOT EXISTS (SELECT 1 FROM dlq_messages d WHERE d.id = j.value ->> '$.id')
 		AND NOT EXISTS (SELECT 1 FROM dlq_messages d WHERE d.message_id = j.value ->> '$.message_id')
 	RETURNING id`
 )
+
+// lineVersionSQL is rowVersionSQL of the line j.value.
+const lineVersionSQL = `json_array(j.value ->> '$.updated_at', j.value ->> '$.status', j.value ->> '$.replay_count')`
+
+// importMergeSQL merges each line into the row of its message_id the
+// database holds, unless that row took the line's version already (see
+// Import). The lines just inserted by the batch carry their own version.
+var importMergeSQL = `UPDATE dlq_messages SET
+		status = CASE WHEN l.u > dlq_messages.updated_at THEN l.status ELSE dlq_messages.status END,
+		replayed_at = CASE WHEN l.u > dlq_messages.updated_at THEN l.replayed_at ELSE dlq_messages.replayed_at END,
+		acknowledged_at = CASE WHEN l.u > dlq_messages.updated_at THEN l.acknowledged_at ELSE dlq_messages.acknowledged_at END,
+		acknowledged_note = CASE WHEN l.u > dlq_messages.updated_at THEN l.note ELSE dlq_messages.acknowledged_note END,
+		replaying_at = CASE WHEN l.u > dlq_messages.updated_at THEN l.replaying_at ELSE dlq_messages.replaying_at END,
+		replay_count = dlq_messages.replay_count + max(0, l.rc - COALESCE(dlq_messages.moved_version ->> '$[2]',
+			CASE WHEN dlq_messages.id = l.id THEN dlq_messages.replay_count ELSE 0 END)),
+		first_failed_at = min(dlq_messages.first_failed_at, l.first_failed_at),
+		history = CASE WHEN dlq_messages.id = l.id THEN dlq_messages.history ELSE ` + historyKeepSQL("l.history", "dlq_messages.history") + ` END,
+		history_dropped = CASE WHEN dlq_messages.id = l.id THEN dlq_messages.history_dropped
+			ELSE dlq_messages.history_dropped + l.dropped + ` + historyDroppedSQL("l.history", "dlq_messages.history") + ` END,
+		updated_at = max(dlq_messages.updated_at, l.u),
+		moved_version = l.v
+	FROM (SELECT j.value ->> '$.id' AS id, j.value ->> '$.message_id' AS m, j.value ->> '$.source_queue' AS q,
+			j.value ->> '$.updated_at' AS u, j.value ->> '$.status' AS status, j.value ->> '$.replayed_at' AS replayed_at,
+			j.value ->> '$.acknowledged_at' AS acknowledged_at, j.value ->> '$.acknowledged_note' AS note,
+			j.value ->> '$.replaying_at' AS replaying_at, j.value ->> '$.replay_count' AS rc,
+			j.value ->> '$.first_failed_at' AS first_failed_at, j.value ->> '$.history' AS history,
+			j.value ->> '$.history_dropped' AS dropped, ` + lineVersionSQL + ` AS v
+		FROM json_each(?) AS j) AS l
+	WHERE dlq_messages.message_id = l.m AND dlq_messages.source_queue = l.q AND dlq_messages.moved_version IS NOT l.v
+	RETURNING id`
 
 // importCount is a line as the count statements read it (no body).
 type importCount struct {
@@ -142,17 +192,21 @@ func (im Import) Run(ctx context.Context, rows []ImportRow) (ImportResult, error
 		sqlbatch.Stmt{SQL: importTallySQL, Args: []any{string(lean)}},
 		sqlbatch.Stmt{SQL: importActivitySQL, Args: []any{string(lean)}},
 		sqlbatch.Stmt{SQL: importSignaturesSQL, Args: []any{string(lean)}},
-		sqlbatch.Stmt{SQL: importRowsSQL, Args: []any{string(full)}})
+		sqlbatch.Stmt{SQL: importMergeSQL, Args: []any{string(full)}},
+		sqlbatch.Stmt{SQL: importRowsSQL, Args: []any{string(full)}},
+		sqlbatch.Stmt{SQL: rescanMarkSQL, Args: []any{string(lean)}})
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("dlq import: %w", err)
 	}
-	var inserted []struct {
-		ID int64 `json:"id"`
-	}
-	if err := json.Unmarshal(out[3], &inserted); err != nil {
+	var merged, inserted []json.RawMessage
+	if err := json.Unmarshal(out[3], &merged); err != nil {
 		return ImportResult{}, fmt.Errorf("dlq import: result: %w", err)
 	}
-	return ImportResult{Database: d.Name, Lines: len(rows), Imported: len(inserted), Skipped: len(rows) - len(inserted)}, nil
+	if err := json.Unmarshal(out[4], &inserted); err != nil {
+		return ImportResult{}, fmt.Errorf("dlq import: result: %w", err)
+	}
+	return ImportResult{Database: d.Name, Lines: len(rows), Imported: len(inserted), Merged: len(merged),
+		Skipped: len(rows) - len(inserted) - len(merged)}, nil
 }
 
 // idRange is the width of a database's id range (IDBase).

@@ -92,8 +92,12 @@ type List struct {
 	// DBs, when set, are the databases of the rows (DB is then unused): a
 	// pipeline or source_queue filter reads its database alone; without
 	// one, more than one database are read and merged (pageMerged).
-	DBs     Databases
-	Cursors Cursors
+	DBs Databases
+	// Database is the binding DB is, when DBs is unset and several
+	// databases are bound (an export of one named database): its cursors
+	// are bound to it, as a pipeline's are to its database.
+	Database string
+	Cursors  Cursors
 }
 
 // ListParams are the list's inputs (the HTTP layer parses the query string).
@@ -152,6 +156,11 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 		return l.pageMerged(ctx, f, p)
 	}
 	fp := f.fingerprint()
+	// With several databases bound, a cursor names the database it walks:
+	// one made in another database's ids would skip rows there.
+	if name := l.database(f); name != "" {
+		fp += "@" + name
+	}
 	// The first page counts the matches; later pages carry that count in
 	// their cursor instead of counting again.
 	var pos *position
@@ -174,6 +183,18 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 		out.NextCursor = &next
 	}
 	return out, nil
+}
+
+// database is the binding a single-database page of f reads when several
+// databases are bound ("" otherwise).
+func (l List) database(f Filter) string {
+	switch {
+	case l.DBs.Many() && f.SourceQueue != "":
+		return l.DBs.OfQueue(f.SourceQueue).Name
+	case l.DBs.Many():
+		return l.DBs.OfPipeline(f.Pipeline).Name
+	}
+	return l.Database
 }
 
 // listRead is one database's page: its JSON array of rows (at most the

@@ -204,7 +204,9 @@ func TestMergedListFilterAndCursors(t *testing.T) {
 		t.Fatal(page, err)
 	}
 	single := *page.NextCursor
-	if _, err := l.Cursors.decode(single, cursorList, Filter{Status: StatusAll, SourceQueue: "tickets", Pipeline: "tickets"}.fingerprint()); err != nil {
+	// (bound to the pipeline's database: with several bound, a cursor
+	// names the database it walks)
+	if _, err := l.Cursors.decode(single, cursorList, Filter{Status: StatusAll, SourceQueue: "tickets", Pipeline: "tickets"}.fingerprint()+"@"+d.OfQueue("tickets").Name); err != nil {
 		t.Fatalf("a pipeline's list gave a cursor of another form: %v", err)
 	}
 	page, err = l.Page(ctx, ListParams{Filter: Filter{Status: StatusAll}, Limit: 2})

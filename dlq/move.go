@@ -18,6 +18,12 @@ import (
 // source queue (Import), and POST /admin/dlq/release deletes from the old
 // database the rows the pipeline's own database holds (Release).
 
+// rowVersionSQL is a row's version as a move compares it: its updated_at,
+// status and replay_count, as a JSON array. An import records the version
+// of each row it takes (moved_version); a release deletes an old row only
+// while it is still of the version its copy took.
+const rowVersionSQL = `json_array(updated_at, status, replay_count)`
+
 // MoveFieldNames are the fields an NDJSON export with include_raw adds to
 // each row, after raw_message and raw_encoding: what a copy of the row
 // needs beyond the Message fields (GET /admin/dlq/{id} shows them).

@@ -272,12 +272,21 @@ func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
 	if got := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); got != 20 {
 		t.Fatalf("the new database holds %d rows", got)
 	}
-	// The rest imported and the changed row's copy acted on the same way,
-	// then released: the old database holds no tickets row and no tickets group.
+	// The rest imported, and what DB still holds exported and imported
+	// again: the changed row's newer version is merged into its copy
+	// (acknowledged there too), the others' versions were taken already.
 	importLines(t, dbs, bytes.Join(lines[20:], nil), 100)
-	if _, err := tickets.Exec(touch, changedID); err != nil {
+	again, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if res, err := (Import{DBs: dbs}).Run(context.Background(), again); err != nil || res.Merged != 1 || res.Skipped != 10 || res.Imported != 0 {
+		t.Fatalf("import again: %+v %v", res, err)
+	}
+	if got := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'acknowledged'`, changedID); got != 1 {
+		t.Fatal("the changed row's acknowledge is not on its copy")
+	}
+	checkMoveCounts(t, tickets, "import again")
 	res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
 	if err != nil || res.Released != 11 || res.Changed != 0 || res.NotImported != 0 || res.Remaining != 0 || res.NextAfter != nil {
 		t.Fatalf("release: %+v %v", res, err)
@@ -310,7 +319,7 @@ func TestReleaseWindows(t *testing.T) {
 	if err != nil || res.Scanned != 1 || res.NextAfter == nil || *res.NextAfter != 2+ReleaseWindow {
 		t.Fatalf("second: %+v %v", res, err)
 	}
-	// The ids between are a gap: one empty window, then the late row's.
+	// The ids between are a gap: the next window starts at the late row.
 	var scanned []int
 	for res.NextAfter != nil && len(scanned) < 5 {
 		if res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB", Limit: 2, After: *res.NextAfter}); err != nil {
@@ -318,7 +327,7 @@ func TestReleaseWindows(t *testing.T) {
 		}
 		scanned = append(scanned, res.Scanned)
 	}
-	if !reflect.DeepEqual(scanned, []int{0, 1}) {
+	if !reflect.DeepEqual(scanned, []int{1}) {
 		t.Fatalf("rows scanned per window after the first two: %v", scanned)
 	}
 }
@@ -404,7 +413,7 @@ func TestParseImportRefusesBadLines(t *testing.T) {
 
 // What an import and a release statement read and write, per row moved
 // (natively; the e2e test measures D1's own figures).
-func TestImportBatchIsFourStatements(t *testing.T) {
+func TestImportBatchIsSixStatements(t *testing.T) {
 	shared, tickets, dbs := moveTickets(t)
 	seedMoved(t, shared, 5)
 	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
@@ -419,8 +428,8 @@ func TestImportBatchIsFourStatements(t *testing.T) {
 	if res, err := (Import{DBs: d}).Run(context.Background(), rows); err != nil || res.Imported != 5 || res.Database != "TICKETS_DB" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if n != 4 {
-		t.Fatalf("%d statements in the batch, want 4", n)
+	if n != 6 {
+		t.Fatalf("%d statements in the batch, want 6", n)
 	}
 }
 
@@ -468,11 +477,12 @@ func TestImportKeepsIDRangesApart(t *testing.T) {
 }
 
 // A line whose message_id the database already holds under another id (a
-// redelivery captured there after the move) or whose id it holds with
-// another message_id is skipped: no error, no row changed, and the kept
-// counts (dlq_tally, dlq_activity, dlq_signatures) add nothing for it
-// (pins import.go's four NOT EXISTS guards, each alone, issue 29).
-func TestImportSkipsALineWhoseIDOrMessageIDIsThere(t *testing.T) {
+// redelivery captured there after the switch) is merged into that row:
+// its replays and history join the row's, which keeps its id and its
+// newer status; a line whose id it holds with another message_id is
+// skipped. The kept counts (dlq_tally, dlq_activity, dlq_signatures) add
+// nothing for either (pins import.go's NOT EXISTS guards).
+func TestImportMergesARedeliveryAndSkipsAnotherMessagesID(t *testing.T) {
 	shared, tickets, dbs := moveTickets(t)
 	seedMoved(t, shared, 3)
 	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
@@ -493,10 +503,22 @@ func TestImportSkipsALineWhoseIDOrMessageIDIsThere(t *testing.T) {
 	}
 	checkMoveCounts(t, tickets, "the setup")
 	res, err := Import{DBs: dbs}.Run(context.Background(), rows)
-	if err != nil || res.Lines != 3 || res.Imported != 1 || res.Skipped != 2 {
+	if err != nil || res.Lines != 3 || res.Imported != 1 || res.Merged != 1 || res.Skipped != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	checkMoveCounts(t, tickets, "the import")
+	var rc, hist, status string
+	if err := tickets.QueryRow(`SELECT replay_count, json_array_length(history), status FROM dlq_messages WHERE message_id = ?`,
+		rows[1].MessageID).Scan(&rc, &hist, &status); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint(rows[1].ReplayCount); rc != want || hist != "1" || status != StatusPending {
+		t.Fatalf("merged row: replay_count %s (want %s), %s history entries (want the line's 1), status %s", rc, want, hist, status)
+	}
+	again, err := Import{DBs: dbs}.Run(context.Background(), rows)
+	if err != nil || again.Imported != 0 || again.Merged != 0 || again.Skipped != 3 {
+		t.Fatalf("a second import: %+v %v", again, err)
+	}
 	got := keyed(t, tickets, `SELECT message_id || '=' || (id >= ?) || ':' || COALESCE(failure_reason, '') AS k, 1 AS one FROM dlq_messages`, IDBase("TICKETS_DB"))
 	want := map[string]int64{
 		rows[0].MessageID + "=0:" + *rows[0].FailureReason: 1,

@@ -117,6 +117,9 @@ func shapeOf(q string) config.Pipeline {
 	return config.BeerPipeline()
 }
 
+// MaxLabelBytes bounds a stored label value (beer_name, brewer).
+const MaxLabelBytes = MaxFilterText
+
 // maxKeyBytes bounds a row key read through a pipeline's pointer (a
 // longer one is poison): the key is indexed and filtered on (beer_id).
 const maxKeyBytes = MaxFilterText

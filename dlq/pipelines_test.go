@@ -3,6 +3,7 @@ package dlq
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -122,6 +123,9 @@ func FuzzPipelineBody(f *testing.F) {
 		if b.Problem == "" && (b.BeerID == "" || len(b.BeerID) > maxKeyBytes || !utf8.ValidString(b.BeerID)) {
 			t.Fatalf("key %q from %q at %q", b.BeerID, body, key)
 		}
+		if b.BeerName != nil && len(*b.BeerName) > MaxLabelBytes {
+			t.Fatalf("label of %d bytes from %q at %q", len(*b.BeerName), body, label)
+		}
 		n++
 		id := "fzp" + string(rune('a'+n%26)) + base64.RawURLEncoding.EncodeToString([]byte{byte(n), byte(n >> 8), byte(n >> 16)})
 		f := Failure{MessageID: id, SourceQueue: "fz", Body: body, ContentType: queue.Text, FailedAt: t0, parsed: &b}
@@ -192,5 +196,56 @@ func TestUnknownPipelineNameIsClippedPast64Bytes(t *testing.T) {
 		if msg := err.(*InputError).Message; !strings.HasSuffix(msg, `got "`+c.quoted+`"`) {
 			t.Errorf("%d-byte name: message %q, want it quoted as %q", len(c.name), msg, c.quoted)
 		}
+	}
+}
+
+// A label is bounded like the key (at most MaxLabelBytes bytes): a longer
+// string, or a pointer to an object or array, keeps its first bytes (cut on
+// a character boundary, "…" at the end) instead of the whole text. The row
+// is stored as usual (not poison: a label is shown, not a row's identity),
+// in every pipeline, the beer one included.
+func TestCaptureBoundsLabels(t *testing.T) {
+	withPipelines(t)
+	c, _ := pipelineCapture(t)
+	long := strings.Repeat("é", 4_000)
+	obj := `{"lines":[` + strings.Repeat(`{"sku":"x","qty":1},`, 500) + `{"sku":"y"}]}`
+	msgs := []struct{ dlq, id, body, prefix1, prefix2 string }{
+		{"orders-dlq", "l-str", `{"order":{"id":"o-1","customer":"` + long + `"}}`, "éé", ""},
+		{"orders-dlq", "l-obj", `{"order":{"id":"o-2","customer":` + obj + `}}`, `{"lines":[{"sku":"x"`, ""},
+		{"odd-dlq", "l-arr", `{"a/b":{"~":"k"},"1":[` + strings.Repeat(`"abc",`, 300) + `"z"],"2":"` + long + `"}`, "éé", `["abc",`},
+		{dlqName, "l-beer", `{"beer_id":"b-9","beer_name":"` + long + `","brewer":"` + long + `"}`, "éé", "éé"},
+	}
+	for _, m := range msgs {
+		qm := queuetest.New(m.id, m.body)
+		if err := c.ConsumeBatch(context.Background(), m.dlq, queuetest.Batch(qm)); err != nil || !qm.Acked {
+			t.Fatalf("%s not stored: %v", m.id, err)
+		}
+		r := readRow(t, c.DB, `message_id = ?`, m.id)
+		if r.Class.String == "poison" {
+			t.Errorf("%s: a long label made the row poison (%s)", m.id, r.Reason.String)
+		}
+		for i, l := range []sql.NullString{r.BeerName, r.Brewer} {
+			prefix := []string{m.prefix1, m.prefix2}[i]
+			if l.Valid != (prefix != "") {
+				t.Errorf("%s: label %d %v, want one starting %q", m.id, i+1, l, prefix)
+				continue
+			}
+			if !l.Valid {
+				continue
+			}
+			if len(l.String) > MaxLabelBytes || !strings.HasPrefix(l.String, prefix) || !strings.HasSuffix(l.String, "…") ||
+				!utf8.ValidString(l.String) {
+				t.Errorf("%s: label of %d bytes %.40q..., want at most %d, cut with …", m.id, len(l.String), l.String, MaxLabelBytes)
+			}
+		}
+	}
+	// A label of exactly MaxLabelBytes is kept whole.
+	exact := strings.Repeat("a", MaxLabelBytes)
+	qm := queuetest.New("l-exact", `{"order":{"id":"o-3","customer":"`+exact+`"}}`)
+	if err := c.ConsumeBatch(context.Background(), "orders-dlq", queuetest.Batch(qm)); err != nil {
+		t.Fatal(err)
+	}
+	if r := readRow(t, c.DB, `message_id = 'l-exact'`); r.BeerName.String != exact {
+		t.Fatalf("a label of %d bytes was changed to %q", MaxLabelBytes, r.BeerName.String)
 	}
 }

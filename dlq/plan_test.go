@@ -87,10 +87,12 @@ func TestRetentionStatementPlans(t *testing.T) {
 			"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at=?)", "idx_dlq_status_replayed_at (status=? AND replayed_at=?)"}},
 		check{"cap chunk", capChunkSQL, []any{1, 10}, []string{"MERGE (UNION ALL)",
 			"COVERING INDEX idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>?)", "COVERING INDEX idx_dlq_status_replayed_at (status=? AND replayed_at>?)"}},
-		check{"cap delete", capDeleteSQL, []any{1, 2, 3, 4}, []string{"SEARCH dlq_messages USING INDEX idx_dlq_beer_id (beer_id=?)",
+		check{"cap delete", capDeleteSQL, []any{1, 2, 3, 4}, []string{"SEARCH c USING INDEX idx_dlq_beer_id (beer_id=?)",
 			"SEARCH d USING INDEX idx_dlq_beer_id (beer_id=?)",
 			"idx_dlq_status_acknowledged_at (status=? AND acknowledged_at>? AND acknowledged_at<?)",
 			"idx_dlq_status_replayed_at (status=? AND replayed_at>? AND replayed_at<?)"}},
+		check{"rescans since", rescanSinceSQL, []any{1}, []string{"retention_rescans USING INTEGER PRIMARY KEY (rowid>?)"}},
+		check{"forget rescans", rescanForgetSQL, []any{1}, []string{"retention_rescans USING INTEGER PRIMARY KEY (rowid<?)"}},
 		check{"retention behind", retentionBehindSQL, []any{"a", "b"}, []string{"job_runs USING INDEX sqlite_autoindex_job_runs_1 (job=?)"}},
 	)
 	for _, c := range checks {
@@ -100,7 +102,7 @@ func TestRetentionStatementPlans(t *testing.T) {
 				t.Errorf("%s does not use %s:\n%s", c.name, w, plan)
 			}
 		}
-		for _, bad := range []string{"idx_dlq_status_failed", "SCAN dlq_messages", "SCAN message_attempts", "SCAN admin_audit", "SCAN job_runs"} {
+		for _, bad := range []string{"idx_dlq_status_failed", "SCAN dlq_messages", "SCAN message_attempts", "SCAN admin_audit", "SCAN job_runs", "SCAN retention_rescans"} {
 			if strings.Contains(plan, bad) {
 				t.Errorf("%s reads more than it needs (%s):\n%s", c.name, bad, plan)
 			}

@@ -2,10 +2,15 @@ package dlq
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/sqlbatch"
 )
 
@@ -222,5 +227,176 @@ func TestReleaseKeepsAGroupWithRowsLeft(t *testing.T) {
 				t.Fatalf("%d tickets groups left, want the 3 of the rows left", got)
 			}
 		})
+	}
+}
+
+// hookBatch runs before just ahead of the batch it wraps: a change landing
+// between a release's check and its delete.
+type hookBatch struct {
+	run    sqlbatch.Runner
+	before func()
+}
+
+func (h hookBatch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawMessage, error) {
+	if h.before != nil {
+		h.before()
+	}
+	return h.run.Batch(ctx, stmts...)
+}
+
+// A claim and an acknowledge landing in the old database between the
+// release's check and its delete keep their rows: the delete holds only
+// for the exact version the copy took, and the batch's counts move for
+// exactly the rows it deleted.
+func TestReleaseKeepsRowsChangedBeforeTheDelete(t *testing.T) {
+	shared, _, dbs := moveTickets(t)
+	seedMoved(t, shared, 8)
+	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	pending := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'pending'`)
+	replayed := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'replayed'`)
+	d := dbs
+	d.All = append([]Database(nil), dbs.All...)
+	d.All[0].Batch = hookBatch{run: sqlbatch.Tx{DB: shared}, before: func() {
+		for _, s := range []string{
+			`UPDATE dlq_messages SET status = 'replaying', replaying_at = updated_at + 1, updated_at = updated_at + 1 WHERE id = ?`,
+			`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = updated_at + 1, updated_at = updated_at + 1 WHERE id = ?`,
+		} {
+			id := map[bool]int64{true: pending, false: replayed}[strings.Contains(s, "replaying")]
+			if _, err := shared.Exec(s, id); err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	res, err := Release{DBs: d}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+	if err != nil || res.Scanned != 8 || res.Released != 6 || res.Changed != 2 || res.NotImported != 0 || res.Remaining != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMoveCounts(t, shared, "release")
+	if got := count(t, shared, `SELECT COUNT(*) FROM dlq_messages WHERE id IN (?, ?)`, pending, replayed); got != 2 {
+		t.Fatalf("%d of the 2 rows changed before the delete are left", got)
+	}
+}
+
+// A row replayed in the old database after its export, whose copy is then
+// acknowledged in the new one, is not deleted (its replay is recorded
+// nowhere else): it is changed. Exported and imported again, the replay
+// joins the copy (replay_count), the newer acknowledge stays, and the
+// release deletes it.
+func TestReleaseKeepsARowReplayedAfterItsExport(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	seedMoved(t, shared, 4)
+	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	id := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'pending'`)
+	rc := count(t, shared, `SELECT replay_count FROM dlq_messages WHERE id = ?`, id)
+	if _, err := shared.Exec(`UPDATE dlq_messages SET status = 'replayed', replay_count = replay_count + 1, replayed_at = updated_at + 1, updated_at = updated_at + 1 WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tickets.Exec(`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = updated_at + 2, updated_at = updated_at + 2 WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	rl := Release{DBs: dbs}
+	res, err := rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+	if err != nil || res.Released != 3 || res.Changed != 1 || res.NotImported != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMoveCounts(t, shared, "release")
+	again, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := (Import{DBs: dbs}).Run(context.Background(), again); err != nil || res.Merged != 1 || res.Imported != 0 {
+		t.Fatalf("import again: %+v %v", res, err)
+	}
+	checkMoveCounts(t, tickets, "import again")
+	var status string
+	var got int64
+	if err := tickets.QueryRow(`SELECT status, replay_count FROM dlq_messages WHERE id = ?`, id).Scan(&status, &got); err != nil {
+		t.Fatal(err)
+	}
+	if status != StatusAcknowledged || got != rc+1 {
+		t.Fatalf("the copy is %s with replay_count %d, want acknowledged and %d", status, got, rc+1)
+	}
+	res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+	if err != nil || res.Released != 1 || res.Changed != 0 || res.Remaining != 0 {
+		t.Fatalf("release again: %+v %v", res, err)
+	}
+	checkMoveCounts(t, shared, "release again")
+}
+
+// A DLQ redelivery of a message stored in DB before the switch, captured
+// again in the new database, does not keep the move from finishing: the
+// import merges the old row into the captured one (one row per message,
+// the old replays on it) and the release deletes the old row.
+func TestMoveFinishesWithARedeliveryCapturedInTheNewDatabase(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	seedMoved(t, shared, 3)
+	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line ImportRow
+	for _, r := range rows {
+		if r.ReplayCount > 0 {
+			line = r
+		}
+	}
+	if line.ID == 0 {
+		t.Fatal("no replayed row seeded")
+	}
+	if err := (Store{DB: tickets}).Put(context.Background(), []Failure{{MessageID: line.MessageID, SourceQueue: "tickets",
+		Body: `{"ticket":"T-x"}`, Class: "permanent", Reason: "status 400: again", FailedAt: time.UnixMilli(line.FailedAt + 1000)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Import{DBs: dbs}.Run(context.Background(), rows)
+	if err != nil || res.Imported != 2 || res.Merged != 1 {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	checkMoveCounts(t, tickets, "import")
+	rl, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
+	if err != nil || rl.Released != 3 || rl.NotImported != 0 || rl.Changed != 0 || rl.Remaining != 0 || rl.NextAfter != nil {
+		t.Fatalf("release: %+v %v", rl, err)
+	}
+	checkMoveCounts(t, shared, "release")
+	if n := count(t, tickets, `SELECT COUNT(DISTINCT message_id) FROM dlq_messages WHERE source_queue = 'tickets'`); n != 3 ||
+		count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`) != 3 {
+		t.Fatalf("%d messages in TICKETS_DB, want 3 stored once each", n)
+	}
+	if got := count(t, tickets, `SELECT replay_count FROM dlq_messages WHERE message_id = ?`, line.MessageID); got != line.ReplayCount {
+		t.Fatalf("the merged row's replay_count %d, want the old row's %d", got, line.ReplayCount)
+	}
+}
+
+// A release from a database other than DB, whose ids start at its own
+// range (k·2^40), walks from its first id: one call reaches every row.
+func TestReleaseFromAnotherDatabaseReachesItsRows(t *testing.T) {
+	ps, problems := config.ParsePipelines(`[
+{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[],"consumer":"redrive"},
+{"name":"tickets","queue":"tickets","dlq":"tickets-dlq","producer":"TICKETS","key":"/ticket","labels":[],"consumer":"external","database":"TICKETS_DB"},
+{"name":"archive","queue":"archive","dlq":"archive-dlq","producer":"ARCHIVE","key":"/id","labels":[],"consumer":"external","database":"ARCHIVE_DB"}]`,
+		100, 24*time.Hour, 30*24*time.Hour)
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	SetPipelines(ps)
+	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	shared, tickets, archive := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
+	for db, name := range map[*sql.DB]string{tickets: "TICKETS_DB", archive: "ARCHIVE_DB"} {
+		if _, err := db.Exec(SeedIDsSQL(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbs := NewDatabases(Store{DB: shared}, map[string]Store{"TICKETS_DB": {DB: tickets}, "ARCHIVE_DB": {DB: archive}}, ps)
+	seedMoved(t, archive, 6) // the tickets rows, in ARCHIVE_DB before their switch
+	if first := count(t, archive, `SELECT MIN(id) FROM dlq_messages`); first != IDBase("ARCHIVE_DB")+1 {
+		t.Fatalf("first id %d", first)
+	}
+	importLines(t, dbs, exportAll(t, archive, "tickets"), ImportMaxLines)
+	res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "ARCHIVE_DB"})
+	if err != nil || res.Scanned != 6 || res.Released != 6 || res.NextAfter != nil || res.Remaining != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	checkMoveCounts(t, archive, "release")
+	if got := count(t, archive, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'tickets'`); got != 0 {
+		t.Fatalf("%d tickets rows left in ARCHIVE_DB", got)
 	}
 }

@@ -96,9 +96,11 @@ func (r *Retention) validate() error {
 // ExpiredLeftCountMax when the age rule ran out of budget, else 0);
 // behind_since (scheduled time of the first run of an unfinished stretch,
 // null once a run finishes); cycle_deleted_cap and cap_keys (evictions of
-// the cycle and up to ten of their beer ids: a run that continues an
+// the cycle and up to ten of the queues and keys they evicted from, as
+// queue:key (capKey): a run that continues an
 // unfinished one adds to them); cap_scanned_to and cap_max_rows (where the
-// cap rule continues).
+// cap rule continues); age_scanned_to (where each shorter retention's
+// window continues); rescan_seq (the newest rescan applied, rescanFrom).
 func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
@@ -107,6 +109,10 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	prev, err := lastBacklog(ctx, runsDB(r.Runs, r.DB), r.Name())
 	if err != nil {
 		errs = append(errs, fmt.Errorf("retention: %w", err))
+	}
+	rescanSeq, err := r.rescanFrom(ctx, &prev)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	b := r.Limits.Start()
 
@@ -167,7 +173,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 		"more": more, "expired_left": expiredLeft, "behind_since": prev.behindSince(now, more),
 		"cycle_deleted_cap": cycleCap, "cap_keys": capKeys,
 		"cap_scanned_to": scannedTo, "cap_max_rows": r.MaxRowsPerKey,
-		"age_scanned_to": windowsTo,
+		"age_scanned_to": windowsTo, "rescan_seq": rescanSeq,
 	}
 	if err := (metrics.Counters{DB: r.DB}).Add(ctx, map[string]int64{
 		CounterRetentionAge: age, CounterRetentionCap: capped, CounterAttemptsExpired: attempts,
@@ -175,7 +181,7 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 		errs = append(errs, fmt.Errorf("retention: %w", err))
 	}
 	if capped > 0 {
-		r.Log.WarnContext(ctx, "dlq: per-key cap evicted rows", "rows", capped, "max_rows_per_key", r.MaxRowsPerKey, "beer_ids", capKeys)
+		r.Log.WarnContext(ctx, "dlq: per-key cap evicted rows", "rows", capped, "max_rows_per_key", r.MaxRowsPerKey, "keys", capKeys)
 	}
 	if more {
 		r.Log.WarnContext(ctx, "dlq: retention budget spent with rows left; the frequent cron continues", "budget_ms", r.Limits.Budget.Milliseconds(),
@@ -240,26 +246,29 @@ const capChunkSQL = `SELECT MAX(t), COUNT(*) FROM (
 	ORDER BY 1 LIMIT ?2)`
 
 // capDeleteSQL deletes up to ?4 terminal rows ranked beyond ?3 within
-// their beer_id (newest failed_at, then id, first), among the beers that
-// have a row that became terminal in (?1, ?2]. Those beers are found
-// through the status indexes, their rows through idx_dlq_beer_id; a
-// bounded count (up to ?3 + 1 rows each) keeps the beers under the cap out
-// of the ranking. What it reads grows with the chunk and the rows of its
-// beers (about one read per row in workerd when none is over the cap, a
-// quarter of what ranking them all read), never with the table.
+// their queue and key (source_queue, beer_id; newest failed_at, then id,
+// first), among the keys that have a row that became terminal in
+// (?1, ?2]: order 42 and ticket 42 have a cap each, and so have each
+// queue's poison rows (__unparseable__). Those keys are found through the
+// status indexes, their rows through idx_dlq_beer_id (the queue read from
+// the row); a bounded count (up to ?3 + 1 rows each) keeps the keys under
+// the cap out of the ranking. What it reads grows with the chunk and the
+// rows of its keys (about one read per row in workerd when none is over
+// the cap, a quarter of what ranking them all read), never with the table.
 const capDeleteSQL = `DELETE FROM dlq_messages WHERE id IN (
 	SELECT id FROM (
-		SELECT id, ROW_NUMBER() OVER (PARTITION BY beer_id ORDER BY failed_at DESC, id DESC) AS rn
-		FROM dlq_messages
-		WHERE beer_id IN (
-			SELECT beer_id FROM (
-				SELECT beer_id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?1 AND acknowledged_at <= ?2
-				UNION SELECT beer_id FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?1 AND replayed_at <= ?2) AS changed
-			WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages AS d
-				WHERE d.beer_id = changed.beer_id AND +d.status IN ('acknowledged', 'replayed') LIMIT ?3 + 1)) > ?3)
-		AND +status IN ('acknowledged', 'replayed')
+		SELECT d.id, ROW_NUMBER() OVER (PARTITION BY d.source_queue, d.beer_id ORDER BY d.failed_at DESC, d.id DESC) AS rn
+		FROM (
+			SELECT source_queue AS q, beer_id AS k FROM (
+				SELECT source_queue, beer_id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?1 AND acknowledged_at <= ?2
+				UNION SELECT source_queue, beer_id FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?1 AND replayed_at <= ?2) AS changed
+			WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages AS c
+				WHERE c.beer_id = changed.beer_id AND +c.source_queue = changed.source_queue
+					AND +c.status IN ('acknowledged', 'replayed') LIMIT ?3 + 1)) > ?3) AS over
+		JOIN dlq_messages AS d ON d.beer_id = over.k AND +d.source_queue = over.q
+		WHERE +d.status IN ('acknowledged', 'replayed')
 	) WHERE rn > ?3 LIMIT ?4)
-	RETURNING beer_id`
+	RETURNING source_queue, beer_id`
 
 // trimOverCap applies the cap rule to the beers whose rows became terminal
 // after from, chunk by chunk in action-time order, each chunk's evictions in
@@ -304,8 +313,8 @@ func (r *Retention) trimOverCap(ctx context.Context, b *jobs.Budget, from, now i
 }
 
 // deleteOverCap deletes up to limit terminal rows ranked beyond
-// MaxRowsPerKey within the beers of the chunk (from, to], and adds the beer
-// ids it evicted from to keys.
+// MaxRowsPerKey within the queues and keys of the chunk (from, to], and
+// adds each queue and key it evicted from to keys (capKey).
 func (r *Retention) deleteOverCap(ctx context.Context, from, to int64, limit int, keys map[string]bool) (int64, error) {
 	rows, err := r.DB.QueryContext(ctx, capDeleteSQL, from, to, r.MaxRowsPerKey, limit)
 	if err != nil {
@@ -314,11 +323,11 @@ func (r *Retention) deleteOverCap(ctx context.Context, from, to int64, limit int
 	defer rows.Close()
 	var n int64
 	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
+		var q, k string
+		if err := rows.Scan(&q, &k); err != nil {
 			return n, fmt.Errorf("retention: delete over cap: %w", err)
 		}
-		keys[k] = true
+		keys[capKey(q, k)] = true
 		n++
 	}
 	if err := rows.Err(); err != nil {
@@ -326,6 +335,11 @@ func (r *Retention) deleteOverCap(ctx context.Context, from, to int64, limit int
 	}
 	return n, nil
 }
+
+// capKey names a key the cap evicted from in the summary's cap_keys and
+// the dlq_cap_evicting alert: its queue, a colon, the key (queue names
+// have no colon; a key may).
+func capKey(queue, key string) string { return queue + ":" + key }
 
 // exec runs one statement and returns the rows it changed.
 func exec(ctx context.Context, db *sql.DB, what, query string, args ...any) (int64, error) {

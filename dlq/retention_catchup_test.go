@@ -75,7 +75,7 @@ func TestRetentionCapFindsBeersThatChangedLongAgoAndSince(t *testing.T) {
 	seed(t, r.DB, rows...)
 
 	sum := runRecorded(t, r, r.DB, now)
-	if sum["deleted_cap"] != int64(2) || !reflect.DeepEqual(sum["cap_keys"], []string{"L"}) || sum["cap_scanned_to"] != now.UnixMilli() {
+	if sum["deleted_cap"] != int64(2) || !reflect.DeepEqual(sum["cap_keys"], []string{"beer-enrichment:L"}) || sum["cap_scanned_to"] != now.UnixMilli() {
 		t.Fatalf("first run: %v", sum)
 	}
 	if got := terminalLeft(t, r, "L"); !reflect.DeepEqual(got, []string{"l1", "l2", "l3"}) {
@@ -91,7 +91,7 @@ func TestRetentionCapFindsBeersThatChangedLongAgoAndSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum = runRecorded(t, r, r.DB, next)
-	if sum["deleted_cap"] != int64(3) || !reflect.DeepEqual(sum["cap_keys"], []string{"M", "R"}) {
+	if sum["deleted_cap"] != int64(3) || !reflect.DeepEqual(sum["cap_keys"], []string{"beer-enrichment:M", "beer-enrichment:R"}) {
 		t.Fatalf("second run: %v", sum)
 	}
 	for beer, want := range map[string][]string{"L": {"l1", "l2", "l3"}, "M": {"m1", "m2", "m3"}, "R": {"r1", "r2", "r3"}} {
@@ -264,7 +264,7 @@ func TestRetentionSummaryCarriesTheBacklogAcrossRuns(t *testing.T) {
 	later := now.Add(5 * time.Minute)
 	sum = runRecorded(t, r, r.DB, later)
 	if sum["more"] != false || sum["deleted_age"] != int64(3) || sum["expired_left"] != int64(0) || sum["behind_since"] != nil ||
-		sum["deleted_cap"] != int64(0) || sum["cycle_deleted_cap"] != int64(1) || !reflect.DeepEqual(sum["cap_keys"], []string{"C"}) {
+		sum["deleted_cap"] != int64(0) || sum["cycle_deleted_cap"] != int64(1) || !reflect.DeepEqual(sum["cap_keys"], []string{"beer-enrichment:C"}) {
 		t.Fatalf("continuing run: %v", sum)
 	}
 	if n := count(t, r.DB, `SELECT COUNT(*) FROM dlq_messages`); n != 3 {

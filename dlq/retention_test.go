@@ -91,7 +91,7 @@ func TestRetentionCapKeepsNewestTerminalRowsPerKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum["deleted_cap"] != int64(3) || sum["deleted_age"] != int64(0) || !reflect.DeepEqual(sum["cap_keys"], []string{"A"}) {
+	if sum["deleted_cap"] != int64(3) || sum["deleted_age"] != int64(0) || !reflect.DeepEqual(sum["cap_keys"], []string{"beer-enrichment:A"}) {
 		t.Fatalf("summary = %v", sum)
 	}
 	var left []string
@@ -241,7 +241,7 @@ func TestRetentionWarnsOfEvictionsOnlyWhenItEvicts(t *testing.T) {
 		if got := strings.Contains(logs.String(), "per-key cap evicted rows"); got != c.warn {
 			t.Fatalf("%d rows at a cap of 2: eviction warning logged = %v, want %v; logs:\n%s", c.rows, got, c.warn, logs.String())
 		}
-		if c.warn && !strings.Contains(logs.String(), `"beer_ids":["A"]`) {
+		if c.warn && !strings.Contains(logs.String(), `"keys":["beer-enrichment:A"]`) {
 			t.Fatalf("warning without the evicted beer: %s", logs.String())
 		}
 	}

@@ -206,7 +206,7 @@ var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FRO
 		` + signatureSQL + `,
 		COALESCE(j.entry_version, a.version, j.version),
 		1
-	FROM elems AS j LEFT JOIN message_attempts a ON a.message_id = j.message_id
+	FROM elems AS j LEFT JOIN message_attempts a ON a.queue = j.source AND a.message_id = j.message_id
 	WHERE true
 	ON CONFLICT(id) DO UPDATE SET status = 'pending',
 		-- The latest failure's time, never going back (a repeat failure
@@ -266,7 +266,7 @@ var ensureSignaturesSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(keyFi
 		COALESCE(j.sig_class, a.error_class, '` + unknownSignature.Class + `'),
 		COALESCE(j.sig_text, a.signature_text, '` + unknownSignature.Text + `'),
 		j.failed_at, j.failed_at, j.source
-	FROM elems AS j LEFT JOIN message_attempts a ON a.message_id = j.message_id
+	FROM elems AS j LEFT JOIN message_attempts a ON a.queue = j.source AND a.message_id = j.message_id
 	-- Not for redeliveries (their attempt record is gone: they would name
 	-- the unknown signature): a first failure stored, or a repeat failure
 	-- stored (found as putSQL finds it, through the lineage index).
@@ -675,8 +675,11 @@ func parseBody(src string, binary bool, p config.Pipeline) body {
 	return b
 }
 
-// textField returns a JSON string as is, null/absent as nil, and any other
-// JSON value as its JSON text.
+// textField returns a label's value: a JSON string as is, null/absent as
+// nil, and any other JSON value (an object, an array) as its JSON text; cut
+// to at most MaxLabelBytes bytes ("…" at the end, never inside a
+// character), so that a pointer to a large object stores its first bytes,
+// not the whole body.
 func textField(raw json.RawMessage) *string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -684,6 +687,9 @@ func textField(raw json.RawMessage) *string {
 	s, ok := jsonscan.Text(raw)
 	if !ok {
 		s = string(raw)
+	}
+	if len(s) > MaxLabelBytes {
+		s = text.Clip(s, MaxLabelBytes-len("…"))
 	}
 	return &s
 }

@@ -30,9 +30,11 @@ type Upkeep struct {
 	// Tasks is the template of each database's dlq_replay_tasks (its
 	// Replay's DB and Batch are set per database).
 	Tasks ReplayTasks
-	// Retention is the template of each database's dlq_retention: it gets
-	// the pipelines of that database only (the shared one also applies
-	// MaxAge to the queues no pipeline names, as before).
+	// Retention is the template of each database's dlq_retention: each
+	// gets every pipeline, so a queue's rows keep its pipeline's retention
+	// in whichever database they lie (the rows a moving pipeline left
+	// behind, or an import brought in), and MaxAge applies to the queues
+	// no pipeline names.
 	Retention Retention
 	// AuditRetention is the template of each database's audit_retention.
 	AuditRetention AuditRetention
@@ -71,13 +73,15 @@ func (u Upkeep) ReplayTaskJobs() []jobs.Job {
 	return out
 }
 
-// Retentions is dlq_retention of each database, with the pipelines whose
-// rows it keeps; job_runs is the shared database's.
+// Retentions is dlq_retention of each database, each with every pipeline
+// (a database's rows are mostly its own pipelines', but a pipeline's rows
+// can lie in another while it moves: they keep its retention there);
+// job_runs is the shared database's.
 func (u Upkeep) Retentions() []*Retention {
 	var out []*Retention
 	for _, d := range u.DBs.All {
 		r := u.Retention
-		r.DB, r.Database, r.Pipelines = d.DB, d.Name, u.pipelinesOf(d.Name)
+		r.DB, r.Database, r.Pipelines = d.DB, d.Name, u.Pipelines
 		if d.Name != u.DBs.Shared().Name {
 			r.Runs = u.DBs.Shared().DB
 		}
@@ -110,20 +114,6 @@ func (u Upkeep) TallyChecks() []jobs.Job {
 			t.Runs = u.DBs.Shared().DB
 		}
 		out = append(out, &t)
-	}
-	return out
-}
-
-// pipelinesOf are the pipelines whose rows database keeps.
-func (u Upkeep) pipelinesOf(database string) []config.Pipeline {
-	if !u.DBs.Many() {
-		return u.Pipelines
-	}
-	var out []config.Pipeline
-	for _, p := range u.Pipelines {
-		if u.DBs.OfQueue(p.Queue).Name == database {
-			out = append(out, p)
-		}
 	}
 	return out
 }

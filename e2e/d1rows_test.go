@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -386,7 +387,13 @@ func captureWithAttempts(t *testing.T, w *Worker, n int) (capture, consumer rows
 // TypeScript worker's figures for acknowledge and replay), and none of them
 // reads in proportion to the table.
 func TestD1RowsBudget(t *testing.T) {
-	w := startWorker(t, rowsVars)
+	// The tickets pipeline keeps its rows in TICKETS_DB (empty until the
+	// move measured last).
+	vars := map[string]string{"PIPELINES": pipelinesWithTickets(t, TicketsDB)}
+	for k, v := range rowsVars {
+		vars[k] = v
+	}
+	w := startWorker(t, vars)
 	figs := rowsRun(t, w, 100_000)
 	budgets := map[string][2]int64{ // max rows read, max rows written (0: none)
 		"5-minute cron (rescue, catch-up, alerts)": {1_000, 0},
@@ -464,4 +471,55 @@ func TestD1RowsBudget(t *testing.T) {
 		!reflect.DeepEqual(got.RepeatFailures, want.RepeatFailures) {
 		t.Errorf("stats differ from counting:\n got %+v\nwant %+v", got, want)
 	}
+	// Per-pipeline retention across databases: DB holding 10,000 rows a
+	// 90-day pipeline left there when it moved to TICKETS_DB (and 1,000 of
+	// a 30-day queue among them), on a worker of two databases
+	// (e2e/retention_databases_test.go, which checks the same budgets).
+	for _, f := range leftBehindRetentionRows(t, startRetentionWorker(t), 10_000, cronTime()) {
+		checkRowsFigure(t, f)
+	}
+	// Moving 500 tickets rows from DB (500,000 rows) to TICKETS_DB: one
+	// import request and one release call, whose window holds them.
+	for _, f := range moveFigures(t, w, 500) {
+		t.Logf("%-52s read %8d written %6d statements %3d", f.Name, f.Read, f.Written, f.Statements)
+		b := map[string][2]int64{
+			"import 500 moved rows (one request)":                {10_000, 2_500},
+			"release 500 moved rows (one call, 5,000-id window)": {14_000, 3_000},
+		}[f.Name]
+		if f.Statements == 0 || f.Read > b[0] || f.Written > b[1] {
+			t.Errorf("%s: read %d written %d in %d statements, budget %d read and %d written", f.Name, f.Read, f.Written, f.Statements, b[0], b[1])
+		}
+	}
+}
+
+// moveFigures seeds n tickets rows into DB (the tickets pipeline being on
+// TICKETS_DB), exports them, and measures their import (one request) and
+// their release (one call from the first of them), checking both did
+// everything.
+func moveFigures(t *testing.T, w *Worker, n int) []rowsFigure {
+	t.Helper()
+	prefix := unique("rows-move")
+	w.Exec(t, seedTicketsSQL(n, prefix, time.Now().UnixMilli()))
+	first := w.Int(t, `SELECT MIN(id) FROM dlq_messages WHERE message_id LIKE ?`, prefix+"-%")
+	old := exportNDJSON(t, w, "pipeline=tickets&database=DB")
+	if lines := bytes.Count(old, []byte("\n")); lines != n {
+		t.Fatalf("%d lines exported, want %d", lines, n)
+	}
+	var out []rowsFigure
+	before := settledUsage(t, w)
+	if res := importNDJSON(t, w, old); res.Imported != n {
+		t.Fatalf("import: %+v", res)
+	}
+	d := usageDelta(before, settledUsage(t, w), opIs("POST /admin/dlq/import"))
+	out = append(out, rowsFigure{Name: "import 500 moved rows (one request)", Rows: n, Read: d.RowsRead, Written: d.RowsWritten, Statements: d.Statements, Per: n})
+	before = settledUsage(t, w)
+	r := w.Admin(t, http.MethodPost, "/admin/dlq/release", map[string]any{"pipeline": "tickets", "database": "DB", "after": first - 1})
+	var res dlq.ReleaseResult
+	r.Decode(t, &res)
+	if r.Status != http.StatusOK || res.Released != n || res.Remaining != 0 {
+		t.Fatalf("release: %d %s", r.Status, r.Raw)
+	}
+	d = usageDelta(before, settledUsage(t, w), opIs("POST /admin/dlq/release"))
+	out = append(out, rowsFigure{Name: "release 500 moved rows (one call, 5,000-id window)", Rows: n, Read: d.RowsRead, Written: d.RowsWritten, Statements: d.Statements, Per: n})
+	return out
 }

@@ -278,9 +278,14 @@ func (w *Worker) Log() string {
 // OwnDatabases: no pipeline names another), and notes which local SQLite
 // file each binding's migrations created. Another config (the
 // bench's reference worker) gets its beer-db migrated only.
+// migrateTimeout bounds one wrangler migration step: the 22 migrations of
+// a fresh database take seconds on a quiet machine and minutes on a loaded
+// one (several workerd instances building and running on two cores).
+const migrateTimeout = 8 * time.Minute
+
 func (w *Worker) migrate() error {
 	if !w.redrive {
-		if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", w.persist)...); err != nil {
+		if out, err := w.wrangler(migrateTimeout, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", w.persist)...); err != nil {
 			return fmt.Errorf("apply migrations: %v\n%s", err, out)
 		}
 		return nil
@@ -299,7 +304,7 @@ func (w *Worker) migrate() error {
 			continue // no pipeline names it (OwnDatabases)
 		}
 		before := w.sqliteFiles()
-		if out, err := w.wrangler(2*time.Minute, st.Args...); err != nil {
+		if out, err := w.wrangler(migrateTimeout, st.Args...); err != nil {
 			return fmt.Errorf("migrate %s (%s): %v\n%s", st.Binding, strings.Join(st.Args[:3], " "), err, out)
 		}
 		for f := range w.sqliteFiles() {

@@ -188,3 +188,30 @@ func TestReportedMessageIDControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// A report writes only its own queue's records: the token holder reporting
+// on e2e-tickets a message id that e2e-orders has a record of gets a record
+// of its own, and the orders record keeps its attempt, error and history.
+func TestReportCannotOverwriteAnotherQueuesRecord(t *testing.T) {
+	api := reportAPI(t, "s3cr3t")
+	api.ReportQueues = func(q string) bool { return q == "e2e-orders" || q == "e2e-tickets" }
+	h := api.Handler()
+	for _, body := range []string{
+		`{"attempts":[{"queue":"e2e-orders","message_id":"m1","attempt":2,"error":"card declined","class":"permanent"}]}`,
+		`{"attempts":[{"queue":"e2e-tickets","message_id":"m1","attempt":9,"error":"forged","class":"transient"}]}`,
+	} {
+		if rec, _ := do(h, "POST", "/admin/attempts", body, bearer("s3cr3t")); rec.Code != 202 {
+			t.Fatalf("report %s: %d %s", body, rec.Code, rec.Body)
+		}
+	}
+	var n int
+	var attempt int
+	var errText, history string
+	if err := api.DB.QueryRow(`SELECT (SELECT COUNT(*) FROM message_attempts WHERE message_id = 'm1'), attempt, error, history
+		FROM message_attempts WHERE queue = 'e2e-orders' AND message_id = 'm1'`).Scan(&n, &attempt, &errText, &history); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || attempt != 2 || errText != "card declined" || strings.Contains(history, "forged") {
+		t.Fatalf("%d records of m1; the orders record: attempt %d, error %q, history %s", n, attempt, errText, history)
+	}
+}

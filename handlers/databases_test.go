@@ -256,3 +256,23 @@ func TestEditedReplayRunsInTheDatabaseOfItsRow(t *testing.T) {
 		t.Fatalf("edited replay of no row: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// GET /admin/metrics counts the actions on a pipeline's own database: an
+// acknowledge of an orders row (counted in ORDERS_DB's counters) and one
+// of a beer row (in DB's) make redrive_dlq_acknowledged_total 2.
+func TestMetricsCountEveryDatabasesActions(t *testing.T) {
+	api, orders, ids := databasesAPI(t)
+	h := api.Handler()
+	for _, id := range []int64{ids["e2e-orders"][0], ids["beer-enrichment"][0]} {
+		if rec, _ := do(h, "POST", "/admin/dlq/acknowledge", fmt.Sprintf(`{"ids":[%d]}`, id), adminHeaders); rec.Code != 200 {
+			t.Fatalf("acknowledge %d: %d %s", id, rec.Code, rec.Body)
+		}
+	}
+	if count(t, orders, `SELECT value FROM counters WHERE name = 'dlq_acknowledged_total'`) != 1 {
+		t.Fatal("the orders acknowledge is not counted in ORDERS_DB")
+	}
+	rec, _ := do(h, "GET", "/admin/metrics", "", adminHeaders)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "\nredrive_dlq_acknowledged_total 2\n") {
+		t.Fatalf("metrics: %d\n%s", rec.Code, rec.Body)
+	}
+}

@@ -57,6 +57,7 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	// Without database, the rows of the filter's pipeline's database, or
 	// of every database merged (moveFields finds each row's).
 	var db *sql.DB
+	var dbName string
 	named := q["database"] != ""
 	if named {
 		d, err := a.databaseNamed(q["database"])
@@ -64,6 +65,9 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		db = d.DB
+		if a.databases().Many() {
+			dbName = d.Name // its cursors are bound to it
+		}
 	}
 	var buf bytes.Buffer
 	visit := func(rows []json.RawMessage) error {
@@ -88,7 +92,7 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	list := dlq.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}
 	if named {
-		list = dlq.List{DB: db, Cursors: a.cursors()}
+		list = dlq.List{DB: db, Database: dbName, Cursors: a.cursors()}
 	}
 	res, err := dlq.Export{List: list}.Run(r.Context(), p, visit)
 	if err != nil {

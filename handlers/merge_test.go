@@ -213,3 +213,29 @@ func TestExportOfOneDatabaseReadsNoOther(t *testing.T) {
 		}
 	}
 }
+
+// With several databases bound, a single-database cursor is bound to its
+// database: one made by the tickets pipeline's list (TICKETS_DB) is a 400
+// INVALID_CURSOR for an export of DB or ORDERS_DB (whose ids it would
+// skip), and is taken by an export of TICKETS_DB, which continues it.
+func TestSingleDatabaseCursorIsBoundToItsDatabase(t *testing.T) {
+	api := mergeAPI(t)
+	var page struct {
+		NextCursor *string `json:"next_cursor"`
+	}
+	getData(t, api, "/admin/dlq?pipeline=tickets&status=all&limit=1", &page)
+	if page.NextCursor == nil {
+		t.Fatal("no cursor")
+	}
+	c := url.QueryEscape(*page.NextCursor)
+	for _, db := range []string{"DB", "ORDERS_DB"} {
+		rec, env := do(api.Handler(), "GET", "/admin/dlq/export?format=ndjson&pipeline=tickets&status=all&database="+db+"&cursor="+c, "", adminHeaders)
+		if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_CURSOR" {
+			t.Fatalf("export of %s with a TICKETS_DB cursor: %d %.300s", db, rec.Code, rec.Body)
+		}
+	}
+	rec, _ := do(api.Handler(), "GET", "/admin/dlq/export?format=ndjson&pipeline=tickets&status=all&database=TICKETS_DB&cursor="+c, "", adminHeaders)
+	if rec.Code != 200 || strings.Count(rec.Body.String(), "\n") != 2 {
+		t.Fatalf("export of TICKETS_DB with its cursor: %d %.300s", rec.Code, rec.Body)
+	}
+}

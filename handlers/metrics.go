@@ -17,7 +17,7 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("admin metrics: %w", err)
 	}
-	// The DLQ figures of each pipeline's own database (issue 31), added up.
+	// The DLQ figures and counters of each pipeline's own database, added up.
 	for _, d := range a.databases().All[1:] {
 		if err := snap.AddDLQ(r.Context(), d.DB); err != nil {
 			return fmt.Errorf("admin metrics: %s: %w", d.Name, err)

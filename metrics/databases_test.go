@@ -104,3 +104,36 @@ func TestAddDLQReportsAnUnreadableDatabase(t *testing.T) {
 		t.Fatal("no error from a closed database")
 	}
 }
+
+// A pipeline on its own database counts its actions in that database's
+// counters table (acknowledges, replays, poison rows, rescues, retention
+// deletions): AddDLQ adds every one of them to the snapshot's, name by
+// name, so the scrape reports a pipeline's real figures wherever its rows
+// are. A counter only the other database has appears; one only the
+// snapshot has stays.
+func TestAddDLQAddsAnotherDatabasesCounters(t *testing.T) {
+	ctx := context.Background()
+	shared := dlqDB(t, "beer-enrichment", row{"pending", 5_000})
+	if err := (Counters{DB: shared}).Add(ctx, map[string]int64{"dlq_acknowledged_total": 2, "dlq_rescued_total": 1}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSnapshot(ctx, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := dlqDB(t, "tickets", row{"pending", 6_000})
+	if err := (Counters{DB: own}).Add(ctx, map[string]int64{"dlq_acknowledged_total": 5, "dlq_replayed_total": 3,
+		"dlq_poison_total": 1, "dlq_retention_deleted_age_total": 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddDLQ(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"dlq_acknowledged_total": 7, "dlq_rescued_total": 1, "dlq_replayed_total": 3,
+		"dlq_poison_total": 1, "dlq_retention_deleted_age_total": 4, CapturedTotal: 2}
+	for name, n := range want {
+		if s.Counters[name] != n {
+			t.Errorf("%s = %d, want %d (counters %v)", name, s.Counters[name], n, s.Counters)
+		}
+	}
+}

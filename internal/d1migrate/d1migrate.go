@@ -30,7 +30,8 @@ type Step struct {
 // (--local [--persist-to DIR], or --remote); configArgs select the
 // configuration and environment as wrangler takes them (--env e2e,
 // --config path). An environment without a D1 binding is an error, as is
-// one without the shared binding.
+// one without the shared binding, and one whose bindings share an id range
+// (dlq.CheckIDRanges): seeding them would give two databases the same ids.
 func Plan(cfg wranglerconfig.Config, env string, where, configArgs []string) ([]Step, error) {
 	e, err := cfg.Environment(env)
 	if err != nil {
@@ -43,6 +44,9 @@ func Plan(cfg wranglerconfig.Config, env string, where, configArgs []string) ([]
 	}
 	if !shared {
 		return nil, fmt.Errorf("environment %q binds no D1 database %s", env, config.SharedDatabase)
+	}
+	if err := dlq.CheckIDRanges(bindings); err != nil {
+		return nil, fmt.Errorf("environment %q: %w", env, err)
 	}
 	args := func(head ...string) []string {
 		out := append(append(head, where...), configArgs...)

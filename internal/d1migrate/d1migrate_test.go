@@ -65,6 +65,11 @@ func TestPlanRefusesWhatItCannotMigrate(t *testing.T) {
 	if _, err := Plan(cfg, "x", nil, nil); err == nil || !strings.Contains(err.Error(), "binds no D1 database DB") {
 		t.Errorf("no DB: %v", err)
 	}
+	clash := wranglerconfig.Config{Envs: map[string]wranglerconfig.Env{"x": {D1Databases: []wranglerconfig.D1Database{
+		{Binding: "DB"}, {Binding: "BILLING_D1"}, {Binding: "CHECKOUT_D1"}}}}}
+	if _, err := Plan(clash, "x", nil, nil); err == nil || !strings.Contains(err.Error(), "BILLING_D1 and CHECKOUT_D1") {
+		t.Errorf("colliding id ranges planned: %v", err)
+	}
 	if _, err := Plan(cfg, "", nil, nil); err == nil {
 		t.Error("a top level without d1_databases planned")
 	}

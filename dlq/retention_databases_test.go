@@ -1,0 +1,221 @@
+package dlq
+
+import (
+	"database/sql"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/jobs"
+)
+
+// movingPipelines configures beers (DLQ_RETENTION_DAYS, 30 days), tickets
+// (90 days) and pages (7 days), both of the latter on TICKETS_DB, and
+// returns the Upkeep of the two databases (each Retention's template
+// limits set).
+func movingPipelines(t *testing.T) (shared, own *sql.DB, u Upkeep) {
+	t.Helper()
+	shared, own = sqlitetest.New(t), sqlitetest.New(t)
+	if _, err := own.Exec(SeedIDsSQL("TICKETS_DB")); err != nil {
+		t.Fatal(err)
+	}
+	tickets := config.Pipeline{Name: "tickets", Queue: "tickets", DLQ: "tickets-dlq", Key: "/ticket", Consumer: config.ConsumerExternal,
+		Database: "TICKETS_DB", Retention: 90 * day}
+	pages := config.Pipeline{Name: "pages", Queue: "pages", DLQ: "pages-dlq", Key: "/page", Consumer: config.ConsumerExternal,
+		Database: "TICKETS_DB", Retention: 7 * day}
+	ps := []config.Pipeline{config.BeerPipeline(), tickets, pages}
+	SetPipelines(ps)
+	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	dbs := NewDatabases(Store{DB: shared}, map[string]Store{"TICKETS_DB": {DB: own}}, ps)
+	u = Upkeep{DBs: dbs, Pipelines: ps, Retention: Retention{Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000,
+		AttemptMaxAge: 7 * day, Limits: jobs.Limits{ChunkRows: 100, Budget: 10 * time.Second}}}
+	return shared, own, u
+}
+
+// insertActed inserts a terminal (or pending) row of queue and key whose
+// action was at acted.
+func insertActed(t *testing.T, db *sql.DB, msgID, queue, key, status string, acted time.Time) {
+	t.Helper()
+	var ack, replayed any
+	switch status {
+	case StatusAcknowledged:
+		ack = acted.UnixMilli()
+	case StatusReplayed:
+		replayed = acted.UnixMilli()
+	}
+	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at,
+		acknowledged_at, replayed_at, raw_message, content_type, updated_at)
+		VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, '{}', 'json', ?5)`,
+		msgID, key, queue, status, acted.Add(-time.Hour).UnixMilli(), ack, replayed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func leftIDs(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT message_id FROM dlq_messages ORDER BY message_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// A queue's retention is its pipeline's wherever its rows lie: the rows a
+// moving pipeline left in the shared database keep its 90 days there (not
+// DLQ_RETENTION_DAYS's 30), a 7-day pipeline's rows left there go after 7,
+// and rows of the shared database's own queues, or of queues no pipeline
+// names, in another database follow DLQ_RETENTION_DAYS there too.
+func TestRetentionAppliesEachPipelinesRetentionInEveryDatabase(t *testing.T) {
+	shared, own, u := movingPipelines(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	for _, db := range []*sql.DB{shared, own} {
+		insertActed(t, db, "t-ack-60d", "tickets", "T-1", StatusAcknowledged, now.Add(-60*day))
+		insertActed(t, db, "t-replayed-88d", "tickets", "T-1", StatusReplayed, now.Add(-88*day))
+		insertActed(t, db, "t-ack-91d", "tickets", "T-1", StatusAcknowledged, now.Add(-91*day))
+		insertActed(t, db, "p-ack-8d", "pages", "P-1", StatusAcknowledged, now.Add(-8*day))
+		insertActed(t, db, "p-replayed-6d", "pages", "P-1", StatusReplayed, now.Add(-6*day))
+		insertActed(t, db, "b-ack-31d", config.BeerQueue, "1", StatusAcknowledged, now.Add(-31*day))
+		insertActed(t, db, "b-ack-28d", config.BeerQueue, "1", StatusAcknowledged, now.Add(-28*day))
+		insertActed(t, db, "o-ack-31d", "other", "9", StatusAcknowledged, now.Add(-31*day))
+		insertActed(t, db, "o-ack-8d", "other", "9", StatusAcknowledged, now.Add(-8*day))
+	}
+	want := []string{"b-ack-28d", "o-ack-8d", "p-replayed-6d", "t-ack-60d", "t-replayed-88d"}
+	for _, r := range u.Retentions() {
+		sum := runRecorded(t, r, shared, now)
+		if sum["deleted_age"] != int64(4) || sum["more"] != false {
+			t.Errorf("%s: summary %v", r.Name(), sum)
+		}
+		if left := leftIDs(t, r.DB); !reflect.DeepEqual(left, want) {
+			t.Errorf("%s left %v, want %v", r.Name(), left, want)
+		}
+	}
+	// A day later: the 60-day tickets rows are still there, the 7-day
+	// pages row of 6 days went, in both databases.
+	want = []string{"b-ack-28d", "o-ack-8d", "t-ack-60d", "t-replayed-88d"}
+	for _, r := range u.Retentions() {
+		runRecorded(t, r, shared, now.Add(day+time.Hour))
+		if left := leftIDs(t, r.DB); !reflect.DeepEqual(left, want) {
+			t.Errorf("%s a day later left %v, want %v", r.Name(), left, want)
+		}
+	}
+}
+
+// The cap is per queue and key: order 42 and ticket 42 have a cap each,
+// and so have each pipeline's poison rows (__unparseable__). cap_keys names
+// the queue of each key it evicted from (queue:key).
+func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
+	r := newRetention(t)
+	r.MaxRowsPerKey = 2
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	for _, q := range []string{config.BeerQueue, "tickets"} {
+		for _, key := range []string{"42", "__unparseable__"} {
+			for i, at := range []time.Duration{3 * time.Hour, 2 * time.Hour} {
+				insertActed(t, r.DB, q+"/"+key+"/"+string(rune('a'+i)), q, key, StatusAcknowledged, now.Add(-at))
+			}
+		}
+	}
+	sum := runRecorded(t, r, r.DB, now)
+	if sum["deleted_cap"] != int64(0) || len(sum["cap_keys"].([]string)) != 0 {
+		t.Fatalf("at the cap in every queue: summary %v, left %v", sum, leftIDs(t, r.DB))
+	}
+	// One more row of ticket 42 and of the tickets' poison rows: each
+	// evicts its own queue's oldest, not the beer queue's.
+	insertActed(t, r.DB, "tickets/42/c", "tickets", "42", StatusAcknowledged, now.Add(30*time.Second))
+	insertActed(t, r.DB, "tickets/__unparseable__/c", "tickets", "__unparseable__", StatusReplayed, now.Add(30*time.Second))
+	sum = runRecorded(t, r, r.DB, now.Add(time.Minute))
+	if sum["deleted_cap"] != int64(2) || !reflect.DeepEqual(sum["cap_keys"], []string{"tickets:42", "tickets:__unparseable__"}) {
+		t.Fatalf("summary %v", sum)
+	}
+	want := []string{
+		"beer-enrichment/42/a", "beer-enrichment/42/b", "beer-enrichment/__unparseable__/a", "beer-enrichment/__unparseable__/b",
+		"tickets/42/b", "tickets/42/c", "tickets/__unparseable__/b", "tickets/__unparseable__/c"}
+	if left := leftIDs(t, r.DB); !reflect.DeepEqual(left, want) {
+		t.Fatalf("left %v, want %v", left, want)
+	}
+	if n := counter(t, r.DB, CounterRetentionCap); n != 2 {
+		t.Fatalf("cap counter %d", n)
+	}
+}
+
+// Imported rows keep their action times, which lie behind the positions
+// the age windows and the cap rule continue from: the run after an import
+// still deletes the imported rows past a shorter retention and trims
+// imported keys over the cap, then goes back to reading only what changed.
+func TestRetentionCoversImportedRows(t *testing.T) {
+	shared, own, u := movingPipelines(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	var r *Retention
+	for _, x := range u.Retentions() {
+		if x.Database == "TICKETS_DB" {
+			r = x
+		}
+	}
+	r.MaxRowsPerKey = 2
+	// TICKETS_DB's retention has run: its positions are at now.
+	runRecorded(t, r, shared, now)
+	// The pages pipeline's rows left in the shared database: two past its
+	// 7 days, three of one key acknowledged 2 days ago (one over the cap).
+	insertActed(t, shared, "p-ack-10d", "pages", "P-1", StatusAcknowledged, now.Add(-10*day))
+	insertActed(t, shared, "p-replayed-9d", "pages", "P-2", StatusReplayed, now.Add(-9*day))
+	insertActed(t, shared, "p-ack-6d", "pages", "P-3", StatusAcknowledged, now.Add(-6*day))
+	for i, at := range []time.Duration{50 * time.Hour, 49 * time.Hour, 48 * time.Hour} {
+		insertActed(t, shared, "p-cap-"+string(rune('a'+i)), "pages", "P-4", StatusAcknowledged, now.Add(-at))
+	}
+	insertActed(t, shared, "p-pending", "pages", "P-4", StatusPending, now.Add(-20*day))
+	if imported, _ := importLines(t, u.DBs, exportAll(t, shared, "pages"), 100); imported != 7 {
+		t.Fatalf("imported %d", imported)
+	}
+	later := now.Add(time.Hour)
+	sum := runRecorded(t, r, shared, later)
+	if sum["deleted_age"] != int64(2) || sum["deleted_cap"] != int64(1) || !reflect.DeepEqual(sum["cap_keys"], []string{"pages:P-4"}) {
+		t.Errorf("run after the import: summary %v", sum)
+	}
+	if want := []string{"p-ack-6d", "p-cap-b", "p-cap-c", "p-pending"}; !reflect.DeepEqual(leftIDs(t, own), want) {
+		t.Errorf("left %v, want %v", leftIDs(t, own), want)
+	}
+	// The next run has nothing to look at again: the positions are back
+	// where they were, and a repeated import (all skipped) rewinds nothing
+	// it has not covered.
+	sum = runRecorded(t, r, shared, later.Add(time.Hour))
+	if sum["deleted_age"] != int64(0) || sum["deleted_cap"] != int64(0) || sum["cap_scanned_to"] != later.Add(time.Hour).UnixMilli() {
+		t.Errorf("next run: summary %v", sum)
+	}
+	if n := count(t, own, `SELECT COUNT(*) FROM retention_rescans`); n != 1 {
+		t.Errorf("%d rescan rows kept, want the import's", n)
+	}
+	// A second import: its run applies its rescan only (the cap looks
+	// back to its earliest time, not to the first import's) and forgets
+	// the first one's, which the recorded run before applied.
+	if _, err := shared.Exec(`DELETE FROM dlq_messages WHERE source_queue = 'pages'`); err != nil { // released
+		t.Fatal(err)
+	}
+	insertActed(t, shared, "p-cap2-a", "pages", "P-5", StatusAcknowledged, now.Add(-30*time.Hour))
+	insertActed(t, shared, "p-cap2-b", "pages", "P-5", StatusAcknowledged, now.Add(-29*time.Hour))
+	insertActed(t, shared, "p-cap2-c", "pages", "P-5", StatusAcknowledged, now.Add(-28*time.Hour))
+	if imported, skipped := importLines(t, u.DBs, exportAll(t, shared, "pages"), 100); imported != 3 || skipped != 0 {
+		t.Fatalf("second import: %d imported, %d skipped", imported, skipped)
+	}
+	third := later.Add(2 * time.Hour)
+	sum = runRecorded(t, r, shared, third)
+	if sum["deleted_cap"] != int64(1) || !reflect.DeepEqual(sum["cap_keys"], []string{"pages:P-5"}) || sum["rescan_seq"] != int64(2) {
+		t.Errorf("run after the second import: summary %v", sum)
+	}
+	if n := count(t, own, `SELECT COUNT(*) FROM retention_rescans WHERE seq = 2`); n != 1 || count(t, own, `SELECT COUNT(*) FROM retention_rescans`) != 1 {
+		t.Errorf("rescans kept: %d of seq 2, want only it", n)
+	}
+	sum = runRecorded(t, r, shared, third.Add(time.Hour))
+	if sum["rescan_seq"] != int64(2) || sum["deleted_cap"] != int64(0) {
+		t.Errorf("run after that: summary %v", sum)
+	}
+}

@@ -1,0 +1,12 @@
+-- 0032: the version a moved row had in the database it came from.
+--
+-- POST /admin/dlq/import writes into each row it inserts or merges (a line
+-- whose message_id the database already holds) the version of the exported
+-- row: json_array(updated_at, status, replay_count) as its old database
+-- had them. POST /admin/dlq/release deletes the old row only while it is
+-- still exactly that version, in the statement that deletes it: a row
+-- changed in its old database after its export (a replay, a claim, an
+-- acknowledge) is kept and counted as changed until it is exported and
+-- imported again. NULL for rows captured in their database, and for copies
+-- imported before this migration. Not indexed (read by message_id).
+ALTER TABLE dlq_messages ADD COLUMN moved_version TEXT;
