@@ -26,7 +26,7 @@ import (
 )
 
 // moveSeed reruns one sequence of TestMoveProperties: go test ./dlq -run
-// TestMoveProperties -move.seed 17 (or MOVE_PROPERTY_SEED=17).
+// TestMoveProperties -args -move.seed 17 (or MOVE_PROPERTY_SEED=17).
 var moveSeed = flag.Int64("move.seed", -1, "run only this seed of TestMoveProperties")
 
 // movePropertySequences is how many sequences TestMoveProperties runs;
@@ -173,16 +173,20 @@ type moveTask struct {
 }
 
 type moveWorld struct {
-	t      *testing.T
-	seed   uint64
-	rng    *rand.Rand
-	clk    *taskClock
-	dbs    map[string]*sql.DB // by binding
-	names  []string           // DB, ORDERS_DB, TICKETS_DB
-	d      Databases
-	ps     []config.Pipeline
-	snd    *moveSender
-	msgs   map[string]*mmsg // by first message id
+	t     *testing.T
+	seed  uint64
+	rng   *rand.Rand
+	clk   *taskClock
+	dbs   map[string]*sql.DB // by binding
+	names []string           // DB, ORDERS_DB, TICKETS_DB
+	d     Databases
+	ps    []config.Pipeline
+	snd   *moveSender
+	msgs  map[string]*mmsg // by first message id
+	// deleted are the messages retention deleted (an import may bring one back).
+	deleted map[string]*mmsg
+	// alias maps the message id of a repeat failure to its message.
+	alias  map[string]*mmsg
 	order  []string
 	byBody map[string]*mmsg
 	moves  map[string]*moveState
@@ -193,7 +197,7 @@ type moveWorld struct {
 
 func (w *moveWorld) fail(format string, args ...any) {
 	w.t.Helper()
-	w.t.Fatalf("seed %d (rerun: go test ./dlq -run TestMoveProperties -move.seed %d)\ntrace: %s\n%s", w.seed, w.seed,
+	w.t.Fatalf("seed %d (rerun: MOVE_PROPERTY_SEED=%d go test ./dlq -run TestMoveProperties)\ntrace: %s\n%s", w.seed, w.seed,
 		strings.Join(w.trace, "\n  "), fmt.Sprintf(format, args...))
 }
 
@@ -306,10 +310,24 @@ func (w *moveWorld) pickRows(status string, not ...moveRow) []moveRow {
 
 // msgOf is the model's message of row r.
 func (w *moveWorld) msgOf(r moveRow) *mmsg {
-	if m := w.msgs[r.msgID]; m != nil {
+	if m := w.resolve(r.msgID); m != nil {
 		return m
 	}
 	w.fail("row %d in %s is message %s, which the model does not know", r.id, r.db, r.msgID)
+	return nil
+}
+
+// resolve is the model's message of a row whose message_id is id: the
+// message first captured with it, or the one a repeat failure of which
+// had id (a row captured for it in a pipeline's own database while the
+// row of the message was still in DB, until an import merges the two).
+func (w *moveWorld) resolve(id string) *mmsg {
+	if m := w.msgs[id]; m != nil {
+		return m
+	}
+	if m := w.alias[id]; m != nil && w.msgs[m.id] == m {
+		return m
+	}
 	return nil
 }
 
@@ -340,7 +358,7 @@ func (w *moveWorld) newMessage(p string, ctype queue.ContentType) *queuetest.Mes
 
 func moveSequence(t *testing.T, seed uint64) {
 	w := &moveWorld{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 44)), clk: &taskClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
-		dbs: map[string]*sql.DB{}, names: []string{"DB", "ORDERS_DB", "TICKETS_DB"}, msgs: map[string]*mmsg{}, byBody: map[string]*mmsg{},
+		dbs: map[string]*sql.DB{}, names: []string{"DB", "ORDERS_DB", "TICKETS_DB"}, msgs: map[string]*mmsg{}, deleted: map[string]*mmsg{}, alias: map[string]*mmsg{}, byBody: map[string]*mmsg{},
 		moves: map[string]*moveState{"beers": {}, "orders": {}, "tickets": {}}}
 	w.snd = &moveSender{rng: w.rng}
 	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
@@ -398,8 +416,8 @@ func (w *moveWorld) step() string {
 		if m == nil {
 			return "redeliver none (deleted)"
 		}
-		if w.strandedInDB(m) {
-			return "redeliver skipped (" + m.id + " not imported yet)"
+		if m.last != m.id && w.strandedInDB(m) {
+			return "redeliver skipped (" + m.last + " is a repeat failure of " + m.id + ", not imported yet)"
 		}
 		ct := queue.ContentType(m.ctype)
 		w.capture(m.pipeline, &queuetest.Message{MsgID: m.last, Attempt: 2, SentAt: w.clk.Now(), Text: m.body, Type: ct})
@@ -419,6 +437,7 @@ func (w *moveWorld) step() string {
 			w.capture(m.pipeline, &queuetest.Message{MsgID: id, Attempt: 1, SentAt: w.clk.Now(), Text: m.body, Type: queue.ContentType(m.ctype)})
 			m.set(w, StatusPending)
 			m.last = id
+			w.alias[id] = m
 			got = append(got, m.id)
 		}
 		return fmt.Sprint("fail again ", got)
@@ -512,7 +531,7 @@ func (w *moveWorld) step() string {
 			if err := d.DB.QueryRow(`SELECT message_id FROM dlq_messages WHERE id = ?`, r.id).Scan(&msgID); err != nil {
 				continue // named a row of another database: not acted on
 			}
-			m := w.msgs[msgID]
+			m := w.resolve(msgID)
 			if m == nil {
 				w.fail("ack: row %d is an unknown message %s", r.id, msgID)
 			}
@@ -662,13 +681,14 @@ func (w *moveWorld) retention() string {
 		gone = append(gone, fmt.Sprint(r.db, ":", r.id))
 	}
 	// A message none of whose rows is left is gone from the model.
-	left := map[string]bool{}
+	left := map[*mmsg]bool{}
 	for _, r := range w.rows() {
-		left[r.msgID] = true
+		left[w.resolve(r.msgID)] = true
 	}
 	for _, r := range before {
-		if !left[r.msgID] {
-			delete(w.msgs, r.msgID)
+		if m := w.resolve(r.msgID); m != nil && !left[m] {
+			w.deleted[m.id] = m
+			delete(w.msgs, m.id)
 		}
 	}
 	return fmt.Sprintf("retention at %s deleted %v", now.Format(time.RFC3339), gone)
@@ -784,6 +804,9 @@ func (w *moveWorld) importSome(p string, n int) string {
 				raw = *r.RawMessage
 			}
 			m := &mmsg{id: r.MessageID, pipeline: p, body: raw, ctype: r.ContentType, status: r.Status, replays: r.ReplayCount, last: r.LastMessageID}
+			if old := w.deleted[m.id]; old != nil {
+				m.acks = old.acks // the audit entries that named it stay
+			}
 			w.msgs[m.id], w.byBody[raw] = m, m
 		}
 	}
@@ -892,7 +915,7 @@ func (w *moveWorld) check(final bool) {
 	}
 	byMsg := map[string][]moveRow{}
 	for _, r := range w.rows() {
-		m := w.msgs[r.msgID]
+		m := w.resolve(r.msgID)
 		if m == nil {
 			w.fail("after %s: row %d in %s is message %s, which the model does not know (deleted, or never captured)", step, r.id, r.db, r.msgID)
 		}
@@ -902,7 +925,7 @@ func (w *moveWorld) check(final bool) {
 		if r.queue != moveQueues[m.pipeline] {
 			w.fail("after %s: row %d in %s is of queue %s, message %s of %s", step, r.id, r.db, r.queue, m.id, m.pipeline)
 		}
-		byMsg[r.msgID] = append(byMsg[r.msgID], r)
+		byMsg[m.id] = append(byMsg[m.id], r)
 	}
 	ids := make([]string, 0, len(w.msgs))
 	for id := range w.msgs {
@@ -970,10 +993,13 @@ var (
 	moveFixedRetentionOfMovedRows = false
 	// moveFixedCapPerQueue: the per-key cap counts a key's rows of every queue.
 	moveFixedCapPerQueue = false
-	// moveFixedCaptureAfterSwitch: a DLQ redelivery or a repeat failure of
-	// a message whose row is still in DB after the switch is captured as a
-	// second row in the pipeline's own database (the sequences then do
-	// not redeliver or fail again such messages).
+	// moveFixedCaptureAfterSwitch: a DLQ redelivery of a repeat failure
+	// (the row's last_message_id), or a new repeat failure, of a message
+	// whose row is still in DB after the switch is captured as a second
+	// row in the pipeline's own database, under that message id, which the
+	// import does not merge (it merges by message_id: a redelivery of a
+	// first failure); the message is then stored twice (the sequences then
+	// do not redeliver or fail again such messages).
 	moveFixedCaptureAfterSwitch = false
 	// moveFixedStaleCopies: an action on a row in DB after its export
 	// (replay, acknowledge, a replay task's step) does not reach the copy
