@@ -272,16 +272,13 @@ func (w *Worker) Log() string {
 	return string(b)
 }
 
-// migrateTimeout bounds one `wrangler d1 migrations apply`: about 17 s of
-// CPU, which on 2 cores shared by several test runs took over 2 minutes.
-const migrateTimeout = 6 * time.Minute
-
 // migrate applies the migrations to every D1 database the worker's
 // environment binds, as make migrate-local does (internal/d1migrate: for
 // each binding its migrations, then its id range; DB only unless
 // OwnDatabases: no pipeline names another), and notes which local SQLite
 // file each binding's migrations created. Another config (the
 // bench's reference worker) gets its beer-db migrated only.
+//
 // readyTimeout bounds a worker's start (wrangler dev answering): seconds
 // on a quiet machine, minutes on a loaded one.
 const readyTimeout = 4 * time.Minute
