@@ -272,13 +272,6 @@ func (w *Worker) Log() string {
 	return string(b)
 }
 
-// migrate applies the migrations to every D1 database the worker's
-// environment binds, as make migrate-local does (internal/d1migrate: for
-// each binding its migrations, then its id range; DB only unless
-// OwnDatabases: no pipeline names another), and notes which local SQLite
-// file each binding's migrations created. Another config (the
-// bench's reference worker) gets its beer-db migrated only.
-//
 // readyTimeout bounds a worker's start (wrangler dev answering): seconds
 // on a quiet machine, minutes on a loaded one.
 const readyTimeout = 4 * time.Minute
@@ -288,6 +281,12 @@ const readyTimeout = 4 * time.Minute
 // one (several workerd instances building and running on two cores).
 const migrateTimeout = 8 * time.Minute
 
+// migrate applies the migrations to every D1 database the worker's
+// environment binds, as make migrate-local does (internal/d1migrate: for
+// each binding its migrations, then its id range; DB only unless
+// OwnDatabases: no pipeline names another), and notes which local SQLite
+// file each binding's migrations created. Another config (the
+// bench's reference worker) gets its beer-db migrated only.
 func (w *Worker) migrate() error {
 	if !w.redrive {
 		if out, err := w.wrangler(migrateTimeout, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", w.persist)...); err != nil {
