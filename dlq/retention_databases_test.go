@@ -3,6 +3,7 @@ package dlq
 import (
 	"database/sql"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,5 +218,45 @@ func TestRetentionCoversImportedRows(t *testing.T) {
 	sum = runRecorded(t, r, shared, third.Add(time.Hour))
 	if sum["rescan_seq"] != int64(2) || sum["deleted_cap"] != int64(0) {
 		t.Errorf("run after that: summary %v", sum)
+	}
+}
+
+// A run that cannot read the rescans says so (an error, recorded with the
+// run) and keeps the previous rescan_seq, so the next run applies them.
+func TestRetentionReportsAFailingRescan(t *testing.T) {
+	r := newRetention(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	if _, err := r.DB.Exec(`INSERT INTO retention_rescans(seq, since) VALUES (7, ?)`, now.Add(-day).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if sum := runRecorded(t, r, r.DB, now); sum["rescan_seq"] != int64(7) {
+		t.Fatalf("summary %v", sum)
+	}
+	if _, err := r.DB.Exec(`DROP TABLE retention_rescans`); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(ctx, now.Add(time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "rescans") || sum["rescan_seq"] != int64(7) {
+		t.Fatalf("run without retention_rescans: %v, summary %v", err, sum)
+	}
+}
+
+// A run whose rescans cannot be forgotten reports it; it has applied the
+// new ones all the same (its positions were moved back), so its summary
+// names the newest.
+func TestRetentionReportsAFailingForget(t *testing.T) {
+	r := newRetention(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	if _, err := r.DB.Exec(`INSERT INTO retention_rescans(seq, since) VALUES (1, ?)`, now.Add(-day).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	runRecorded(t, r, r.DB, now)
+	if _, err := r.DB.Exec(`INSERT INTO retention_rescans(seq, since) VALUES (2, ?);
+		CREATE TRIGGER keep_rescans BEFORE DELETE ON retention_rescans BEGIN SELECT RAISE(FAIL, 'kept'); END;`, now.Add(-day).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := r.Run(ctx, now.Add(time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "forget rescans") || sum["rescan_seq"] != int64(2) {
+		t.Fatalf("run whose forget fails: %v, summary %v", err, sum)
 	}
 }
