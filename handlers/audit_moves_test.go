@@ -88,6 +88,14 @@ func TestImportAndReleaseAreAudited(t *testing.T) {
 	if len(rel) != 2 || rel[0]["outcome"] != "error" || rel[0]["error"].(map[string]any)["code"] != "OWN_DATABASE" {
 		t.Fatalf("refused release: %v", rel)
 	}
+	// ...in the database it named.
+	for _, d := range api.DBs.All {
+		if d.Name == "TICKETS_DB" {
+			if err := d.DB.QueryRow(`SELECT COUNT(*) FROM admin_audit WHERE action = 'release' AND outcome = 'error'`).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("refused release entries in TICKETS_DB: %d %v", n, err)
+			}
+		}
+	}
 }
 
 // POST /admin/enrich leaves an audit entry with how many beers it enqueued.

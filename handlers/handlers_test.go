@@ -47,7 +47,8 @@ func TestHealth(t *testing.T) {
 	api.DB.Close()
 	rec, env = do(api.Handler(), "GET", "/health", "", adminHeaders)
 	if rec.Code != 503 || env.Success || env.Error == nil || env.Error.Code != "D1_UNAVAILABLE" ||
-		!strings.Contains(rec.Body.String(), `"d1":{"ok":false,`) || !strings.Contains(rec.Body.String(), `"status":"degraded"`) {
+		!strings.Contains(rec.Body.String(), `"d1":{"ok":false,`) || !strings.Contains(rec.Body.String(), `"error":"d1 query failed"`) ||
+		!strings.Contains(rec.Body.String(), `"status":"degraded"`) {
 		t.Fatalf("health with D1 down: %d %s", rec.Code, rec.Body)
 	}
 }
