@@ -985,14 +985,16 @@ func (w *moveWorld) check(final bool) {
 	}
 }
 
-// Known defects whose fixes have not landed: while one is false, the
-// check it breaks accepts what today's code does.
+// Known defects: while one is false (its fix has not landed), the check
+// it breaks accepts what the code does, or the sequences avoid it.
+// retention and cap are fixed (retention is each pipeline's in every
+// database; the cap is per queue and key).
 var (
 	// moveFixedRetentionOfMovedRows: a switched pipeline's rows left in DB
 	// expire at DLQ_RETENTION_DAYS, not at its retention_days.
-	moveFixedRetentionOfMovedRows = false
+	moveFixedRetentionOfMovedRows = true
 	// moveFixedCapPerQueue: the per-key cap counts a key's rows of every queue.
-	moveFixedCapPerQueue = false
+	moveFixedCapPerQueue = true
 	// moveFixedCaptureAfterSwitch: a DLQ redelivery or a repeat failure of
 	// a message whose row is still in DB after the switch is captured as a
 	// second row in the pipeline's own database. The import merges a
