@@ -84,27 +84,28 @@ func TestRecordAllIsOneBatch(t *testing.T) {
 
 // An attempt record belongs to its queue: a report for queue odd naming a
 // message id of queue orders writes a record of its own and leaves orders'
-// record alone (neither overwritten nor given a higher attempt); the
-// capture of the orders message reads its own queue's record and removes
-// only that one.
+// record alone (neither overwritten nor given a higher attempt), whichever
+// came first; the capture of the orders message reads its own queue's
+// record (its count, reason and failure group: no group is created for
+// odd's record) and removes only that one, as does a repeat failure that
+// takes a new message id.
 func TestAttemptRecordsArePerQueue(t *testing.T) {
 	withPipelines(t)
 	db := sqlitetest.New(t)
 	a := Attempts{DB: db}
 	ctx := context.Background()
-	if err := a.RecordAll(ctx, nil, []Attempt{
+	for _, at := range []Attempt{
+		{MessageID: "m1", Queue: "odd", Attempt: 7, Class: "transient", Error: "odd's own", At: t0},
 		{MessageID: "m1", Queue: "orders", Attempt: 3, Class: "permanent", Error: "card declined", At: t0},
-	}); err != nil {
-		t.Fatal(err)
+		{MessageID: "m1", Queue: "odd", Attempt: 8, Class: "transient", Error: "written over", At: t0.Add(time.Second)},
+	} {
+		if err := a.RecordAll(ctx, nil, []Attempt{at}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := a.RecordAll(ctx, nil, []Attempt{
-		{MessageID: "m1", Queue: "odd", Attempt: 7, Class: "transient", Error: "written over", At: t0.Add(time.Second)},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	perQueue := func() map[string]Attempt {
+	perQueue := func(id string) map[string]Attempt {
 		t.Helper()
-		rows, err := db.Query(`SELECT queue, attempt, error FROM message_attempts WHERE message_id = 'm1'`)
+		rows, err := db.Query(`SELECT queue, attempt, error FROM message_attempts WHERE message_id = ?`, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,8 +120,8 @@ func TestAttemptRecordsArePerQueue(t *testing.T) {
 		}
 		return out
 	}
-	got := perQueue()
-	if len(got) != 2 || got["orders"].Attempt != 3 || got["orders"].Error != "card declined" || got["odd"].Attempt != 7 {
+	got := perQueue("m1")
+	if len(got) != 2 || got["orders"].Attempt != 3 || got["orders"].Error != "card declined" || got["odd"].Attempt != 8 {
 		t.Fatalf("records of m1 = %+v, want one per queue, orders' untouched", got)
 	}
 	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
@@ -131,14 +132,72 @@ func TestAttemptRecordsArePerQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int64
-	var reason string
-	if err := db.QueryRow(`SELECT failure_count, failure_reason FROM dlq_messages WHERE message_id = 'm1'`).Scan(&n, &reason); err != nil {
+	var reason, sig string
+	if err := db.QueryRow(`SELECT failure_count, failure_reason, signature FROM dlq_messages WHERE message_id = 'm1'`).Scan(&n, &reason, &sig); err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 || reason != "permanent: card declined" {
-		t.Fatalf("captured row: count %d reason %q, want orders' record (3, permanent: card declined)", n, reason)
+	want := SignatureIn("orders", "permanent", "card declined").Key
+	if n != 3 || reason != "permanent: card declined" || sig != want {
+		t.Fatalf("captured row: count %d reason %q signature %s, want orders' record (3, permanent: card declined, %s)", n, reason, sig, want)
 	}
-	if got := perQueue(); len(got) != 1 || got["odd"].Attempt != 7 {
+	var groups, pending int64
+	if err := db.QueryRow(`SELECT COUNT(*), SUM(pending) FROM dlq_signatures`).Scan(&groups, &pending); err != nil {
+		t.Fatal(err)
+	}
+	if groups != 1 || pending != 1 {
+		t.Fatalf("%d failure groups (%d pending), want orders' alone", groups, pending)
+	}
+	if got := perQueue("m1"); len(got) != 1 || got["odd"].Attempt != 8 {
 		t.Fatalf("records after the capture = %+v, want odd's alone", got)
+	}
+	// The row takes a new message id (a repeat failure): only its queue's
+	// record of that id goes.
+	for _, q := range []string{"odd", "orders"} {
+		if err := a.Record(ctx, Attempt{MessageID: "m2", Queue: q, Attempt: 1, Class: "transient", Error: "e", At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(t, db, `UPDATE dlq_messages SET last_message_id = 'm2' WHERE message_id = 'm1'`)
+	if got := perQueue("m2"); len(got) != 1 || got["odd"].Attempt != 1 {
+		t.Fatalf("records of m2 after its repeat failure on orders = %+v, want odd's alone", got)
+	}
+}
+
+// Migration 0033 keeps every attempt record (its history and attempt
+// number) and rekeys the table by queue and message id: afterwards a
+// record of another queue with the same message id is a record of its
+// own, and a capture on the records' queue still reads and removes its
+// own.
+func TestMigration0033KeepsAttemptRecords(t *testing.T) {
+	withPipelines(t)
+	db := sqlitetest.Migrated(t, "0033")
+	// A record as the code before 0033 wrote it (keyed by message id).
+	mustExec(t, db, `INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at, history, signature, signature_text)
+		VALUES ('m1', 'orders', 4, 'permanent', 'card declined', 1000, '[{"attempt":4,"error":"card declined"}]', 'sig', 'card declined')`)
+	sqlitetest.Migrate(t, db, "0033")
+	if err := (Attempts{DB: db}).Record(context.Background(),
+		Attempt{MessageID: "m1", Queue: "odd", Attempt: 9, Class: "transient", Error: "other", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	var n, attempt int64
+	var history string
+	if err := db.QueryRow(`SELECT (SELECT COUNT(*) FROM message_attempts), attempt, history FROM message_attempts
+		WHERE queue = 'orders' AND message_id = 'm1'`).Scan(&n, &attempt, &history); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || attempt != 4 || !strings.Contains(history, `"error":"card declined"`) {
+		t.Fatalf("after 0033: %d records, orders' attempt %d history %s", n, attempt, history)
+	}
+	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
+		Clock: func() time.Time { return t0.Add(time.Minute) }}
+	if err := c.ConsumeBatch(context.Background(), "orders-dlq", queuetest.Batch(queuetest.New("m1", `{"order":{"id":1}}`))); err != nil {
+		t.Fatal(err)
+	}
+	var count int64
+	if err := db.QueryRow(`SELECT failure_count FROM dlq_messages WHERE message_id = 'm1'`).Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	if left := records(t, db); count != 4 || len(left) != 1 || left["m1"].Queue != "odd" {
+		t.Fatalf("capture after 0033: failure_count %d, records left %+v", count, left)
 	}
 }

@@ -218,7 +218,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		}
 	}
 
-	err = Poll(90*time.Second, func() (bool, error) {
+	err = Poll(readyTimeout, func() (bool, error) {
 		resp, err := w.Do(http.MethodGet, readyPath, nil, AdminHeaders())
 		if err != nil {
 			return false, nil
@@ -272,15 +272,28 @@ func (w *Worker) Log() string {
 	return string(b)
 }
 
+// migrateTimeout bounds one `wrangler d1 migrations apply`: about 17 s of
+// CPU, which on 2 cores shared by several test runs took over 2 minutes.
+const migrateTimeout = 6 * time.Minute
+
 // migrate applies the migrations to every D1 database the worker's
 // environment binds, as make migrate-local does (internal/d1migrate: for
 // each binding its migrations, then its id range; DB only unless
 // OwnDatabases: no pipeline names another), and notes which local SQLite
 // file each binding's migrations created. Another config (the
 // bench's reference worker) gets its beer-db migrated only.
+// readyTimeout bounds a worker's start (wrangler dev answering): seconds
+// on a quiet machine, minutes on a loaded one.
+const readyTimeout = 4 * time.Minute
+
+// migrateTimeout bounds one wrangler migration step: the 22 migrations of
+// a fresh database take seconds on a quiet machine and minutes on a loaded
+// one (several workerd instances building and running on two cores).
+const migrateTimeout = 8 * time.Minute
+
 func (w *Worker) migrate() error {
 	if !w.redrive {
-		if out, err := w.wrangler(2*time.Minute, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", w.persist)...); err != nil {
+		if out, err := w.wrangler(migrateTimeout, w.d1Args("migrations", "apply", "beer-db", "--local", "--persist-to", w.persist)...); err != nil {
 			return fmt.Errorf("apply migrations: %v\n%s", err, out)
 		}
 		return nil
@@ -299,7 +312,7 @@ func (w *Worker) migrate() error {
 			continue // no pipeline names it (OwnDatabases)
 		}
 		before := w.sqliteFiles()
-		if out, err := w.wrangler(2*time.Minute, st.Args...); err != nil {
+		if out, err := w.wrangler(migrateTimeout, st.Args...); err != nil {
 			return fmt.Errorf("migrate %s (%s): %v\n%s", st.Binding, strings.Join(st.Args[:3], " "), err, out)
 		}
 		for f := range w.sqliteFiles() {
