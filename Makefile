@@ -94,7 +94,7 @@ fmt-check: ## fail, naming the files, when make fmt would change one (make vet r
 	@out=$$($(GOIMPORTS) -l $(GO_SOURCES)); if [ -n "$$out" ]; then echo "make fmt would change:"; echo "$$out"; exit 1; fi
 
 test-native: test-ts-client ## unit tests against SQLite, and the entry module's and the JavaScript report helper's under node
-	go test -count=1 ./...
+	go test -count=1 -timeout 30m ./...
 	node --test platform/worker/ clients/js/
 
 # A TypeScript client generated from handlers/openapi.json by openapi-typescript

@@ -469,7 +469,14 @@ func addUsage(a, b metrics.Usage) metrics.Usage {
 	return metrics.Usage{Statements: a.Statements + b.Statements, RowsRead: a.RowsRead + b.RowsRead, RowsWritten: a.RowsWritten + b.RowsWritten}
 }
 
+// TestMoveDrill runs with E2E_MOVE_DRILL=1 only (12 to 16 minutes on a
+// 2-core machine, beyond the e2e suite's budget in CI):
+//
+//	E2E_MOVE_DRILL=1 go test -count=1 -tags e2e -timeout 60m -run '^TestMoveDrill$' -v ./e2e
 func TestMoveDrill(t *testing.T) {
+	if os.Getenv("E2E_MOVE_DRILL") == "" {
+		t.Skip("the move drill runs with E2E_MOVE_DRILL=1 (docs/operations.md \"What holds during a move\")")
+	}
 	n := drillRowsDefault
 	if s := os.Getenv("E2E_DRILL_ROWS"); s != "" {
 		v, err := strconv.Atoi(s)
