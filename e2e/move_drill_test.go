@@ -475,7 +475,7 @@ func addUsage(a, b metrics.Usage) metrics.Usage {
 //	E2E_MOVE_DRILL=1 go test -count=1 -tags e2e -timeout 60m -run '^TestMoveDrill$' -v ./e2e
 func TestMoveDrill(t *testing.T) {
 	if os.Getenv("E2E_MOVE_DRILL") == "" {
-		t.Skip("the move drill runs with E2E_MOVE_DRILL=1 (docs/operations.md \"What holds during a move\")")
+		t.Skip("the move drill runs with E2E_MOVE_DRILL=1 (docs/operations.md \"Move a pipeline to its own database\")")
 	}
 	n := drillRowsDefault
 	if s := os.Getenv("E2E_DRILL_ROWS"); s != "" {
