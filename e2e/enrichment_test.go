@@ -102,7 +102,7 @@ func TestEnrichStoresABV(t *testing.T) {
 	if n := len(shared.Provider.Calls(token)); n != 1 {
 		t.Fatalf("provider calls = %d, want 1", n)
 	}
-	if got := shared.Provider.LastAuthorization(); got != "Bearer e2e-provider-key" {
+	if got := shared.Provider.LastAuthorization(); got != "Bearer e2e-Zq8wX3vN7tR2kP5m" {
 		t.Fatalf("Authorization = %q", got)
 	}
 }

@@ -183,7 +183,7 @@ func StartWorker(opts Options) (*Worker, error) {
 		"--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector), "--test-scheduled",
 		"--show-interactive-dev-session=false",
 		"--var", "API_KEY:"+TestAPIKey, "--var", "ADMIN_SECRET:"+TestAdminSecret, "--var", "REPORT_TOKEN:"+TestReportToken,
-		"--var", "ENRICHMENT_API_URL:"+w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-provider-key")
+		"--var", "ENRICHMENT_API_URL:"+w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-Zq8wX3vN7tR2kP5m")
 	args = append(append(args, w.configArgs...), w.extraArgs...)
 	if w.redrive && opts.OwnDatabases && opts.Vars["PIPELINES"] == "" && w.env() == "e2e" {
 		own, err := ticketsOnOwnDatabase(root)
