@@ -393,7 +393,7 @@ func TestD1RowsBudget(t *testing.T) {
 	for k, v := range rowsVars {
 		vars[k] = v
 	}
-	w := startWorker(t, vars)
+	w := startWorkerWith(t, Options{Vars: vars, OwnDatabases: true})
 	figs := rowsRun(t, w, 100_000)
 	budgets := map[string][2]int64{ // max rows read, max rows written (0: none)
 		"5-minute cron (rescue, catch-up, alerts)": {1_000, 0},

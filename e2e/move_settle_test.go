@@ -81,7 +81,7 @@ func releaseAll(t *testing.T, w *Worker, database string) (sum dlq.ReleaseResult
 // each message once, and every kept count equals counting the rows.
 func TestMoveSettlesRedeliveriesAndChangedRows(t *testing.T) {
 	vars := map[string]string{"D1_USAGE_FLUSH_SECONDS": "0", "PIPELINES": pipelinesWithTickets(t, TicketsDB)}
-	w := startWorkerWith(t, Options{Vars: vars})
+	w := startWorkerWith(t, Options{Vars: vars, OwnDatabases: true})
 	prefix := unique("settle")
 	w.Exec(t, seedTicketsSQL(12, prefix, time.Now().UnixMilli()))
 	old := exportNDJSON(t, w, "pipeline=tickets&database=DB")
