@@ -113,7 +113,10 @@ const (
 	// the batch.
 	releaseExact = `id IN (SELECT value ->> '$.id' FROM json_each(?))
 		AND (id, ` + rowVersionSQL + `) IN (SELECT value ->> '$.id', value ->> '$.v' FROM json_each(?))`
-	releaseIDs      = releaseExact + ` AND status IN ('replayed', 'acknowledged')`
+	// releaseIDs is releaseExact's replayed and acknowledged rows, looked up
+	// by id (+status: never through idx_dlq_status_failed, which would read
+	// every replayed and acknowledged row of the database).
+	releaseIDs      = releaseExact + ` AND +status IN ('replayed', 'acknowledged')`
 	releaseTallySQL = `UPDATE dlq_tally SET n = dlq_tally.n - c.cnt FROM (SELECT status, source_queue, COUNT(*) AS cnt FROM dlq_messages WHERE ` + releaseIDs + ` GROUP BY 1, 2) AS c
 	WHERE dlq_tally.status = c.status AND dlq_tally.source_queue = c.source_queue AND dlq_tally.brewer_key = ''`
 	releaseActivitySQL = `UPDATE dlq_activity SET n = dlq_activity.n - c.cnt FROM (SELECT kind, hour, q, COUNT(*) AS cnt FROM (
