@@ -142,7 +142,9 @@ func TestImportReleaseEnrichAreAudited(t *testing.T) {
 		"X-Admin-Secret": TestAdminSecret, "Content-Type": "application/x-ndjson"}); err != nil || r.Status != 200 || r.Contract != nil {
 		t.Fatalf("import: %v %v %v", err, r, r.Contract)
 	}
-	// Every pipeline is on DB here: a release from it is refused, and recorded.
+	// The line's row is there: the import merges the line into it (one
+	// merged, nothing written anew). Every pipeline is on DB here: a
+	// release from it is refused, and recorded.
 	if r := shared.Admin(t, http.MethodPost, "/admin/dlq/release", map[string]any{"pipeline": "beers", "database": "DB", "after": 7}); r.Status != 400 {
 		t.Fatalf("release: %d %s", r.Status, r.Raw)
 	}
@@ -160,7 +162,7 @@ func TestImportReleaseEnrichAreAudited(t *testing.T) {
 		return page.Entries[0]
 	}
 	imp := latest("import")
-	if c, _ := imp["counts"].(map[string]any); imp["outcome"] != "ok" || c["database"] != "DB" || c["lines"] != 1.0 || c["skipped"] != 1.0 || c["imported"] != 0.0 {
+	if c, _ := imp["counts"].(map[string]any); imp["outcome"] != "ok" || c["database"] != "DB" || c["lines"] != 1.0 || c["merged"] != 1.0 || c["skipped"] != 0.0 || c["imported"] != 0.0 {
 		t.Errorf("import entry: %v", imp)
 	}
 	rel := latest("release")

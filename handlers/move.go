@@ -45,7 +45,7 @@ func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
 			return nil, "", nil, err
 		}
 		return res, dlq.OutcomeOK, map[string]any{"database": res.Database, "lines": res.Lines,
-			"imported": res.Imported, "skipped": res.Skipped}, nil
+			"imported": res.Imported, "merged": res.Merged, "skipped": res.Skipped}, nil
 	})
 }
 
