@@ -24,7 +24,18 @@ const movedSeed = 1000
 
 // pipelinesWithTickets is env.e2e's PIPELINES with the tickets pipeline's
 // database set to database.
-func pipelinesWithTickets(t *testing.T, database string) string {
+func pipelinesWithTickets(t testing.TB, database string) string {
+	t.Helper()
+	return e2ePipelines(t, func(p map[string]any) {
+		if p["name"] == "tickets" {
+			p["database"] = database
+		}
+	})
+}
+
+// e2ePipelines is env.e2e's PIPELINES (wrangler.jsonc) with edit applied to
+// each entry, as JSON text.
+func e2ePipelines(t testing.TB, edit func(p map[string]any)) string {
 	t.Helper()
 	root, err := os.Getwd()
 	if err != nil {
@@ -39,9 +50,7 @@ func pipelinesWithTickets(t *testing.T, database string) string {
 		t.Fatal(err)
 	}
 	for _, p := range ps {
-		if p["name"] == "tickets" {
-			p["database"] = database
-		}
+		edit(p)
 	}
 	b, _ := json.Marshal(ps)
 	return string(b)

@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/wranglerconfig"
 )
 
 // retentionPipelines is env.e2e's PIPELINES with tickets on TICKETS_DB
@@ -20,28 +18,14 @@ import (
 // rows of a pipeline whose own database is the other one.
 func retentionPipelines(t testing.TB) string {
 	t.Helper()
-	root, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := wranglerconfig.Load(root + "/..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ps []map[string]any
-	if err := json.Unmarshal([]byte(cfg.Envs["e2e"].Vars["PIPELINES"]), &ps); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range ps {
+	return e2ePipelines(t, func(p map[string]any) {
 		switch p["name"] {
 		case "tickets":
 			p["database"], p["retention_days"] = TicketsDB, 90
 		case "orders":
 			p["retention_days"] = 7
 		}
-	}
-	b, _ := json.Marshal(ps)
-	return string(b)
+	})
 }
 
 // startRetentionWorker runs env.e2e with retentionPipelines on its two
