@@ -151,6 +151,7 @@ const (
 	PRODUCERMISSING       ErrorEnvelopeErrorCode = "PRODUCER_MISSING"
 	QUEUEUNAVAILABLE      ErrorEnvelopeErrorCode = "QUEUE_UNAVAILABLE"
 	RATELIMITED           ErrorEnvelopeErrorCode = "RATE_LIMITED"
+	ROWSMOVING            ErrorEnvelopeErrorCode = "ROWS_MOVING"
 	TIMEOUT               ErrorEnvelopeErrorCode = "TIMEOUT"
 	TOOMANYLINES          ErrorEnvelopeErrorCode = "TOO_MANY_LINES"
 	UNAUTHORIZED          ErrorEnvelopeErrorCode = "UNAUTHORIZED"
@@ -219,6 +220,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case QUEUEUNAVAILABLE:
 		return true
 	case RATELIMITED:
+		return true
+	case ROWSMOVING:
 		return true
 	case TIMEOUT:
 		return true
@@ -953,7 +956,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE, TIMEOUT (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY, UNKNOWN_QUEUE, UNKNOWN_PIPELINE, PRODUCER_MISSING (400); INVALID_STATE (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE, TIMEOUT (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY, UNKNOWN_QUEUE, UNKNOWN_PIPELINE, PRODUCER_MISSING (400); INVALID_STATE, ROWS_MOVING (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`
@@ -6046,6 +6049,11 @@ type AcknowledgeDLQResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// AcknowledgeDLQResponse409Headers the declared response headers of an HTTP 409 response for AcknowledgeDLQ
+type AcknowledgeDLQResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // AcknowledgeDLQResponse413Headers the declared response headers of an HTTP 413 response for AcknowledgeDLQ
 type AcknowledgeDLQResponse413Headers struct {
 	XRequestID openapi_types.UUID
@@ -6076,6 +6084,8 @@ type AcknowledgeDLQResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6090,6 +6100,8 @@ type AcknowledgeDLQResponse struct {
 	Headers401 *AcknowledgeDLQResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *AcknowledgeDLQResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AcknowledgeDLQResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *AcknowledgeDLQResponse413Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -6120,6 +6132,11 @@ func (r AcknowledgeDLQResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AcknowledgeDLQResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AcknowledgeDLQResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -6705,6 +6722,11 @@ type ReplayDLQResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ReplayDLQResponse409Headers the declared response headers of an HTTP 409 response for ReplayDLQ
+type ReplayDLQResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ReplayDLQResponse413Headers the declared response headers of an HTTP 413 response for ReplayDLQ
 type ReplayDLQResponse413Headers struct {
 	XRequestID openapi_types.UUID
@@ -6735,6 +6757,8 @@ type ReplayDLQResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6749,6 +6773,8 @@ type ReplayDLQResponse struct {
 	Headers401 *ReplayDLQResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ReplayDLQResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReplayDLQResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReplayDLQResponse413Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -6779,6 +6805,11 @@ func (r ReplayDLQResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ReplayDLQResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReplayDLQResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -10550,6 +10581,13 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10614,6 +10652,16 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers AcknowledgeDLQResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers AcknowledgeDLQResponse413Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -11244,6 +11292,13 @@ func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11308,6 +11363,16 @@ func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReplayDLQResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers ReplayDLQResponse413Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {

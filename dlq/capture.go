@@ -196,7 +196,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	}
 	var outcomes map[string]Outcome
 	if err == nil {
-		outcomes, err = c.store(chunk[0].failure.SourceQueue).saveEncoded(ctx, fs, encs)
+		outcomes, err = c.save(ctx, chunk[0].failure.SourceQueue, fs, encs)
 	}
 	if err == nil {
 		for _, cm := range chunk {
@@ -211,7 +211,7 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 	c.Log.WarnContext(ctx, "dlq: batch store failed while D1 answers; storing messages one by one", "messages", len(chunk), "error", err.Error())
 	for _, cm := range chunk {
 		if len(chunk) > 1 {
-			outcomes, err = c.store(cm.failure.SourceQueue).Save(ctx, []Failure{cm.failure})
+			outcomes, err = c.saveOne(ctx, cm.failure)
 			if err == nil {
 				c.settleStored(cm, outcomes[cm.msg.ID()])
 				continue
@@ -238,7 +238,7 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		f.parsed = &body{Problem: "unstorable"}
 		f.Class = "poison"
 		f.Reason = text.Clip("unstorable: "+cause.Error(), maxReason)
-		outcomes, err := c.store(f.SourceQueue).Save(ctx, []Failure{f})
+		outcomes, err := c.saveOne(ctx, f)
 		if err == nil {
 			cm.poison, cm.failure = true, f
 			c.Log.WarnContext(ctx, "dlq: message could not be stored; kept as a minimal poison row", "message_id", m.ID(), "attempt", m.Attempts(), "error", cause.Error())

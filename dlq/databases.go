@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/redrive/redrive/config"
 )
@@ -25,6 +28,13 @@ type Databases struct {
 	// byQueue maps a pipeline's main queue to its index in All (absent:
 	// the shared one).
 	byQueue map[string]int
+	// queues are the configured pipelines' main queues.
+	queues []string
+	// absent remembers, per isolate, the databases found to hold no row of
+	// a queue stored elsewhere (key: binding + "\x00" + queue): once such a
+	// database is empty of it, nothing stores a row of it there again
+	// until PIPELINES changes, which is a new deployment.
+	absent *sync.Map
 }
 
 // Database is one D1 database: its binding name and its store.
@@ -39,9 +49,10 @@ type Database struct {
 // pipeline naming a binding absent from others stays in shared; main.go
 // turns such a pipeline off first).
 func NewDatabases(shared Store, others map[string]Store, ps []config.Pipeline) Databases {
-	d := Databases{All: []Database{{Name: config.SharedDatabase, Store: shared}}, byQueue: map[string]int{}}
+	d := Databases{All: []Database{{Name: config.SharedDatabase, Store: shared}}, byQueue: map[string]int{}, absent: &sync.Map{}}
 	index := map[string]int{}
 	for _, p := range ps {
+		d.queues = append(d.queues, p.Queue)
 		s, ok := others[p.Database]
 		if p.Database == config.SharedDatabase || !ok {
 			continue
@@ -60,7 +71,7 @@ func NewDatabases(shared Store, others map[string]Store, ps []config.Pipeline) D
 // Single is the Databases of one shared store (native tests, and every
 // deployment whose pipelines name no database).
 func Single(s Store) Databases {
-	return Databases{All: []Database{{Name: config.SharedDatabase, Store: s}}, byQueue: map[string]int{}}
+	return Databases{All: []Database{{Name: config.SharedDatabase, Store: s}}, byQueue: map[string]int{}, absent: &sync.Map{}}
 }
 
 // Shared is the shared database.
@@ -207,13 +218,126 @@ func (d Databases) OfFilter(f *Filter) (Database, error) {
 }
 
 // OfSelection returns the database of a selection's rows (OfFilter, or
-// Holding for its ids).
+// Holding for its ids), for an action on them: ids of rows that lie in a
+// database other than their pipeline's (a move under way) are refused
+// (409 ROWS_MOVING, see Frozen).
 func (d Databases) OfSelection(ctx context.Context, s Selection) (Database, error) {
 	if s.IDs == nil {
 		return d.OfFilter(s.Filter)
 	}
-	return d.Holding(ctx, "dlq_messages", s.IDs)
+	db, err := d.Holding(ctx, "dlq_messages", s.IDs)
+	if err != nil || !d.Many() {
+		return db, err
+	}
+	return db, d.CheckNotMoving(ctx, db, s.IDs)
 }
+
+// Frozen are the configured pipelines' queues whose rows in the database
+// named name are frozen: those of pipelines stored in another database.
+// Such rows lie there only while their pipeline moves (docs/operations.md):
+// no action changes them (by id: 409 ROWS_MOVING; replay tasks, rescue and
+// claims skip them) until they are imported into their pipeline's
+// database, so that what an export copied stays what the old database
+// holds, and every action reaches the one row that survives the move.
+// Export, import, release and retention still read or delete them. Nil with
+// one database.
+func (d Databases) Frozen(name string) []string {
+	if !d.Many() {
+		return nil
+	}
+	var out []string
+	for _, q := range d.queues {
+		if d.OfQueue(q).Name != name {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// CheckNotMoving refuses (409 ROWS_MOVING) an action on rows ids of db
+// when one of them belongs to a pipeline stored in another database
+// (Frozen). It reads the rows it finds.
+func (d Databases) CheckNotMoving(ctx context.Context, db Database, ids []int64) error {
+	frozen := d.Frozen(db.Name)
+	if len(frozen) == 0 {
+		return nil
+	}
+	list, _ := json.Marshal(ids)
+	qs, _ := json.Marshal(frozen)
+	var q sql.NullString
+	err := db.DB.QueryRowContext(ctx, `SELECT source_queue FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?))
+		AND source_queue IN (SELECT value FROM json_each(?)) LIMIT 1`, string(list), string(qs)).Scan(&q)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find moving rows: %w", err)
+	}
+	home := d.OfQueue(q.String).Name
+	return &InputError{Status: http.StatusConflict, Code: "ROWS_MOVING",
+		Message: fmt.Sprintf("rows of queue %s lie in database %s while their pipeline is stored in %s (a move under way): import them into %s (docs/operations.md, Move a pipeline to its own database), then act on them there",
+			clipName(q.String), db.Name, home, home)}
+}
+
+// Elsewhere returns the databases other than q's own that still hold rows
+// of source queue q (a move under way). It asks each one whose emptiness of
+// q it has not seen yet (dlq_tally, reading q's few count rows there) and
+// remembers those that hold none.
+func (d Databases) Elsewhere(ctx context.Context, q string) ([]Database, error) {
+	if !d.Many() {
+		return nil, nil
+	}
+	own := d.OfQueue(q).Name
+	var out []Database
+	for _, db := range d.All {
+		key := db.Name + "\x00" + q
+		if db.Name == own {
+			continue
+		}
+		if d.absent != nil {
+			if _, ok := d.absent.Load(key); ok {
+				continue
+			}
+		}
+		var held bool
+		if err := db.DB.QueryRowContext(ctx, holdsQueueSQL, q).Scan(&held); err != nil {
+			return nil, fmt.Errorf("find the rows of %s in %s: %w", q, db.Name, err)
+		}
+		if !held {
+			if d.absent != nil {
+				d.absent.Store(key, true)
+			}
+			continue
+		}
+		out = append(out, db)
+	}
+	return out, nil
+}
+
+// MovingInto returns the queues of the pipelines stored in the database
+// named name whose rows still lie in another one (Elsewhere).
+func (d Databases) MovingInto(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	for _, q := range d.queues {
+		if d.OfQueue(q).Name != name {
+			continue
+		}
+		others, err := d.Elsewhere(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if len(others) > 0 {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// holdsQueueSQL says whether a database holds a row of source queue ?1:
+// its kept counts (dlq_tally, exact per status, queue and brewer), read
+// through the primary key, one range per status.
+const holdsQueueSQL = `SELECT EXISTS (SELECT 1 FROM dlq_tally WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged')
+	AND source_queue = ?1 AND n > 0)`
 
 // Holding returns the database whose table (dlq_messages or replay_tasks)
 // holds the rows ids: ids found in no other database are the shared

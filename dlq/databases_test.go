@@ -157,8 +157,21 @@ func TestHoldingAndOfFilterRouteOrRefuse(t *testing.T) {
 	if got, err := Single(Store{DB: o}).Holding(ctx, "dlq_messages", []int64{t1}); err != nil || got.DB != o {
 		t.Error("one database: Holding reads nothing and gives it")
 	}
+	// An action by ids: rows of a pipeline stored in another database (the
+	// seeded rows are beer-enrichment's, stored in DB) are frozen where
+	// they lie (409 ROWS_MOVING); a pipeline's own rows are not.
+	var ie *InputError
+	if _, err := d.OfSelection(ctx, Selection{IDs: []int64{t1}}); !errors.As(err, &ie) || ie.Code != "ROWS_MOVING" || ie.Status != 409 {
+		t.Errorf("OfSelection by ids of beer rows in TICKETS_DB: %v, want 409 ROWS_MOVING", err)
+	}
+	if _, err := tk.Exec(`UPDATE dlq_messages SET source_queue = 'tickets'`); err != nil {
+		t.Fatal(err)
+	}
 	if got, err := d.OfSelection(ctx, Selection{IDs: []int64{t1}}); err != nil || got.Name != "TICKETS_DB" {
 		t.Errorf("OfSelection by ids: %+v %v", got, err)
+	}
+	if got, err := d.OfSelection(ctx, Selection{IDs: []int64{s1}}); err != nil || got.Name != "DB" {
+		t.Errorf("OfSelection by ids of DB's own rows: %+v %v", got, err)
 	}
 	for _, c := range []struct {
 		f    *Filter

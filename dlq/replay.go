@@ -63,6 +63,9 @@ type Replay struct {
 	// to its absent producer binding: a replay to it (its destination, or
 	// the source_queue of its filter) is PRODUCER_MISSING.
 	MissingProducers map[string]string
+	// Frozen are the queues whose rows in DB belong to a pipeline stored
+	// in another database (Databases.Frozen): replay tasks skip them.
+	Frozen []string
 }
 
 // checkProducer refuses a replay sent to queue q when q's pipeline has no

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redrive/redrive/jobs"
@@ -265,12 +266,50 @@ func (ts ReplayTasks) Check(req TaskRequest) (Filter, error) {
 // taskCond is the condition of the rows task id may still claim: its
 // filter's replayable pending rows after its position, not sent by it yet,
 // while the task is running (a pause or cancel stops a step in flight).
-func taskCond(f Filter, id, posFailedAt, posID int64) (string, []any) {
+func taskCond(f Filter, id, posFailedAt, posID int64, frozen []string) (string, []any) {
 	sel := Selection{Filter: &f}
 	cond, args := sel.where(true, &position{FailedAt: posFailedAt, ID: posID})
 	cond += ` AND id NOT IN (SELECT dlq_id FROM replay_task_rows WHERE task_id = ?)
 		AND EXISTS (SELECT 1 FROM replay_tasks WHERE id = ? AND state IN ('running', 'canary'))`
-	return cond, append(args, id, id)
+	args = append(args, id, id)
+	if len(frozen) > 0 {
+		// A task whose filter names no pipeline (made while one database
+		// was bound) skips the rows of pipelines stored elsewhere.
+		js, _ := json.Marshal(frozen)
+		cond += ` AND +source_queue NOT IN (SELECT value FROM json_each(?))`
+		args = append(args, string(js))
+	}
+	return cond, args
+}
+
+// frozenQueue is the queue of the task's filter (its pipeline's, or its
+// source_queue) when its rows here are frozen (Replay.Frozen: the
+// pipeline is stored in another database, its rows here move), else "".
+func (st *taskStep) frozenQueue() string {
+	q := st.f.SourceQueue
+	if p, ok := PipelineByName(st.f.Pipeline); ok {
+		q = p.Queue
+	}
+	if q != "" && slices.Contains(st.r.Frozen, q) {
+		return q
+	}
+	return ""
+}
+
+// pauseMoving pauses the task held by st (one conditional statement),
+// whose rows move to their pipeline's database: it sends nothing from
+// rows that are being copied. Its rows are replayed by a task created
+// again in that database once they are imported (docs/operations.md).
+func (st *taskStep) pauseMoving(ctx context.Context, q string) error {
+	if _, err := st.r.DB.ExecContext(ctx, `UPDATE replay_tasks SET state = 'paused', step_at = NULL, last_step_at = ?1, updated_at = ?1
+		WHERE id = ?2 AND steps = ?3 AND state IN ('running', 'canary')`, st.nowMs, st.id, st.steps); err != nil {
+		return fmt.Errorf("replay task pause: %w", err)
+	}
+	if st.r.Log != nil {
+		st.r.Log.Warn("replay task paused: its pipeline is stored in another database now; import its rows there and create the task again there",
+			"task_id", st.id, "queue", q)
+	}
+	return nil
 }
 
 // Create stores a new running task (one statement, which also counts the
@@ -515,6 +554,9 @@ func (ts ReplayTasks) Step(ctx context.Context, id int64, now time.Time) (StepRe
 	if err != nil {
 		return st.res, err
 	}
+	if q := st.frozenQueue(); q != "" {
+		return st.res, st.pauseMoving(ctx, q)
+	}
 	n := st.budget(nowMs + ts.window().Milliseconds())
 	var stepErr error
 	exhausted := false
@@ -656,7 +698,7 @@ func (st *taskStep) send(ctx context.Context, k int64) (short bool, err error) {
 	r := st.r
 	for k > 0 {
 		limit := min(k, int64(r.BulkLimit()))
-		cond, args := taskCond(st.f, st.id, st.posAt, st.posID)
+		cond, args := taskCond(st.f, st.id, st.posAt, st.posID, st.r.Frozen)
 		cs, claimAt, err := r.claim(ctx, newestFirst(cond), append(args, limit))
 		if err != nil {
 			return false, err
@@ -719,7 +761,7 @@ func (st *taskStep) release(ctx context.Context, exhausted bool) (string, error)
 		// Done only if still running with no matching row left, decided in
 		// the release itself: a claim that found nothing because the task
 		// was paused (and maybe resumed since) does not end it.
-		cond, cargs := taskCond(st.f, st.id, st.posAt, st.posID)
+		cond, cargs := taskCond(st.f, st.id, st.posAt, st.posID, st.r.Frozen)
 		release = `UPDATE replay_tasks SET step_at = NULL, last_step_at = ?, updated_at = ?,
 				finished_at = CASE WHEN e.none_left AND replay_tasks.state = 'running' THEN ? ELSE replay_tasks.finished_at END,
 				state = CASE WHEN e.none_left AND replay_tasks.state = 'running' THEN 'done' ELSE replay_tasks.state END

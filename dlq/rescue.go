@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,10 @@ type Rescue struct {
 	StuckAfter time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
 	Limits jobs.Limits
+	// Frozen are the queues whose rows in DB move to their pipeline's
+	// database (Databases.Frozen): left as they are, so that the copy an
+	// export made stays what DB holds; their copy is rescued there.
+	Frozen []string
 }
 
 // Name implements jobs.Job.
@@ -55,8 +60,9 @@ func (r *Rescue) Run(ctx context.Context, now time.Time) (map[string]any, error)
 func (r *Rescue) rescueBatch(ctx context.Context, now time.Time, cutoff int64, limit int) (int64, error) {
 	rows, err := r.DB.QueryContext(ctx, `UPDATE dlq_messages SET status = 'pending', replaying_at = NULL, updated_at = ?
 		WHERE status = 'replaying' AND id IN (
-			SELECT id FROM dlq_messages WHERE status = 'replaying' AND COALESCE(replaying_at, 0) <= ? LIMIT ?)
-		RETURNING id, message_id`, now.UnixMilli(), cutoff, limit)
+			SELECT id FROM dlq_messages WHERE status = 'replaying' AND COALESCE(replaying_at, 0) <= ?
+				AND +source_queue NOT IN (SELECT value FROM json_each(?)) LIMIT ?)
+		RETURNING id, message_id`, now.UnixMilli(), cutoff, jsonList(r.Frozen), limit)
 	if err != nil {
 		return 0, fmt.Errorf("rescue: %w", err)
 	}
@@ -75,4 +81,13 @@ func (r *Rescue) rescueBatch(ctx context.Context, now time.Time, cutoff int64, l
 		return n, fmt.Errorf("rescue: %w", err)
 	}
 	return n, nil
+}
+
+// jsonList is qs as a JSON array ("[]" when empty).
+func jsonList(qs []string) string {
+	if len(qs) == 0 {
+		return "[]"
+	}
+	js, _ := json.Marshal(qs)
+	return string(js)
 }

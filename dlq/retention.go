@@ -74,10 +74,32 @@ type Retention struct {
 	AttemptMaxAge time.Duration
 	// Limits bounds each run (batch size and wall-time budget).
 	Limits jobs.Limits
+	// Moving, when set, returns the queues of DB's pipelines whose rows
+	// still lie in another database (a move into DB under way,
+	// Databases.Elsewhere). While there are any, a run deletes nothing and
+	// keeps its positions (summary waiting_for_moves): a copy deleted here
+	// before its original is released would come back, as it was, with
+	// the original's next import.
+	Moving func(ctx context.Context) ([]string, error)
 }
 
 // Name implements jobs.Job.
 func (r *Retention) Name() string { return JobName(RetentionJobName, r.Database) }
+
+// waiting is the summary of a run that waits for moves into DB to end
+// (see Moving): prev's positions, nothing deleted.
+func (r *Retention) waiting(ctx context.Context, prev backlog, queues []string) map[string]any {
+	r.Log.WarnContext(ctx, "dlq: retention waits until the moves into this database end (import, then release)",
+		"database", r.Database, "queues", queues)
+	return map[string]any{
+		"deleted_age": 0, "deleted_cap": 0, "attempts_expired": 0,
+		"more": false, "expired_left": nil, "behind_since": nil,
+		"cycle_deleted_cap": 0, "cap_keys": []string{},
+		"cap_scanned_to": prev.CapScannedTo, "cap_max_rows": prev.CapMaxRows,
+		"age_scanned_to": prev.AgeScannedTo, "rescan_seq": prev.RescanSeq,
+		"waiting_for_moves": queues,
+	}
+}
 
 func (r *Retention) validate() error {
 	if r.MaxAge <= 0 || r.MaxRowsPerKey <= 0 || r.AttemptMaxAge <= 0 {
@@ -109,6 +131,15 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	prev, err := lastBacklog(ctx, runsDB(r.Runs, r.DB), r.Name())
 	if err != nil {
 		errs = append(errs, fmt.Errorf("retention: %w", err))
+	}
+	if r.Moving != nil && err == nil {
+		moving, err := r.Moving(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("retention: %w", err)
+		}
+		if len(moving) > 0 {
+			return r.waiting(ctx, prev, moving), nil
+		}
 	}
 	rescanSeq, err := r.rescanFrom(ctx, &prev)
 	if err != nil {

@@ -92,7 +92,13 @@ func TestRetentionAppliesEachPipelinesRetentionInEveryDatabase(t *testing.T) {
 		insertActed(t, db, "o-ack-8d", "other", "9", StatusAcknowledged, now.Add(-8*day))
 	}
 	want := []string{"b-ack-28d", "o-ack-8d", "p-replayed-6d", "t-ack-60d", "t-replayed-88d"}
-	for _, r := range u.Retentions() {
+	rs := u.Retentions()
+	for _, r := range rs {
+		// Each database holds rows of the other's pipelines here: neither
+		// waits for moves into it (TestRetentionWaitsWhileAMoveIntoItsDatabaseIsUnderWay).
+		r.Moving = nil
+	}
+	for _, r := range rs {
 		sum := runRecorded(t, r, shared, now)
 		if sum["deleted_age"] != int64(4) || sum["more"] != false {
 			t.Errorf("%s: summary %v", r.Name(), sum)
@@ -104,11 +110,50 @@ func TestRetentionAppliesEachPipelinesRetentionInEveryDatabase(t *testing.T) {
 	// A day later: the 60-day tickets rows are still there, the 7-day
 	// pages row of 6 days went, in both databases.
 	want = []string{"b-ack-28d", "o-ack-8d", "t-ack-60d", "t-replayed-88d"}
-	for _, r := range u.Retentions() {
+	for _, r := range rs {
 		runRecorded(t, r, shared, now.Add(day+time.Hour))
 		if left := leftIDs(t, r.DB); !reflect.DeepEqual(left, want) {
 			t.Errorf("%s a day later left %v, want %v", r.Name(), left, want)
 		}
+	}
+}
+
+// A database's retention waits while a pipeline stored there still has
+// rows in another (a move into it under way): a copy deleted there before
+// its original is released would come back with the original's next
+// import. It deletes nothing, says what it waits for and keeps its
+// positions; once the old database holds none of those rows, it runs as
+// before. The shared database's retention meanwhile deletes what is due,
+// moving rows included.
+func TestRetentionWaitsWhileAMoveIntoItsDatabaseIsUnderWay(t *testing.T) {
+	shared, own, u := movingPipelines(t)
+	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
+	insertActed(t, shared, "t-ack-91d", "tickets", "T-1", StatusAcknowledged, now.Add(-91*day))
+	insertActed(t, shared, "t-pending", "tickets", "T-2", StatusPending, now.Add(-time.Hour))
+	insertActed(t, own, "t-ack-92d", "tickets", "T-1", StatusAcknowledged, now.Add(-92*day))
+	rs := u.Retentions()
+	for i, want := range [][]string{{"t-pending"}, {"t-ack-92d"}} {
+		sum := runRecorded(t, rs[i], shared, now)
+		if left := leftIDs(t, rs[i].DB); !reflect.DeepEqual(left, want) {
+			t.Errorf("%s left %v, want %v (summary %v)", rs[i].Name(), left, want, sum)
+		}
+		if i == 1 && !reflect.DeepEqual(sum["waiting_for_moves"], []string{"tickets"}) {
+			t.Errorf("%s: summary %v, want waiting_for_moves [tickets]", rs[i].Name(), sum)
+		}
+	}
+	// The last row of tickets leaves DB (released) and the daily cron's
+	// dlq_tally counts DB's rows again: the next run deletes.
+	if _, err := shared.Exec(`DELETE FROM dlq_messages WHERE source_queue = 'tickets'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range u.TallyChecks() {
+		if _, err := j.Run(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := runRecorded(t, rs[1], shared, now.Add(time.Hour))
+	if left := leftIDs(t, own); len(left) != 0 || sum["deleted_age"] != int64(1) || sum["waiting_for_moves"] != nil {
+		t.Errorf("after the move: %s left %v (summary %v)", rs[1].Name(), left, sum)
 	}
 }
 

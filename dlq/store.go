@@ -124,7 +124,7 @@ func (s Store) Put(ctx context.Context, fs []Failure) error {
 var (
 	keyFields = []string{"message_id", "source", "hash", "failed_at", "sig", "sig_class", "sig_text", "usig"}
 	putFields = []string{"message_id", "source", "hash", "failed_at", "sig", "usig", "beer_id", "beer_name", "brewer",
-		"attempts", "raw", "encoding", "content_type", "class", "reason", "problem", "version", "entries", "entry_version"}
+		"attempts", "raw", "encoding", "content_type", "class", "reason", "problem", "version", "entries", "entry_version", "borrow"}
 )
 
 // fieldsOf is the SELECT list that reads fields from json_each's value,
@@ -136,7 +136,7 @@ func fieldsOf(fields []string) string {
 			b.WriteString(", ")
 		}
 		op := "->>"
-		if f == "entries" {
+		if f == "entries" || f == "borrow" {
 			op = "->"
 		}
 		fmt.Fprintf(&b, "value %s '$.%s' AS %s", op, f, f)
@@ -180,7 +180,8 @@ func fieldsOf(fields []string) string {
 var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FROM json_each(?))
 	INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
 		failure_reason, failure_class, source_queue, raw_message, raw_encoding, content_type, body_hash,
-		last_message_id, first_failed_at, updated_at, history, history_dropped, signature, version, tally_seq)
+		last_message_id, first_failed_at, updated_at, history, history_dropped, signature, version, tally_seq,
+		replay_count)
 	SELECT COALESCE(
 			(SELECT d.id FROM dlq_messages d
 				WHERE d.source_queue = j.source AND d.body_hash = j.hash AND ` + lineageIndexCond + `
@@ -192,7 +193,7 @@ var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FRO
 					AND d.status <> 'acknowledged'
 					AND NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.message_id)
 				ORDER BY d.status IN ('replaying', 'replayed') DESC, d.id DESC LIMIT 1)),
-		j.message_id, j.beer_id, j.beer_name, j.brewer,
+		` + borrowed("j.borrow ->> '$.message_id'", "j.message_id") + `, j.beer_id, j.beer_name, j.brewer,
 		j.failed_at,
 		max(COALESCE(a.attempt, 0), j.attempts),
 		COALESCE(j.reason, substr(
@@ -200,12 +201,14 @@ var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FRO
 			COALESCE(a.error_class || ': ' || a.error, 'no attempt record'), 1, ` + maxReasonSQL + `)),
 		COALESCE(j.class, CASE WHEN j.problem IS NULL THEN COALESCE(a.error_class, 'unknown') ELSE 'poison' END),
 		j.source, j.raw, j.encoding, j.content_type, j.hash,
-		j.message_id, j.failed_at, j.failed_at,
-		` + historyKeepSQL("a.history", "j.entries") + `,
-		COALESCE(a.history_dropped, 0) + ` + historyDroppedSQL("a.history", "j.entries") + `,
+		j.message_id, ` + borrowed("min(j.failed_at, COALESCE(j.borrow ->> '$.first_failed_at', j.failed_at))", "j.failed_at") + `, j.failed_at,
+		` + borrowed(historyKeepSQL("(j.borrow ->> '$.history')", "("+historyKeepSQL("a.history", "j.entries")+")"),
+	historyKeepSQL("a.history", "j.entries")) + `,
+		COALESCE(a.history_dropped, 0) + ` + historyDroppedSQL("a.history", "j.entries") + ` + ` +
+	borrowed("COALESCE(j.borrow ->> '$.history_dropped', 0) + "+historyDroppedSQL("(j.borrow ->> '$.history')", "("+historyKeepSQL("a.history", "j.entries")+")"), "0") + `,
 		` + signatureSQL + `,
 		COALESCE(j.entry_version, a.version, j.version),
-		1
+		1, ` + borrowed("j.borrow ->> '$.replay_count'", "0") + `
 	FROM elems AS j LEFT JOIN message_attempts a ON a.queue = j.source AND a.message_id = j.message_id
 	WHERE true
 	ON CONFLICT(id) DO UPDATE SET status = 'pending',
@@ -226,6 +229,32 @@ var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FRO
 		WHERE dlq_messages.last_message_id <> excluded.last_message_id
 	ON CONFLICT(message_id) DO NOTHING
 	RETURNING message_id, last_message_id`
+
+// borrowed is the SQL expression that is yes for a failure stored as the
+// row of a message another database still holds (putSQL's element's
+// borrow, set by Capture during a move: Capture.lookAside) and no for
+// every other: a borrowed row takes that row's message_id, replay_count,
+// first failure and history, and, in the batch's last statement
+// (rekeySQL), its id, so that the message keeps its id and its actions
+// across databases. It is not borrowed (a new row of its own) when this
+// database holds a row of that message_id already (an imported copy that
+// is not a lineage match: acknowledged).
+func borrowed(yes, no string) string {
+	return `CASE WHEN j.borrow IS NULL THEN ` + no + ` WHEN NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.borrow ->> '$.message_id')
+		THEN ` + yes + ` ELSE ` + no + ` END`
+}
+
+// rekeySQL gives each row a capture batch borrowed (see borrowed) the id
+// of the row it continues, unless this database holds that id already:
+// ?1 is the JSON array of the batch's borrows ({message_id, borrow}). It
+// reads the rows it rekeys through the message_id index; the batch's
+// counts (by status, queue, hour and signature) do not depend on the id.
+const rekeySQL = `UPDATE dlq_messages SET id = b.id
+	FROM (SELECT value ->> '$.borrow.id' AS id, value ->> '$.borrow.message_id' AS mid, value ->> '$.message_id' AS m
+		FROM json_each(?1)) AS b
+	WHERE dlq_messages.message_id = b.mid AND dlq_messages.last_message_id = b.m
+		AND dlq_messages.id > (SELECT last_id FROM capture_mark WHERE id = 1)
+		AND NOT EXISTS (SELECT 1 FROM dlq_messages o WHERE o.id = b.id)`
 
 // historyKeepSQL is the JSON array of the entries of the JSON arrays a and
 // b (SQL expressions, NULL counts as empty), a's first: the first
@@ -381,6 +410,10 @@ const maxReasonSQL = "1000"
 // hash, failed_at and the sig members.
 type encoded struct {
 	put, key []byte
+	// borrow is {message_id, borrow} of a failure that continues a row
+	// another database holds (Capture.lookAside; rekeySQL's element), nil
+	// for every other.
+	borrow []byte
 	// group is the dlq_tally group and hour the dlq_activity hour the
 	// failure's row gets when it is a new row (tallyOf).
 	group string
@@ -600,13 +633,23 @@ func saveStatements(encs []encoded) []sqlbatch.Stmt {
 	}
 	putJS, keysJS := string(joinJSON(put)), string(joinJSON(keys))
 	tally, activity := tallyOf(encs)
-	return []sqlbatch.Stmt{
+	stmts := []sqlbatch.Stmt{
 		{SQL: ensureSignaturesSQL, Args: []any{keysJS}},
 		{SQL: markSQL},
 		{SQL: putSQL, Args: []any{putJS}},
 		tally, activity,
 		{SQL: countSignaturesSQL},
 	}
+	var borrows [][]byte
+	for _, e := range encs {
+		if e.borrow != nil {
+			borrows = append(borrows, e.borrow)
+		}
+	}
+	if borrows != nil {
+		stmts = append(stmts, sqlbatch.Stmt{SQL: rekeySQL, Args: []any{string(joinJSON(borrows))}})
+	}
+	return stmts
 }
 
 // body is what a message body says about its beer.

@@ -100,6 +100,9 @@ type Requester struct {
 type InputError struct {
 	Code    string
 	Message string
+	// Status is the HTTP status the admin API answers with: 0 for 400; 409
+	// for a request refused for the state of the rows it names.
+	Status int
 }
 
 func (e *InputError) Error() string { return e.Code + ": " + e.Message }

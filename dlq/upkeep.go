@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"context"
 	"time"
 
 	"github.com/redrive/redrive/alerts"
@@ -55,7 +56,7 @@ func (u Upkeep) Rescues() []jobs.Job {
 	var out []jobs.Job
 	for _, d := range u.DBs.All {
 		r := u.Rescue
-		r.DB, r.Database = d.DB, d.Name
+		r.DB, r.Database, r.Frozen = d.DB, d.Name, u.DBs.Frozen(d.Name)
 		out = append(out, &r)
 	}
 	return out
@@ -67,7 +68,7 @@ func (u Upkeep) ReplayTaskJobs() []jobs.Job {
 	var out []jobs.Job
 	for _, d := range u.DBs.All {
 		t := u.Tasks
-		t.Replay.DB, t.Replay.Batch = d.DB, d.Batch
+		t.Replay.DB, t.Replay.Batch, t.Replay.Frozen = d.DB, d.Batch, u.DBs.Frozen(d.Name)
 		out = append(out, &ReplayTaskJob{Tasks: t, Database: d.Name})
 	}
 	return out
@@ -82,6 +83,10 @@ func (u Upkeep) Retentions() []*Retention {
 	for _, d := range u.DBs.All {
 		r := u.Retention
 		r.DB, r.Database, r.Pipelines = d.DB, d.Name, u.Pipelines
+		if u.DBs.Many() {
+			dbs, name := u.DBs, d.Name
+			r.Moving = func(ctx context.Context) ([]string, error) { return dbs.MovingInto(ctx, name) }
+		}
 		if d.Name != u.DBs.Shared().Name {
 			r.Runs = u.DBs.Shared().DB
 		}

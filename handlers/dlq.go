@@ -566,7 +566,7 @@ func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
 		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
 		return err
 	}
-	if a, err = a.inHolding(r.Context(), "dlq_messages", id); err != nil {
+	if a, err = a.inSelection(r.Context(), dlq.Selection{IDs: []int64{id}}); err != nil {
 		return err
 	}
 	svc := a.replayService()

@@ -95,7 +95,7 @@ func respond(w http.ResponseWriter, r *http.Request, status int, data any) {
 }
 
 // fail writes the error envelope. An *APIError keeps its status and code; a
-// *dlq.InputError (rejected input) is a 400 with its code; any other error
+// *dlq.InputError (rejected input) is a 400 (or its Status) with its code; any other error
 // is logged with the request id and answered with a 500.
 func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	apiErr, direct := err.(*APIError) // the usual case, without errors.As's reflection
@@ -103,6 +103,8 @@ func fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	switch {
 	case direct && apiErr != nil:
 	case errors.As(err, &apiErr):
+	case errors.As(err, &inputErr) && inputErr.Status != 0:
+		apiErr = &APIError{Status: inputErr.Status, Code: inputErr.Code, Message: inputErr.Message}
 	case errors.As(err, &inputErr):
 		apiErr = badRequest(inputErr.Code, inputErr.Message)
 	default:
