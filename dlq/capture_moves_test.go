@@ -101,6 +101,10 @@ func TestCaptureDuringAMoveContinuesTheRowLeftInDB(t *testing.T) {
 	}
 	checkMoveCounts(t, tickets, "repeat failure")
 	checkMoveCounts(t, shared, "repeat failure")
+	// Its failure group names it by the id it took.
+	if n := count(t, tickets, `SELECT COUNT(*) FROM dlq_signatures, json_each(sample_ids) AS s WHERE s.value = ?`, id); n != 1 {
+		t.Fatalf("the group's sample ids name row %d %d times, want once", id, n)
+	}
 	// Its redelivery changes nothing either.
 	consumeMoving(&queuetest.Message{MsgID: "t-again", Attempt: 2, SentAt: now, Text: body, Type: queue.JSON})
 	if n := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {

@@ -256,6 +256,19 @@ const rekeySQL = `UPDATE dlq_messages SET id = b.id
 		AND dlq_messages.id > (SELECT last_id FROM capture_mark WHERE id = 1)
 		AND NOT EXISTS (SELECT 1 FROM dlq_messages o WHERE o.id = b.id)`
 
+// rekeySamplesSQL, before rekeySQL, names each borrowed row in its
+// signature's sample_ids (countSignaturesSQL took its id before the
+// rekey) by the id it is about to take. ?1 as rekeySQL's.
+const rekeySamplesSQL = `UPDATE dlq_signatures SET sample_ids = (SELECT json_group_array(CASE WHEN s.value = r.z THEN r.bid ELSE s.value END)
+		FROM json_each(dlq_signatures.sample_ids) AS s)
+	FROM (SELECT d.id AS z, d.signature AS sig, b.id AS bid
+		FROM (SELECT value ->> '$.borrow.id' AS id, value ->> '$.borrow.message_id' AS mid, value ->> '$.message_id' AS m
+			FROM json_each(?1)) AS b
+		JOIN dlq_messages d ON d.message_id = b.mid AND d.last_message_id = b.m
+		WHERE d.id > (SELECT last_id FROM capture_mark WHERE id = 1)
+			AND NOT EXISTS (SELECT 1 FROM dlq_messages o WHERE o.id = b.id)) AS r
+	WHERE dlq_signatures.signature = r.sig`
+
 // historyKeepSQL is the JSON array of the entries of the JSON arrays a and
 // b (SQL expressions, NULL counts as empty), a's first: the first
 // historyHead and the newest maxHistory-historyHead of them. When both are
@@ -647,7 +660,8 @@ func saveStatements(encs []encoded) []sqlbatch.Stmt {
 		}
 	}
 	if borrows != nil {
-		stmts = append(stmts, sqlbatch.Stmt{SQL: rekeySQL, Args: []any{string(joinJSON(borrows))}})
+		js := string(joinJSON(borrows))
+		stmts = append(stmts, sqlbatch.Stmt{SQL: rekeySamplesSQL, Args: []any{js}}, sqlbatch.Stmt{SQL: rekeySQL, Args: []any{js}})
 	}
 	return stmts
 }

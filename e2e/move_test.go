@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/wranglerconfig"
 	"github.com/redrive/redrive/metrics"
+	"github.com/redrive/redrive/queue"
 )
 
 // movedSeed is how many tickets rows the move test seeds besides the ones
@@ -141,6 +142,13 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 				json_array(json_object('at', %[2]d - i * 1000, 'attempt', 3, 'class', 'permanent', 'error', 'reason ' || (i %% 7))),
 				printf('%%016x', 4096 + i %% 7), 'seed-version', CASE WHEN i %% 10 = 0 THEN %[2]d END, CASE WHEN i %% 10 = 0 THEN 'old' END
 			FROM seq`, movedSeed, seedStart, ticketsQueue),
+		// A message replayed before the switch (its replay fails again after it).
+		fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, failure_count, failure_reason, failure_class, source_queue,
+				status, raw_message, raw_encoding, content_type, body_hash, last_message_id, first_failed_at, updated_at, history,
+				replay_count, replayed_at)
+			VALUES ('lineage-1', 'L-1', %[1]d, 1, 'permanent: first', 'permanent', '%[2]s', 'replayed', '%[3]s', 'text', 'json', '%[4]s',
+				'lineage-1', %[1]d, %[1]d + 1, '[{"at":%[1]d,"attempt":1,"class":"permanent","error":"first","message_id":"lineage-1"}]', 1, %[1]d + 1)`,
+			seedStart, ticketsQueue, lineageBody, dlq.BodyHash(queue.JSON, lineageBody)),
 		fmt.Sprintf(`INSERT INTO dlq_signatures(signature, class, text, pending, acknowledged, first_seen, last_seen, versions, sample_ids, source_queue)
 			SELECT signature, 'permanent', 'reason ' || signature, SUM(status = 'pending'), SUM(status = 'acknowledged'),
 				MIN(failed_at), MAX(failed_at), '["seed-version"]', json_array(MIN(id)), '%s'
@@ -170,8 +178,26 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 	old := exportNDJSON(t, w, "pipeline=tickets&database=DB")
 	exportCost := moveUsage(t, w, before, "GET /admin/dlq/export")
 	lines := bytes.Count(old, []byte("\n"))
-	if lines != len(failing)+movedSeed {
+	if lines != len(failing)+movedSeed+1 {
 		t.Fatalf("the export of DB after the switch: %d lines", lines)
+	}
+	// The pipeline's rows left in DB are frozen: an action on one is 409
+	// ROWS_MOVING (dlq.Databases.Frozen).
+	frozen := w.Int(t, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = ? AND status = 'pending'`, ticketsQueue)
+	if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": []int64{frozen}}); r.Status != http.StatusConflict ||
+		!strings.Contains(string(r.Raw), `"code":"ROWS_MOVING"`) {
+		t.Fatalf("acknowledge of row %d left in DB: %d %s, want 409 ROWS_MOVING", frozen, r.Status, r.Raw)
+	}
+	// The replayed message fails again: TICKETS_DB continues its row (its
+	// id, message id and replay count), DB's row stays as exported.
+	lineage := w.Int(t, `SELECT id FROM dlq_messages WHERE message_id = 'lineage-1'`)
+	w.sendJSON(t, "e2e-tickets-dlq", lineageBody)
+	Eventually(t, 120*time.Second, "the repeat failure captured into TICKETS_DB as the row's continuation", func() bool {
+		return w.IntOf(t, TicketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND message_id = 'lineage-1'
+			AND last_message_id <> 'lineage-1' AND status = 'pending' AND replay_count = 1`, lineage) == 1
+	})
+	if again := exportNDJSON(t, w, "pipeline=tickets&database=DB"); !bytes.Equal(again, old) {
+		t.Fatal("DB's rows changed after the repeat failure's capture")
 	}
 	for _, l := range bytes.SplitAfter(bytes.TrimSuffix(exported, []byte("\n")), []byte("\n")) {
 		if !bytes.Contains(old, l) {
@@ -184,7 +210,7 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	importOnce := func() (imported, skipped int) {
+	importOnce := func() (imported, merged, skipped int) {
 		for _, c := range chunks {
 			r, err := w.Do(http.MethodPost, "/admin/dlq/import", c, map[string]string{"X-API-Key": TestAPIKey,
 				"X-Admin-Secret": TestAdminSecret, "Content-Type": "application/x-ndjson"})
@@ -196,19 +222,19 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 			if res.Database != "TICKETS_DB" {
 				t.Fatalf("imported into %s", res.Database)
 			}
-			imported, skipped = imported+res.Imported, skipped+res.Skipped
+			imported, merged, skipped = imported+res.Imported, merged+res.Merged, skipped+res.Skipped
 		}
-		return imported, skipped
+		return imported, merged, skipped
 	}
 	before = settledUsage(t, w)
 	importStart := time.Now()
-	if imported, skipped := importOnce(); imported != lines || skipped != 0 {
-		t.Fatalf("import: %d imported, %d skipped of %d", imported, skipped, lines)
+	if imported, merged, skipped := importOnce(); imported != lines-1 || merged != 1 || skipped != 0 {
+		t.Fatalf("import: %d imported, %d merged, %d skipped of %d", imported, merged, skipped, lines)
 	}
 	importTime := time.Since(importStart)
 	importCost := moveUsage(t, w, before, "POST /admin/dlq/import")
-	if imported, skipped := importOnce(); imported != 0 || skipped != lines {
-		t.Fatalf("second import: %d imported, %d skipped", imported, skipped)
+	if imported, merged, skipped := importOnce(); imported != 0 || merged != 0 || skipped != lines {
+		t.Fatalf("second import: %d imported, %d merged, %d skipped", imported, merged, skipped)
 	}
 
 	// Release from DB, window by window.
@@ -241,8 +267,22 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 
 	// Read back from the new database: the same bytes, ids, bodies and
 	// statuses; DB holds none of the pipeline's rows, groups or counts.
-	if moved := exportNDJSON(t, w, "pipeline=tickets&database=TICKETS_DB"); !bytes.Equal(moved, old) {
-		t.Fatalf("the rows read back from TICKETS_DB differ from the export of DB:\n%s\n---\n%s", firstLines(moved, 2), firstLines(old, 2))
+	// (The continued row aside: pending, its repeat failure last; its
+	// failure group, which other rows share, counts it too.)
+	if moved := exportNDJSON(t, w, "pipeline=tickets&database=TICKETS_DB"); !bytes.Equal(withoutLine(moved, "lineage-1"), withoutLine(old, "lineage-1")) {
+		t.Fatalf("the rows read back from TICKETS_DB differ from the export of DB:\n%s", firstDifference(withoutLine(moved, "lineage-1"), withoutLine(old, "lineage-1")))
+	}
+	var hist string
+	if n := w.IntOf(t, TicketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND message_id = 'lineage-1' AND status = 'pending'
+			AND replay_count = 1 AND first_failed_at = ?`, lineage, seedStart); n != 1 {
+		t.Fatalf("the continued row %d after the move is not pending, replayed once, first failed at %d", lineage, seedStart)
+	}
+	w.DBOf(t, TicketsDB).QueryRow(`SELECT history FROM dlq_messages WHERE id = ?`, lineage).Scan(&hist)
+	if !strings.Contains(hist, `"error":"first"`) {
+		t.Fatalf("the continued row's history lacks the attempt before the move: %s", hist)
+	}
+	if n := w.IntOf(t, TicketsDB, `SELECT COUNT(*) FROM dlq_signatures, json_each(sample_ids) AS s WHERE s.value = ?`, lineage); n != 1 {
+		t.Fatalf("the continued row's failure group names it %d times, want once", n)
 	}
 	tickets := w.DBOf(t, TicketsDB)
 	var rows, pending, groups int64
@@ -294,6 +334,52 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 	Eventually(t, 60*time.Second, "the moved row's body delivered again", func() bool {
 		return len(w.queueDeliveries(t, ticketsQueue, body)) >= 3 // two attempts before the move, then the replay
 	})
+}
+
+// lineageBody is the body of the move test's message replayed before the
+// switch, which fails again after it.
+const lineageBody = `{"ticket":"L-1","team":"infra","fail":true}`
+
+// firstDifference shows the first line where a and b differ.
+func firstDifference(a, b []byte) string {
+	la, lb := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	for i := range max(len(la), len(lb)) {
+		var x, y []byte
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if !bytes.Equal(x, y) {
+			return fmt.Sprintf("line %d:\n%s\n---\n%s", i+1, x, y)
+		}
+	}
+	return "(no difference)"
+}
+
+// withoutLine is ndjson without the line of message id, and each other
+// line without its failure group's sample_ids, versions and first_seen
+// (the group of id's row counts it).
+func withoutLine(ndjson []byte, id string) []byte {
+	var out []byte
+	for _, l := range bytes.SplitAfter(ndjson, []byte("\n")) {
+		if bytes.Contains(l, []byte(`"message_id":"`+id+`"`)) {
+			continue
+		}
+		var row map[string]any
+		if json.Unmarshal(l, &row) == nil {
+			if sig, ok := row["signature"].(map[string]any); ok {
+				delete(sig, "sample_ids")
+				delete(sig, "versions")
+				delete(sig, "first_seen")
+			}
+			l, _ = json.Marshal(row)
+			l = append(l, '\n')
+		}
+		out = append(out, l...)
+	}
+	return out
 }
 
 func firstLines(b []byte, n int) []byte {
