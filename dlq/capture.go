@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"errors"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -204,6 +205,10 @@ func (c *Capture) storeChunk(ctx context.Context, chunk []*captured) error {
 		}
 		return nil
 	}
+	if errors.Is(err, errLookAside) {
+		c.Log.ErrorContext(ctx, "dlq: a database holding rows of the queue is unavailable; batch will be retried", "messages", len(chunk), "error", err.Error())
+		return err
+	}
 	if perr := c.probe(ctx, chunk[0].failure.SourceQueue); perr != nil {
 		c.Log.ErrorContext(ctx, "dlq: D1 unavailable; batch will be retried", "messages", len(chunk), "error", err.Error(), "probe_error", perr.Error())
 		return fmt.Errorf("%w (probe: %v)", err, perr)
@@ -230,6 +235,10 @@ func (c *Capture) storeAlone(ctx context.Context, cm *captured, cause error) {
 		after = DefaultUnstorableAfter
 	}
 	m := cm.msg
+	if errors.Is(cause, errLookAside) {
+		c.retryUnavailable(ctx, []*captured{cm}, cause)
+		return
+	}
 	if m.Attempts() >= after {
 		// Body (as base64), content type and body hash are kept: the row can
 		// be replayed like any other. Nothing is read from the body.

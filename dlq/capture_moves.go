@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -35,6 +36,11 @@ const lookAsideSQL = `WITH elems AS MATERIALIZED (SELECT value ->> '$.message_id
 		FROM elems AS j)
 	WHERE stored OR lineage IS NOT NULL`
 
+// errLookAside marks a failure to ask another database during a move: the
+// capture treats it as an unavailable D1 (retried with backoff, never acked
+// nor stored without the answer, which could store a message twice).
+var errLookAside = errors.New("another database holding rows of the queue did not answer")
+
 // lookAside keeps each message one row wherever its pipeline's rows lie
 // during a move (docs/operations.md, Move a pipeline to its own
 // database). Before a batch of source queue q is stored in q's database,
@@ -53,8 +59,11 @@ func (c *Capture) lookAside(ctx context.Context, q string, fs []Failure, encs []
 		return fs, encs, nil, nil
 	}
 	others, err := el.Elsewhere(ctx, q)
-	if err != nil || len(others) == 0 {
-		return fs, encs, nil, err
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", errLookAside, err)
+	}
+	if len(others) == 0 {
+		return fs, encs, nil, nil
 	}
 	dup := map[string]bool{}
 	borrow := map[string][]byte{}
@@ -70,7 +79,7 @@ func (c *Capture) lookAside(ctx context.Context, q string, fs []Failure, encs []
 		}
 		rows, err := o.DB.QueryContext(ctx, lookAsideSQL, string(joinJSON(keys)))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("dlq store: look in %s: %w", o.Name, err)
+			return nil, nil, nil, fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
 		}
 		for rows.Next() {
 			var id string
@@ -78,7 +87,7 @@ func (c *Capture) lookAside(ctx context.Context, q string, fs []Failure, encs []
 			var lineage sql.NullString
 			if err := rows.Scan(&id, &stored, &lineage); err != nil {
 				rows.Close()
-				return nil, nil, nil, fmt.Errorf("dlq store: look in %s: %w", o.Name, err)
+				return nil, nil, nil, fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
 			}
 			switch {
 			case stored:
@@ -90,7 +99,7 @@ func (c *Capture) lookAside(ctx context.Context, q string, fs []Failure, encs []
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("dlq store: look in %s: %w", o.Name, err)
+			return nil, nil, nil, fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
 		}
 	}
 	var dups []string

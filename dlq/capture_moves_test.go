@@ -284,3 +284,25 @@ func (r *queueRecorder) SendBatch(_ context.Context, q string, msgs []queue.Outg
 	r.sent = append(r.sent, msgs...)
 	return nil
 }
+
+// While the old database does not answer, a capture of the moving
+// pipeline stores nothing and acks nothing: each message is retried with
+// the outage backoff (RetryDelay), never stored without the answer (which
+// could store it twice) nor dropped, even past UnstorableAfter.
+func TestCaptureDuringAMoveWaitsForTheOldDatabase(t *testing.T) {
+	shared, tickets, dbs := moveTickets(t)
+	movingTicket(t, shared)
+	shared.Close()
+	c := &Capture{DB: tickets, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs,
+		RetryBase: time.Minute}
+	m := &queuetest.Message{MsgID: "t-new", Attempt: 5, SentAt: time.Now(), Text: `{"ticket":"T-5"}`, Type: queue.JSON}
+	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(m)); err != nil {
+		t.Fatal(err)
+	}
+	if m.Acked || !m.Retried || m.RetryDelay != RetryDelay(time.Minute, 5) {
+		t.Fatalf("message acked %v, retried %v after %s; want retried after %s", m.Acked, m.Retried, m.RetryDelay, RetryDelay(time.Minute, 5))
+	}
+	if n := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
+		t.Fatalf("%d rows stored without the old database's answer", n)
+	}
+}
