@@ -113,17 +113,31 @@ func TestRetentionAcrossDatabases(t *testing.T) {
 	has := func(binding, msgID string) bool {
 		return w.IntOf(t, binding, `SELECT COUNT(*) FROM dlq_messages WHERE message_id = ?`, msgID) == 1
 	}
-	for _, c := range []struct {
+	type kept struct {
 		binding, msgID string
 		kept           bool
-	}{
-		{"DB", p + "-t-60d", true}, {"DB", p + "-t-91d", false}, {"DB", p + "-o-8d", false}, {"DB", p + "-o-6d", true},
-		{ticketsDB, p + "-o-8d", false}, {ticketsDB, p + "-o-6d", true}, {ticketsDB, p + "-t-60d", true},
-	} {
-		if has(c.binding, c.msgID) != c.kept {
-			t.Errorf("%s: %s kept = %v, want %v", c.binding, c.msgID, !c.kept, c.kept)
+	}
+	check := func(cs []kept) {
+		t.Helper()
+		for _, c := range cs {
+			if has(c.binding, c.msgID) != c.kept {
+				t.Errorf("%s: %s kept = %v, want %v", c.binding, c.msgID, !c.kept, c.kept)
+			}
 		}
 	}
+	// DB applies each pipeline's retention to the rows it holds; TICKETS_DB
+	// waits while DB still holds tickets rows (the move is not over).
+	check([]kept{{"DB", p + "-t-60d", true}, {"DB", p + "-t-91d", false}, {"DB", p + "-o-8d", false}, {"DB", p + "-o-6d", true},
+		{ticketsDB, p + "-o-8d", true}, {ticketsDB, p + "-o-6d", true}, {ticketsDB, p + "-t-60d", true}})
+	var waiting string
+	if err := w.DB(t).QueryRow(`SELECT COALESCE(last_summary ->> '$.waiting_for_moves', '') FROM job_runs WHERE job = ?`, "dlq_retention:"+ticketsDB).
+		Scan(&waiting); err != nil || waiting != `["`+ticketsQueue+`"]` {
+		t.Errorf("TICKETS_DB's retention while DB holds tickets rows: waiting_for_moves %q (%v), want [%s]", waiting, err, ticketsQueue)
+	}
+	// The move ends (as a release leaves DB: no tickets row, none counted).
+	w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE source_queue = '%[1]s'; UPDATE dlq_tally SET n = 0 WHERE source_queue = '%[1]s';`, ticketsQueue))
+	daily(at.Add(10 * time.Minute))
+	check([]kept{{ticketsDB, p + "-o-8d", false}, {ticketsDB, p + "-o-6d", true}, {ticketsDB, p + "-t-60d", true}})
 	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE message_id LIKE ? AND beer_id IN (?, '__unparseable__')`, p+"-%", p+"-42"); n != 8 {
 		t.Errorf("%d of the 8 rows at the cap of their queue and key kept", n)
 	}
