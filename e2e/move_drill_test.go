@@ -251,10 +251,12 @@ func startDrillLoad(w *Worker, m *drillModel, d drillDBs) *drillLoad {
 		names := []string{"DB", TicketsDB}
 		name := names[rng.IntN(2)]
 		id, key, err := d.pick(name)
-		if err == sql.ErrNoRows {
-			if id, key, err = d.pick(names[0]); err == sql.ErrNoRows {
-				id, key, err = d.pick(names[1])
+		for _, other := range names {
+			if err != sql.ErrNoRows {
+				break
 			}
+			name = other
+			id, key, err = d.pick(name)
 		}
 		if err == sql.ErrNoRows {
 			return
