@@ -51,12 +51,13 @@ var movePropertySequences = 200
 //     its pipeline's retention_days (wherever it lies), or over the cap of
 //     its queue and key (DLQ_MAX_ROWS_PER_KEY newer rows of the same
 //     queue and key in its database);
+//   - actions by id on the rows left in DB after the switch are refused
+//     (ROWS_MOVING), replay tasks there pause, and no such row changes
+//     after its export;
 //   - a move ends (the driver exports, imports and releases until the old
-//     database holds none of the pipeline's rows, doing what
-//     docs/operations.md says for rows released as changed); then every
-//     message is stored exactly once, with its bytes, its status, its
-//     replay_count and every acknowledge by id in the audit of the
-//     database it lies in.
+//     database holds none of the pipeline's rows); then every message is
+//     stored exactly once, with its bytes, its status, its replay_count
+//     and every acknowledge by id in the audit of the database it lies in.
 //
 // MOVE_PROPERTY_SEQUENCES sets how many sequences (default 200, 30 under
 // the mutation build tag); a failure prints the seed and the trace.
@@ -67,15 +68,6 @@ func TestMoveProperties(t *testing.T) {
 	}
 	if v, err := strconv.Atoi(os.Getenv("MOVE_PROPERTY_SEQUENCES")); err == nil && v > 0 {
 		n = v
-	}
-	// MOVE_PROPERTY_FIXED=cap,retention,capture,stale checks what a
-	// known defect's gate (below) leaves out, to try a fix.
-	for _, name := range strings.Split(os.Getenv("MOVE_PROPERTY_FIXED"), ",") {
-		if g, ok := moveGates[name]; ok {
-			old := *g
-			*g = true
-			t.Cleanup(func() { *g = old })
-		}
 	}
 	seed := *moveSeed
 	if v, err := strconv.ParseInt(os.Getenv("MOVE_PROPERTY_SEED"), 10, 64); err == nil {
@@ -327,7 +319,7 @@ func (w *moveWorld) replay(d Database) Replay {
 func (w *moveWorld) pickRows(status string, not ...moveRow) []moveRow {
 	var all []moveRow
 	for _, r := range w.rows() {
-		if r.status == status && !w.frozen(r) && !slices.ContainsFunc(not, func(o moveRow) bool { return o.db == r.db && o.id == r.id }) {
+		if r.status == status && !slices.ContainsFunc(not, func(o moveRow) bool { return o.db == r.db && o.id == r.id }) {
 			all = append(all, r)
 		}
 	}
@@ -455,9 +447,6 @@ func (w *moveWorld) step() string {
 		if m == nil {
 			return "redeliver none (deleted)"
 		}
-		if w.strandedInDB(m) {
-			return "redeliver skipped (" + m.id + " not imported yet)"
-		}
 		ct := queue.ContentType(m.ctype)
 		w.capture(m.pipeline, &queuetest.Message{MsgID: m.last, Attempt: 2, SentAt: w.clk.Now(), Text: m.body, Type: ct})
 		return "redeliver " + m.last
@@ -465,7 +454,7 @@ func (w *moveWorld) step() string {
 		var got []string
 		for _, r := range w.pickRows(StatusReplayed) {
 			m := w.msgOf(r)
-			if m.status != StatusReplayed || w.msgs[m.id] != m || w.strandedInDB(m) {
+			if m.status != StatusReplayed || w.msgs[m.id] != m {
 				continue
 			}
 			w.n++
@@ -529,9 +518,6 @@ func (w *moveWorld) step() string {
 	case op < 12: // the cron steps every task in its database
 		from := len(w.snd.sent)
 		for _, tk := range w.tasks {
-			if mv := w.moves[tk.pipeline]; !moveFixedStaleCopies && tk.db == "DB" && mv.switched && !mv.done && len(mv.exported) > 0 {
-				continue // it would act on exported rows (frozen)
-			}
 			d := w.db(tk.db)
 			ts := ReplayTasks{Replay: w.replay(d)}
 			at := len(w.snd.sent)
@@ -650,30 +636,6 @@ func (w *moveWorld) step() string {
 	}
 }
 
-// frozen reports whether row r is in DB, exported for its pipeline's
-// move, which is under way: an action on it now would not reach the copy
-// imported (known defect, moveFixedStaleCopies), so the sequences leave
-// it alone while that is not fixed.
-func (w *moveWorld) frozen(r moveRow) bool {
-	mv := w.moves[w.pipelineOf(r.queue)]
-	return !moveFixedStaleCopies && r.db == "DB" && mv.switched && !mv.done && mv.exported[r.msgID]
-}
-
-// strandedInDB reports whether m's pipeline was switched to its own
-// database while its row is still only in DB: a failure of it captured
-// now makes a second row (known defect, moveFixedCaptureAfterSwitch).
-func (w *moveWorld) strandedInDB(m *mmsg) bool {
-	if moveFixedCaptureAfterSwitch || !w.moves[m.pipeline].switched {
-		return false
-	}
-	for _, r := range w.rows() {
-		if r.msgID == m.id && r.db != "DB" {
-			return false
-		}
-	}
-	return true
-}
-
 func isInput(err error) bool {
 	var ie *InputError
 	return errors.As(err, &ie)
@@ -701,9 +663,6 @@ func (w *moveWorld) retention() string {
 			Limits: jobs.Limits{ChunkRows: 1 + w.rng.IntN(5), Budget: time.Hour}},
 	}
 	for _, r := range u.Retentions() {
-		if w.movingInto(r.Database) {
-			continue
-		}
 		if _, err := r.Run(ctx, now); err != nil {
 			w.fail("retention %s: %v", r.Name(), err)
 		}
@@ -742,18 +701,6 @@ func (w *moveWorld) retention() string {
 	return fmt.Sprintf("retention at %s deleted %v", now.Format(time.RFC3339), gone)
 }
 
-// movingInto reports whether a move into database is under way while
-// retention there may delete a copy whose stale original DB still holds
-// (known defect, moveFixedStaleCopies): its retention then waits.
-func (w *moveWorld) movingInto(database string) bool {
-	for p, mv := range w.moves {
-		if !moveFixedStaleCopies && mv.switched && !mv.done && moveOwnDB[p] == database {
-			return true
-		}
-	}
-	return false
-}
-
 // due says why row r (of rows, read before retention ran at now) was not
 // due, or "" when it was: acknowledged or replayed, and its action older
 // than its pipeline's retention, or moveCap newer such rows of its queue
@@ -769,13 +716,9 @@ func (w *moveWorld) due(r moveRow, rows []moveRow, now time.Time) string {
 	if r.actionAt <= now.Add(-keep).UnixMilli() {
 		return ""
 	}
-	if !moveFixedRetentionOfMovedRows && r.db == "DB" && w.pipelineOf(r.queue) != "beers" && w.moves[w.pipelineOf(r.queue)].switched &&
-		r.actionAt <= now.Add(-moveMaxAge).UnixMilli() {
-		return "" // known: DB's retention knows only DB's pipelines
-	}
 	newer := 0
 	for _, o := range rows {
-		if o.db == r.db && (o.queue == r.queue || !moveFixedCapPerQueue) && o.key == r.key && (o.status == StatusAcknowledged || o.status == StatusReplayed) &&
+		if o.db == r.db && o.queue == r.queue && o.key == r.key && (o.status == StatusAcknowledged || o.status == StatusReplayed) &&
 			(o.failedAt > r.failedAt || o.failedAt == r.failedAt && o.id > r.id) {
 			newer++
 		}
@@ -889,9 +832,8 @@ func (w *moveWorld) release(p string, limit int) (string, bool) {
 }
 
 // finish ends p's move as docs/operations.md says: export what DB still
-// holds, import it, release; rows released as changed have their action
-// repeated on their copy (acknowledge or replay by id), then release
-// again. A move that cannot finish in a few rounds fails.
+// holds, import it, release, until DB holds none of p's rows. A move that
+// cannot finish in a few rounds fails.
 func (w *moveWorld) finish(p string) {
 	w.t.Helper()
 	for round := range 4 {
@@ -902,29 +844,12 @@ func (w *moveWorld) finish(p string) {
 			w.trace = append(w.trace, w.importSome(p, ImportMaxLines))
 		}
 		w.check(false)
-		// Copies older than their row in DB: act on them the same way.
-		own := w.db(moveOwnDB[p])
-		copies := w.rowsIn(own.Name)
+		// The rows left in DB are frozen: no copy is older than its row
+		// there (what an export copied stays what DB holds).
+		copies := w.rowsIn(moveOwnDB[p])
 		for _, r := range w.rows() {
-			c, ok := copies[r.id]
-			if r.db != "DB" || r.queue != moveQueues[p] || !ok || c.msgID != r.msgID || c.updatedAt >= r.updatedAt {
-				continue
-			}
-			switch {
-			case r.status == StatusAcknowledged && c.status == StatusPending:
-				ack := Acknowledge{DB: own.DB, Batch: own.Batch, BulkMax: 50, Clock: w.clk.Now}
-				if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: []int64{c.id}}}); err != nil {
-					w.fail("ack copy %d: %v", c.id, err)
-				}
-				w.msgOf(c).acks++
-				w.trace = append(w.trace, fmt.Sprintf("ack copy %d", c.id))
-			case r.status == StatusReplayed && c.status == StatusPending:
-				// The model counted the replay of the row in DB: the
-				// copy's send repeats it (at least once).
-				if _, err := w.replay(own).Run(ctx, ReplayRequest{Selection: Selection{IDs: []int64{c.id}}}); err != nil {
-					w.fail("replay copy %d: %v", c.id, err)
-				}
-				w.trace = append(w.trace, fmt.Sprintf("replay copy %d", c.id))
+			if c, ok := copies[r.id]; ok && r.db == "DB" && r.queue == moveQueues[p] && c.msgID == r.msgID && c.updatedAt < r.updatedAt {
+				w.fail("row %d in DB (%s) changed after the export of its copy in %s (%s)", r.id, r.status, moveOwnDB[p], c.status)
 			}
 		}
 		for {
@@ -1032,44 +957,6 @@ func (w *moveWorld) check(final bool) {
 
 	}
 }
-
-// Known defects: while one is false (its fix has not landed), the check
-// it breaks accepts what the code does, or the sequences avoid it.
-// retention and cap are fixed (retention is each pipeline's in every
-// database; the cap is per queue and key).
-var (
-	// moveFixedRetentionOfMovedRows: a switched pipeline's rows left in DB
-	// expire at DLQ_RETENTION_DAYS, not at its retention_days.
-	moveFixedRetentionOfMovedRows = true
-	// moveFixedCapPerQueue: the per-key cap counts a key's rows of every queue.
-	moveFixedCapPerQueue = true
-	// moveFixedCaptureAfterSwitch: a DLQ redelivery or a repeat failure of
-	// a message whose row is still in DB after the switch is captured as a
-	// second row in the pipeline's own database. The import merges a
-	// redelivery of a first failure (same message_id) into the line, but
-	// under the new row's id (acknowledges by id of the old row leave its
-	// detail), with the new row's status; until then the new row can be
-	// replayed while the message is acknowledged in DB, and outlives DB's
-	// row when retention deletes that one. A repeat failure (or its
-	// redelivery) has another message_id and is never merged: the message
-	// is stored twice. The sequences then do not redeliver or fail again
-	// such messages.
-	moveFixedCaptureAfterSwitch = true
-	// moveFixedStaleCopies: an action on a row in DB after its export
-	// (replay, acknowledge, a replay task's step) does not reach the copy
-	// imported, and the copy, older, is then what the pipeline's database
-	// holds: release deletes the newer row (or reports it changed for
-	// ever), a replay by id sends an acknowledged or replayed message
-	// again, a repeat failure makes a second row, and retention of the
-	// copy brings back the stale row. The sequences then leave exported
-	// rows in DB alone during a move, and the own database's retention
-	// waits for the move's end.
-	moveFixedStaleCopies = true
-)
-
-// moveGates name the gates for MOVE_PROPERTY_FIXED.
-var moveGates = map[string]*bool{"retention": &moveFixedRetentionOfMovedRows, "cap": &moveFixedCapPerQueue,
-	"capture": &moveFixedCaptureAfterSwitch, "stale": &moveFixedStaleCopies}
 
 func mapsEqual(a, b map[string]int64) bool {
 	if len(a) != len(b) {
