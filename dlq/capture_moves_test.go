@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -220,8 +222,9 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	shared, _, dbs := moveTickets(t)
 	seedMoved(t, shared, 10)
 	snd := &queueRecorder{}
+	var logs bytes.Buffer
 	now := time.Date(2030, 1, 3, 0, 0, 0, 0, time.UTC) // after seedMoved's failures
-	r := Replay{DB: shared, Sender: snd, Log: discard, Cursors: NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB")}
+	r := Replay{DB: shared, Sender: snd, Log: slog.New(slog.NewTextHandler(&logs, nil)), Cursors: NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB")}
 	if !slices.Equal(r.Frozen, []string{"tickets"}) {
 		t.Fatalf("DB's frozen queues %v, want [tickets]", r.Frozen)
 	}
@@ -236,6 +239,9 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	}
 	if got, err := ts.Get(context.Background(), task.ID); err != nil || got.State != TaskPaused {
 		t.Fatalf("task %+v %v, want paused", got, err)
+	}
+	if !strings.Contains(logs.String(), "replay task paused") || !strings.Contains(logs.String(), "queue=tickets") {
+		t.Fatalf("the pause is not logged with its queue: %s", logs.String())
 	}
 	// A task without a pipeline (made while DB was the only database)
 	// replays DB's own rows only.
@@ -304,5 +310,40 @@ func TestCaptureDuringAMoveWaitsForTheOldDatabase(t *testing.T) {
 	}
 	if n := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
 		t.Fatalf("%d rows stored without the old database's answer", n)
+	}
+}
+
+// A queue's rows in two databases besides its own (two moves under way):
+// the first database that holds a failure's row answers for it, the next
+// is not asked about that failure again.
+func TestCaptureDuringTwoMovesTakesTheFirstDatabasesRow(t *testing.T) {
+	ps, problems := config.ParsePipelines(`[
+{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","consumer":"redrive"},
+{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order","consumer":"external","database":"ORDERS_DB"},
+{"name":"tickets","queue":"tickets","dlq":"tickets-dlq","producer":"TICKETS","key":"/ticket","consumer":"external","database":"TICKETS_DB"}]`,
+		100, 24*time.Hour, 30*24*time.Hour)
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	SetPipelines(ps)
+	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	shared, orders, tickets := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
+	for db, name := range map[*sql.DB]string{orders: "ORDERS_DB", tickets: "TICKETS_DB"} {
+		if _, err := db.Exec(SeedIDsSQL(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbs := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: orders}, "TICKETS_DB": {DB: tickets}}, ps)
+	first, body := movingTicket(t, shared)
+	movingTicket(t, orders) // the same body, replayed, in ORDERS_DB too
+	if _, err := orders.Exec(`UPDATE dlq_messages SET replay_count = 2`); err != nil {
+		t.Fatal(err)
+	}
+	c := &Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
+	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(&queuetest.Message{MsgID: "t-again", Attempt: 1, SentAt: time.Now(), Text: body, Type: queue.JSON})); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND replay_count = 1`, first); n != 1 {
+		t.Fatalf("want DB's row %d continued in TICKETS_DB (replayed once); rows: %s", first, rowJSON(t, tickets, first))
 	}
 }
