@@ -2,8 +2,8 @@ package dlq
 
 import (
 	"context"
-	"errors"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
