@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"log/slog"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // movingTicket stores, in the shared database (tickets still on it), one
@@ -185,33 +185,11 @@ func TestCaptureAsksOtherDatabasesOnlyWhileAMoveIsUnderWay(t *testing.T) {
 // rowJSON is row id of db as JSON (every column), for comparisons.
 func rowJSON(t *testing.T, db *sql.DB, id int64) string {
 	t.Helper()
-	rows, err := db.Query(`SELECT * FROM dlq_messages WHERE id = ?`, id)
+	out, err := sqlbatch.Tx{DB: db}.Batch(context.Background(), sqlbatch.Stmt{SQL: `SELECT * FROM dlq_messages WHERE id = ?`, Args: []any{id}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []map[string]any
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]any{}
-		for i, c := range cols {
-			if b, ok := vals[i].([]byte); ok {
-				vals[i] = string(b)
-			}
-			m[c] = vals[i]
-		}
-		out = append(out, m)
-	}
-	js, _ := json.Marshal(out)
-	return string(js)
+	return string(out[0])
 }
 
 // A replay task made in DB for a pipeline that is now stored in its own
@@ -294,23 +272,38 @@ func (r *queueRecorder) SendBatch(_ context.Context, q string, msgs []queue.Outg
 // While the old database does not answer, a capture of the moving
 // pipeline stores nothing and acks nothing: each message is retried with
 // the outage backoff (RetryDelay), never stored without the answer (which
-// could store it twice) nor dropped, even past UnstorableAfter.
+// could store it twice) nor dropped, even past UnstorableAfter. Once the
+// old database answers again, the retried delivery is stored once, as the
+// continuation of its row there.
 func TestCaptureDuringAMoveWaitsForTheOldDatabase(t *testing.T) {
-	shared, tickets, dbs := moveTickets(t)
-	movingTicket(t, shared)
-	shared.Close()
-	c := &Capture{DB: tickets, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs,
-		RetryBase: time.Minute}
-	m := &queuetest.Message{MsgID: "t-new", Attempt: 5, SentAt: time.Now(), Text: `{"ticket":"T-5"}`, Type: queue.JSON}
-	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(m)); err != nil {
-		t.Fatal(err)
+	_, tickets, _ := moveTickets(t)
+	plain, down, _ := flakyDB(t, 0) // DB: every statement through down fails
+	id, body := movingTicket(t, plain)
+	capture := func(shared *sql.DB, m *queuetest.Message) {
+		t.Helper()
+		dbs := NewDatabases(Store{DB: shared}, map[string]Store{"TICKETS_DB": {DB: tickets}}, Pipelines())
+		c := &Capture{DB: tickets, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs,
+			RetryBase: time.Minute}
+		if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(m)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	m := &queuetest.Message{MsgID: "t-again", Attempt: 5, SentAt: time.Now(), Text: body, Type: queue.JSON}
+	capture(down, m)
 	if m.Acked || !m.Retried || m.RetryDelay != RetryDelay(time.Minute, 5) {
 		t.Fatalf("message acked %v, retried %v after %s; want retried after %s", m.Acked, m.Retried, m.RetryDelay, RetryDelay(time.Minute, 5))
 	}
 	if n := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
 		t.Fatalf("%d rows stored without the old database's answer", n)
 	}
+	// The fault ends: the next delivery is stored, once, continuing DB's row.
+	m = &queuetest.Message{MsgID: "t-again", Attempt: 6, SentAt: time.Now(), Text: body, Type: queue.JSON}
+	capture(plain, m)
+	if !m.Acked || count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`) != 1 ||
+		count(t, tickets, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND last_message_id = 't-again'`, id) != 1 {
+		t.Fatalf("after the fault: acked %v; rows %s", m.Acked, rowJSON(t, tickets, id))
+	}
+	checkMoveCounts(t, tickets, "after the fault")
 }
 
 // A queue's rows in two databases besides its own (two moves under way):

@@ -263,10 +263,9 @@ func (d Databases) CheckNotMoving(ctx context.Context, db Database, ids []int64)
 		return nil
 	}
 	list, _ := json.Marshal(ids)
-	qs, _ := json.Marshal(frozen)
 	var q sql.NullString
 	err := db.DB.QueryRowContext(ctx, `SELECT source_queue FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?))
-		AND source_queue IN (SELECT value FROM json_each(?)) LIMIT 1`, string(list), string(qs)).Scan(&q)
+		AND source_queue IN (SELECT value FROM json_each(?)) LIMIT 1`, string(list), jsonList(frozen)).Scan(&q)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

@@ -275,9 +275,8 @@ func taskCond(f Filter, id, posFailedAt, posID int64, frozen []string) (string, 
 	if len(frozen) > 0 {
 		// A task whose filter names no pipeline (made while one database
 		// was bound) skips the rows of pipelines stored elsewhere.
-		js, _ := json.Marshal(frozen)
 		cond += ` AND +source_queue NOT IN (SELECT value FROM json_each(?))`
-		args = append(args, string(js))
+		args = append(args, jsonList(frozen))
 	}
 	return cond, args
 }
