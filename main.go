@@ -57,8 +57,8 @@ func main() {
 // function, with the package initializers left for run time. V8 compiles it
 // on every new instance, and a function that large compiles much more
 // slowly per byte: 9–14 ms in Node against 1–2 ms for the whole start and
-// first call split up (BENCHMARKS.md "Start-up, third pass: TinyGo flags
-// and size (issue 33 item 2, 2026-11-27)").
+// first call split up (docs/benchmarks.md "Start-up, third pass: TinyGo flags
+// and size").
 //
 //go:noinline
 func start() {

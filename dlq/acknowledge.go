@@ -64,7 +64,7 @@ func (a Acknowledge) Check(req AcknowledgeRequest) error {
 
 func (a Acknowledge) validate(req AcknowledgeRequest) (Selection, error) {
 	if len(req.Note) > MaxNoteLength {
-		return req.Selection, inputErr("INVALID_REQUEST", "note is longer than %d bytes", MaxNoteLength)
+		return req.Selection, InputErr("INVALID_REQUEST", "note is longer than %d bytes", MaxNoteLength)
 	}
 	return req.Selection.normalize(MaxAcknowledgeIDs)
 }
@@ -118,7 +118,7 @@ func (a Acknowledge) byIDs(ctx context.Context, ids []int64, u ackUpdate) (Ackno
 		append([]any{idsJSON(ids)}, u.args...)...)
 	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(u.now, u.cond, u.args)...),
 		sqlbatch.Stmt{SQL: u.set + u.cond + ` RETURNING id`, Args: append(u.params, u.args...)})
-	out, err := batchOf(a.Batch, a.DB).Batch(ctx, stmts...)
+	out, err := BatchOf(a.Batch, a.DB).Batch(ctx, stmts...)
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("acknowledge: %w", err)
 	}
@@ -147,7 +147,7 @@ func (a Acknowledge) bulk(ctx context.Context, u ackUpdate) (AcknowledgeResult, 
 	pageCond, pageArgs := newestFirst(u.cond), append(append([]any(nil), u.args...), page)
 	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(u.now, pageCond, pageArgs)...),
 		sqlbatch.Stmt{SQL: u.set + pageCond, Args: append(u.params, pageArgs...)})
-	out, err := batchOf(a.Batch, a.DB).Batch(ctx, stmts...)
+	out, err := BatchOf(a.Batch, a.DB).Batch(ctx, stmts...)
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge: %w", err)
 	}

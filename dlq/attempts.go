@@ -180,7 +180,7 @@ func (a Attempts) RecordAll(ctx context.Context, batch sqlbatch.Runner, ats []At
 	for i, at := range ats {
 		stmts[i] = sqlbatch.Stmt{SQL: RecordSQL, Args: at.recordArgs()}
 	}
-	if _, err := batchOf(batch, a.DB).Batch(ctx, stmts...); err != nil {
+	if _, err := BatchOf(batch, a.DB).Batch(ctx, stmts...); err != nil {
 		return fmt.Errorf("record %d reported attempts: %w", len(ats), err)
 	}
 	return nil

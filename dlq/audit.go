@@ -250,7 +250,7 @@ type AuditPage struct {
 // Page lists audit entries newest first (id DESC) with cursor pagination.
 func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 	if p.Action != "" && !slices.Contains(auditActions, p.Action) {
-		return AuditPage{}, inputErr("INVALID_FILTER", "action must be one of %s; got %q", strings.Join(auditActions, ", "), p.Action)
+		return AuditPage{}, InputErr("INVALID_FILTER", "action must be one of %s; got %q", strings.Join(auditActions, ", "), p.Action)
 	}
 	if p.Limit == 0 {
 		p.Limit = DefaultListLimit

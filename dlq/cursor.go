@@ -75,7 +75,7 @@ func (c Cursors) encode(p position) string {
 // filter, or an INVALID_CURSOR error.
 func (c Cursors) decode(s, kind, filter string) (position, error) {
 	bad := func(why string) (position, error) {
-		return position{}, inputErr("INVALID_CURSOR", "cursor is not valid here: %s; use next_cursor from a previous response with the same filters", why)
+		return position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: %s; use next_cursor from a previous response with the same filters", why)
 	}
 	if len(s) > maxCursorLen {
 		return bad("too long")

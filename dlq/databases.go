@@ -17,7 +17,7 @@ import (
 
 // Databases are the D1 databases the DLQ rows live in: the shared one
 // (config.SharedDatabase) and one per binding a pipeline names as its
-// `database` (issue 31). Each holds the whole schema; a pipeline's rows,
+// `database`. Each holds the whole schema; a pipeline's rows,
 // attempts, groups, replay tasks, audit entries and kept counts live in its
 // database, everything else (beers, jobs, alerts, queues no pipeline names)
 // in the shared one. Views over every pipeline read each database and merge
@@ -213,7 +213,7 @@ func (d Databases) OfFilter(f *Filter) (Database, error) {
 	case f != nil && f.SourceQueue != "":
 		return d.OfQueue(f.SourceQueue), nil
 	}
-	return Database{}, inputErr("PIPELINE_REQUIRED",
+	return Database{}, InputErr("PIPELINE_REQUIRED",
 		"pipelines keep their rows in %d databases: a filter names its pipeline (or source_queue), one pipeline per request", len(d.All))
 }
 
@@ -275,7 +275,7 @@ func (d Databases) CheckNotMoving(ctx context.Context, db Database, ids []int64)
 	home := d.OfQueue(q.String).Name
 	return &InputError{Status: http.StatusConflict, Code: "ROWS_MOVING",
 		Message: fmt.Sprintf("rows of queue %s lie in database %s while their pipeline is stored in %s (a move under way): import them into %s (docs/operations.md, Move a pipeline to its own database), then act on them there",
-			clipName(q.String), db.Name, home, home)}
+			ClipName(q.String), db.Name, home, home)}
 }
 
 // Elsewhere returns the databases other than q's own that still hold rows
@@ -395,7 +395,7 @@ func countIDs(ctx context.Context, db Database, table string, list []byte) (int6
 }
 
 func severalDatabases(a, b string) error {
-	return inputErr("IDS_IN_SEVERAL_DATABASES",
+	return InputErr("IDS_IN_SEVERAL_DATABASES",
 		"the ids are in more than one database (%s and %s): send each pipeline's ids in a request of its own", a, b)
 }
 

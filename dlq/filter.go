@@ -66,9 +66,9 @@ func CheckLimit(n int64, max int, setting string) error {
 		return nil
 	}
 	if setting != "" {
-		return inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d (%s)", max, setting)
+		return InputErr("INVALID_LIMIT", "limit must be an integer in 1..%d (%s)", max, setting)
 	}
-	return inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", max)
+	return InputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", max)
 }
 
 // Normalize fills the default status and validates every field.
@@ -79,25 +79,25 @@ func (f Filter) Normalize() (Filter, error) {
 	switch f.Status {
 	case StatusPending, StatusReplaying, StatusReplayed, StatusAcknowledged, StatusAll:
 	default:
-		return f, inputErr("INVALID_STATUS", "status must be one of pending, replaying, replayed, acknowledged, all; got %q", f.Status)
+		return f, InputErr("INVALID_STATUS", "status must be one of pending, replaying, replayed, acknowledged, all; got %q", f.Status)
 	}
 	if f.Signature != "" && !validSignatureKey(f.Signature) {
-		return f, inputErr("INVALID_FILTER", "signature must be 16 lowercase hex digits (a signature of GET /admin/dlq/groups)")
+		return f, InputErr("INVALID_FILTER", "signature must be 16 lowercase hex digits (a signature of GET /admin/dlq/groups)")
 	}
 	if f.Pipeline != "" {
-		q, err := pipelineQueue(f.Pipeline)
+		q, err := PipelineQueue(f.Pipeline)
 		if err != nil {
 			return f, err
 		}
 		if f.SourceQueue != "" && f.SourceQueue != q {
-			return f, inputErr("INVALID_FILTER", "pipeline %s is source_queue %s; got source_queue %q", f.Pipeline, q, clipName(f.SourceQueue))
+			return f, InputErr("INVALID_FILTER", "pipeline %s is source_queue %s; got source_queue %q", f.Pipeline, q, ClipName(f.SourceQueue))
 		}
 		f.SourceQueue = q
 	}
 	for _, t := range []struct{ name, v string }{{"beer_id", f.BeerID}, {"source_queue", f.SourceQueue}, {"q", f.Q},
 		{"version", f.Version}, {"version_not", f.VersionNot}} {
 		if len(t.v) > MaxFilterText {
-			return f, inputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
+			return f, InputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
 		}
 	}
 	for _, t := range []struct {
@@ -105,11 +105,11 @@ func (f Filter) Normalize() (Filter, error) {
 		v    *int64
 	}{{"failed_after", f.FailedAfter}, {"failed_before", f.FailedBefore}} {
 		if t.v != nil && (*t.v < 0 || *t.v > maxSafeInteger) {
-			return f, inputErr("INVALID_FILTER", "%s must be epoch milliseconds in 0..%d", t.name, int64(maxSafeInteger))
+			return f, InputErr("INVALID_FILTER", "%s must be epoch milliseconds in 0..%d", t.name, int64(maxSafeInteger))
 		}
 	}
 	if f.FailedAfter != nil && f.FailedBefore != nil && *f.FailedAfter >= *f.FailedBefore {
-		return f, inputErr("INVALID_FILTER", "failed_after must be earlier than failed_before")
+		return f, InputErr("INVALID_FILTER", "failed_after must be earlier than failed_before")
 	}
 	return f, nil
 }
@@ -117,7 +117,7 @@ func (f Filter) Normalize() (Filter, error) {
 // normalizePending is Normalize for bulk actions, which act on pending rows only.
 func (f Filter) normalizePending() (Filter, error) {
 	if f.Status != "" && f.Status != StatusPending {
-		return f, inputErr("INVALID_FILTER", "bulk actions act on pending rows only; filter.status must be pending or absent")
+		return f, InputErr("INVALID_FILTER", "bulk actions act on pending rows only; filter.status must be pending or absent")
 	}
 	return f.Normalize()
 }
@@ -202,18 +202,18 @@ const replayableSQL = `(raw_message IS NOT NULL AND CASE ` + contentTypeSQL + `
 // integer that JSON carries exactly, no duplicates.
 func ValidateIDs(ids []int64, max int) error {
 	if len(ids) == 0 {
-		return inputErr("INVALID_REQUEST", "ids must be a non-empty array of row ids")
+		return InputErr("INVALID_REQUEST", "ids must be a non-empty array of row ids")
 	}
 	if len(ids) > max {
-		return inputErr("INVALID_REQUEST", "at most %d ids per request; got %d", max, len(ids))
+		return InputErr("INVALID_REQUEST", "at most %d ids per request; got %d", max, len(ids))
 	}
 	seen := make(map[int64]bool, len(ids))
 	for i, id := range ids {
 		if id < 1 || id > maxSafeInteger {
-			return inputErr("INVALID_REQUEST", "ids[%d] must be a positive integer", i)
+			return InputErr("INVALID_REQUEST", "ids[%d] must be a positive integer", i)
 		}
 		if seen[id] {
-			return inputErr("INVALID_REQUEST", "ids[%d] repeats id %d; each id may appear once", i, id)
+			return InputErr("INVALID_REQUEST", "ids[%d] repeats id %d; each id may appear once", i, id)
 		}
 		seen[id] = true
 	}

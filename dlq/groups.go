@@ -118,22 +118,22 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		p.Limit = DefaultListLimit
 	}
 	if p.Limit < 1 || p.Limit > MaxListLimit {
-		return GroupsPage{}, inputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
+		return GroupsPage{}, InputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
 	}
 	for _, t := range []struct{ name, v string }{{"class", p.Class}, {"version", p.Version}} {
 		if len(t.v) > MaxFilterText {
-			return GroupsPage{}, inputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
+			return GroupsPage{}, InputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
 		}
 	}
 	byFirstSeen := p.Sort == SortFirstSeen
 	if p.Sort != "" && p.Sort != SortPending && !byFirstSeen {
-		return GroupsPage{}, inputErr("INVALID_FILTER", "sort must be %s or %s", SortPending, SortFirstSeen)
+		return GroupsPage{}, InputErr("INVALID_FILTER", "sort must be %s or %s", SortPending, SortFirstSeen)
 	}
 	status := "groups"
 	if byFirstSeen {
 		status = "groups:" + SortFirstSeen
 	}
-	queue, err := pipelineQueue(p.Pipeline)
+	queue, err := PipelineQueue(p.Pipeline)
 	if err != nil {
 		return GroupsPage{}, err
 	}
@@ -148,7 +148,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 			return GroupsPage{}, err
 		}
 		if !validSignatureKey(pos.Key) {
-			return GroupsPage{}, inputErr("INVALID_CURSOR", "cursor is not valid here: malformed")
+			return GroupsPage{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed")
 		}
 		after = &spot{T: pos.FailedAt, I: pos.ID, S: pos.Key}
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Views over every pipeline when a pipeline keeps its rows in a database
-// of its own (issue 31): the list, export, groups and audit pages read each
+// of its own: the list, export, groups and audit pages read each
 // database after its own position, at most one single-database page from
 // each, and merge them (mergeTake); their cursors carry a position per
 // database (spots). Stats and the time series add each database's figures
@@ -59,11 +59,11 @@ func (c Cursors) decodeSpots(cursor, kind, fp string, d Databases) (position, er
 		return position{}, err
 	}
 	if len(p.Spots) != len(d.All) {
-		return position{}, inputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
+		return position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
 	}
 	for _, s := range p.Spots {
 		if s.I < 0 || s.T < 0 || (s.S != "" && !validSignatureKey(s.S)) {
-			return position{}, inputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
+			return position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
 		}
 	}
 	return p, nil
@@ -174,7 +174,7 @@ func (l List) pageMerged(ctx context.Context, f Filter, p ListParams) (Page, err
 	out := Page{Limit: p.Limit, TotalCountExact: true}
 	if p.Cursor != "" {
 		if pos.Total == nil {
-			return Page{}, inputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
+			return Page{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
 		}
 		carried = &pos
 		out.TotalCount, out.TotalCountExact = *pos.Total, !pos.Bounded

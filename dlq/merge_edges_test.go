@@ -12,7 +12,7 @@ import (
 // A merged cursor signed by the service but naming a negative spot, or a
 // signature that is not a group key, is refused (400 INVALID_CURSOR) by
 // every merged listing, each of its checks alone; the same cursor with
-// sound spots is accepted (pins merge.go's spot checks, issue 29).
+// sound spots is accepted (pins merge.go's spot checks).
 func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
 	d := mergeDatabases(t)
 	c := NewCursors("s")
@@ -52,7 +52,7 @@ func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
 // The merged list's total_count is inexact when one database's count is
 // (a filter counted row by row, capped at ListCountMax there) and another's
 // is exact; the first page says so and its cursor carries it (pins
-// merge.go's TotalCountExact &&, issue 29).
+// merge.go's TotalCountExact &&).
 func TestMergedListTotalIsInexactWhenOneDatabasesIs(t *testing.T) {
 	d := mergeDatabases(t)
 	generate(t, d.All[1].DB, "cap", ListCountMax+1, 1, mergeT0.UnixMilli()) // ORDERS_DB: capped
@@ -108,7 +108,7 @@ type tiedGroup struct {
 // at the same time) come in the exact order of the tie rules: by
 // signature, and a signature in two databases (an import before its
 // release) the shared database's copy first, at every page size (pins
-// merge.go's group tie-breaks, issue 29).
+// merge.go's group tie-breaks).
 func TestMergedGroupsTies(t *testing.T) {
 	d := mergeDatabases(t)
 	shared, orders, tickets := d.All[0].DB, d.All[1].DB, d.All[2].DB
@@ -171,7 +171,7 @@ func TestMergedGroupsTies(t *testing.T) {
 
 // by_source_queue and by_pipeline of a queue whose rows are in two
 // databases (imported, not yet released) are the sums of both databases'
-// pending and total counts (pins merge.go's by_source_queue sum, issue 29).
+// pending and total counts (pins merge.go's by_source_queue sum).
 func TestMergedStatsSumAQueueInTwoDatabases(t *testing.T) {
 	d := mergeDatabases(t)
 	failIn(t, d.All[0].DB, "orders", "bad order", 5, 2)   // shared: 3 pending of 5

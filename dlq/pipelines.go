@@ -51,7 +51,7 @@ func PipelineOfQueue(q string) (config.Pipeline, bool) {
 
 // pipelineQueue resolves a pipeline filter: its queue ("" for no filter,
 // name ""), or UNKNOWN_PIPELINE.
-func pipelineQueue(name string) (string, error) {
+func PipelineQueue(name string) (string, error) {
 	if name == "" {
 		return "", nil
 	}
@@ -61,13 +61,13 @@ func pipelineQueue(name string) (string, error) {
 		for _, p := range Pipelines() {
 			names = append(names, p.Name)
 		}
-		return "", inputErr("UNKNOWN_PIPELINE", "pipeline must be a configured pipeline (%s); got %q",
-			strings.Join(names, ", "), clipName(name))
+		return "", InputErr("UNKNOWN_PIPELINE", "pipeline must be a configured pipeline (%s); got %q",
+			strings.Join(names, ", "), ClipName(name))
 	}
 	return p.Queue, nil
 }
 
-func clipName(s string) string {
+func ClipName(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"
 	}

@@ -8,8 +8,7 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
-// The repeat-failure alert reads only the rows replayed most (issue 29,
-// item 14: it read every pending row replayed at all when few were over
+// The repeat-failure alert reads only the rows replayed most (it once read every pending row replayed at all when few were over
 // MaxReplays). Whatever the shape, it counts and names exactly the pending
 // rows over MaxReplays: most replays first, then the newest row; rows
 // replayed MaxReplays times or fewer, and rows that are not pending, never.

@@ -72,7 +72,7 @@ type Replay struct {
 // producer binding: PRODUCER_MISSING, naming the binding.
 func (r Replay) checkProducer(q string) error {
 	if binding, ok := r.MissingProducers[q]; ok && q != "" {
-		return inputErr("PRODUCER_MISSING", "queue %s has no producer binding %s in this worker (wrangler.jsonc): its pipeline is capture-only", q, binding)
+		return InputErr("PRODUCER_MISSING", "queue %s has no producer binding %s in this worker (wrangler.jsonc): its pipeline is capture-only", q, binding)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (r Replay) CheckDestination(dest string) error {
 	if dest == "" || slices.Contains(r.Destinations, dest) {
 		return nil
 	}
-	return inputErr("INVALID_DESTINATION", "destination must be a queue this worker has a producer binding for (%s); got %q",
+	return InputErr("INVALID_DESTINATION", "destination must be a queue this worker has a producer binding for (%s); got %q",
 		strings.Join(r.Destinations, ", "), text.Clip(dest, 100))
 }
 
@@ -236,7 +236,7 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, int64, error) {
 	claimAt := r.Clock.Now().UnixMilli()
 	// The claim and its counts (pending -> replaying) in one batch.
-	out, err := batchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
+	out, err := BatchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
 		signatureMove(cond, args, `'replaying'`, StatusPending, StatusReplaying),
 		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
 			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
@@ -291,11 +291,11 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 		return sel, nil, 0, err
 	}
 	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
-		return sel, nil, 0, inputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
+		return sel, nil, 0, InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
 	}
 	if sel.Filter == nil {
 		if req.Cursor != "" || req.Limit != 0 {
-			return sel, nil, 0, inputErr("INVALID_REQUEST", "cursor and limit apply to a bulk replay (filter) only")
+			return sel, nil, 0, InputErr("INVALID_REQUEST", "cursor and limit apply to a bulk replay (filter) only")
 		}
 		return sel, nil, 0, nil
 	}
@@ -453,7 +453,7 @@ func (r Replay) settle(ctx context.Context, cs []claimed, claimAt int64, plan se
 		stmts = append(stmts, plan.settle(sent, ats)...)
 	}
 	settled := 0
-	out, err := batchOf(r.Batch, r.DB).Batch(ctx, stmts...)
+	out, err := BatchOf(r.Batch, r.DB).Batch(ctx, stmts...)
 	if err == nil {
 		var ids []struct{ ID int64 }
 		if err = json.Unmarshal(out[settleAt], &ids); err == nil {

@@ -72,20 +72,20 @@ func (r Replay) CheckEdited(req EditedReplayRequest) (string, error) {
 	}
 	raw := bytes.TrimSpace(req.Body)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", inputErr("INVALID_REQUEST", "body is required: the edited JSON value to send (not null)")
+		return "", InputErr("INVALID_REQUEST", "body is required: the edited JSON value to send (not null)")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return "", inputErr("INVALID_REQUEST", "body must be a JSON value")
+		return "", InputErr("INVALID_REQUEST", "body must be a JSON value")
 	}
 	if buf.Len() > MaxEditedBody {
-		return "", inputErr("INVALID_REQUEST", "body is %d bytes as compact JSON; at most %d", buf.Len(), MaxEditedBody)
+		return "", InputErr("INVALID_REQUEST", "body is %d bytes as compact JSON; at most %d", buf.Len(), MaxEditedBody)
 	}
 	if req.Note == "" || len(req.Note) > MaxNoteLength || !utf8.ValidString(req.Note) {
-		return "", inputErr("INVALID_REQUEST", "note is required: 1..%d bytes saying why the body was edited", MaxNoteLength)
+		return "", InputErr("INVALID_REQUEST", "note is required: 1..%d bytes saying why the body was edited", MaxNoteLength)
 	}
 	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
-		return "", inputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
+		return "", InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
 	}
 	if err := r.CheckDestination(req.Destination); err != nil {
 		return "", err

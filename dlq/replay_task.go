@@ -241,20 +241,20 @@ func (ts ReplayTasks) Check(req TaskRequest) (Filter, error) {
 		return f, err
 	}
 	if req.RatePerMinute < 1 || req.RatePerMinute > MaxTaskRate {
-		return f, inputErr("INVALID_RATE", "rate_per_minute must be an integer in 1..%d", MaxTaskRate)
+		return f, InputErr("INVALID_RATE", "rate_per_minute must be an integer in 1..%d", MaxTaskRate)
 	}
 	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
-		return f, inputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
+		return f, InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
 	}
 	if c := req.Canary; c != nil {
 		if c.Size < 1 || c.Size > MaxCanarySize {
-			return f, inputErr("INVALID_CANARY", "canary.size must be an integer in 1..%d", MaxCanarySize)
+			return f, InputErr("INVALID_CANARY", "canary.size must be an integer in 1..%d", MaxCanarySize)
 		}
 		if !(c.MinSuccessRatio >= 0 && c.MinSuccessRatio <= 1) {
-			return f, inputErr("INVALID_CANARY", "canary.min_success_ratio must be a number in 0..1")
+			return f, InputErr("INVALID_CANARY", "canary.min_success_ratio must be a number in 0..1")
 		}
 		if c.ObserveMinutes < 1 || c.ObserveMinutes > MaxCanaryObserve {
-			return f, inputErr("INVALID_CANARY", "canary.observe_minutes must be an integer in 1..%d", MaxCanaryObserve)
+			return f, InputErr("INVALID_CANARY", "canary.observe_minutes must be an integer in 1..%d", MaxCanaryObserve)
 		}
 	}
 	if err := ts.Replay.CheckDestination(req.Destination); err != nil {
@@ -352,7 +352,7 @@ func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by Requester)
 // queue; it reads the tasks newer than the last one returned (a table that
 // grows by one row per task an operator creates).
 func (ts ReplayTasks) List(ctx context.Context, limit int, pipeline string) ([]Task, error) {
-	queue, err := pipelineQueue(pipeline)
+	queue, err := PipelineQueue(pipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +423,7 @@ func (ts ReplayTasks) Act(ctx context.Context, id int64, action string) (Task, e
 	case TaskCancel:
 		from, to = `state IN ('running', 'paused', 'canary')`, `'cancelled'`
 	default:
-		return Task{}, inputErr("INVALID_REQUEST", "unknown task action %q", action)
+		return Task{}, InputErr("INVALID_REQUEST", "unknown task action %q", action)
 	}
 	now := ts.Replay.Clock.Now().UnixMilli()
 	finished := any(nil) // finished_at: set by a cancel only

@@ -22,7 +22,7 @@ import (
 // when no line is acknowledged or replayed. It counts every line, imported
 // or skipped, so a repeated import that a failure cut short rewinds too.
 // One row written, no table row read.
-const rescanMarkSQL = `INSERT INTO retention_rescans(since)
+const RescanMarkSQL = `INSERT INTO retention_rescans(since)
 	SELECT m FROM (SELECT MIN(CAST(j.value ->> '$.action_at' AS INTEGER)) AS m FROM json_each(?1) AS j)
 	WHERE m IS NOT NULL`
 

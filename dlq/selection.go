@@ -20,7 +20,7 @@ type Selection struct {
 func (s Selection) normalize(maxIDs int) (Selection, error) {
 	switch {
 	case s.IDs != nil && s.Filter != nil:
-		return s, inputErr("INVALID_REQUEST", "give either ids or filter, not both")
+		return s, InputErr("INVALID_REQUEST", "give either ids or filter, not both")
 	case s.Filter != nil:
 		f, err := s.Filter.normalizePending()
 		if err != nil {

@@ -227,7 +227,7 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 		return s.reportMerged(ctx)
 	}
 	if len(s.DBs.All) > 0 {
-		if _, err := pipelineQueue(s.Pipeline); err != nil {
+		if _, err := PipelineQueue(s.Pipeline); err != nil {
 			return StatsReport{}, err
 		}
 		s.DB = dbOf(s.DBs, s.DB, s.Pipeline, "")
@@ -238,7 +238,7 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 // report computes the stats of s.DB.
 func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	now := s.Clock.Now()
-	queue, err := pipelineQueue(s.Pipeline)
+	queue, err := PipelineQueue(s.Pipeline)
 	if err != nil {
 		return StatsReport{}, err
 	}

@@ -90,7 +90,7 @@ func BodyHash(ct queue.ContentType, text string) string {
 
 // Stores gives the Store that keeps a source queue's rows: the one seam
 // through which a capture reaches its database, so that a pipeline can keep
-// its rows in a database of its own (issue 31) by a Stores that maps its
+// its rows in a database of its own by a Stores that maps its
 // queue there. A Store is the Stores of a deployment whose pipelines all
 // share one database (the DB binding).
 type Stores interface {
@@ -202,10 +202,10 @@ var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FRO
 		COALESCE(j.class, CASE WHEN j.problem IS NULL THEN COALESCE(a.error_class, 'unknown') ELSE 'poison' END),
 		j.source, j.raw, j.encoding, j.content_type, j.hash,
 		j.message_id, ` + borrowed("min(j.failed_at, COALESCE(j.borrow ->> '$.first_failed_at', j.failed_at))", "j.failed_at") + `, j.failed_at,
-		` + borrowed(historyKeepSQL("(j.borrow ->> '$.history')", "("+historyKeepSQL("a.history", "j.entries")+")"),
-	historyKeepSQL("a.history", "j.entries")) + `,
-		COALESCE(a.history_dropped, 0) + ` + historyDroppedSQL("a.history", "j.entries") + ` + ` +
-	borrowed("COALESCE(j.borrow ->> '$.history_dropped', 0) + "+historyDroppedSQL("(j.borrow ->> '$.history')", "("+historyKeepSQL("a.history", "j.entries")+")"), "0") + `,
+		` + borrowed(HistoryKeepSQL("(j.borrow ->> '$.history')", "("+HistoryKeepSQL("a.history", "j.entries")+")"),
+	HistoryKeepSQL("a.history", "j.entries")) + `,
+		COALESCE(a.history_dropped, 0) + ` + HistoryDroppedSQL("a.history", "j.entries") + ` + ` +
+	borrowed("COALESCE(j.borrow ->> '$.history_dropped', 0) + "+HistoryDroppedSQL("(j.borrow ->> '$.history')", "("+HistoryKeepSQL("a.history", "j.entries")+")"), "0") + `,
 		` + signatureSQL + `,
 		COALESCE(j.entry_version, a.version, j.version),
 		1, ` + borrowed("j.borrow ->> '$.replay_count'", "0") + `
@@ -223,8 +223,8 @@ var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FRO
 		-- (conditional on replaying_at) then matches nothing, so count the replay here.
 		replay_count = dlq_messages.replay_count + (dlq_messages.status = 'replaying'), replaying_at = NULL,
 		-- The repeat failure's attempts follow the earlier ones.
-		history = ` + historyKeepSQL("dlq_messages.history", "excluded.history") + `,
-		history_dropped = dlq_messages.history_dropped + excluded.history_dropped + ` + historyDroppedSQL("dlq_messages.history", "excluded.history") + `,
+		history = ` + HistoryKeepSQL("dlq_messages.history", "excluded.history") + `,
+		history_dropped = dlq_messages.history_dropped + excluded.history_dropped + ` + HistoryDroppedSQL("dlq_messages.history", "excluded.history") + `,
 		signature = excluded.signature, version = excluded.version
 		WHERE dlq_messages.last_message_id <> excluded.last_message_id
 	ON CONFLICT(message_id) DO NOTHING
@@ -275,7 +275,7 @@ const rekeySamplesSQL = `UPDATE dlq_signatures SET sample_ids = (SELECT json_gro
 // NULL (a capture without an attempt record or history entry, the common
 // case) it is '[]' without the windowed subquery, which was a third of
 // putSQL's time.
-func historyKeepSQL(a, b string) string {
+func HistoryKeepSQL(a, b string) string {
 	return fmt.Sprintf(`CASE WHEN %[1]s IS NULL AND %[2]s IS NULL THEN '[]' ELSE (SELECT json_group_array(json(value)) FROM (
 			SELECT value, ROW_NUMBER() OVER (ORDER BY k) AS i, COUNT(*) OVER () AS n FROM (
 				SELECT value, key AS k FROM json_each(COALESCE(%[1]s, '[]'))
@@ -284,7 +284,7 @@ func historyKeepSQL(a, b string) string {
 }
 
 // historyDroppedSQL is how many entries historyKeepSQL(a, b) leaves out.
-func historyDroppedSQL(a, b string) string {
+func HistoryDroppedSQL(a, b string) string {
 	return fmt.Sprintf(`max(0, json_array_length(COALESCE(%s, '[]')) + json_array_length(COALESCE(%s, '[]')) - %d)`, a, b, maxHistory)
 }
 
@@ -592,7 +592,7 @@ func (s Store) saveEncoded(ctx context.Context, fs []Failure, encs []encoded) (m
 	if len(fs) == 0 {
 		return map[string]Outcome{}, nil
 	}
-	res, err := batchOf(s.Batch, s.DB).Batch(ctx, saveStatements(encs)...)
+	res, err := BatchOf(s.Batch, s.DB).Batch(ctx, saveStatements(encs)...)
 	if err != nil {
 		return nil, fmt.Errorf("dlq store %d failures: %w", len(fs), err)
 	}

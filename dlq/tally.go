@@ -19,9 +19,9 @@ import (
 // setTallied is the SET term of an UPDATE whose batch keeps the counts.
 const setTallied = `tally_seq = tally_seq + 1`
 
-// brewerKeySQL is dlq_tally.brewer_key of a row whose status is the SQL
+// BrewerKeySQL is dlq_tally.brewer_key of a row whose status is the SQL
 // expression status.
-func brewerKeySQL(status string) string {
+func BrewerKeySQL(status string) string {
 	return `CASE WHEN ` + status + ` = 'pending' AND brewer IS NOT NULL THEN '=' || brewer ELSE '' END`
 }
 
@@ -31,8 +31,8 @@ func brewerKeySQL(status string) string {
 func tallyMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
 	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
 		SELECT s, q, b, SUM(d) FROM (
-			SELECT status AS s, source_queue AS q, ` + brewerKeySQL("status") + ` AS b, -1 AS d FROM dlq_messages WHERE ` + cond + `
-			UNION ALL SELECT ` + newStatus + `, source_queue, ` + brewerKeySQL("("+newStatus+")") + `, 1 FROM dlq_messages WHERE ` + cond + `)
+			SELECT status AS s, source_queue AS q, ` + BrewerKeySQL("status") + ` AS b, -1 AS d FROM dlq_messages WHERE ` + cond + `
+			UNION ALL SELECT ` + newStatus + `, source_queue, ` + BrewerKeySQL("("+newStatus+")") + `, 1 FROM dlq_messages WHERE ` + cond + `)
 		WHERE true GROUP BY s, q, b HAVING SUM(d) <> 0
 		ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`,
 		Args: append(append([]any(nil), args...), args...)}
@@ -58,7 +58,7 @@ func counterAdd(name, cond string, args []any) sqlbatch.Stmt {
 }
 
 // batchOf is r, or a transaction on db when r is nil (native tests).
-func batchOf(r sqlbatch.Runner, db *sql.DB) sqlbatch.Runner {
+func BatchOf(r sqlbatch.Runner, db *sql.DB) sqlbatch.Runner {
 	if r == nil {
 		return sqlbatch.Tx{DB: db}
 	}

@@ -27,7 +27,7 @@ func tallyRows(t *testing.T, db *sql.DB) map[string]int64 {
 // wantTally counts dlq_tally's rows from dlq_messages.
 func wantTally(t *testing.T, db *sql.DB) map[string]int64 {
 	t.Helper()
-	return keyed(t, db, `SELECT status || '|' || source_queue || '|' || `+brewerKeySQL("status")+`, COUNT(*)
+	return keyed(t, db, `SELECT status || '|' || source_queue || '|' || `+BrewerKeySQL("status")+`, COUNT(*)
 		FROM dlq_messages GROUP BY 1`)
 }
 

@@ -89,7 +89,7 @@ func (j *TallyCheck) Run(ctx context.Context, now time.Time) (map[string]any, er
 		}
 	}
 	statuses, hours := deleted != seenDeleted, capped != seenCapped
-	if _, err := batchOf(j.Batch, j.DB).Batch(ctx, recountStatements(now, statuses, hours, false)...); err != nil {
+	if _, err := BatchOf(j.Batch, j.DB).Batch(ctx, recountStatements(now, statuses, hours, false)...); err != nil {
 		return nil, fmt.Errorf("dlq tally: %w", err)
 	}
 	return map[string]any{"retention_deleted": deleted, "retention_capped": capped,
@@ -144,7 +144,7 @@ func recountStatements(now time.Time, statuses, hours, full bool) []sqlbatch.Stm
 		out = append(out,
 			sqlbatch.Stmt{SQL: `UPDATE dlq_tally SET n = 0 WHERE status IN (` + which + `) AND n <> 0`},
 			sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
-				SELECT status, source_queue, ` + brewerKeySQL("status") + `, COUNT(*) FROM dlq_messages
+				SELECT status, source_queue, ` + BrewerKeySQL("status") + `, COUNT(*) FROM dlq_messages
 				WHERE status IN (` + which + `) GROUP BY 1, 2, 3
 				ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = excluded.n`})
 		out = append(out, signatureRecount(full)...)

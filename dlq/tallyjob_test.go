@@ -17,7 +17,7 @@ func TestRecountOfTheHoursCorrectsTheLast25Hours(t *testing.T) {
 	insert(t, db, adminRow{beerID: "a", failedAt: now.Add(-2 * time.Hour).UnixMilli()})
 	mustExec(t, db, `UPDATE dlq_activity SET n = 7 WHERE kind = 'failed' AND hour = ?`, h-2)
 	mustExec(t, db, `INSERT INTO dlq_activity(kind, hour, n) VALUES ('failed', ?, 4), ('failed', ?, 9)`, h-5, h-30)
-	if _, err := batchOf(nil, db).Batch(ctx, recountStatements(now, false, true, false)...); err != nil {
+	if _, err := BatchOf(nil, db).Batch(ctx, recountStatements(now, false, true, false)...); err != nil {
 		t.Fatal(err)
 	}
 	for hour, want := range map[int64]int64{h - 2: 1, h - 5: 0, h - 30: 9} {

@@ -62,7 +62,7 @@ func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
 	insert(t, db,
 		adminRow{beerID: "first", failedAt: current - (SeriesHours-1)*hour},
 		adminRow{beerID: "older", failedAt: current - (SeriesHours+1)*hour})
-	if _, err := batchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
+	if _, err := BatchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
 		t.Fatal(err)
 	}
 	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)

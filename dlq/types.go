@@ -107,6 +107,6 @@ type InputError struct {
 
 func (e *InputError) Error() string { return e.Code + ": " + e.Message }
 
-func inputErr(code, format string, args ...any) *InputError {
+func InputErr(code, format string, args ...any) *InputError {
 	return &InputError{Code: code, Message: fmt.Sprintf(format, args...)}
 }

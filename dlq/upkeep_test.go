@@ -218,7 +218,7 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 // The audit retention of a database other than the shared one reads its
 // previous run in the shared database's job_runs, where its runs are
 // recorded: a backlog that lasts two runs keeps the first run's
-// behind_since (pins upkeep.go's Runs of AuditRetentions, issue 29).
+// behind_since (pins upkeep.go's Runs of AuditRetentions).
 func TestUpkeepAuditRetentionOfAnotherDatabaseContinuesItsBacklog(t *testing.T) {
 	shared, own := sqlitetest.New(t), sqlitetest.New(t)
 	if _, err := own.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/relocation"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/internal/promtext"
 	"github.com/redrive/redrive/metrics"
@@ -514,7 +515,7 @@ func moveFigures(t *testing.T, w *Worker, n int) []rowsFigure {
 	out = append(out, rowsFigure{Name: "import 500 moved rows (one request)", Rows: n, Read: d.RowsRead, Written: d.RowsWritten, Statements: d.Statements, Per: n})
 	before = settledUsage(t, w)
 	r := w.Admin(t, http.MethodPost, "/admin/dlq/release", map[string]any{"pipeline": "tickets", "database": "DB", "after": first - 1})
-	var res dlq.ReleaseResult
+	var res relocation.ReleaseResult
 	r.Decode(t, &res)
 	if r.Status != http.StatusOK || res.Released != n || res.Remaining != 0 {
 		t.Fatalf("release: %d %s", r.Status, r.Raw)

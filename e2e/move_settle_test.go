@@ -10,7 +10,7 @@ import (
 	"time"
 
 	api "github.com/redrive/redrive/client"
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/relocation"
 )
 
 // seedTicketsSQL inserts n tickets rows into a database (as captured
@@ -31,7 +31,7 @@ func seedTicketsSQL(n int, prefix string, now int64) string {
 }
 
 // importNDJSON posts ndjson to POST /admin/dlq/import in chunks and sums the answers.
-func importNDJSON(t *testing.T, w *Worker, ndjson []byte) (res dlq.ImportResult) {
+func importNDJSON(t *testing.T, w *Worker, ndjson []byte) (res relocation.ImportResult) {
 	t.Helper()
 	chunks, err := api.ImportChunks(ndjson, api.ImportMaxLines, api.ImportMaxBytes)
 	if err != nil {
@@ -43,7 +43,7 @@ func importNDJSON(t *testing.T, w *Worker, ndjson []byte) (res dlq.ImportResult)
 		if err != nil || r.Status != http.StatusOK || r.Contract != nil {
 			t.Fatalf("import: %v %v %s", err, r.Contract, r.Raw)
 		}
-		var one dlq.ImportResult
+		var one relocation.ImportResult
 		r.Decode(t, &one)
 		res.Database, res.Lines, res.Imported, res.Merged, res.Skipped = one.Database, res.Lines+one.Lines,
 			res.Imported+one.Imported, res.Merged+one.Merged, res.Skipped+one.Skipped
@@ -52,7 +52,7 @@ func importNDJSON(t *testing.T, w *Worker, ndjson []byte) (res dlq.ImportResult)
 }
 
 // releaseAll walks POST /admin/dlq/release from after 0 and sums the answers.
-func releaseAll(t *testing.T, w *Worker, database string) (sum dlq.ReleaseResult) {
+func releaseAll(t *testing.T, w *Worker, database string) (sum relocation.ReleaseResult) {
 	t.Helper()
 	after := int64(0)
 	for {
@@ -60,7 +60,7 @@ func releaseAll(t *testing.T, w *Worker, database string) (sum dlq.ReleaseResult
 		if r.Status != http.StatusOK {
 			t.Fatalf("release: %d %s", r.Status, r.Raw)
 		}
-		var res dlq.ReleaseResult
+		var res relocation.ReleaseResult
 		r.Decode(t, &res)
 		sum.Scanned, sum.Released, sum.NotImported, sum.Changed = sum.Scanned+res.Scanned, sum.Released+res.Released,
 			sum.NotImported+res.NotImported, sum.Changed+res.Changed

@@ -14,6 +14,7 @@ import (
 
 	api "github.com/redrive/redrive/client"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/relocation"
 	"github.com/redrive/redrive/internal/wranglerconfig"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
@@ -217,7 +218,7 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 			if err != nil || r.Status != http.StatusOK || r.Contract != nil {
 				t.Fatalf("import: %v %v %s", err, r.Contract, r.Raw)
 			}
-			var res dlq.ImportResult
+			var res relocation.ImportResult
 			r.Decode(t, &res)
 			if res.Database != "TICKETS_DB" {
 				t.Fatalf("imported into %s", res.Database)
@@ -246,7 +247,7 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("release: %d %s", r.Status, r.Raw)
 		}
-		var res dlq.ReleaseResult
+		var res relocation.ReleaseResult
 		r.Decode(t, &res)
 		if res.NotImported != 0 || res.Changed != 0 || res.Into != "TICKETS_DB" {
 			t.Fatalf("release: %+v", res)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/relocation"
 )
 
 // retentionPipelines is env.e2e's PIPELINES with tickets on TICKETS_DB
@@ -165,7 +166,7 @@ func TestRetentionAcrossDatabases(t *testing.T) {
 	lines = append(lines, importLine(7_000_100, p+"-imp-pending", ticketsQueue, p+"-imp", "pending", ago(20), nil))
 	r, err := w.Do(http.MethodPost, "/admin/dlq/import", strings.Join(lines, "\n")+"\n", map[string]string{"X-API-Key": TestAPIKey,
 		"X-Admin-Secret": TestAdminSecret, "Content-Type": "application/x-ndjson"})
-	var res dlq.ImportResult
+	var res relocation.ImportResult
 	if err != nil || r.Status != http.StatusOK {
 		t.Fatalf("import: %v %v", err, r)
 	}

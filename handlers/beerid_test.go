@@ -32,8 +32,7 @@ func enrichOne(t *testing.T, api *API, id string) (postCode int, postErr string,
 }
 
 // Every beer id POST /admin/enrich accepts is read back by its own route,
-// percent-encoded: "/", "?", "#", "%", dots and spaces included (issue 29,
-// item 13: "badinput/../x?y#z" was registered, then a 404). The ids the
+// percent-encoded: "/", "?", "#", "%", dots and spaces included ("badinput/../x?y#z" was once registered, then a 404). The ids the
 // route cannot name (".", ".." and "/") and control characters are refused
 // at the door with a 400 envelope.
 func TestBeerIDsAreReadBackByTheirRoute(t *testing.T) {

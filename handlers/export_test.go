@@ -183,8 +183,7 @@ func TestNeutralizeCell(t *testing.T) {
 	}
 }
 
-// With include_raw a response is bounded by bytes, not only rows (issue 29,
-// item 11): 120 rows of 100 KB bodies (12 MB) take more than one response,
+// With include_raw a response is bounded by bytes, not only rows: 120 rows of 100 KB bodies (12 MB) take more than one response,
 // none larger than dlq.ExportMaxBytes plus one page of raw rows, and the
 // responses, followed by X-Next-Cursor, hold every row once, in order.
 func TestExportIsBoundedByBytes(t *testing.T) {

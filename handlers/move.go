@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/relocation"
 )
 
 // Moving a pipeline to its own database (docs/operations.md "Move a
@@ -31,7 +32,7 @@ func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
 		}
 		return badRequest("INVALID_REQUEST", "could not read request body")
 	}
-	rows, err := dlq.ParseImport(body, dlq.ImportMaxLines)
+	rows, err := relocation.ParseImport(body, relocation.ImportMaxLines)
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
 	in := a.in(a.databases().OfQueue(rows[0].SourceQueue))
 	start := dlq.AuditStart{Action: dlq.ActionImport}
 	return in.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-		res, err := dlq.Import{DBs: a.databases()}.Run(ctx, rows)
+		res, err := relocation.Import{DBs: a.databases()}.Run(ctx, rows)
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -51,7 +52,7 @@ func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
 
 // dlqRelease serves POST /admin/dlq/release (dlq.Release).
 func (a *API) dlqRelease(w http.ResponseWriter, r *http.Request) error {
-	var p dlq.ReleaseParams
+	var p relocation.ReleaseParams
 	if err := decodeJSON(w, r, &p); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (a *API) dlqRelease(w http.ResponseWriter, r *http.Request) error {
 	}
 	start := dlq.AuditStart{Action: dlq.ActionRelease}
 	return in.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-		res, err := dlq.Release{DBs: a.databases()}.Run(ctx, p)
+		res, err := relocation.Release{DBs: a.databases()}.Run(ctx, p)
 		if err != nil {
 			return nil, "", nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/relocation"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -86,7 +87,7 @@ func TestImportAndReleaseRefuseBadInput(t *testing.T) {
 		{"bad second line", "POST", "/admin/dlq/import", line + string(bad) + "\n", hdr, 400, "INVALID_LINE", "line 2: status"},
 		{"export without raw", "POST", "/admin/dlq/import", `{"id":1}`, hdr, 400, "INVALID_LINE", "line 1: message_id is missing"},
 		{"empty", "POST", "/admin/dlq/import", "", hdr, 400, "INVALID_REQUEST", ""},
-		{"too many lines", "POST", "/admin/dlq/import", strings.Repeat("{}\n", dlq.ImportMaxLines+1), hdr, 400, "TOO_MANY_LINES", ""},
+		{"too many lines", "POST", "/admin/dlq/import", strings.Repeat("{}\n", relocation.ImportMaxLines+1), hdr, 400, "TOO_MANY_LINES", ""},
 		{"too large", "POST", "/admin/dlq/import", strings.Repeat("x", MaxBodyBytes+1), hdr, 413, "PAYLOAD_TOO_LARGE", ""},
 		{"unknown database", "GET", "/admin/dlq/export?format=ndjson&database=NOPE", "", hdr, 400, "UNKNOWN_DATABASE", "DB, TICKETS_DB"},
 		{"release own", "POST", "/admin/dlq/release", `{"pipeline":"tickets","database":"TICKETS_DB"}`, adminHeaders, 400, "OWN_DATABASE", ""},
@@ -154,15 +155,15 @@ func importBody(t *testing.T, api *API, hdr map[string]string, body string) (int
 func TestImportLimitsAtTheirEdges(t *testing.T) {
 	api, hdr := moveAPI(t)
 	base := dlq.IDBase("TICKETS_DB")
-	lines := ticketLines(t, api, hdr, base+1000, dlq.ImportMaxLines+1)
+	lines := ticketLines(t, api, hdr, base+1000, relocation.ImportMaxLines+1)
 	if status, code, _ := importBody(t, api, hdr, strings.Join(lines, "")); status != 400 || code != "TOO_MANY_LINES" {
 		t.Fatalf("%d lines: %d %s", len(lines), status, code)
 	}
 	if got := rowCounts(t, api); got != [2]int64{1, 0} {
 		t.Fatalf("a refused import wrote rows: %v", got)
 	}
-	if status, code, n := importBody(t, api, hdr, strings.Join(lines[:dlq.ImportMaxLines], "")); status != 200 || n != dlq.ImportMaxLines {
-		t.Fatalf("%d lines: %d %s imported %v", dlq.ImportMaxLines, status, code, n)
+	if status, code, n := importBody(t, api, hdr, strings.Join(lines[:relocation.ImportMaxLines], "")); status != 200 || n != relocation.ImportMaxLines {
+		t.Fatalf("%d lines: %d %s imported %v", relocation.ImportMaxLines, status, code, n)
 	}
 
 	// Two lines, the second's raw_message padded to make the body exactly

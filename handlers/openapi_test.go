@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/relocation"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/metrics"
 )
@@ -113,7 +114,7 @@ func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
 		"AlertList": alerts.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"Task": dlq.Task{}, "Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
-		"ImportResult": dlq.ImportResult{}, "ReleaseResult": dlq.ReleaseResult{}, "ExportSignature": dlq.ImportSignature{},
+		"ImportResult": relocation.ImportResult{}, "ReleaseResult": relocation.ReleaseResult{}, "ExportSignature": dlq.ImportSignature{},
 	} {
 		required := slices.Clone(doc.Comps.Schemas[schema].Required)
 		slices.Sort(required)
@@ -139,7 +140,7 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"TaskRequest": taskBody{}, "Task": dlq.Task{},
-		"ImportResult": dlq.ImportResult{}, "ReleaseRequest": dlq.ReleaseParams{}, "ReleaseResult": dlq.ReleaseResult{},
+		"ImportResult": relocation.ImportResult{}, "ReleaseRequest": relocation.ReleaseParams{}, "ReleaseResult": relocation.ReleaseResult{},
 		"ExportSignature": dlq.ImportSignature{},
 	} {
 		var documented []string

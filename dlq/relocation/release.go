@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/sqlbatch"
 )
 
@@ -42,7 +43,7 @@ import (
 // queue left with no row are deleted, and after the last window the
 // queue's attempt records (message_attempts).
 type Release struct {
-	DBs Databases
+	DBs dlq.Databases
 }
 
 // Release bounds.
@@ -95,7 +96,7 @@ type ReleaseResult struct {
 }
 
 const (
-	releaseScanSQL = `SELECT id, message_id AS m, signature AS s, updated_at AS u, ` + rowVersionSQL + ` AS v FROM dlq_messages
+	releaseScanSQL = `SELECT id, message_id AS m, signature AS s, updated_at AS u, ` + dlq.RowVersionSQL + ` AS v FROM dlq_messages
 	WHERE id > ? AND id <= ? AND source_queue = ? ORDER BY id LIMIT ?`
 	// releaseBoundsSQL is the first id after the position and the last id
 	// (two index lookups).
@@ -112,7 +113,7 @@ const (
 	// twice) still of version v: the one condition of every statement of
 	// the batch.
 	releaseExact = `id IN (SELECT value ->> '$.id' FROM json_each(?))
-		AND (id, ` + rowVersionSQL + `) IN (SELECT value ->> '$.id', value ->> '$.v' FROM json_each(?))`
+		AND (id, ` + dlq.RowVersionSQL + `) IN (SELECT value ->> '$.id', value ->> '$.v' FROM json_each(?))`
 	// releaseIDs is releaseExact's replayed and acknowledged rows, looked up
 	// by id (+status: never through idx_dlq_status_failed, which would read
 	// every replayed and acknowledged row of the database).
@@ -138,15 +139,15 @@ const (
 
 // Run releases one window.
 func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, error) {
-	pl, ok := PipelineByName(p.Pipeline)
+	pl, ok := dlq.PipelineByName(p.Pipeline)
 	if !ok {
-		if _, err := pipelineQueue(p.Pipeline); err != nil {
+		if _, err := dlq.PipelineQueue(p.Pipeline); err != nil {
 			return ReleaseResult{}, err
 		}
-		return ReleaseResult{}, inputErr("UNKNOWN_PIPELINE", "pipeline is required")
+		return ReleaseResult{}, dlq.InputErr("UNKNOWN_PIPELINE", "pipeline is required")
 	}
 	own := rl.DBs.OfQueue(pl.Queue)
-	var old *Database
+	var old *dlq.Database
 	var names []string
 	for i, d := range rl.DBs.All {
 		names = append(names, d.Name)
@@ -157,13 +158,13 @@ func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, erro
 	switch {
 	case old == nil:
 		sort.Strings(names)
-		return ReleaseResult{}, inputErr("UNKNOWN_DATABASE", "database must be a bound database (%s); got %q", strings.Join(names, ", "), clipName(p.Database))
+		return ReleaseResult{}, dlq.InputErr("UNKNOWN_DATABASE", "database must be a bound database (%s); got %q", strings.Join(names, ", "), dlq.ClipName(p.Database))
 	case old.Name == own.Name:
-		return ReleaseResult{}, inputErr("OWN_DATABASE", "%s is pipeline %s's own database: there is nothing to release from it", old.Name, pl.Name)
+		return ReleaseResult{}, dlq.InputErr("OWN_DATABASE", "%s is pipeline %s's own database: there is nothing to release from it", old.Name, pl.Name)
 	case p.Limit < 0 || p.Limit > ReleaseMaxLimit:
-		return ReleaseResult{}, inputErr("INVALID_LIMIT", "limit must be 1..%d", ReleaseMaxLimit)
+		return ReleaseResult{}, dlq.InputErr("INVALID_LIMIT", "limit must be 1..%d", ReleaseMaxLimit)
 	case p.After < 0 || p.After > importMaxID:
-		return ReleaseResult{}, inputErr("INVALID_AFTER", "after must be a non-negative id")
+		return ReleaseResult{}, dlq.InputErr("INVALID_AFTER", "after must be a non-negative id")
 	}
 	if p.Limit == 0 {
 		p.Limit = DefaultReleaseLimit
@@ -208,7 +209,7 @@ type heldRow struct {
 
 // scan reads the queue's rows of the window after p.After; next is where
 // the following call starts (nil: the window reached the last id).
-func (rl Release) scan(ctx context.Context, old Database, q string, p ReleaseParams) ([]releaseRow, *int64, error) {
+func (rl Release) scan(ctx context.Context, old dlq.Database, q string, p ReleaseParams) ([]releaseRow, *int64, error) {
 	var lo sql.NullInt64
 	var maxID int64
 	if err := old.DB.QueryRowContext(ctx, releaseBoundsSQL, p.After).Scan(&lo, &maxID); err != nil {
@@ -250,7 +251,7 @@ func (rl Release) scan(ctx context.Context, old Database, q string, p ReleasePar
 // an older copy of the same id of (stale). A message own holds under
 // another id without having imported it (a redelivery captured there) is
 // neither: not imported.
-func heldIn(ctx context.Context, own Database, q string, found []releaseRow) (held []heldRow, stale int, err error) {
+func heldIn(ctx context.Context, own dlq.Database, q string, found []releaseRow) (held []heldRow, stale int, err error) {
 	if len(found) == 0 {
 		return nil, 0, nil
 	}
@@ -279,7 +280,7 @@ func heldIn(ctx context.Context, own Database, q string, found []releaseRow) (he
 
 // delete removes the held rows from old in one batch, with their counts
 // and their groups left empty; last adds the queue's attempt records.
-func (rl Release) delete(ctx context.Context, old Database, q string, found []releaseRow, held []heldRow, last bool) (int, error) {
+func (rl Release) delete(ctx context.Context, old dlq.Database, q string, found []releaseRow, held []heldRow, last bool) (int, error) {
 	if len(held) == 0 && !last {
 		return 0, nil
 	}
@@ -301,7 +302,7 @@ func (rl Release) delete(ctx context.Context, old Database, q string, found []re
 	if last {
 		stmts = append(stmts, sqlbatch.Stmt{SQL: releaseAttemptsSQL, Args: []any{q}})
 	}
-	out, err := batchOf(old.Batch, old.DB).Batch(ctx, stmts...)
+	out, err := dlq.BatchOf(old.Batch, old.DB).Batch(ctx, stmts...)
 	if err != nil {
 		return 0, fmt.Errorf("dlq release: %w", err)
 	}

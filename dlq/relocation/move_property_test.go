@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/dlqtest"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
@@ -179,7 +181,7 @@ type moveWorld struct {
 	clk   *taskClock
 	dbs   map[string]*sql.DB // by binding
 	names []string           // DB, ORDERS_DB, TICKETS_DB
-	d     Databases
+	d     dlq.Databases
 	ps    []config.Pipeline
 	snd   *moveSender
 	msgs  map[string]*mmsg // by first message id
@@ -215,22 +217,22 @@ func (w *moveWorld) configure() {
 	if len(problems) != 0 {
 		w.t.Fatal(problems)
 	}
-	SetPipelines(ps)
+	dlq.SetPipelines(ps)
 	w.ps = ps
-	others := map[string]Store{}
+	others := map[string]dlq.Store{}
 	for _, n := range w.names[1:] {
-		others[n] = Store{DB: w.dbs[n], Batch: sqlbatch.Tx{DB: w.dbs[n]}}
+		others[n] = dlq.Store{DB: w.dbs[n], Batch: sqlbatch.Tx{DB: w.dbs[n]}}
 	}
-	w.d = NewDatabases(Store{DB: w.dbs["DB"], Batch: sqlbatch.Tx{DB: w.dbs["DB"]}}, others, ps)
+	w.d = dlq.NewDatabases(dlq.Store{DB: w.dbs["DB"], Batch: sqlbatch.Tx{DB: w.dbs["DB"]}}, others, ps)
 }
 
-func (w *moveWorld) db(name string) Database {
+func (w *moveWorld) db(name string) dlq.Database {
 	for _, d := range w.d.All {
 		if d.Name == name {
 			return d
 		}
 	}
-	return Database{Name: name, Store: Store{DB: w.dbs[name], Batch: sqlbatch.Tx{DB: w.dbs[name]}}}
+	return dlq.Database{Name: name, Store: dlq.Store{DB: w.dbs[name], Batch: sqlbatch.Tx{DB: w.dbs[name]}}}
 }
 
 // rows reads every row of every database.
@@ -277,7 +279,7 @@ var moveSeen moveCoverage
 func (w *moveWorld) borrowedRows() int {
 	n := 0
 	for _, name := range w.names[1:] {
-		n += int(count(w.t, w.dbs[name], `SELECT COUNT(*) FROM dlq_messages WHERE id < ? AND moved_version IS NULL`, IDBase(name)))
+		n += int(count(w.t, w.dbs[name], `SELECT COUNT(*) FROM dlq_messages WHERE id < ? AND moved_version IS NULL`, dlq.IDBase(name)))
 	}
 	return n
 }
@@ -286,7 +288,7 @@ func (w *moveWorld) capture(p string, msgs ...*queuetest.Message) {
 	w.t.Helper()
 	before := w.borrowedRows()
 	defer func() { moveSeen.borrowed += max(0, w.borrowedRows()-before) }()
-	c := &Capture{DB: w.dbs["DB"], Log: discard, Clock: w.clk.Now, Stores: w.d,
+	c := &dlq.Capture{DB: w.dbs["DB"], Log: discard, Clock: w.clk.Now, Stores: w.d,
 		SourceQueue: map[string]string{"beer-enrichment-dlq": "beer-enrichment", "orders-dlq": "orders", "tickets-dlq": "tickets"}}
 	if err := c.ConsumeBatch(ctx, moveQueues[p]+"-dlq", queuetest.Batch(msgs...)); err != nil {
 		w.fail("capture: %v", err)
@@ -302,16 +304,16 @@ func (w *moveWorld) applySent(from int) {
 		if m == nil {
 			w.fail("sent a body no message has: %q", o.Body)
 		}
-		if m.status != StatusPending {
+		if m.status != dlq.StatusPending {
 			w.fail("sent message %s, which is %s (this step sent %d; its changes %v)", m.id, m.status, len(w.snd.sent)-from, m.seen)
 		}
-		m.set(w, StatusReplayed)
+		m.set(w, dlq.StatusReplayed)
 		m.replays++
 	}
 }
 
-func (w *moveWorld) replay(d Database) Replay {
-	return Replay{DB: d.DB, Batch: d.Batch, Sender: w.snd, Log: discard, Cursors: NewCursors("k"), BulkMax: 1 + w.rng.IntN(8), Clock: w.clk.Now,
+func (w *moveWorld) replay(d dlq.Database) dlq.Replay {
+	return dlq.Replay{DB: d.DB, Batch: d.Batch, Sender: w.snd, Log: discard, Cursors: dlq.NewCursors("k"), BulkMax: 1 + w.rng.IntN(8), Clock: w.clk.Now,
 		Frozen: w.d.Frozen(d.Name)}
 }
 
@@ -379,7 +381,7 @@ func (w *moveWorld) newMessage(p string, ctype queue.ContentType) *queuetest.Mes
 	if ctype == queue.Text {
 		body = fmt.Sprintf("text %d\r\n\t'", w.n)
 	}
-	m := &mmsg{id: fmt.Sprintf("%s-%d", p, w.n), pipeline: p, body: body, ctype: string(ctype), status: StatusPending}
+	m := &mmsg{id: fmt.Sprintf("%s-%d", p, w.n), pipeline: p, body: body, ctype: string(ctype), status: dlq.StatusPending}
 	m.last = m.id
 	w.msgs[m.id] = m
 	w.order = append(w.order, m.id)
@@ -388,14 +390,14 @@ func (w *moveWorld) newMessage(p string, ctype queue.ContentType) *queuetest.Mes
 }
 
 func moveSequence(t *testing.T, seed uint64) {
-	w := &moveWorld{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 44)), clk: &taskClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
+	w := &moveWorld{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 44)), clk: dlqtest.NewTaskClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)),
 		dbs: map[string]*sql.DB{}, names: []string{"DB", "ORDERS_DB", "TICKETS_DB"}, msgs: map[string]*mmsg{}, deleted: map[string]*mmsg{}, alias: map[string]*mmsg{}, byBody: map[string]*mmsg{},
 		moves: map[string]*moveState{"beers": {}, "orders": {}, "tickets": {}}}
 	w.snd = &moveSender{rng: w.rng}
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	for _, n := range w.names {
 		w.dbs[n] = sqlitetest.New(t)
-		if s := SeedIDsSQL(n); s != "" {
+		if s := dlq.SeedIDsSQL(n); s != "" {
 			if _, err := w.dbs[n].Exec(s); err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +412,7 @@ func moveSequence(t *testing.T, seed uint64) {
 	w.check(false)
 	for range 30 + w.rng.IntN(30) {
 		w.trace = append(w.trace, w.step())
-		w.clk.add(time.Duration(w.rng.IntN(600)) * time.Second)
+		w.clk.Add(time.Duration(w.rng.IntN(600)) * time.Second)
 		w.check(false)
 	}
 	// Finish every move under way, then the final checks.
@@ -452,9 +454,9 @@ func (w *moveWorld) step() string {
 		return "redeliver " + m.last
 	case op < 6: // replayed messages fail again
 		var got []string
-		for _, r := range w.pickRows(StatusReplayed) {
+		for _, r := range w.pickRows(dlq.StatusReplayed) {
 			m := w.msgOf(r)
-			if m.status != StatusReplayed || w.msgs[m.id] != m {
+			if m.status != dlq.StatusReplayed || w.msgs[m.id] != m {
 				continue
 			}
 			w.n++
@@ -463,18 +465,18 @@ func (w *moveWorld) step() string {
 				continue
 			}
 			w.capture(m.pipeline, &queuetest.Message{MsgID: id, Attempt: 1, SentAt: w.clk.Now(), Text: m.body, Type: queue.ContentType(m.ctype)})
-			m.set(w, StatusPending)
+			m.set(w, dlq.StatusPending)
 			m.last = id
 			w.alias[id] = m
 			got = append(got, m.id)
 		}
 		return fmt.Sprint("fail again ", got)
 	case op < 8: // replay by ids, routed as the handler routes them
-		rs := w.pickRows(StatusPending)
+		rs := w.pickRows(dlq.StatusPending)
 		if len(rs) == 0 {
 			return "replay none"
 		}
-		d, err := w.d.OfSelection(ctx, Selection{IDs: idsOf(rs)})
+		d, err := w.d.OfSelection(ctx, dlq.Selection{IDs: idsOf(rs)})
 		if isInput(err) {
 			if strings.Contains(err.Error(), "ROWS_MOVING") {
 				moveSeen.refused++
@@ -485,31 +487,31 @@ func (w *moveWorld) step() string {
 			w.fail("replay: %v", err)
 		}
 		from := len(w.snd.sent)
-		if _, err := w.replay(d).Run(ctx, ReplayRequest{Selection: Selection{IDs: idsOf(rs)}}); err != nil {
+		if _, err := w.replay(d).Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{IDs: idsOf(rs)}}); err != nil {
 			w.fail("replay %v in %s: %v", idsOf(rs), d.Name, err)
 		}
 		w.applySent(from)
 		return fmt.Sprintf("replay %v in %s (%d sent)", idsOf(rs), d.Name, len(w.snd.sent)-from)
 	case op < 9: // replay by filter
-		f := &Filter{Pipeline: p, Status: StatusPending}
+		f := &dlq.Filter{Pipeline: p, Status: dlq.StatusPending}
 		d, err := w.d.OfFilter(f)
 		if err != nil {
 			w.fail("replay filter: %v", err)
 		}
 		from := len(w.snd.sent)
-		if _, err := w.replay(d).Run(ctx, ReplayRequest{Selection: Selection{Filter: f}}); err != nil {
+		if _, err := w.replay(d).Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{Filter: f}}); err != nil {
 			w.fail("replay %s in %s: %v", p, d.Name, err)
 		}
 		w.applySent(from)
 		return fmt.Sprintf("replay pipeline=%s in %s (%d sent)", p, d.Name, len(w.snd.sent)-from)
 	case op < 10: // a replay task
-		f := Filter{Pipeline: p}
+		f := dlq.Filter{Pipeline: p}
 		d, err := w.d.OfFilter(&f)
 		if err != nil {
 			w.fail("task: %v", err)
 		}
-		ts := ReplayTasks{Replay: w.replay(d)}
-		task, err := ts.Create(ctx, TaskRequest{Filter: f, RatePerMinute: []int64{1, 5, 60}[w.rng.IntN(3)]}, Requester{})
+		ts := dlq.ReplayTasks{Replay: w.replay(d)}
+		task, err := ts.Create(ctx, dlq.TaskRequest{Filter: f, RatePerMinute: []int64{1, 5, 60}[w.rng.IntN(3)]}, dlq.Requester{})
 		if err != nil {
 			w.fail("create task: %v", err)
 		}
@@ -519,12 +521,12 @@ func (w *moveWorld) step() string {
 		from := len(w.snd.sent)
 		for _, tk := range w.tasks {
 			d := w.db(tk.db)
-			ts := ReplayTasks{Replay: w.replay(d)}
+			ts := dlq.ReplayTasks{Replay: w.replay(d)}
 			at := len(w.snd.sent)
 			if _, err := ts.Step(ctx, tk.id, w.clk.Now()); err != nil {
 				w.fail("step task %d: %v", tk.id, err)
 			}
-			if t, err := ts.Get(ctx, tk.id); err == nil && t.State == TaskPaused {
+			if t, err := ts.Get(ctx, tk.id); err == nil && t.State == dlq.TaskPaused {
 				moveSeen.paused++
 			}
 			w.trace = append(w.trace, fmt.Sprintf("(task %d in %s sent %d)", tk.id, tk.db, len(w.snd.sent)-at))
@@ -532,14 +534,14 @@ func (w *moveWorld) step() string {
 		}
 		return fmt.Sprintf("tasks step (%d sent)", len(w.snd.sent)-from)
 	case op < 14: // acknowledge by ids
-		rs := w.pickRows(StatusPending)
+		rs := w.pickRows(dlq.StatusPending)
 		if w.rng.IntN(3) == 0 { // rows in any status
-			rs = append(rs, w.pickRows([]string{StatusReplayed, StatusAcknowledged}[w.rng.IntN(2)], rs...)...)
+			rs = append(rs, w.pickRows([]string{dlq.StatusReplayed, dlq.StatusAcknowledged}[w.rng.IntN(2)], rs...)...)
 		}
 		if len(rs) == 0 {
 			return "ack none"
 		}
-		d, err := w.d.OfSelection(ctx, Selection{IDs: idsOf(rs)})
+		d, err := w.d.OfSelection(ctx, dlq.Selection{IDs: idsOf(rs)})
 		if isInput(err) {
 			if strings.Contains(err.Error(), "ROWS_MOVING") {
 				moveSeen.refused++
@@ -549,8 +551,8 @@ func (w *moveWorld) step() string {
 		if err != nil {
 			w.fail("ack: %v", err)
 		}
-		ack := Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 50, Clock: w.clk.Now}
-		if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: idsOf(rs)}}); err != nil {
+		ack := dlq.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 50, Clock: w.clk.Now}
+		if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: idsOf(rs)}}); err != nil {
 			w.fail("ack %v in %s: %v", idsOf(rs), d.Name, err)
 		}
 		// The model: each named message that is pending is acknowledged,
@@ -570,28 +572,28 @@ func (w *moveWorld) step() string {
 				w.fail("ack: row %d is an unknown message %s", r.id, msgID)
 			}
 			m.acks++
-			if m.status == StatusPending {
-				m.set(w, StatusAcknowledged)
+			if m.status == dlq.StatusPending {
+				m.set(w, dlq.StatusAcknowledged)
 			}
 		}
 		return fmt.Sprintf("ack %v in %s", idsOf(rs), d.Name)
 	case op < 15: // acknowledge by filter
-		f := &Filter{Pipeline: p, Status: StatusPending}
+		f := &dlq.Filter{Pipeline: p, Status: dlq.StatusPending}
 		d, err := w.d.OfFilter(f)
 		if err != nil {
 			w.fail("ack filter: %v", err)
 		}
 		before := w.rowsIn(d.Name)
-		ack := Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 1 + w.rng.IntN(5), Clock: w.clk.Now}
-		if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: f}}); err != nil {
+		ack := dlq.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 1 + w.rng.IntN(5), Clock: w.clk.Now}
+		if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{Filter: f}}); err != nil {
 			w.fail("ack %s in %s: %v", p, d.Name, err)
 		}
 		var n int
 		for _, r := range w.rowsIn(d.Name) {
-			if r.status == StatusAcknowledged && before[r.id].status == StatusPending {
+			if r.status == dlq.StatusAcknowledged && before[r.id].status == dlq.StatusPending {
 				n++
-				if m := w.msgOf(r); m.status == StatusPending {
-					m.set(w, StatusAcknowledged)
+				if m := w.msgOf(r); m.status == dlq.StatusPending {
+					m.set(w, dlq.StatusAcknowledged)
 				}
 			}
 		}
@@ -637,7 +639,7 @@ func (w *moveWorld) step() string {
 }
 
 func isInput(err error) bool {
-	var ie *InputError
+	var ie *dlq.InputError
 	return errors.As(err, &ie)
 }
 
@@ -655,11 +657,11 @@ func (w *moveWorld) rowsIn(db string) map[int64]moveRow {
 // then its dlq_tally (the daily cron): each row deleted must have been due.
 func (w *moveWorld) retention() string {
 	w.t.Helper()
-	w.clk.add(time.Duration(w.rng.IntN(4*24*60)) * time.Minute)
+	w.clk.Add(time.Duration(w.rng.IntN(4*24*60)) * time.Minute)
 	now := w.clk.Now()
 	before := w.rows()
-	u := Upkeep{DBs: w.d, Pipelines: w.ps,
-		Retention: Retention{Log: discard, MaxAge: moveMaxAge, MaxRowsPerKey: moveCap, AttemptMaxAge: 7 * 24 * time.Hour,
+	u := dlq.Upkeep{DBs: w.d, Pipelines: w.ps,
+		Retention: dlq.Retention{Log: discard, MaxAge: moveMaxAge, MaxRowsPerKey: moveCap, AttemptMaxAge: 7 * 24 * time.Hour,
 			Limits: jobs.Limits{ChunkRows: 1 + w.rng.IntN(5), Budget: time.Hour}},
 	}
 	for _, r := range u.Retentions() {
@@ -706,11 +708,11 @@ func (w *moveWorld) retention() string {
 // than its pipeline's retention, or moveCap newer such rows of its queue
 // and key in its database.
 func (w *moveWorld) due(r moveRow, rows []moveRow, now time.Time) string {
-	if r.status != StatusAcknowledged && r.status != StatusReplayed {
+	if r.status != dlq.StatusAcknowledged && r.status != dlq.StatusReplayed {
 		return "it is " + r.status
 	}
 	keep := moveMaxAge
-	if p, ok := PipelineByName(w.pipelineOf(r.queue)); ok && p.Retention > 0 {
+	if p, ok := dlq.PipelineByName(w.pipelineOf(r.queue)); ok && p.Retention > 0 {
 		keep = p.Retention
 	}
 	if r.actionAt <= now.Add(-keep).UnixMilli() {
@@ -718,7 +720,7 @@ func (w *moveWorld) due(r moveRow, rows []moveRow, now time.Time) string {
 	}
 	newer := 0
 	for _, o := range rows {
-		if o.db == r.db && o.queue == r.queue && o.key == r.key && (o.status == StatusAcknowledged || o.status == StatusReplayed) &&
+		if o.db == r.db && o.queue == r.queue && o.key == r.key && (o.status == dlq.StatusAcknowledged || o.status == dlq.StatusReplayed) &&
 			(o.failedAt > r.failedAt || o.failedAt == r.failedAt && o.id > r.id) {
 			newer++
 		}
@@ -736,10 +738,10 @@ func (w *moveWorld) export(p string) string {
 	w.t.Helper()
 	old := w.db("DB")
 	var lines [][]byte
-	params := ListParams{Filter: Filter{Status: StatusAll, Pipeline: p}, IncludeRaw: true}
+	params := dlq.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: p}, IncludeRaw: true}
 	for {
-		res, err := Export{List: List{DB: old.DB, Cursors: NewCursors("k")}}.Run(ctx, params, func(rows []json.RawMessage) error {
-			if err := AddMoveFields(ctx, old.DB, rows); err != nil {
+		res, err := dlq.Export{List: dlq.List{DB: old.DB, Cursors: dlq.NewCursors("k")}}.Run(ctx, params, func(rows []json.RawMessage) error {
+			if err := dlq.AddMoveFields(ctx, old.DB, rows); err != nil {
 				return err
 			}
 			for _, r := range rows {
@@ -940,13 +942,13 @@ func (w *moveWorld) check(final bool) {
 					others = append(others, w.dbs[n])
 				}
 			}
-			d, err := Detail{DB: w.dbs[r.db], Others: others}.Read(ctx, r.id)
+			d, err := dlq.Detail{DB: w.dbs[r.db], Others: others}.Read(ctx, r.id)
 			if err != nil {
 				w.fail("detail of row %d in %s: %v", r.id, r.db, err)
 			}
 			n := 0
 			for _, e := range d.Audit {
-				if e.Action == ActionAcknowledge && e.MatchedBy == "ids" {
+				if e.Action == dlq.ActionAcknowledge && e.MatchedBy == "ids" {
 					n++
 				}
 			}

@@ -1,10 +1,12 @@
-package dlq
+package relocation
 
 import (
 	"bytes"
 	"database/sql"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // A row moved to its pipeline's own database keeps the audit of what was
@@ -15,8 +17,8 @@ func TestDetailOfAMovedRowShowsItsAuditFromBefore(t *testing.T) {
 	seedMoved(t, shared, 4)
 	id := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'pending'`)
 	at := time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)
-	ack := Acknowledge{DB: shared, BulkMax: 10, Clock: func() time.Time { return at }}
-	if res, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: []int64{id}}, Note: "before the move"}); err != nil || res.AcknowledgedCount != 1 {
+	ack := dlq.Acknowledge{DB: shared, BulkMax: 10, Clock: func() time.Time { return at }}
+	if res, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{id}}, Note: "before the move"}); err != nil || res.AcknowledgedCount != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	importLines(t, dbs, exportAll(t, shared, "tickets"), 100)
@@ -25,10 +27,10 @@ func TestDetailOfAMovedRowShowsItsAuditFromBefore(t *testing.T) {
 	}
 	// Acknowledged again after the move (a no-op, recorded in TICKETS_DB).
 	ack.DB, at = tickets, at.Add(time.Hour)
-	if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: []int64{id}}}); err != nil {
+	if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{id}}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Detail{DB: tickets, Others: []*sql.DB{shared}}.Read(ctx, id)
+	d, err := dlq.Detail{DB: tickets, Others: []*sql.DB{shared}}.Read(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func TestDetailOfAMovedRowShowsItsAuditFromBefore(t *testing.T) {
 		t.Fatalf("audit of the moved row: %+v", d.Audit)
 	}
 	// Without the other databases only the entry after the move is found.
-	if d, err := (Detail{DB: tickets}).Read(ctx, id); err != nil || len(d.Audit) != 1 {
+	if d, err := (dlq.Detail{DB: tickets}).Read(ctx, id); err != nil || len(d.Audit) != 1 {
 		t.Fatalf("%+v %v", d.Audit, err)
 	}
 }

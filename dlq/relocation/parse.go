@@ -1,90 +1,14 @@
-package dlq
+package relocation
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"unicode/utf8"
+
+	"github.com/redrive/redrive/dlq"
 )
-
-// Moving a pipeline's rows to its own database (issue 31; docs/operations.md
-// "Move a pipeline to its own database"): GET /admin/dlq/export with
-// include_raw writes each row with the fields a copy needs (MoveFields),
-// POST /admin/dlq/import writes those lines into the database of their
-// source queue (Import), and POST /admin/dlq/release deletes from the old
-// database the rows the pipeline's own database holds (Release).
-
-// rowVersionSQL is a row's version as a move compares it: its updated_at,
-// status and replay_count, as a JSON array. An import records the version
-// of each row it takes (moved_version); a release deletes an old row only
-// while it is still of the version its copy took.
-const rowVersionSQL = `json_array(updated_at, status, replay_count)`
-
-// MoveFieldNames are the fields an NDJSON export with include_raw adds to
-// each row, after raw_message and raw_encoding: what a copy of the row
-// needs beyond the Message fields (GET /admin/dlq/{id} shows them).
-var MoveFieldNames = []string{"last_message_id", "body_hash", "body_edited", "history", "history_dropped", "version", "signature"}
-
-// moveFieldsSQL reads MoveFieldNames of the rows whose ids are the JSON
-// array bound to it, as one JSON object keyed by id: one row read per row
-// and one per signature. signature is the row's failure group as its
-// database keeps it (null for rows captured before groups), so that the
-// group exists wherever the row goes.
-const moveFieldsSQL = `SELECT json_group_object(m.id, json_object('last_message_id', m.last_message_id,
-		'body_hash', m.body_hash, 'body_edited', m.body_edited, 'history', json(m.history),
-		'history_dropped', m.history_dropped, 'version', m.version,
-		'signature', json(CASE WHEN m.signature IS NOT NULL THEN json_object('signature', m.signature,
-			'class', COALESCE(s.class, m.failure_class, 'unknown'), 'text', COALESCE(s.text, ''),
-			'source_queue', COALESCE(s.source_queue, ''), 'first_seen', COALESCE(s.first_seen, m.first_failed_at),
-			'announced_at', s.announced_at, 'versions', json(COALESCE(s.versions, '[]')),
-			'sample_ids', json(COALESCE(s.sample_ids, '[]'))) END))) AS fields
-	FROM dlq_messages m LEFT JOIN dlq_signatures s ON s.signature = m.signature
-	WHERE m.id IN (SELECT value FROM json_each(?))`
-
-// AddMoveFields appends MoveFieldNames to each of rows (Message objects as
-// the list gives them, with raw_message), read from db in one statement.
-// The fields the list wrote stay byte for byte as they were.
-func AddMoveFields(ctx context.Context, db *sql.DB, rows []json.RawMessage) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		var m struct {
-			ID int64 `json:"id"`
-		}
-		if err := json.Unmarshal(r, &m); err != nil {
-			return fmt.Errorf("dlq export: row: %w", err)
-		}
-		ids[i] = m.ID
-	}
-	list, _ := json.Marshal(ids)
-	var fields string
-	if err := db.QueryRowContext(ctx, moveFieldsSQL, string(list)).Scan(&fields); err != nil {
-		return fmt.Errorf("dlq export: move fields: %w", err)
-	}
-	byID := map[string]json.RawMessage{}
-	if err := json.Unmarshal([]byte(fields), &byID); err != nil {
-		return fmt.Errorf("dlq export: move fields: %w", err)
-	}
-	for i, r := range rows {
-		f, ok := byID[strconv.FormatInt(ids[i], 10)]
-		r = bytes.TrimRight(r, " \t\r\n")
-		if !ok || len(f) < 2 || len(r) < 2 || r[len(r)-1] != '}' {
-			// The row went between the two statements (retention): it is
-			// exported as the list read it, which an import refuses.
-			continue
-		}
-		out := make([]byte, 0, len(r)+len(f))
-		out = append(append(append(out, r[:len(r)-1]...), ','), f[1:]...)
-		rows[i] = out
-	}
-	return nil
-}
 
 // ImportMaxLines is the most lines one POST /admin/dlq/import takes.
 const ImportMaxLines = 500
@@ -101,50 +25,37 @@ const (
 // key and labels are accepted and not stored: they follow from
 // source_queue, beer_id, beer_name and brewer.
 type ImportRow struct {
-	ID               int64              `json:"id"`
-	MessageID        string             `json:"message_id"`
-	BeerID           string             `json:"beer_id"`
-	BeerName         *string            `json:"beer_name"`
-	Brewer           *string            `json:"brewer"`
-	FailedAt         int64              `json:"failed_at"`
-	FailureCount     *int64             `json:"failure_count"`
-	FailureReason    *string            `json:"failure_reason"`
-	SourceQueue      string             `json:"source_queue"`
-	Status           string             `json:"status"`
-	ReplayCount      int64              `json:"replay_count"`
-	ReplayedAt       *int64             `json:"replayed_at"`
-	AcknowledgedAt   *int64             `json:"acknowledged_at"`
-	FailureClass     *string            `json:"failure_class"`
-	FirstFailedAt    int64              `json:"first_failed_at"`
-	ReplayingAt      *int64             `json:"replaying_at"`
-	AcknowledgedNote *string            `json:"acknowledged_note"`
-	UpdatedAt        int64              `json:"updated_at"`
-	ContentType      string             `json:"content_type"`
-	Pipeline         *string            `json:"pipeline"`
-	Key              string             `json:"key"`
-	Labels           map[string]*string `json:"labels"`
-	RawMessage       *string            `json:"raw_message"`
-	RawEncoding      string             `json:"raw_encoding"`
-	LastMessageID    string             `json:"last_message_id"`
-	BodyHash         *string            `json:"body_hash"`
-	BodyEdited       *int64             `json:"body_edited"`
-	History          json.RawMessage    `json:"history"`
-	HistoryDropped   int64              `json:"history_dropped"`
-	Version          *string            `json:"version"`
-	Signature        *ImportSignature   `json:"signature"`
-}
-
-// ImportSignature is a row's failure group as its old database kept it
-// (dlq_signatures).
-type ImportSignature struct {
-	Signature   string          `json:"signature"`
-	Class       string          `json:"class"`
-	Text        string          `json:"text"`
-	SourceQueue string          `json:"source_queue"`
-	FirstSeen   int64           `json:"first_seen"`
-	AnnouncedAt *int64          `json:"announced_at"`
-	Versions    json.RawMessage `json:"versions"`
-	SampleIDs   json.RawMessage `json:"sample_ids"`
+	ID               int64                `json:"id"`
+	MessageID        string               `json:"message_id"`
+	BeerID           string               `json:"beer_id"`
+	BeerName         *string              `json:"beer_name"`
+	Brewer           *string              `json:"brewer"`
+	FailedAt         int64                `json:"failed_at"`
+	FailureCount     *int64               `json:"failure_count"`
+	FailureReason    *string              `json:"failure_reason"`
+	SourceQueue      string               `json:"source_queue"`
+	Status           string               `json:"status"`
+	ReplayCount      int64                `json:"replay_count"`
+	ReplayedAt       *int64               `json:"replayed_at"`
+	AcknowledgedAt   *int64               `json:"acknowledged_at"`
+	FailureClass     *string              `json:"failure_class"`
+	FirstFailedAt    int64                `json:"first_failed_at"`
+	ReplayingAt      *int64               `json:"replaying_at"`
+	AcknowledgedNote *string              `json:"acknowledged_note"`
+	UpdatedAt        int64                `json:"updated_at"`
+	ContentType      string               `json:"content_type"`
+	Pipeline         *string              `json:"pipeline"`
+	Key              string               `json:"key"`
+	Labels           map[string]*string   `json:"labels"`
+	RawMessage       *string              `json:"raw_message"`
+	RawEncoding      string               `json:"raw_encoding"`
+	LastMessageID    string               `json:"last_message_id"`
+	BodyHash         *string              `json:"body_hash"`
+	BodyEdited       *int64               `json:"body_edited"`
+	History          json.RawMessage      `json:"history"`
+	HistoryDropped   int64                `json:"history_dropped"`
+	Version          *string              `json:"version"`
+	Signature        *dlq.ImportSignature `json:"signature"`
 }
 
 // importRequired are the fields every line must have (null allowed where
@@ -161,10 +72,10 @@ var importRequired = []string{"id", "message_id", "beer_id", "failed_at", "sourc
 func ParseImport(body []byte, maxLines int) ([]ImportRow, error) {
 	body = bytes.TrimSuffix(body, []byte("\n"))
 	if len(body) == 0 {
-		return nil, inputErr("INVALID_REQUEST", "the body is empty: send NDJSON lines as GET /admin/dlq/export?format=ndjson&include_raw=true writes them")
+		return nil, dlq.InputErr("INVALID_REQUEST", "the body is empty: send NDJSON lines as GET /admin/dlq/export?format=ndjson&include_raw=true writes them")
 	}
 	if n := bytes.Count(body, []byte("\n")) + 1; n > maxLines {
-		return nil, inputErr("TOO_MANY_LINES", "%d lines; at most %d per request", n, maxLines)
+		return nil, dlq.InputErr("TOO_MANY_LINES", "%d lines; at most %d per request", n, maxLines)
 	}
 	var rows []ImportRow
 	ids, msgs := map[int64]int{}, map[string]int{}
@@ -172,13 +83,13 @@ func ParseImport(body []byte, maxLines int) ([]ImportRow, error) {
 		n := i + 1
 		r, err := parseImportLine(line)
 		if err != nil {
-			return nil, inputErr("INVALID_LINE", "line %d: %s", n, err.Error())
+			return nil, dlq.InputErr("INVALID_LINE", "line %d: %s", n, err.Error())
 		}
 		if m, ok := ids[r.ID]; ok {
-			return nil, inputErr("INVALID_LINE", "line %d: id %d repeats line %d", n, r.ID, m)
+			return nil, dlq.InputErr("INVALID_LINE", "line %d: id %d repeats line %d", n, r.ID, m)
 		}
 		if m, ok := msgs[r.MessageID]; ok {
-			return nil, inputErr("INVALID_LINE", "line %d: message_id repeats line %d", n, m)
+			return nil, dlq.InputErr("INVALID_LINE", "line %d: message_id repeats line %d", n, m)
 		}
 		ids[r.ID], msgs[r.MessageID] = n, n
 		rows = append(rows, r)
@@ -208,7 +119,7 @@ func parseImportLine(line []byte) (ImportRow, error) {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(&r); err != nil {
-		return r, fmt.Errorf("%s", clipName(err.Error()))
+		return r, fmt.Errorf("%s", dlq.ClipName(err.Error()))
 	}
 	return r, r.check()
 }
@@ -224,7 +135,7 @@ func (r ImportRow) check() error {
 		return fmt.Errorf("source_queue must be 1..%d bytes", importMaxName)
 	case len(r.BeerID) > importMaxReason || len(r.LastMessageID) > importMaxName:
 		return fmt.Errorf("beer_id or last_message_id is too long")
-	case r.Status != StatusPending && r.Status != StatusReplaying && r.Status != StatusReplayed && r.Status != StatusAcknowledged:
+	case r.Status != dlq.StatusPending && r.Status != dlq.StatusReplaying && r.Status != dlq.StatusReplayed && r.Status != dlq.StatusAcknowledged:
 		return fmt.Errorf("status must be pending, replaying, replayed or acknowledged")
 	case r.FailedAt < 0 || r.FirstFailedAt < 0 || r.UpdatedAt < 0 || neg(r.ReplayedAt) || neg(r.AcknowledgedAt) || neg(r.ReplayingAt):
 		return fmt.Errorf("times must be epoch milliseconds (not negative)")
@@ -295,7 +206,7 @@ func objectKeys(line []byte) (map[string]bool, error) {
 		}
 		k, _ := t.(string)
 		if keys[k] {
-			return nil, fmt.Errorf("%s is given twice", clipName(k))
+			return nil, fmt.Errorf("%s is given twice", dlq.ClipName(k))
 		}
 		keys[k] = true
 		var v json.RawMessage

@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -15,9 +16,9 @@ import (
 // ImportRow.check, which gremlins does not mutate).
 func TestImportRowCheckBounds(t *testing.T) {
 	valid := func() ImportRow {
-		return ImportRow{ID: 1, MessageID: "m", SourceQueue: "q", Status: StatusPending, ContentType: "json",
+		return ImportRow{ID: 1, MessageID: "m", SourceQueue: "q", Status: dlq.StatusPending, ContentType: "json",
 			RawEncoding: "text", History: json.RawMessage("null"),
-			Signature: &ImportSignature{Signature: "ab", Class: "c", Versions: json.RawMessage("[]"), SampleIDs: json.RawMessage("[]")}}
+			Signature: &dlq.ImportSignature{Signature: "ab", Class: "c", Versions: json.RawMessage("[]"), SampleIDs: json.RawMessage("[]")}}
 	}
 	i64 := func(v int64) *int64 { return &v }
 	str := func(n int) *string { s := strings.Repeat("x", n); return &s }
@@ -30,9 +31,9 @@ func TestImportRowCheckBounds(t *testing.T) {
 		"source_queue 1024":     func(r *ImportRow) { r.SourceQueue = *str(importMaxName) },
 		"beer_id 64 KiB":        func(r *ImportRow) { r.BeerID = *str(importMaxReason) },
 		"last_message_id 1024":  func(r *ImportRow) { r.LastMessageID = *str(importMaxName) },
-		"replaying":             func(r *ImportRow) { r.Status = StatusReplaying },
-		"replayed":              func(r *ImportRow) { r.Status = StatusReplayed },
-		"acknowledged":          func(r *ImportRow) { r.Status = StatusAcknowledged },
+		"replaying":             func(r *ImportRow) { r.Status = dlq.StatusReplaying },
+		"replayed":              func(r *ImportRow) { r.Status = dlq.StatusReplayed },
+		"acknowledged":          func(r *ImportRow) { r.Status = dlq.StatusAcknowledged },
 		"times 0":               func(r *ImportRow) { r.ReplayedAt, r.AcknowledgedAt, r.ReplayingAt = i64(0), i64(0), i64(0) },
 		"counts 0":              func(r *ImportRow) { r.FailureCount = i64(0) },
 		"text":                  func(r *ImportRow) { r.ContentType = "text" },
@@ -171,7 +172,7 @@ func TestAddMoveFieldsOfGoneAndLongRows(t *testing.T) {
 	}
 	gone, long := json.RawMessage(`{"id":4,"message_id":"x"}`), json.RawMessage(`{"id":5} `)
 	rows := []json.RawMessage{gone, long}
-	if err := AddMoveFields(context.Background(), db, rows); err != nil {
+	if err := dlq.AddMoveFields(context.Background(), db, rows); err != nil {
 		t.Fatal(err)
 	}
 	if string(rows[0]) != string(gone) {
@@ -181,7 +182,7 @@ func TestAddMoveFieldsOfGoneAndLongRows(t *testing.T) {
 	if err := json.Unmarshal(rows[1], &got); err != nil {
 		t.Fatalf("%s: %v", rows[1], err)
 	}
-	if string(got["id"]) != "5" || string(got["history"]) != history || string(got["last_message_id"]) != `""` || len(got) != 1+len(MoveFieldNames) {
+	if string(got["id"]) != "5" || string(got["history"]) != history || string(got["last_message_id"]) != `""` || len(got) != 1+len(dlq.MoveFieldNames) {
 		t.Fatalf("the long row became %.200s…", rows[1])
 	}
 }

@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
@@ -30,7 +31,7 @@ func movingTicket(t *testing.T, shared *sql.DB) (id int64, body string) {
 		`[{"at":1,"attempt":1,"class":"transient","error":"status 503","message_id":"t-first"}]`); err != nil {
 		t.Fatal(err)
 	}
-	c := &Capture{DB: shared, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{"tickets-dlq": "tickets"}}
+	c := &dlq.Capture{DB: shared, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{"tickets-dlq": "tickets"}}
 	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(&queuetest.Message{MsgID: "t-first", Attempt: 1, SentAt: now, Text: body, Type: queue.JSON})); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestCaptureDuringAMoveContinuesTheRowLeftInDB(t *testing.T) {
 	before := rowJSON(t, shared, id)
 	now := time.Date(2030, 1, 3, 3, 4, 5, 0, time.UTC)
 	var logs bytes.Buffer
-	c := &Capture{DB: shared, Log: slog.New(slog.NewTextHandler(&logs, nil)), Clock: func() time.Time { return now },
+	c := &dlq.Capture{DB: shared, Log: slog.New(slog.NewTextHandler(&logs, nil)), Clock: func() time.Time { return now },
 		SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
 	consumeMoving := func(msgs ...*queuetest.Message) []*queuetest.Message {
 		t.Helper()
@@ -94,7 +95,7 @@ func TestCaptureDuringAMoveContinuesTheRowLeftInDB(t *testing.T) {
 		Scan(&got.id, &got.msgID, &got.last, &got.status, &got.rc, &got.hst); err != nil {
 		t.Fatal(err)
 	}
-	if got.id != id || got.msgID != "t-first" || got.last != "t-again" || got.status != StatusPending || got.rc != 1 ||
+	if got.id != id || got.msgID != "t-first" || got.last != "t-again" || got.status != dlq.StatusPending || got.rc != 1 ||
 		!strings.Contains(got.hst, `"message_id":"t-first"`) || !strings.Contains(got.hst, `"message_id":"t-again"`) {
 		t.Fatalf("TICKETS_DB's row %+v, want id %d, message t-first, last t-again, pending, replayed once, both attempts in its history", got, id)
 	}
@@ -128,7 +129,7 @@ func TestCaptureDuringAMoveContinuesTheRowLeftInDB(t *testing.T) {
 		Scan(&got.id, &got.msgID, &got.last, &got.status, &got.rc, &got.hst); err != nil {
 		t.Fatal(err)
 	}
-	if got.id != id || got.status != StatusPending || got.rc != 1 || strings.Count(got.hst, `"message_id":"t-first"`) != 1 {
+	if got.id != id || got.status != dlq.StatusPending || got.rc != 1 || strings.Count(got.hst, `"message_id":"t-first"`) != 1 {
 		t.Fatalf("after the move: %+v", got)
 	}
 	if n := count(t, shared, `SELECT COUNT(*) FROM dlq_messages WHERE source_queue = 'tickets'`); n != 0 {
@@ -148,7 +149,7 @@ func TestCaptureDuringAMoveDoesNotReopenAnAcknowledgedCopy(t *testing.T) {
 	if _, err := tickets.Exec(`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = updated_at WHERE id = ?`, id); err != nil {
 		t.Fatal(err)
 	}
-	c := &Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
+	c := &dlq.Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
 	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(&queuetest.Message{MsgID: "t-again", Attempt: 1, SentAt: time.Now(), Text: body, Type: queue.JSON})); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestCaptureDuringAMoveDoesNotReopenAnAcknowledgedCopy(t *testing.T) {
 // per other database, once.
 func TestCaptureAsksOtherDatabasesOnlyWhileAMoveIsUnderWay(t *testing.T) {
 	shared, tickets, dbs := moveTickets(t)
-	c := &Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
+	c := &dlq.Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
 	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(&queuetest.Message{MsgID: "t-1", Attempt: 1, SentAt: time.Now(), Text: `{"ticket":"T-1"}`, Type: queue.JSON})); err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +203,12 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	snd := &queueRecorder{}
 	var logs bytes.Buffer
 	now := time.Date(2030, 1, 3, 0, 0, 0, 0, time.UTC) // after seedMoved's failures
-	r := Replay{DB: shared, Sender: snd, Log: slog.New(slog.NewTextHandler(&logs, nil)), Cursors: NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB")}
+	r := dlq.Replay{DB: shared, Sender: snd, Log: slog.New(slog.NewTextHandler(&logs, nil)), Cursors: dlq.NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB")}
 	if !slices.Equal(r.Frozen, []string{"tickets"}) {
 		t.Fatalf("DB's frozen queues %v, want [tickets]", r.Frozen)
 	}
-	ts := ReplayTasks{Replay: r}
-	task, err := ts.Create(context.Background(), TaskRequest{Filter: Filter{Pipeline: "tickets"}, RatePerMinute: 60}, Requester{})
+	ts := dlq.ReplayTasks{Replay: r}
+	task, err := ts.Create(context.Background(), dlq.TaskRequest{Filter: dlq.Filter{Pipeline: "tickets"}, RatePerMinute: 60}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	if err != nil || !res.Held || res.Sent != 0 || len(snd.sent) != 0 {
 		t.Fatalf("step: %+v %v, %d sent", res, err, len(snd.sent))
 	}
-	if got, err := ts.Get(context.Background(), task.ID); err != nil || got.State != TaskPaused {
+	if got, err := ts.Get(context.Background(), task.ID); err != nil || got.State != dlq.TaskPaused {
 		t.Fatalf("task %+v %v, want paused", got, err)
 	}
 	if !strings.Contains(logs.String(), "replay task paused") || !strings.Contains(logs.String(), "queue=tickets") {
@@ -223,7 +224,7 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	}
 	// A task without a pipeline (made while DB was the only database)
 	// replays DB's own rows only.
-	all, err := ts.Create(context.Background(), TaskRequest{Filter: Filter{}, RatePerMinute: 600}, Requester{})
+	all, err := ts.Create(context.Background(), dlq.TaskRequest{Filter: dlq.Filter{}, RatePerMinute: 600}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	if stuck == 0 {
 		t.Fatal("no replaying tickets row seeded")
 	}
-	rescue := Rescue{DB: shared, Log: discard, StuckAfter: time.Minute, Frozen: dbs.Frozen("DB"), Limits: jobs.Limits{ChunkRows: 10, Budget: time.Minute}}
+	rescue := dlq.Rescue{DB: shared, Log: discard, StuckAfter: time.Minute, Frozen: dbs.Frozen("DB"), Limits: jobs.Limits{ChunkRows: 10, Budget: time.Minute}}
 	if _, err := rescue.Run(context.Background(), now.Add(24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +282,8 @@ func TestCaptureDuringAMoveWaitsForTheOldDatabase(t *testing.T) {
 	id, body := movingTicket(t, plain)
 	capture := func(shared *sql.DB, m *queuetest.Message) {
 		t.Helper()
-		dbs := NewDatabases(Store{DB: shared}, map[string]Store{"TICKETS_DB": {DB: tickets}}, Pipelines())
-		c := &Capture{DB: tickets, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs,
+		dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}}, dlq.Pipelines())
+		c := &dlq.Capture{DB: tickets, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs,
 			RetryBase: time.Minute}
 		if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(m)); err != nil {
 			t.Fatal(err)
@@ -290,8 +291,8 @@ func TestCaptureDuringAMoveWaitsForTheOldDatabase(t *testing.T) {
 	}
 	m := &queuetest.Message{MsgID: "t-again", Attempt: 5, SentAt: time.Now(), Text: body, Type: queue.JSON}
 	capture(down, m)
-	if m.Acked || !m.Retried || m.RetryDelay != RetryDelay(time.Minute, 5) {
-		t.Fatalf("message acked %v, retried %v after %s; want retried after %s", m.Acked, m.Retried, m.RetryDelay, RetryDelay(time.Minute, 5))
+	if m.Acked || !m.Retried || m.RetryDelay != dlq.RetryDelay(time.Minute, 5) {
+		t.Fatalf("message acked %v, retried %v after %s; want retried after %s", m.Acked, m.Retried, m.RetryDelay, dlq.RetryDelay(time.Minute, 5))
 	}
 	if n := count(t, tickets, `SELECT COUNT(*) FROM dlq_messages`); n != 0 {
 		t.Fatalf("%d rows stored without the old database's answer", n)
@@ -318,21 +319,21 @@ func TestCaptureDuringTwoMovesTakesTheFirstDatabasesRow(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	SetPipelines(ps)
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	dlq.SetPipelines(ps)
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	shared, orders, tickets := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
 	for db, name := range map[*sql.DB]string{orders: "ORDERS_DB", tickets: "TICKETS_DB"} {
-		if _, err := db.Exec(SeedIDsSQL(name)); err != nil {
+		if _, err := db.Exec(dlq.SeedIDsSQL(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dbs := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: orders}, "TICKETS_DB": {DB: tickets}}, ps)
+	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"ORDERS_DB": {DB: orders}, "TICKETS_DB": {DB: tickets}}, ps)
 	first, body := movingTicket(t, shared)
 	movingTicket(t, orders) // the same body, replayed, in ORDERS_DB too
 	if _, err := orders.Exec(`UPDATE dlq_messages SET replay_count = 2`); err != nil {
 		t.Fatal(err)
 	}
-	c := &Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
+	c := &dlq.Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
 	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(&queuetest.Message{MsgID: "t-again", Attempt: 1, SentAt: time.Now(), Text: body, Type: queue.JSON})); err != nil {
 		t.Fatal(err)
 	}

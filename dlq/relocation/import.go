@@ -1,10 +1,11 @@
-package dlq
+package relocation
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/sqlbatch"
 )
 
@@ -38,7 +39,7 @@ import (
 // statement adds the lines' earliest action time to retention_rescans, so
 // that retention looks at the imported and merged rows (rescanMarkSQL).
 type Import struct {
-	DBs Databases
+	DBs dlq.Databases
 }
 
 // ImportResult is the answer of an import.
@@ -126,9 +127,9 @@ var importMergeSQL = `UPDATE dlq_messages SET
 		replay_count = dlq_messages.replay_count + max(0, l.rc - COALESCE(dlq_messages.moved_version ->> '$[2]',
 			CASE WHEN dlq_messages.id = l.id THEN dlq_messages.replay_count ELSE 0 END)),
 		first_failed_at = min(dlq_messages.first_failed_at, l.first_failed_at),
-		history = CASE WHEN dlq_messages.id = l.id THEN dlq_messages.history ELSE ` + historyKeepSQL("l.history", "dlq_messages.history") + ` END,
+		history = CASE WHEN dlq_messages.id = l.id THEN dlq_messages.history ELSE ` + dlq.HistoryKeepSQL("l.history", "dlq_messages.history") + ` END,
 		history_dropped = CASE WHEN dlq_messages.id = l.id THEN dlq_messages.history_dropped
-			ELSE dlq_messages.history_dropped + l.dropped + ` + historyDroppedSQL("l.history", "dlq_messages.history") + ` END,
+			ELSE dlq_messages.history_dropped + l.dropped + ` + dlq.HistoryDroppedSQL("l.history", "dlq_messages.history") + ` END,
 		updated_at = max(dlq_messages.updated_at, l.u),
 		moved_version = l.v
 	FROM (SELECT j.value ->> '$.id' AS id, j.value ->> '$.message_id' AS m, j.value ->> '$.source_queue' AS q,
@@ -143,14 +144,14 @@ var importMergeSQL = `UPDATE dlq_messages SET
 
 // importCount is a line as the count statements read it (no body).
 type importCount struct {
-	ID          int64            `json:"id"`
-	MessageID   string           `json:"message_id"`
-	Status      string           `json:"status"`
-	SourceQueue string           `json:"source_queue"`
-	Brewer      *string          `json:"brewer"`
-	FailedAt    int64            `json:"failed_at"`
-	ActionAt    *int64           `json:"action_at"` // replayed_at of a replayed row, acknowledged_at of an acknowledged one
-	Sig         *ImportSignature `json:"sig"`
+	ID          int64                `json:"id"`
+	MessageID   string               `json:"message_id"`
+	Status      string               `json:"status"`
+	SourceQueue string               `json:"source_queue"`
+	Brewer      *string              `json:"brewer"`
+	FailedAt    int64                `json:"failed_at"`
+	ActionAt    *int64               `json:"action_at"` // replayed_at of a replayed row, acknowledged_at of an acknowledged one
+	Sig         *dlq.ImportSignature `json:"sig"`
 }
 
 // Run imports rows (from ParseImport). Every row must belong to one
@@ -158,21 +159,21 @@ type importCount struct {
 // keep its ids apart (checkIDs).
 func (im Import) Run(ctx context.Context, rows []ImportRow) (ImportResult, error) {
 	if len(rows) == 0 {
-		return ImportResult{}, inputErr("INVALID_REQUEST", "no lines")
+		return ImportResult{}, dlq.InputErr("INVALID_REQUEST", "no lines")
 	}
 	d := im.DBs.OfQueue(rows[0].SourceQueue)
 	counts := make([]importCount, len(rows))
 	for i, r := range rows {
 		if o := im.DBs.OfQueue(r.SourceQueue); o.Name != d.Name {
-			return ImportResult{}, inputErr("MIXED_DATABASES", "line %d: source_queue %q is stored in database %s, line 1's in %s: send each database's lines in a request of their own",
-				i+1, clipName(r.SourceQueue), o.Name, d.Name)
+			return ImportResult{}, dlq.InputErr("MIXED_DATABASES", "line %d: source_queue %q is stored in database %s, line 1's in %s: send each database's lines in a request of their own",
+				i+1, dlq.ClipName(r.SourceQueue), o.Name, d.Name)
 		}
 		c := importCount{ID: r.ID, MessageID: r.MessageID, Status: r.Status, SourceQueue: r.SourceQueue, Brewer: r.Brewer,
 			FailedAt: r.FailedAt, Sig: r.Signature}
 		switch r.Status {
-		case StatusReplayed:
+		case dlq.StatusReplayed:
 			c.ActionAt = r.ReplayedAt
-		case StatusAcknowledged:
+		case dlq.StatusAcknowledged:
 			c.ActionAt = r.AcknowledgedAt
 		}
 		counts[i] = c
@@ -188,13 +189,13 @@ func (im Import) Run(ctx context.Context, rows []ImportRow) (ImportResult, error
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("dlq import: %w", err)
 	}
-	out, err := batchOf(d.Batch, d.DB).Batch(ctx,
+	out, err := dlq.BatchOf(d.Batch, d.DB).Batch(ctx,
 		sqlbatch.Stmt{SQL: importTallySQL, Args: []any{string(lean)}},
 		sqlbatch.Stmt{SQL: importActivitySQL, Args: []any{string(lean)}},
 		sqlbatch.Stmt{SQL: importSignaturesSQL, Args: []any{string(lean)}},
 		sqlbatch.Stmt{SQL: importMergeSQL, Args: []any{string(full)}},
 		sqlbatch.Stmt{SQL: importRowsSQL, Args: []any{string(full)}},
-		sqlbatch.Stmt{SQL: rescanMarkSQL, Args: []any{string(lean)}})
+		sqlbatch.Stmt{SQL: dlq.RescanMarkSQL, Args: []any{string(lean)}})
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("dlq import: %w", err)
 	}
@@ -218,11 +219,11 @@ const idRange = 1 << 40
 // shared one takes rows only once its ids start at its own range (seeded
 // by make migrate-local and make deploy), or the ids it gives its own
 // captures would follow the moved ones, inside the shared database's range.
-func (im Import) checkIDs(ctx context.Context, d Database, rows []ImportRow) error {
-	base := IDBase(d.Name)
+func (im Import) checkIDs(ctx context.Context, d dlq.Database, rows []ImportRow) error {
+	base := dlq.IDBase(d.Name)
 	for i, r := range rows {
 		if r.ID >= base+idRange {
-			return inputErr("ID_OUT_OF_RANGE", "line %d: id %d is past database %s's id range (below %d): importing it would move %s's ids into another database's",
+			return dlq.InputErr("ID_OUT_OF_RANGE", "line %d: id %d is past database %s's id range (below %d): importing it would move %s's ids into another database's",
 				i+1, r.ID, d.Name, base+idRange, d.Name)
 		}
 	}
@@ -234,7 +235,7 @@ func (im Import) checkIDs(ctx context.Context, d Database, rows []ImportRow) err
 		return fmt.Errorf("dlq import: %s's id sequence: %w", d.Name, err)
 	}
 	if seq < base {
-		return inputErr("DATABASE_NOT_SEEDED", "database %s's ids do not start at its own range (%d) yet: migrate it with make migrate-local or make deploy (which seed them) before importing",
+		return dlq.InputErr("DATABASE_NOT_SEEDED", "database %s's ids do not start at its own range (%d) yet: migrate it with make migrate-local or make deploy (which seed them) before importing",
 			d.Name, base)
 	}
 	return nil

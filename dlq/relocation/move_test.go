@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -22,7 +23,7 @@ import (
 // moveTickets configures the beer pipeline and a tickets pipeline whose
 // own database is TICKETS_DB, and returns the shared database (holding the
 // tickets rows captured before the move, and beer rows) and the tickets one.
-func moveTickets(t *testing.T) (shared, tickets *sql.DB, dbs Databases) {
+func moveTickets(t *testing.T) (shared, tickets *sql.DB, dbs dlq.Databases) {
 	t.Helper()
 	ps, problems := config.ParsePipelines(`[
 {"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[{"name":"beer_name","pointer":"/beer_name"},{"name":"brewer","pointer":"/brewer"}],"consumer":"redrive"},
@@ -31,13 +32,13 @@ func moveTickets(t *testing.T) (shared, tickets *sql.DB, dbs Databases) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	SetPipelines(ps)
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	dlq.SetPipelines(ps)
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	shared, tickets = sqlitetest.New(t), sqlitetest.New(t)
-	if _, err := tickets.Exec(SeedIDsSQL("TICKETS_DB")); err != nil {
+	if _, err := tickets.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
 		t.Fatal(err)
 	}
-	dbs = NewDatabases(Store{DB: shared}, map[string]Store{"TICKETS_DB": {DB: tickets}}, ps)
+	dbs = dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}}, ps)
 	return shared, tickets, dbs
 }
 
@@ -50,7 +51,7 @@ func seedMoved(t *testing.T, db *sql.DB, n int) {
 	t.Helper()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return now }
-	capture := &Capture{DB: db, Log: discard, Clock: clock, Version: "v-capture",
+	capture := &dlq.Capture{DB: db, Log: discard, Clock: clock, Version: "v-capture",
 		SourceQueue: map[string]string{"tickets-dlq": "tickets", dlqName: "beer-enrichment"}}
 	var msgs []*queuetest.Message
 	for i := range n {
@@ -99,9 +100,9 @@ func seedMoved(t *testing.T, db *sql.DB, n int) {
 func exportAll(t *testing.T, db *sql.DB, pipeline string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	p := ListParams{Filter: Filter{Status: StatusAll, Pipeline: pipeline}, IncludeRaw: true}
-	res, err := Export{List: List{DB: db, Cursors: NewCursors("k")}}.Run(context.Background(), p, func(rows []json.RawMessage) error {
-		if err := AddMoveFields(context.Background(), db, rows); err != nil {
+	p := dlq.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: pipeline}, IncludeRaw: true}
+	res, err := dlq.Export{List: dlq.List{DB: db, Cursors: dlq.NewCursors("k")}}.Run(context.Background(), p, func(rows []json.RawMessage) error {
+		if err := dlq.AddMoveFields(context.Background(), db, rows); err != nil {
 			return err
 		}
 		for _, r := range rows {
@@ -117,7 +118,7 @@ func exportAll(t *testing.T, db *sql.DB, pipeline string) []byte {
 }
 
 // importLines posts lines in requests of at most per lines.
-func importLines(t *testing.T, dbs Databases, ndjson []byte, per int) (imported, skipped int) {
+func importLines(t *testing.T, dbs dlq.Databases, ndjson []byte, per int) (imported, skipped int) {
 	t.Helper()
 	lines := bytes.SplitAfter(bytes.TrimSuffix(ndjson, []byte("\n")), []byte("\n"))
 	for len(lines) > 0 {
@@ -202,7 +203,7 @@ func TestImportCopiesEveryFieldAndIsIdempotent(t *testing.T) {
 	}
 	checkMoveCounts(t, tickets, "second import")
 	// New failures captured in the new database get ids of its own range.
-	if got := count(t, tickets, `SELECT seq FROM sqlite_sequence WHERE name = 'dlq_messages'`); got != IDBase("TICKETS_DB") {
+	if got := count(t, tickets, `SELECT seq FROM sqlite_sequence WHERE name = 'dlq_messages'`); got != dlq.IDBase("TICKETS_DB") {
 		t.Fatalf("the new database's sequence moved to %d", got)
 	}
 }
@@ -423,7 +424,7 @@ func TestImportBatchIsSixStatements(t *testing.T) {
 	var n int
 	rec := recordingBatch{run: sqlbatch.Tx{DB: tickets}, n: &n}
 	d := dbs
-	d.All = append([]Database(nil), dbs.All...)
+	d.All = append([]dlq.Database(nil), dbs.All...)
 	d.All[1].Batch = rec
 	if res, err := (Import{DBs: d}).Run(context.Background(), rows); err != nil || res.Imported != 5 || res.Database != "TICKETS_DB" {
 		t.Fatalf("%+v %v", res, err)
@@ -458,16 +459,16 @@ func TestImportKeepsIDRangesApart(t *testing.T) {
 	}
 	_, err = Import{DBs: dbs}.Run(context.Background(), rows)
 	wantInput(t, err, "DATABASE_NOT_SEEDED")
-	if _, err := tickets.Exec(SeedIDsSQL("TICKETS_DB")); err != nil {
+	if _, err := tickets.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
 		t.Fatal(err)
 	}
-	rows[1].ID = IDBase("TICKETS_DB") + 1<<40
+	rows[1].ID = dlq.IDBase("TICKETS_DB") + 1<<40
 	_, err = Import{DBs: dbs}.Run(context.Background(), rows)
 	wantInput(t, err, "ID_OUT_OF_RANGE")
-	if !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), fmt.Sprintf("(below %d)", IDBase("TICKETS_DB")+1<<40)) {
+	if !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), fmt.Sprintf("(below %d)", dlq.IDBase("TICKETS_DB")+1<<40)) {
 		t.Fatalf("the error names no line or not the range's end: %v", err)
 	}
-	rows[1].ID = IDBase("TICKETS_DB") + 1<<40 - 1 // the last id of its own range
+	rows[1].ID = dlq.IDBase("TICKETS_DB") + 1<<40 - 1 // the last id of its own range
 	if res, err := (Import{DBs: dbs}).Run(context.Background(), rows); err != nil || res.Imported != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -491,7 +492,7 @@ func TestImportMergesARedeliveryAndSkipsAnotherMessagesID(t *testing.T) {
 	}
 	// rows[1]'s message, captured again in TICKETS_DB: a row of its own range.
 	reason := "status 400: captured again"
-	if err := (Store{DB: tickets}).Put(context.Background(), []Failure{{MessageID: rows[1].MessageID, SourceQueue: "tickets",
+	if err := (dlq.Store{DB: tickets}).Put(context.Background(), []dlq.Failure{{MessageID: rows[1].MessageID, SourceQueue: "tickets",
 		Body: `{"ticket":"T-1"}`, Class: "permanent", Reason: reason, FailedAt: time.UnixMilli(rows[1].FailedAt)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -512,14 +513,14 @@ func TestImportMergesARedeliveryAndSkipsAnotherMessagesID(t *testing.T) {
 		rows[1].MessageID).Scan(&rc, &hist, &status); err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprint(rows[1].ReplayCount); rc != want || hist != "1" || status != StatusPending {
+	if want := fmt.Sprint(rows[1].ReplayCount); rc != want || hist != "1" || status != dlq.StatusPending {
 		t.Fatalf("merged row: replay_count %s (want %s), %s history entries (want the line's 1), status %s", rc, want, hist, status)
 	}
 	again, err := Import{DBs: dbs}.Run(context.Background(), rows)
 	if err != nil || again.Imported != 0 || again.Merged != 0 || again.Skipped != 3 {
 		t.Fatalf("a second import: %+v %v", again, err)
 	}
-	got := keyed(t, tickets, `SELECT message_id || '=' || (id >= ?) || ':' || COALESCE(failure_reason, '') AS k, 1 AS one FROM dlq_messages`, IDBase("TICKETS_DB"))
+	got := keyed(t, tickets, `SELECT message_id || '=' || (id >= ?) || ':' || COALESCE(failure_reason, '') AS k, 1 AS one FROM dlq_messages`, dlq.IDBase("TICKETS_DB"))
 	want := map[string]int64{
 		rows[0].MessageID + "=0:" + *rows[0].FailureReason: 1,
 		rows[1].MessageID + "=1:" + reason:                 1,
@@ -537,7 +538,7 @@ func TestImportMergesARedeliveryAndSkipsAnotherMessagesID(t *testing.T) {
 func TestImportBeerRowsKeepsTheBrewerCounts(t *testing.T) {
 	from, to := sqlitetest.New(t), sqlitetest.New(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	capture := &Capture{DB: from, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{dlqName: "beer-enrichment"}}
+	capture := &dlq.Capture{DB: from, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{dlqName: "beer-enrichment"}}
 	var msgs []*queuetest.Message
 	for i := range 12 {
 		body := fmt.Sprintf(`{"beer_id":"b%d","beer_name":"Beer %d","brewer":"Brewer %d"}`, i, i, i%3)
@@ -562,7 +563,7 @@ func TestImportBeerRowsKeepsTheBrewerCounts(t *testing.T) {
 		t.Fatalf("fixture: %d brewers pending", brewers)
 	}
 	before := exportAll(t, from, "beers")
-	imported, skipped := importLines(t, Single(Store{DB: to}), before, ImportMaxLines)
+	imported, skipped := importLines(t, dlq.Single(dlq.Store{DB: to}), before, ImportMaxLines)
 	if imported != 12 || skipped != 0 {
 		t.Fatalf("imported %d skipped %d", imported, skipped)
 	}
@@ -583,7 +584,7 @@ func TestImportMergesIntoTheGroupsTheDatabaseHas(t *testing.T) {
 	t0 := time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC)
 	put := func(db *sql.DB, id, reason string, at time.Duration) {
 		t.Helper()
-		if err := (Store{DB: db}).Put(context.Background(), []Failure{{MessageID: id, SourceQueue: "beer-enrichment", Body: beer(id),
+		if err := (dlq.Store{DB: db}).Put(context.Background(), []dlq.Failure{{MessageID: id, SourceQueue: "beer-enrichment", Body: beer(id),
 			Class: "permanent", Reason: reason, FailedAt: t0.Add(at)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -603,7 +604,7 @@ func TestImportMergesIntoTheGroupsTheDatabaseHas(t *testing.T) {
 	put(to, "a-early", a, 0)           // before every line of a
 	put(to, "a-late", a, 10*time.Hour) // after every line of a
 	put(to, "b-mid", b, 3*time.Hour)   // among b's lines
-	sig := func(reason string) string { return SignatureIn("beer-enrichment", "permanent", reason).Key }
+	sig := func(reason string) string { return dlq.SignatureIn("beer-enrichment", "permanent", reason).Key }
 	for _, s := range []struct {
 		db     *sql.DB
 		reason string
@@ -646,7 +647,7 @@ func TestImportMergesIntoTheGroupsTheDatabaseHas(t *testing.T) {
 	}
 	// Five lines a request: c's newest two lines (7 h, 4 h) come in the
 	// first, its oldest in the last; a's and b's meet the database's copy.
-	imported, skipped := importLines(t, Single(Store{DB: to}), exportAll(t, from, "beers"), 5)
+	imported, skipped := importLines(t, dlq.Single(dlq.Store{DB: to}), exportAll(t, from, "beers"), 5)
 	if imported != 12 || skipped != 0 {
 		t.Fatalf("imported %d skipped %d", imported, skipped)
 	}

@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"database/sql"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 )
@@ -16,10 +17,10 @@ import (
 // (90 days) and pages (7 days), both of the latter on TICKETS_DB, and
 // returns the Upkeep of the two databases (each Retention's template
 // limits set).
-func movingPipelines(t *testing.T) (shared, own *sql.DB, u Upkeep) {
+func movingPipelines(t *testing.T) (shared, own *sql.DB, u dlq.Upkeep) {
 	t.Helper()
 	shared, own = sqlitetest.New(t), sqlitetest.New(t)
-	if _, err := own.Exec(SeedIDsSQL("TICKETS_DB")); err != nil {
+	if _, err := own.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
 		t.Fatal(err)
 	}
 	tickets := config.Pipeline{Name: "tickets", Queue: "tickets", DLQ: "tickets-dlq", Key: "/ticket", Consumer: config.ConsumerExternal,
@@ -27,10 +28,10 @@ func movingPipelines(t *testing.T) (shared, own *sql.DB, u Upkeep) {
 	pages := config.Pipeline{Name: "pages", Queue: "pages", DLQ: "pages-dlq", Key: "/page", Consumer: config.ConsumerExternal,
 		Database: "TICKETS_DB", Retention: 7 * day}
 	ps := []config.Pipeline{config.BeerPipeline(), tickets, pages}
-	SetPipelines(ps)
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
-	dbs := NewDatabases(Store{DB: shared}, map[string]Store{"TICKETS_DB": {DB: own}}, ps)
-	u = Upkeep{DBs: dbs, Pipelines: ps, Retention: Retention{Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000,
+	dlq.SetPipelines(ps)
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: own}}, ps)
+	u = dlq.Upkeep{DBs: dbs, Pipelines: ps, Retention: dlq.Retention{Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000,
 		AttemptMaxAge: 7 * day, Limits: jobs.Limits{ChunkRows: 100, Budget: 10 * time.Second}}}
 	return shared, own, u
 }
@@ -41,9 +42,9 @@ func insertActed(t *testing.T, db *sql.DB, msgID, queue, key, status string, act
 	t.Helper()
 	var ack, replayed any
 	switch status {
-	case StatusAcknowledged:
+	case dlq.StatusAcknowledged:
 		ack = acted.UnixMilli()
-	case StatusReplayed:
+	case dlq.StatusReplayed:
 		replayed = acted.UnixMilli()
 	}
 	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at,
@@ -81,15 +82,15 @@ func TestRetentionAppliesEachPipelinesRetentionInEveryDatabase(t *testing.T) {
 	shared, own, u := movingPipelines(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	for _, db := range []*sql.DB{shared, own} {
-		insertActed(t, db, "t-ack-60d", "tickets", "T-1", StatusAcknowledged, now.Add(-60*day))
-		insertActed(t, db, "t-replayed-88d", "tickets", "T-1", StatusReplayed, now.Add(-88*day))
-		insertActed(t, db, "t-ack-91d", "tickets", "T-1", StatusAcknowledged, now.Add(-91*day))
-		insertActed(t, db, "p-ack-8d", "pages", "P-1", StatusAcknowledged, now.Add(-8*day))
-		insertActed(t, db, "p-replayed-6d", "pages", "P-1", StatusReplayed, now.Add(-6*day))
-		insertActed(t, db, "b-ack-31d", config.BeerQueue, "1", StatusAcknowledged, now.Add(-31*day))
-		insertActed(t, db, "b-ack-28d", config.BeerQueue, "1", StatusAcknowledged, now.Add(-28*day))
-		insertActed(t, db, "o-ack-31d", "other", "9", StatusAcknowledged, now.Add(-31*day))
-		insertActed(t, db, "o-ack-8d", "other", "9", StatusAcknowledged, now.Add(-8*day))
+		insertActed(t, db, "t-ack-60d", "tickets", "T-1", dlq.StatusAcknowledged, now.Add(-60*day))
+		insertActed(t, db, "t-replayed-88d", "tickets", "T-1", dlq.StatusReplayed, now.Add(-88*day))
+		insertActed(t, db, "t-ack-91d", "tickets", "T-1", dlq.StatusAcknowledged, now.Add(-91*day))
+		insertActed(t, db, "p-ack-8d", "pages", "P-1", dlq.StatusAcknowledged, now.Add(-8*day))
+		insertActed(t, db, "p-replayed-6d", "pages", "P-1", dlq.StatusReplayed, now.Add(-6*day))
+		insertActed(t, db, "b-ack-31d", config.BeerQueue, "1", dlq.StatusAcknowledged, now.Add(-31*day))
+		insertActed(t, db, "b-ack-28d", config.BeerQueue, "1", dlq.StatusAcknowledged, now.Add(-28*day))
+		insertActed(t, db, "o-ack-31d", "other", "9", dlq.StatusAcknowledged, now.Add(-31*day))
+		insertActed(t, db, "o-ack-8d", "other", "9", dlq.StatusAcknowledged, now.Add(-8*day))
 	}
 	want := []string{"b-ack-28d", "o-ack-8d", "p-replayed-6d", "t-ack-60d", "t-replayed-88d"}
 	rs := u.Retentions()
@@ -128,9 +129,9 @@ func TestRetentionAppliesEachPipelinesRetentionInEveryDatabase(t *testing.T) {
 func TestRetentionWaitsWhileAMoveIntoItsDatabaseIsUnderWay(t *testing.T) {
 	shared, own, u := movingPipelines(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
-	insertActed(t, shared, "t-ack-91d", "tickets", "T-1", StatusAcknowledged, now.Add(-91*day))
-	insertActed(t, shared, "t-pending", "tickets", "T-2", StatusPending, now.Add(-time.Hour))
-	insertActed(t, own, "t-ack-92d", "tickets", "T-1", StatusAcknowledged, now.Add(-92*day))
+	insertActed(t, shared, "t-ack-91d", "tickets", "T-1", dlq.StatusAcknowledged, now.Add(-91*day))
+	insertActed(t, shared, "t-pending", "tickets", "T-2", dlq.StatusPending, now.Add(-time.Hour))
+	insertActed(t, own, "t-ack-92d", "tickets", "T-1", dlq.StatusAcknowledged, now.Add(-92*day))
 	rs := u.Retentions()
 	for i, want := range [][]string{{"t-pending"}, {"t-ack-92d"}} {
 		sum := runRecorded(t, rs[i], shared, now)
@@ -167,7 +168,7 @@ func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
 	for _, q := range []string{config.BeerQueue, "tickets"} {
 		for _, key := range []string{"42", "__unparseable__"} {
 			for i, at := range []time.Duration{3 * time.Hour, 2 * time.Hour} {
-				insertActed(t, r.DB, q+"/"+key+"/"+string(rune('a'+i)), q, key, StatusAcknowledged, now.Add(-at))
+				insertActed(t, r.DB, q+"/"+key+"/"+string(rune('a'+i)), q, key, dlq.StatusAcknowledged, now.Add(-at))
 			}
 		}
 	}
@@ -177,8 +178,8 @@ func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
 	}
 	// One more row of ticket 42 and of the tickets' poison rows: each
 	// evicts its own queue's oldest, not the beer queue's.
-	insertActed(t, r.DB, "tickets/42/c", "tickets", "42", StatusAcknowledged, now.Add(30*time.Second))
-	insertActed(t, r.DB, "tickets/__unparseable__/c", "tickets", "__unparseable__", StatusReplayed, now.Add(30*time.Second))
+	insertActed(t, r.DB, "tickets/42/c", "tickets", "42", dlq.StatusAcknowledged, now.Add(30*time.Second))
+	insertActed(t, r.DB, "tickets/__unparseable__/c", "tickets", "__unparseable__", dlq.StatusReplayed, now.Add(30*time.Second))
 	sum = runRecorded(t, r, r.DB, now.Add(time.Minute))
 	if sum["deleted_cap"] != int64(2) || !reflect.DeepEqual(sum["cap_keys"], []string{"tickets:42", "tickets:__unparseable__"}) {
 		t.Fatalf("summary %v", sum)
@@ -189,7 +190,7 @@ func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
 	if left := leftIDs(t, r.DB); !reflect.DeepEqual(left, want) {
 		t.Fatalf("left %v, want %v", left, want)
 	}
-	if n := counter(t, r.DB, CounterRetentionCap); n != 2 {
+	if n := counter(t, r.DB, dlq.CounterRetentionCap); n != 2 {
 		t.Fatalf("cap counter %d", n)
 	}
 }
@@ -201,7 +202,7 @@ func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
 func TestRetentionCoversImportedRows(t *testing.T) {
 	shared, own, u := movingPipelines(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
-	var r *Retention
+	var r *dlq.Retention
 	for _, x := range u.Retentions() {
 		if x.Database == "TICKETS_DB" {
 			r = x
@@ -212,13 +213,13 @@ func TestRetentionCoversImportedRows(t *testing.T) {
 	runRecorded(t, r, shared, now)
 	// The pages pipeline's rows left in the shared database: two past its
 	// 7 days, three of one key acknowledged 2 days ago (one over the cap).
-	insertActed(t, shared, "p-ack-10d", "pages", "P-1", StatusAcknowledged, now.Add(-10*day))
-	insertActed(t, shared, "p-replayed-9d", "pages", "P-2", StatusReplayed, now.Add(-9*day))
-	insertActed(t, shared, "p-ack-6d", "pages", "P-3", StatusAcknowledged, now.Add(-6*day))
+	insertActed(t, shared, "p-ack-10d", "pages", "P-1", dlq.StatusAcknowledged, now.Add(-10*day))
+	insertActed(t, shared, "p-replayed-9d", "pages", "P-2", dlq.StatusReplayed, now.Add(-9*day))
+	insertActed(t, shared, "p-ack-6d", "pages", "P-3", dlq.StatusAcknowledged, now.Add(-6*day))
 	for i, at := range []time.Duration{50 * time.Hour, 49 * time.Hour, 48 * time.Hour} {
-		insertActed(t, shared, "p-cap-"+string(rune('a'+i)), "pages", "P-4", StatusAcknowledged, now.Add(-at))
+		insertActed(t, shared, "p-cap-"+string(rune('a'+i)), "pages", "P-4", dlq.StatusAcknowledged, now.Add(-at))
 	}
-	insertActed(t, shared, "p-pending", "pages", "P-4", StatusPending, now.Add(-20*day))
+	insertActed(t, shared, "p-pending", "pages", "P-4", dlq.StatusPending, now.Add(-20*day))
 	if imported, _ := importLines(t, u.DBs, exportAll(t, shared, "pages"), 100); imported != 7 {
 		t.Fatalf("imported %d", imported)
 	}
@@ -246,9 +247,9 @@ func TestRetentionCoversImportedRows(t *testing.T) {
 	if _, err := shared.Exec(`DELETE FROM dlq_messages WHERE source_queue = 'pages'`); err != nil { // released
 		t.Fatal(err)
 	}
-	insertActed(t, shared, "p-cap2-a", "pages", "P-5", StatusAcknowledged, now.Add(-30*time.Hour))
-	insertActed(t, shared, "p-cap2-b", "pages", "P-5", StatusAcknowledged, now.Add(-29*time.Hour))
-	insertActed(t, shared, "p-cap2-c", "pages", "P-5", StatusAcknowledged, now.Add(-28*time.Hour))
+	insertActed(t, shared, "p-cap2-a", "pages", "P-5", dlq.StatusAcknowledged, now.Add(-30*time.Hour))
+	insertActed(t, shared, "p-cap2-b", "pages", "P-5", dlq.StatusAcknowledged, now.Add(-29*time.Hour))
+	insertActed(t, shared, "p-cap2-c", "pages", "P-5", dlq.StatusAcknowledged, now.Add(-28*time.Hour))
 	if imported, skipped := importLines(t, u.DBs, exportAll(t, shared, "pages"), 100); imported != 3 || skipped != 0 {
 		t.Fatalf("second import: %d imported, %d skipped", imported, skipped)
 	}

@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -138,7 +139,7 @@ func TestReleaseDeletesAttemptRecordsWithTheLastWindow(t *testing.T) {
 	inFlight := attempts()
 	var n int
 	d := dbs
-	d.All = append([]Database(nil), dbs.All...)
+	d.All = append([]dlq.Database(nil), dbs.All...)
 	d.All[0].Batch = recordingBatch{run: sqlbatch.Tx{DB: shared}, n: &n}
 	rl := Release{DBs: d}
 	// Window 1 (ids 1 and 2, both imported): deleted, attempts kept.
@@ -194,10 +195,10 @@ func TestReleaseNeedsTheSameMessageID(t *testing.T) {
 // stays there, in whichever status: only a group left with no row goes.
 func TestReleaseKeepsAGroupWithRowsLeft(t *testing.T) {
 	for status, set := range map[string]string{
-		StatusPending:      `status = 'pending'`,
-		StatusReplaying:    `status = 'replaying', replaying_at = failed_at + 9`,
-		StatusReplayed:     `status = 'replayed', replayed_at = failed_at + 7`,
-		StatusAcknowledged: `status = 'acknowledged', acknowledged_at = failed_at + 5`,
+		dlq.StatusPending:      `status = 'pending'`,
+		dlq.StatusReplaying:    `status = 'replaying', replaying_at = failed_at + 9`,
+		dlq.StatusReplayed:     `status = 'replayed', replayed_at = failed_at + 7`,
+		dlq.StatusAcknowledged: `status = 'acknowledged', acknowledged_at = failed_at + 5`,
 	} {
 		t.Run(status, func(t *testing.T) {
 			shared, _, dbs := moveTickets(t)
@@ -255,7 +256,7 @@ func TestReleaseKeepsRowsChangedBeforeTheDelete(t *testing.T) {
 	pending := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'pending'`)
 	replayed := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'replayed'`)
 	d := dbs
-	d.All = append([]Database(nil), dbs.All...)
+	d.All = append([]dlq.Database(nil), dbs.All...)
 	d.All[0].Batch = hookBatch{run: sqlbatch.Tx{DB: shared}, before: func() {
 		for _, s := range []string{
 			`UPDATE dlq_messages SET status = 'replaying', replaying_at = updated_at + 1, updated_at = updated_at + 1 WHERE id = ?`,
@@ -313,7 +314,7 @@ func TestReleaseKeepsARowReplayedAfterItsExport(t *testing.T) {
 	if err := tickets.QueryRow(`SELECT status, replay_count FROM dlq_messages WHERE id = ?`, id).Scan(&status, &got); err != nil {
 		t.Fatal(err)
 	}
-	if status != StatusAcknowledged || got != rc+1 {
+	if status != dlq.StatusAcknowledged || got != rc+1 {
 		t.Fatalf("the copy is %s with replay_count %d, want acknowledged and %d", status, got, rc+1)
 	}
 	res, err = rl.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "DB"})
@@ -343,7 +344,7 @@ func TestMoveFinishesWithARedeliveryCapturedInTheNewDatabase(t *testing.T) {
 	if line.ID == 0 {
 		t.Fatal("no replayed row seeded")
 	}
-	if err := (Store{DB: tickets}).Put(context.Background(), []Failure{{MessageID: line.MessageID, SourceQueue: "tickets",
+	if err := (dlq.Store{DB: tickets}).Put(context.Background(), []dlq.Failure{{MessageID: line.MessageID, SourceQueue: "tickets",
 		Body: `{"ticket":"T-x"}`, Class: "permanent", Reason: "status 400: again", FailedAt: time.UnixMilli(line.FailedAt + 1000)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -377,17 +378,17 @@ func TestReleaseFromAnotherDatabaseReachesItsRows(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	SetPipelines(ps)
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	dlq.SetPipelines(ps)
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	shared, tickets, archive := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
 	for db, name := range map[*sql.DB]string{tickets: "TICKETS_DB", archive: "ARCHIVE_DB"} {
-		if _, err := db.Exec(SeedIDsSQL(name)); err != nil {
+		if _, err := db.Exec(dlq.SeedIDsSQL(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dbs := NewDatabases(Store{DB: shared}, map[string]Store{"TICKETS_DB": {DB: tickets}, "ARCHIVE_DB": {DB: archive}}, ps)
+	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}, "ARCHIVE_DB": {DB: archive}}, ps)
 	seedMoved(t, archive, 6) // the tickets rows, in ARCHIVE_DB before their switch
-	if first := count(t, archive, `SELECT MIN(id) FROM dlq_messages`); first != IDBase("ARCHIVE_DB")+1 {
+	if first := count(t, archive, `SELECT MIN(id) FROM dlq_messages`); first != dlq.IDBase("ARCHIVE_DB")+1 {
 		t.Fatalf("first id %d", first)
 	}
 	importLines(t, dbs, exportAll(t, archive, "tickets"), ImportMaxLines)

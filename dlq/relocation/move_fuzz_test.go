@@ -1,4 +1,4 @@
-package dlq
+package relocation
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // ParseImport takes any body without panicking: it returns rows that pass
@@ -19,7 +21,7 @@ func FuzzParseImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rows, err := ParseImport(body, 20)
 		if err != nil {
-			var in *InputError
+			var in *dlq.InputError
 			if !errors.As(err, &in) || rows != nil {
 				t.Fatalf("error %v (%T) with %d rows", err, err, len(rows))
 			}

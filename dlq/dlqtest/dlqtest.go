@@ -1,0 +1,251 @@
+// Package dlqtest holds the helpers the tests of dlq's rooms share: counts
+// read from a SQLite database, the tally and activity checks, a clock that
+// moves only when told, a database that fails like an unavailable D1, and
+// a job run recorded as the cron router records it.
+package dlqtest
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/metrics"
+)
+
+// WantInput fails unless err is an *dlq.InputError with code.
+func WantInput(t *testing.T, err error, code string) {
+	t.Helper()
+	var in *dlq.InputError
+	if !errors.As(err, &in) || in.Code != code {
+		t.Fatalf("err = %v, want input error %s", err, code)
+	}
+}
+
+// schemaFile returns a file database with schema.sql applied and its DSN,
+// for a test that opens it a second time through a wrapping driver.
+func schemaFile(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	dsn := "file:" + filepath.Join(t.TempDir(), "db.sqlite") + "?_pragma=busy_timeout(5000)"
+	plain, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	root, _ := sqlitetest.Root()
+	schema, err := os.ReadFile(filepath.Join(root, "schema.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustExec(t, plain, string(schema))
+	return plain, dsn
+}
+
+// FlakyDB returns a SQLite database twice: plain, and through a driver whose
+// statements fail (like an unavailable D1) once ok statements have run; and
+// the number of statements the flaky one was asked to run.
+func FlakyDB(t *testing.T, ok int64) (*sql.DB, *sql.DB, *atomic.Int64) {
+	t.Helper()
+	plain, dsn := schemaFile(t)
+	stmts := &atomic.Int64{}
+	flaky := sql.OpenDB(flakyConnector{drv: plain.Driver(), dsn: dsn, ok: ok, n: stmts})
+	t.Cleanup(func() { flaky.Close() })
+	return plain, flaky, stmts
+}
+
+type flakyConnector struct {
+	drv driver.Driver
+	dsn string
+	ok  int64
+	n   *atomic.Int64
+}
+
+func (c flakyConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &flakyConn{Conn: conn, c: c}, nil
+}
+
+func (c flakyConnector) Driver() driver.Driver { return c.drv }
+
+// flakyConn counts D1 round trips and fails every one after the first ok:
+// a statement, or a transaction (how sqlbatch.Tx runs what the worker sends
+// as one D1 batch) as a whole.
+type flakyConn struct {
+	driver.Conn
+	c    flakyConnector
+	inTx bool
+}
+
+func (f *flakyConn) trip() error {
+	if f.c.n.Add(1) > f.c.ok {
+		return errors.New("D1_ERROR: Network connection lost")
+	}
+	return nil
+}
+
+func (f *flakyConn) Prepare(query string) (driver.Stmt, error) {
+	if !f.inTx {
+		if err := f.trip(); err != nil {
+			return nil, err
+		}
+	}
+	return f.Conn.Prepare(query)
+}
+
+func (f *flakyConn) Begin() (driver.Tx, error) {
+	if err := f.trip(); err != nil {
+		return nil, err
+	}
+	tx, err := f.Conn.Begin() //nolint:staticcheck // the wrapped driver's Begin is what database/sql calls
+	if err != nil {
+		return nil, err
+	}
+	f.inTx = true
+	return flakyTx{tx, f}, nil
+}
+
+type flakyTx struct {
+	driver.Tx
+	f *flakyConn
+}
+
+func (t flakyTx) Commit() error { t.f.inTx = false; return t.Tx.Commit() }
+
+func (t flakyTx) Rollback() error { t.f.inTx = false; return t.Tx.Rollback() }
+
+func Count(t *testing.T, db *sql.DB, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func Counter(t *testing.T, db *sql.DB, name string) int64 {
+	return Count(t, db, `SELECT COALESCE((SELECT value FROM counters WHERE name = ?), 0)`, name)
+}
+
+// TaskClock is a test clock that moves only when told (as the Workers
+// runtime's clock moves only across I/O).
+type TaskClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *TaskClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *TaskClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *TaskClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// RunRecorded runs job at now and records the run in job_runs, as the cron
+// router does: the next run reads its backlog state from there.
+func RunRecorded(t *testing.T, job interface {
+	Name() string
+	Run(context.Context, time.Time) (map[string]any, error)
+}, db *sql.DB, now time.Time) map[string]any {
+	t.Helper()
+	sum, err := job.Run(context.Background(), now)
+	if rerr := (metrics.JobRuns{DB: db}).RecordRun(context.Background(), job.Name(), now, time.Second, err, sum); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatalf("run at %s: %v (summary %v)", now, err, sum)
+	}
+	return sum
+}
+
+func MustExec(t *testing.T, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// TallyRows reads dlq_tally without its zero counts.
+func TallyRows(t *testing.T, db *sql.DB) map[string]int64 {
+	t.Helper()
+	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || brewer_key, n FROM dlq_tally WHERE n <> 0`)
+}
+
+// WantTally counts dlq_tally's rows from dlq_messages.
+func WantTally(t *testing.T, db *sql.DB) map[string]int64 {
+	t.Helper()
+	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || `+dlq.BrewerKeySQL("status")+`, COUNT(*)
+		FROM dlq_messages GROUP BY 1`)
+}
+
+// ActivityRows reads dlq_activity's row counts (n) of the hours from hour on,
+// per kind, hour and source queue.
+func ActivityRows(t *testing.T, db *sql.DB, hour int64) map[string]int64 {
+	t.Helper()
+	return Keyed(t, db, `SELECT kind || '@' || hour || '@' || source_queue, n FROM dlq_activity WHERE n <> 0 AND hour >= ?`, hour)
+}
+
+// WantActivity counts dlq_activity's n from dlq_messages, from hour on.
+func WantActivity(t *testing.T, db *sql.DB, hour int64) map[string]int64 {
+	t.Helper()
+	return Keyed(t, db, `SELECT k, COUNT(*) FROM (
+			SELECT 'failed@' || (failed_at / 3600000) || '@' || source_queue AS k, failed_at / 3600000 AS h FROM dlq_messages
+			UNION ALL SELECT 'replayed@' || (replayed_at / 3600000) || '@' || source_queue, replayed_at / 3600000 FROM dlq_messages WHERE status = 'replayed' AND replayed_at IS NOT NULL
+			UNION ALL SELECT 'acknowledged@' || (acknowledged_at / 3600000) || '@' || source_queue, acknowledged_at / 3600000 FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at IS NOT NULL)
+		WHERE h >= ? GROUP BY k`, hour)
+}
+
+func Keyed(t *testing.T, db *sql.DB, query string, args ...any) map[string]int64 {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var n int64
+		if err := rows.Scan(&k, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// CheckCounts fails unless dlq_tally, and dlq_activity from hour on, match the rows.
+func CheckCounts(t *testing.T, db *sql.DB, hour int64, step string) {
+	t.Helper()
+	if got, want := TallyRows(t, db), WantTally(t, db); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after %s: dlq_tally\n got %v\nwant %v", step, got, want)
+	}
+	if got, want := ActivityRows(t, db, hour), WantActivity(t, db, hour); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after %s: dlq_activity\n got %v\nwant %v", step, got, want)
+	}
+}
+
+// NewTaskClock returns a TaskClock at t.
+func NewTaskClock(t time.Time) *TaskClock { return &TaskClock{t: t} }
