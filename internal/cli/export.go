@@ -119,49 +119,51 @@ func (a *app) healthCmd() *cobra.Command {
 		Short:   "The worker's health: D1 reachable, and with credentials its version (exit 1 when unhealthy)",
 		Example: "  redrive health",
 		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Without credentials the worker tells the status alone; with
-			// them, also the version, the time and D1's latency.
-			url, creds, err := a.credentials(false)
-			if err != nil {
-				return err
-			}
-			opts := []client.ClientOption{client.WithHTTPClient(a.env.HTTP)}
-			if creds.APIKey != "" && creds.AdminSecret != "" {
-				opts = append(opts, client.WithCredentials(creds))
-			}
-			c, err := client.NewClientWithResponses(url, opts...)
-			if err != nil {
-				return err
-			}
-			var h struct {
-				Status  string `json:"status"`
-				Version string `json:"version"`
-				Time    string `json:"time"`
-				D1      struct {
-					OK        bool   `json:"ok"`
-					LatencyMS int    `json:"latency_ms"`
-					Error     string `json:"error"`
-				} `json:"d1"`
-			}
-			data, err := into(&h)(c.Health(cmd.Context()))
-			if err != nil {
-				return err
-			}
-			if a.json {
-				if err := a.printJSON(data); err != nil {
-					return err
-				}
-			} else {
-				t := newTable(a.env.Stdout, "STATUS", "VERSION", "D1", "D1 LATENCY (ms)", "TIME")
-				t.row(h.Status, h.Version, h.D1.OK, h.D1.LatencyMS, h.Time)
-				if err := t.flush(); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return a.health(cmd.Context()) },
 	}
+}
+
+func (a *app) health(ctx context.Context) error {
+	// Without credentials the worker tells the status alone; with
+	// them, also the version, the time and D1's latency.
+	url, creds, err := a.credentials(false)
+	if err != nil {
+		return err
+	}
+	opts := []client.ClientOption{client.WithHTTPClient(a.env.HTTP)}
+	if creds.APIKey != "" && creds.AdminSecret != "" {
+		opts = append(opts, client.WithCredentials(creds))
+	}
+	c, err := client.NewClientWithResponses(url, opts...)
+	if err != nil {
+		return err
+	}
+	var h struct {
+		Status  string `json:"status"`
+		Version string `json:"version"`
+		Time    string `json:"time"`
+		D1      struct {
+			OK        bool   `json:"ok"`
+			LatencyMS int    `json:"latency_ms"`
+			Error     string `json:"error"`
+		} `json:"d1"`
+	}
+	data, err := into(&h)(c.Health(ctx))
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if err := a.printJSON(data); err != nil {
+			return err
+		}
+	} else {
+		t := newTable(a.env.Stdout, "STATUS", "VERSION", "D1", "D1 LATENCY (ms)", "TIME")
+		t.row(h.Status, h.Version, h.D1.OK, h.D1.LatencyMS, h.Time)
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (a *app) metricsCmd() *cobra.Command {
@@ -171,44 +173,46 @@ func (a *app) metricsCmd() *cobra.Command {
 		Example: `  redrive metrics | grep redrive_dlq_messages
   redrive metrics --json`,
 		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			resp, err := c.Metrics(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-			if err != nil {
-				return err
-			}
-			if resp.StatusCode != http.StatusOK {
-				_, err := client.Data(resp.StatusCode, body)
-				return err
-			}
-			if !a.json {
-				_, err := a.env.Stdout.Write(body)
-				return err
-			}
-			e, err := promtext.Parse(string(body))
-			if err != nil {
-				return fmt.Errorf("metrics page: %w", err)
-			}
-			keys := make([]string, 0, len(e.Samples))
-			for k := range e.Samples {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			out := make(map[string]float64, len(keys))
-			for _, k := range keys {
-				out[k] = e.Samples[k]
-			}
-			enc := json.NewEncoder(a.env.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(out)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.metrics(cmd.Context()) },
 	}
+}
+
+func (a *app) metrics(ctx context.Context) error {
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	resp, err := c.Metrics(ctx)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		_, err := client.Data(resp.StatusCode, body)
+		return err
+	}
+	if !a.json {
+		_, err := a.env.Stdout.Write(body)
+		return err
+	}
+	e, err := promtext.Parse(string(body))
+	if err != nil {
+		return fmt.Errorf("metrics page: %w", err)
+	}
+	keys := make([]string, 0, len(e.Samples))
+	for k := range e.Samples {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]float64, len(keys))
+	for _, k := range keys {
+		out[k] = e.Samples[k]
+	}
+	enc := json.NewEncoder(a.env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

@@ -329,7 +329,6 @@ func (a *app) showStats(s stats) error {
 
 func (a *app) groupsCmd() *cobra.Command {
 	var l listFlags
-	var p client.DlqGroupsParams
 	var class, version, pipeline string
 	cmd := &cobra.Command{
 		Use:     "groups",
@@ -337,8 +336,7 @@ func (a *app) groupsCmd() *cobra.Command {
 		Example: "  redrive groups --class permanent\n  redrive groups --pipeline orders",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p.Class, p.Version, p.Pipeline = opt(class), opt(version), opt(pipeline)
-			return a.groups(cmd.Context(), &l, &p)
+			return a.groups(cmd.Context(), &l, &client.DlqGroupsParams{Class: opt(class), Version: opt(version), Pipeline: opt(pipeline)})
 		},
 	}
 	l.register(cmd, "groups per page (1..100)", "continue from next_cursor")
@@ -440,32 +438,34 @@ func (a *app) pipelinesCmd() *cobra.Command {
 		Short:   "The configured pipelines: queues, key, labels, retention (names for --pipeline)",
 		Example: "  redrive pipelines\n  redrive ls --pipeline orders",
 		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			var list client.PipelineList
-			data, err := into(&list)(c.Pipelines(cmd.Context()))
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(data)
-			}
-			t := newTable(a.env.Stdout, "NAME", "QUEUE", "DLQ", "CONSUMER", "KEY", "LABELS", "RETENTION (d)", "PRODUCER")
-			for _, p := range list.Pipelines {
-				labels := make([]string, len(p.Labels))
-				for i, l := range p.Labels {
-					labels[i] = l.Name + "=" + l.Pointer
-				}
-				producer := p.Producer
-				if !p.ProducerBound {
-					producer += " (missing: capture only)"
-				}
-				t.row(p.Name, p.Queue, p.Dlq, string(p.Consumer), p.Key, strings.Join(labels, " "), p.RetentionDays, producer)
-			}
-			return t.flush()
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return a.pipelines(cmd.Context()) },
 	}
+}
+
+func (a *app) pipelines(ctx context.Context) error {
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	var list client.PipelineList
+	data, err := into(&list)(c.Pipelines(ctx))
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(data)
+	}
+	t := newTable(a.env.Stdout, "NAME", "QUEUE", "DLQ", "CONSUMER", "KEY", "LABELS", "RETENTION (d)", "PRODUCER")
+	for _, p := range list.Pipelines {
+		labels := make([]string, len(p.Labels))
+		for i, l := range p.Labels {
+			labels[i] = l.Name + "=" + l.Pointer
+		}
+		producer := p.Producer
+		if !p.ProducerBound {
+			producer += " (missing: capture only)"
+		}
+		t.row(p.Name, p.Queue, p.Dlq, string(p.Consumer), p.Key, strings.Join(labels, " "), p.RetentionDays, producer)
+	}
+	return t.flush()
 }

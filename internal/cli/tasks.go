@@ -140,30 +140,32 @@ func (a *app) taskListCmd() *cobra.Command {
 		Short:   "List replay tasks, newest first",
 		Example: "  redrive tasks ls",
 		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			p := &client.ListReplayTasksParams{}
-			if limit > 0 {
-				p.Limit = &limit
-			}
-			var l struct {
-				Tasks []json.RawMessage `json:"tasks"`
-			}
-			data, err := into(&l)(c.ListReplayTasks(cmd.Context(), p))
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(data)
-			}
-			return a.showTasks(l.Tasks...)
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return a.taskList(cmd.Context(), limit) },
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "tasks to list")
 	return cmd
+}
+
+func (a *app) taskList(ctx context.Context, limit int) error {
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	p := &client.ListReplayTasksParams{}
+	if limit > 0 {
+		p.Limit = &limit
+	}
+	var l struct {
+		Tasks []json.RawMessage `json:"tasks"`
+	}
+	data, err := into(&l)(c.ListReplayTasks(ctx, p))
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(data)
+	}
+	return a.showTasks(l.Tasks...)
 }
 
 func (a *app) taskActionCmd(action string) *cobra.Command {
@@ -172,23 +174,26 @@ func (a *app) taskActionCmd(action string) *cobra.Command {
 		Short:   strings.ToUpper(action[:1]) + action[1:] + " a replay task",
 		Example: "  redrive tasks " + action + " 1",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			id, err := rowID(argv[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			call := map[string]func() (json.RawMessage, error){
-				"pause":  func() (json.RawMessage, error) { return into(nil)(c.PauseReplayTask(cmd.Context(), id)) },
-				"resume": func() (json.RawMessage, error) { return into(nil)(c.ResumeReplayTask(cmd.Context(), id)) },
-				"cancel": func() (json.RawMessage, error) { return into(nil)(c.CancelReplayTask(cmd.Context(), id)) },
-			}[action]
-			return a.printTask(call())
-		},
+		RunE:    func(cmd *cobra.Command, argv []string) error { return a.taskAction(cmd.Context(), action, argv[0]) },
 	}
+}
+
+// taskAction pauses, resumes or cancels task arg.
+func (a *app) taskAction(ctx context.Context, action, arg string) error {
+	id, err := rowID(arg)
+	if err != nil {
+		return err
+	}
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	call := map[string]func() (json.RawMessage, error){
+		"pause":  func() (json.RawMessage, error) { return into(nil)(c.PauseReplayTask(ctx, id)) },
+		"resume": func() (json.RawMessage, error) { return into(nil)(c.ResumeReplayTask(ctx, id)) },
+		"cancel": func() (json.RawMessage, error) { return into(nil)(c.CancelReplayTask(ctx, id)) },
+	}[action]
+	return a.printTask(call())
 }
 
 func (a *app) taskWatchCmd() *cobra.Command {
