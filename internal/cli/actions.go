@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,87 +15,6 @@ import (
 
 	"github.com/redrive/redrive/client"
 )
-
-// preview is a dry run's answer.
-type preview struct {
-	MatchedCount       int               `json:"matched_count"`
-	NotReplayableCount int               `json:"not_replayable_count"`
-	Sample             []json.RawMessage `json:"sample"`
-	ByFailureReason    []struct {
-		FailureReason *string `json:"failure_reason"`
-		Count         int     `json:"count"`
-	} `json:"by_failure_reason"`
-}
-
-// selection is the ids or the filter of a bulk action.
-type selection struct {
-	ids    []int
-	filter *client.Filter
-}
-
-func (a *app) selection(argv []string, f *filterFlags, max int) (selection, error) {
-	var sel selection
-	if len(argv) > 0 && !f.empty() {
-		return sel, usagef("name ids or filter flags, not both")
-	}
-	if len(argv) == 0 && f.empty() {
-		return sel, usagef("name ids, or filter flags (--status pending selects every pending row)")
-	}
-	for _, s := range argv {
-		id, err := rowID(s)
-		if err != nil {
-			return sel, err
-		}
-		sel.ids = append(sel.ids, id)
-	}
-	if len(sel.ids) > max {
-		return sel, usagef("at most %d ids per call", max)
-	}
-	if len(argv) == 0 {
-		var err error
-		if sel.filter, err = f.filter(); err != nil {
-			return sel, err
-		}
-	}
-	return sel, nil
-}
-
-// printPreview writes a dry run's count and reasons (to stderr before a
-// confirmation, to stdout for --dry-run).
-func (a *app) printPreview(p preview, verb string, toStdout bool) error {
-	w := a.env.Stderr
-	if toStdout {
-		w = a.env.Stdout
-	}
-	fmt.Fprintf(w, "%d pending rows would be %s", p.MatchedCount, verb)
-	if p.NotReplayableCount > 0 {
-		fmt.Fprintf(w, " (%d cannot be replayed as produced: acknowledge them)", p.NotReplayableCount)
-	}
-	fmt.Fprintln(w)
-	if len(p.ByFailureReason) > 0 {
-		t := newTable(w, "COUNT", "FAILURE REASON")
-		for _, r := range p.ByFailureReason {
-			t.row(r.Count, r.FailureReason)
-		}
-		return t.flush()
-	}
-	return nil
-}
-
-// confirm asks on stderr and reads y or yes from stdin.
-func (a *app) confirm(question string) error {
-	fmt.Fprintf(a.env.Stderr, "%s [y/N] ", question)
-	line, err := bufio.NewReader(a.env.Stdin).ReadString('\n')
-	if err != nil && line == "" {
-		fmt.Fprintln(a.env.Stderr)
-		return errors.New("not confirmed (no answer on stdin; pass --yes to skip the question)")
-	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return nil
-	}
-	return errors.New("not confirmed: nothing changed")
-}
 
 type replayTotals struct {
 	RequestedCount int               `json:"requested_count"`
@@ -112,11 +31,34 @@ type replayTotals struct {
 	HasMore        *bool             `json:"has_more,omitempty"`
 }
 
+// add adds one answer to the totals; queues are the queues named so far.
+func (t *replayTotals) add(r replayTotals, queues map[string]bool) {
+	t.RequestedCount += r.RequestedCount
+	t.ClaimedCount += r.ClaimedCount
+	t.ReplayedCount += r.ReplayedCount
+	t.FailedCount += r.FailedCount
+	t.ReplayedIDs = append(t.ReplayedIDs, r.ReplayedIDs...)
+	t.FailedIDs = append(t.FailedIDs, r.FailedIDs...)
+	t.SkippedCount += r.SkippedCount
+	t.Skipped = append(t.Skipped, r.Skipped...)
+	t.DelaySeconds = r.DelaySeconds
+	for _, q := range strings.Split(r.QueuedTo, ",") {
+		if q != "" && !queues[q] {
+			queues[q] = true
+			t.QueuedTo = strings.TrimPrefix(t.QueuedTo+","+q, ",")
+		}
+	}
+}
+
+// replayFlags are replay's flags.
+type replayFlags struct {
+	bulkFlags
+	delay, limit int
+	destination  string
+}
+
 func (a *app) replayCmd() *cobra.Command {
-	var f filterFlags
-	var delay, limit int
-	var destination string
-	var dryRun, yes bool
+	var f replayFlags
 	cmd := &cobra.Command{
 		Use:   "replay [ID...]",
 		Short: "Replay rows by id or by filter, after a dry run and a confirmation",
@@ -128,113 +70,110 @@ page until every matching row is done.`,
   redrive replay --q Lagunitas --yes
   redrive replay --signature 91d2e0b6c4a73f18 --dry-run`,
 		Args: args(cobra.ArbitraryArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			sel, err := a.selection(argv, &f, 50)
-			if err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			req := client.ReplayRequest{DelaySeconds: &delay, Destination: opt(destination)}
-			if sel.ids != nil {
-				req.Ids = &sel.ids
-			} else {
-				req.Filter = sel.filter
-				if limit > 0 {
-					req.Limit = &limit
-				}
-			}
-			t := true
-			dry := req
-			dry.DryRun, dry.Limit = &t, nil
-			var p preview
-			data, err := into(&p)(c.ReplayDLQ(ctx, dry))
-			if err != nil {
-				return err
-			}
-			if dryRun {
-				if a.json {
-					return a.printJSON(data)
-				}
-				return a.printPreview(p, "replayed", true)
-			}
-			if err := a.printPreview(p, "replayed", false); err != nil {
-				return err
-			}
-			if p.MatchedCount == 0 && sel.filter != nil {
-				fmt.Fprintln(a.env.Stderr, "nothing to replay")
-				return a.showReplay(replayTotals{ReplayedIDs: []int64{}, FailedIDs: []int64{}, Skipped: []json.RawMessage{}, DelaySeconds: delay}, sel)
-			}
-			// Ids none of which is pending are sent without a question: the
-			// answer says why each was skipped.
-			if !yes && p.MatchedCount > 0 {
-				to := "their source queues"
-				if destination != "" {
-					to = destination
-				}
-				if err := a.confirm(fmt.Sprintf("Replay %d rows to %s?", p.MatchedCount, to)); err != nil {
-					return err
-				}
-			}
-			total := replayTotals{ReplayedIDs: []int64{}, FailedIDs: []int64{}, Skipped: []json.RawMessage{}, DelaySeconds: delay}
-			queues := map[string]bool{}
-			for page := 1; ; page++ {
-				var r replayTotals
-				if _, err := into(&r)(c.ReplayDLQ(ctx, req)); err != nil {
-					if total.RequestedCount > 0 || total.ClaimedCount > 0 {
-						_ = a.showReplay(total, sel)
-						return partialError{fmt.Errorf("after %d rows replayed: %w", total.ReplayedCount, err)}
-					}
-					return err
-				}
-				total.RequestedCount += r.RequestedCount
-				total.ClaimedCount += r.ClaimedCount
-				total.ReplayedCount += r.ReplayedCount
-				total.FailedCount += r.FailedCount
-				total.ReplayedIDs = append(total.ReplayedIDs, r.ReplayedIDs...)
-				total.FailedIDs = append(total.FailedIDs, r.FailedIDs...)
-				total.SkippedCount += r.SkippedCount
-				total.Skipped = append(total.Skipped, r.Skipped...)
-				total.DelaySeconds = r.DelaySeconds
-				for _, q := range strings.Split(r.QueuedTo, ",") {
-					if q != "" && !queues[q] {
-						queues[q] = true
-						total.QueuedTo = strings.TrimPrefix(total.QueuedTo+","+q, ",")
-					}
-				}
-				if sel.filter == nil || r.HasMore == nil || !*r.HasMore || r.NextCursor == nil {
-					break
-				}
-				fmt.Fprintf(a.env.Stderr, "\rreplayed %d rows (page %d)", total.ReplayedCount, page)
-				req.Cursor = r.NextCursor
-			}
-			if sel.filter != nil {
-				fmt.Fprintf(a.env.Stderr, "\rreplayed %d rows\n", total.ReplayedCount)
-				f := false
-				total.HasMore = &f
-			}
-			if err := a.showReplay(total, sel); err != nil {
-				return err
-			}
-			if total.FailedCount > 0 || total.SkippedCount > 0 {
-				return partialError{fmt.Errorf("%d rows replayed, %d failed to send, %d skipped", total.ReplayedCount, total.FailedCount, total.SkippedCount)}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, argv []string) error { return a.replay(cmd.Context(), argv, &f) },
 	}
-	f.register(cmd.Flags(), "pending: bulk actions take pending rows only")
-	cmd.Flags().IntVar(&delay, "delay", 0, "deliver after this many seconds (0..43200)")
-	cmd.Flags().StringVar(&destination, "destination", "", "send to this queue instead of each row's source queue")
-	cmd.Flags().IntVar(&limit, "limit", 0, "by filter: rows per request (at most DLQ_BULK_REPLAY_MAX)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what would be replayed")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	f.register(cmd.Flags(), "replayed")
+	cmd.Flags().IntVar(&f.delay, "delay", 0, "deliver after this many seconds (0..43200)")
+	cmd.Flags().StringVar(&f.destination, "destination", "", "send to this queue instead of each row's source queue")
+	cmd.Flags().IntVar(&f.limit, "limit", 0, "by filter: rows per request (at most DLQ_BULK_REPLAY_MAX)")
 	return cmd
 }
 
-func (a *app) showReplay(r replayTotals, sel selection) error {
+func (a *app) replay(ctx context.Context, argv []string, f *replayFlags) error {
+	sel, err := a.selection(argv, &f.filter, 50)
+	if err != nil {
+		return err
+	}
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	r := &replayRun{a: a, c: c, sel: sel, destination: f.destination, queues: map[string]bool{},
+		req:   client.ReplayRequest{DelaySeconds: &f.delay, Destination: opt(f.destination)},
+		total: replayTotals{ReplayedIDs: []int64{}, FailedIDs: []int64{}, Skipped: []json.RawMessage{}, DelaySeconds: f.delay}}
+	if sel.ids != nil {
+		r.req.Ids = &sel.ids
+	} else {
+		r.req.Filter = sel.filter
+		if f.limit > 0 {
+			r.req.Limit = &f.limit
+		}
+	}
+	return a.runBulk(ctx, &f.bulkFlags, "replayed", sel.filter != nil, r)
+}
+
+// replayRun is a replay for runBulk: page after page by filter, one
+// request by ids.
+type replayRun struct {
+	a           *app
+	c           *client.ClientWithResponses
+	sel         selection
+	destination string
+	req         client.ReplayRequest
+	total       replayTotals
+	queues      map[string]bool // the queues in total.QueuedTo
+	page        int             // the requests answered
+}
+
+func (r *replayRun) dryRun(ctx context.Context) (*http.Response, error) {
+	t := true
+	dry := r.req
+	dry.DryRun, dry.Limit = &t, nil
+	return r.c.ReplayDLQ(ctx, dry)
+}
+
+func (r *replayRun) question(matched int) string {
+	to := "their source queues"
+	if r.destination != "" {
+		to = r.destination
+	}
+	return fmt.Sprintf("Replay %d rows to %s?", matched, to)
+}
+
+func (r *replayRun) none() error {
+	fmt.Fprintln(r.a.env.Stderr, "nothing to replay")
+	return r.a.showReplay(r.total)
+}
+
+func (r *replayRun) send(ctx context.Context) (bool, error) {
+	var ans replayTotals
+	if _, err := into(&ans)(r.c.ReplayDLQ(ctx, r.req)); err != nil {
+		return false, err
+	}
+	r.total.add(ans, r.queues)
+	r.page++
+	if r.sel.filter == nil || ans.HasMore == nil || !*ans.HasMore || ans.NextCursor == nil {
+		return false, nil
+	}
+	fmt.Fprintf(r.a.env.Stderr, "\rreplayed %d rows (page %d)", r.total.ReplayedCount, r.page)
+	r.req.Cursor = ans.NextCursor
+	return true, nil
+}
+
+func (r *replayRun) cut(err error) error {
+	if r.total.RequestedCount > 0 || r.total.ClaimedCount > 0 {
+		_ = r.a.showReplay(r.total)
+		return partialError{fmt.Errorf("after %d rows replayed: %w", r.total.ReplayedCount, err)}
+	}
+	return err
+}
+
+func (r *replayRun) done() error {
+	if r.sel.filter != nil {
+		fmt.Fprintf(r.a.env.Stderr, "\rreplayed %d rows\n", r.total.ReplayedCount)
+		f := false
+		r.total.HasMore = &f
+	}
+	if err := r.a.showReplay(r.total); err != nil {
+		return err
+	}
+	if t := r.total; t.FailedCount > 0 || t.SkippedCount > 0 {
+		return partialError{fmt.Errorf("%d rows replayed, %d failed to send, %d skipped", t.ReplayedCount, t.FailedCount, t.SkippedCount)}
+	}
+	return nil
+}
+
+func (a *app) showReplay(r replayTotals) error {
 	if a.json {
 		return a.printJSON(r)
 	}
@@ -265,92 +204,96 @@ type ackTotals struct {
 }
 
 func (a *app) ackCmd() *cobra.Command {
-	var f filterFlags
+	var f bulkFlags
 	var note string
-	var dryRun, yes bool
 	cmd := &cobra.Command{
 		Use:   "ack [ID...]",
 		Short: "Acknowledge rows by id or by filter (with a note), after a dry run and a confirmation",
 		Example: `  redrive ack 4 5 --note duplicates
   redrive ack --signature 3c0f9a2b7d1e4c55 --note "bad model name, fixed in config" --yes`,
 		Args: args(cobra.ArbitraryArgs),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			sel, err := a.selection(argv, &f, 100)
-			if err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			req := client.AcknowledgeRequest{Note: opt(note)}
-			if sel.ids != nil {
-				req.Ids = &sel.ids
-			} else {
-				req.Filter = sel.filter
-			}
-			t := true
-			dry := req
-			dry.DryRun = &t
-			var p preview
-			data, err := into(&p)(c.AcknowledgeDLQ(ctx, dry))
-			if err != nil {
-				return err
-			}
-			if dryRun {
-				if a.json {
-					return a.printJSON(data)
-				}
-				return a.printPreview(p, "acknowledged", true)
-			}
-			if err := a.printPreview(p, "acknowledged", false); err != nil {
-				return err
-			}
-			total := ackTotals{AcknowledgedIDs: []int64{}}
-			if p.MatchedCount > 0 || sel.ids != nil {
-				if !yes && p.MatchedCount > 0 {
-					if err := a.confirm(fmt.Sprintf("Acknowledge %d rows?", p.MatchedCount)); err != nil {
-						return err
-					}
-				}
-				for {
-					var r ackTotals
-					if _, err := into(&r)(c.AcknowledgeDLQ(ctx, req)); err != nil {
-						if total.AcknowledgedCount > 0 {
-							_ = a.showAck(total)
-							return partialError{fmt.Errorf("after %d rows acknowledged: %w", total.AcknowledgedCount, err)}
-						}
-						return err
-					}
-					total.AcknowledgedCount += r.AcknowledgedCount
-					total.RequestedCount += r.RequestedCount
-					total.AcknowledgedIDs = append(total.AcknowledgedIDs, r.AcknowledgedIDs...)
-					if sel.filter == nil || r.HasMore == nil || !*r.HasMore || r.AcknowledgedCount == 0 {
-						break
-					}
-					fmt.Fprintf(a.env.Stderr, "\racknowledged %d rows", total.AcknowledgedCount)
-				}
-			}
-			if sel.filter != nil {
-				f := false
-				total.HasMore = &f
-				fmt.Fprintf(a.env.Stderr, "\racknowledged %d rows\n", total.AcknowledgedCount)
-			}
-			if err := a.showAck(total); err != nil {
-				return err
-			}
-			if sel.ids != nil && total.AcknowledgedCount < len(sel.ids) {
-				return partialError{fmt.Errorf("%d of %d rows acknowledged (the others were not pending)", total.AcknowledgedCount, len(sel.ids))}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, argv []string) error { return a.ack(cmd.Context(), argv, &f, note) },
 	}
-	f.register(cmd.Flags(), "pending: bulk actions take pending rows only")
+	f.register(cmd.Flags(), "acknowledged")
 	cmd.Flags().StringVar(&note, "note", "", "why (recorded on the rows and in the audit log; at most 1000 bytes)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what would be acknowledged")
-	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
+}
+
+func (a *app) ack(ctx context.Context, argv []string, f *bulkFlags, note string) error {
+	sel, err := a.selection(argv, &f.filter, 100)
+	if err != nil {
+		return err
+	}
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	k := &ackRun{a: a, c: c, sel: sel, req: client.AcknowledgeRequest{Note: opt(note)}, total: ackTotals{AcknowledgedIDs: []int64{}}}
+	if sel.ids != nil {
+		k.req.Ids = &sel.ids
+	} else {
+		k.req.Filter = sel.filter
+	}
+	return a.runBulk(ctx, f, "acknowledged", sel.filter != nil, k)
+}
+
+// ackRun is an acknowledge for runBulk: by filter, request after request
+// until one acknowledges nothing more; one request by ids.
+type ackRun struct {
+	a     *app
+	c     *client.ClientWithResponses
+	sel   selection
+	req   client.AcknowledgeRequest
+	total ackTotals
+}
+
+func (k *ackRun) dryRun(ctx context.Context) (*http.Response, error) {
+	t := true
+	dry := k.req
+	dry.DryRun = &t
+	return k.c.AcknowledgeDLQ(ctx, dry)
+}
+
+func (k *ackRun) question(matched int) string { return fmt.Sprintf("Acknowledge %d rows?", matched) }
+
+func (k *ackRun) none() error { return k.done() }
+
+func (k *ackRun) send(ctx context.Context) (bool, error) {
+	var r ackTotals
+	if _, err := into(&r)(k.c.AcknowledgeDLQ(ctx, k.req)); err != nil {
+		return false, err
+	}
+	k.total.AcknowledgedCount += r.AcknowledgedCount
+	k.total.RequestedCount += r.RequestedCount
+	k.total.AcknowledgedIDs = append(k.total.AcknowledgedIDs, r.AcknowledgedIDs...)
+	if k.sel.filter == nil || r.HasMore == nil || !*r.HasMore || r.AcknowledgedCount == 0 {
+		return false, nil
+	}
+	fmt.Fprintf(k.a.env.Stderr, "\racknowledged %d rows", k.total.AcknowledgedCount)
+	return true, nil
+}
+
+func (k *ackRun) cut(err error) error {
+	if k.total.AcknowledgedCount > 0 {
+		_ = k.a.showAck(k.total)
+		return partialError{fmt.Errorf("after %d rows acknowledged: %w", k.total.AcknowledgedCount, err)}
+	}
+	return err
+}
+
+func (k *ackRun) done() error {
+	if k.sel.filter != nil {
+		f := false
+		k.total.HasMore = &f
+		fmt.Fprintf(k.a.env.Stderr, "\racknowledged %d rows\n", k.total.AcknowledgedCount)
+	}
+	if err := k.a.showAck(k.total); err != nil {
+		return err
+	}
+	if k.sel.ids != nil && k.total.AcknowledgedCount < len(k.sel.ids) {
+		return partialError{fmt.Errorf("%d of %d rows acknowledged (the others were not pending)", k.total.AcknowledgedCount, len(k.sel.ids))}
+	}
+	return nil
 }
 
 func (a *app) showAck(r ackTotals) error {
@@ -362,9 +305,14 @@ func (a *app) showAck(r ackTotals) error {
 	return t.flush()
 }
 
+// editFlags are edit's flags.
+type editFlags struct {
+	note, destination string
+	delay             int
+}
+
 func (a *app) editCmd() *cobra.Command {
-	var note, destination string
-	var delay int
+	var f editFlags
 	cmd := &cobra.Command{
 		Use:   "edit ID",
 		Short: "Edit a pending JSON row's body in $EDITOR and replay it",
@@ -374,73 +322,89 @@ compact) and changed; then it is sent as the row's edited replay. The stored
 raw message is kept; the note is required and audited.`,
 		Example: `  EDITOR=nano redrive edit 12 --note "beer_name was empty upstream"`,
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			id, err := rowID(argv[0])
-			if err != nil {
-				return err
-			}
-			if strings.TrimSpace(note) == "" {
-				return usagef("--note is required: say why the body was edited")
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			var d detail
-			if _, err := into(&d)(c.DlqMessage(ctx, id)); err != nil {
-				return err
-			}
-			var m message
-			if err := json.Unmarshal(d.Message, &m); err != nil {
-				return err
-			}
-			if m.ContentType != "json" || m.Status != "pending" || m.RawMessage == nil {
-				return fmt.Errorf("row %d is %s with content type %s: only a pending json row can be edited", id, m.Status, m.ContentType)
-			}
-			var orig bytes.Buffer
-			if err := json.Indent(&orig, []byte(*m.RawMessage), "", "  "); err != nil {
-				return fmt.Errorf("row %d's body is not valid JSON: acknowledge it instead", id)
-			}
-			orig.WriteByte('\n')
-			edited, err := a.editBody(ctx, id, orig.Bytes())
-			if err != nil {
-				return err
-			}
-			req := client.EditedReplayRequest{Body: json.RawMessage(edited), Note: note, Destination: opt(destination)}
-			if delay > 0 {
-				req.DelaySeconds = &delay
-			}
-			var r struct {
-				Replayed bool   `json:"replayed"`
-				QueuedTo string `json:"queued_to"`
-				Hash     string `json:"edited_body_hash"`
-			}
-			data, err := into(&r)(c.ReplayEdited(ctx, id, req))
-			if err != nil {
-				return err
-			}
-			if a.json {
-				if err := a.printJSON(data); err != nil {
-					return err
-				}
-			} else {
-				t := newTable(a.env.Stdout, "ID", "REPLAYED", "QUEUED TO", "EDITED BODY HASH")
-				t.row(id, r.Replayed, r.QueuedTo, r.Hash)
-				if err := t.flush(); err != nil {
-					return err
-				}
-			}
-			if !r.Replayed {
-				return fmt.Errorf("the send failed: row %d is pending again", id)
-			}
-			return nil
-		},
+		RunE:    func(cmd *cobra.Command, argv []string) error { return a.edit(cmd.Context(), argv[0], &f) },
 	}
-	cmd.Flags().StringVar(&note, "note", "", "why the body was edited (required, audited)")
-	cmd.Flags().StringVar(&destination, "destination", "", "send to this queue instead of the row's source queue")
-	cmd.Flags().IntVar(&delay, "delay", 0, "deliver after this many seconds (0..43200)")
+	cmd.Flags().StringVar(&f.note, "note", "", "why the body was edited (required, audited)")
+	cmd.Flags().StringVar(&f.destination, "destination", "", "send to this queue instead of the row's source queue")
+	cmd.Flags().IntVar(&f.delay, "delay", 0, "deliver after this many seconds (0..43200)")
 	return cmd
+}
+
+func (a *app) edit(ctx context.Context, arg string, f *editFlags) error {
+	id, err := rowID(arg)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(f.note) == "" {
+		return usagef("--note is required: say why the body was edited")
+	}
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	orig, err := editable(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	edited, err := a.editBody(ctx, id, orig)
+	if err != nil {
+		return err
+	}
+	req := client.EditedReplayRequest{Body: json.RawMessage(edited), Note: f.note, Destination: opt(f.destination)}
+	if f.delay > 0 {
+		req.DelaySeconds = &f.delay
+	}
+	return a.replayEdited(ctx, c, id, req)
+}
+
+// editable gets row id's body, pretty-printed, to edit: only a pending
+// JSON row's.
+func editable(ctx context.Context, c *client.ClientWithResponses, id int) ([]byte, error) {
+	var d detail
+	if _, err := into(&d)(c.DlqMessage(ctx, id)); err != nil {
+		return nil, err
+	}
+	var m message
+	if err := json.Unmarshal(d.Message, &m); err != nil {
+		return nil, err
+	}
+	if m.ContentType != "json" || m.Status != "pending" || m.RawMessage == nil {
+		return nil, fmt.Errorf("row %d is %s with content type %s: only a pending json row can be edited", id, m.Status, m.ContentType)
+	}
+	var orig bytes.Buffer
+	if err := json.Indent(&orig, []byte(*m.RawMessage), "", "  "); err != nil {
+		return nil, fmt.Errorf("row %d's body is not valid JSON: acknowledge it instead", id)
+	}
+	orig.WriteByte('\n')
+	return orig.Bytes(), nil
+}
+
+// replayEdited sends the edited replay and prints its answer.
+func (a *app) replayEdited(ctx context.Context, c *client.ClientWithResponses, id int, req client.EditedReplayRequest) error {
+	var r struct {
+		Replayed bool   `json:"replayed"`
+		QueuedTo string `json:"queued_to"`
+		Hash     string `json:"edited_body_hash"`
+	}
+	data, err := into(&r)(c.ReplayEdited(ctx, id, req))
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if err := a.printJSON(data); err != nil {
+			return err
+		}
+	} else {
+		t := newTable(a.env.Stdout, "ID", "REPLAYED", "QUEUED TO", "EDITED BODY HASH")
+		t.row(id, r.Replayed, r.QueuedTo, r.Hash)
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if !r.Replayed {
+		return fmt.Errorf("the send failed: row %d is pending again", id)
+	}
+	return nil
 }
 
 // editBody runs the editor on body and returns the edited value, compact

@@ -165,8 +165,8 @@ func TestProgressBar(t *testing.T) {
 // result carrying the last cursor; an error stops the walk.
 func TestFollowStopsAtTheLastPage(t *testing.T) {
 	pages := []page{
-		{Messages: []json.RawMessage{json.RawMessage(`1`)}, TotalCount: 3, NextCursor: opt("c1"), HasMore: true},
-		{Messages: []json.RawMessage{json.RawMessage(`2`)}, NextCursor: opt("c2"), HasMore: true},
+		{Messages: []json.RawMessage{json.RawMessage(`1`)}, TotalCount: 3, cursorPage: cursorPage{NextCursor: opt("c1"), HasMore: true}},
+		{Messages: []json.RawMessage{json.RawMessage(`2`)}, cursorPage: cursorPage{NextCursor: opt("c2"), HasMore: true}},
 		{Messages: []json.RawMessage{json.RawMessage(`3`)}},
 	}
 	walk := func(all bool, failAt int) (page, []string, error) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -23,35 +24,37 @@ skipped, so an interrupted import is run again as it was.`,
 		Example: `  redrive export --include-raw --status all --pipeline tickets --database DB -o tickets.ndjson
   redrive import tickets.ndjson`,
 		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			var data []byte
-			var err error
-			if argv[0] == "-" {
-				data, err = io.ReadAll(a.env.Stdin)
-			} else {
-				data, err = os.ReadFile(argv[0])
-			}
-			if err != nil {
-				return err
-			}
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			res, err := c.ImportAll(cmd.Context(), data, func(r client.ImportResult) {
-				fmt.Fprintf(a.env.Stderr, "\rimported %d, skipped %d of %d lines", r.Imported, r.Skipped, r.Lines)
-			})
-			fmt.Fprintln(a.env.Stderr)
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(res)
-			}
-			fmt.Fprintf(a.env.Stdout, "%d lines: %d imported into %s, %d already there\n", res.Lines, res.Imported, res.Database, res.Skipped)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, argv []string) error { return a.importRows(cmd.Context(), argv[0]) },
 	}
+}
+
+func (a *app) importRows(ctx context.Context, file string) error {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(a.env.Stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return err
+	}
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	res, err := c.ImportAll(ctx, data, func(r client.ImportResult) {
+		fmt.Fprintf(a.env.Stderr, "\rimported %d, skipped %d of %d lines", r.Imported, r.Skipped, r.Lines)
+	})
+	fmt.Fprintln(a.env.Stderr)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(res)
+	}
+	fmt.Fprintf(a.env.Stdout, "%d lines: %d imported into %s, %d already there\n", res.Lines, res.Imported, res.Database, res.Skipped)
+	return nil
 }
 
 func (a *app) releaseCmd() *cobra.Command {
@@ -64,24 +67,26 @@ its own database holds. Rows without a copy are never deleted: they are
 reported as not imported.`,
 		Example: `  redrive release tickets DB`,
 		Args:    args(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, argv []string) error {
-			c, err := a.api()
-			if err != nil {
-				return err
-			}
-			res, err := c.ReleaseAll(cmd.Context(), argv[0], argv[1], func(r client.ReleaseResult) {
-				fmt.Fprintf(a.env.Stderr, "\rreleased %d, not imported %d", r.Released, r.NotImported)
-			})
-			fmt.Fprintln(a.env.Stderr)
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(res)
-			}
-			fmt.Fprintf(a.env.Stdout, "%d rows released from %s (their copies are in %s), %d not imported, %d changed since their copy, %d left by its counts\n",
-				res.Released, res.Database, res.Into, res.NotImported, res.Changed, res.Remaining)
-			return nil
-		},
+		RunE:    func(cmd *cobra.Command, argv []string) error { return a.release(cmd.Context(), argv[0], argv[1]) },
 	}
+}
+
+func (a *app) release(ctx context.Context, pipeline, database string) error {
+	c, err := a.api()
+	if err != nil {
+		return err
+	}
+	res, err := c.ReleaseAll(ctx, pipeline, database, func(r client.ReleaseResult) {
+		fmt.Fprintf(a.env.Stderr, "\rreleased %d, not imported %d", r.Released, r.NotImported)
+	})
+	fmt.Fprintln(a.env.Stderr)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(res)
+	}
+	fmt.Fprintf(a.env.Stdout, "%d rows released from %s (their copies are in %s), %d not imported, %d changed since their copy, %d left by its counts\n",
+		res.Released, res.Database, res.Into, res.NotImported, res.Changed, res.Remaining)
+	return nil
 }

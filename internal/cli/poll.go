@@ -48,6 +48,21 @@ func (r *retrier) again(ctx context.Context, err error, interval time.Duration) 
 	return sleep(ctx, wait) == nil
 }
 
+// try runs poll until it succeeds, then records the answer; it returns
+// poll's error once again says not to try again.
+func (r *retrier) try(ctx context.Context, interval time.Duration, poll func() error) error {
+	for {
+		err := poll()
+		if err == nil {
+			r.ok()
+			return nil
+		}
+		if !r.again(ctx, err, interval) {
+			return err
+		}
+	}
+}
+
 // transient reports whether err is a failure worth another try: the worker
 // answered 429 or 5xx (but not 503 NOT_CONFIGURED, which needs an
 // operator), or the request got no answer.
