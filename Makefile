@@ -2,6 +2,7 @@
 SHELL := bash
 WRANGLER := npx --no-install wrangler
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# What the wasm is built from: every non-test Go file, go.mod and go.sum.
 GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' -not -path './build/*' -not -path './.tinygo/*' -not -path './third_party/*' -not -name '*_test.go') go.mod go.sum
 # The wasm is built with TinyGo (scripts/tinygo.sh, which installs the
 # toolchain under .tinygo/ when missing); TINYGO=0 builds it with standard Go.
@@ -86,12 +87,14 @@ vet: fmt-check ## go vet, native and js/wasm (after fmt-check)
 # then other modules, then this module's packages (-local). Generated code
 # (client/client.gen.go) and third_party are left as they come.
 GOIMPORTS := go run golang.org/x/tools/cmd/goimports@v0.52.0 -local github.com/redrive/redrive
-GO_SOURCES = $$(git ls-files '*.go' ':!third_party' ':!client/client.gen.go')
+# The Go files make fmt formats (tests included; a shell substitution, run
+# by the recipe).
+FMT_GO_FILES = $$(git ls-files '*.go' ':!third_party' ':!client/client.gen.go')
 fmt: ## goimports -local -w: format every Go file and group its imports
-	$(GOIMPORTS) -w $(GO_SOURCES)
+	$(GOIMPORTS) -w $(FMT_GO_FILES)
 
 fmt-check: ## fail, naming the files, when make fmt would change one (make vet runs it, so CI does)
-	@out=$$($(GOIMPORTS) -l $(GO_SOURCES)); if [ -n "$$out" ]; then echo "make fmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$($(GOIMPORTS) -l $(FMT_GO_FILES)); if [ -n "$$out" ]; then echo "make fmt would change:"; echo "$$out"; exit 1; fi
 
 test-native: test-ts-client ## unit tests against SQLite, and the entry module's and the JavaScript report helper's under node
 	go test -count=1 -timeout 30m ./...

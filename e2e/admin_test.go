@@ -18,7 +18,7 @@ import (
 	"github.com/redrive/redrive/handlers"
 )
 
-// The admin API end to end (issue 4): every test seeds its own rows under a
+// The admin API end to end: every test seeds its own rows under a
 // unique prefix (beer_id, beer_name, message_id) and only counts those.
 
 func newPrefix(tag string) string {

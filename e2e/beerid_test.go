@@ -12,8 +12,7 @@ import (
 
 // In workerd too (the runtime parses the URL before the worker sees it): a
 // beer id with "/", "..", "?" and "#" is registered and read back by its
-// route percent-encoded; "." and ".." are refused at the door (issue 29,
-// item 13).
+// route percent-encoded; "." and ".." are refused at the door.
 func TestBeerIDWithEncodedSlashIsReadBack(t *testing.T) {
 	w := shared
 	id := uniq("badinput") + "/../x?y#z%2F"

@@ -97,9 +97,8 @@ type captureBatchFigure struct {
 	Samples   [4][]float64 `json:"samples"`
 }
 
-// TestBenchCaptureBatch is issue 33 item 1's figure: a batch of 100 DLQ
-// messages delivered to the consumer, timed from delivery to settled, one
-// batch after another, redrive and the original TypeScript worker
+// TestBenchCaptureBatch times batches of 100 DLQ messages delivered to the
+// consumer, from delivery to settled, one batch after another, redrive and the original TypeScript worker
 // (bench/reference) alternating in the same run: on a fresh table and at
 // 100,000 rows. Settled is the local Queues broker's own time for the
 // batch (dispatch to the consumer's answer, printed by miniflare for every

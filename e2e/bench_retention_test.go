@@ -29,8 +29,8 @@ type d1Meter struct {
 
 // meterClient gives up on a meter request after a while: after a long
 // cron run, wrangler dev sometimes left the next request to the worker
-// unanswered until yet another request arrived (seen with the code before
-// and after issue 21 alike, outside the measured cron calls).
+// unanswered until yet another request arrived (seen with the range-delete
+// retention and the one before it alike, outside the measured cron calls).
 var meterClient = &http.Client{Timeout: 20 * time.Second}
 
 // meter returns the worker's D1 totals so far (reset: zeroes them). The
@@ -66,8 +66,8 @@ func (w *Worker) meter(t *testing.T, reset bool) d1Meter {
 // last job (audit_retention on the daily cron, alerts on the frequent one)
 // recorded its run. The scheduled call's own answer is awaited too, but not
 // timed: after a long run, wrangler dev sometimes held it until another
-// request reached the worker (seen with the code before and after issue 21
-// alike), so the worker is sent a request that touches neither Go nor D1
+// request reached the worker (seen with the range-delete retention and the
+// one before it alike), so the worker is sent a request that touches neither Go nor D1
 // (the meter's GET) every two seconds until it answers.
 func fireTimed(t *testing.T, w *Worker, cron string, when time.Time) time.Duration {
 	t.Helper()

@@ -436,14 +436,14 @@ func loadavg() string {
 	return strings.TrimSpace(string(b))
 }
 
-// TestBenchCaptureScaling is issue 31 item 3's figure: capture throughput
-// with 1, 2 and 4 pipelines draining their DLQs at once, each pipeline on
+// TestBenchCaptureScaling measures capture throughput with 1, 2 and 4
+// pipelines draining their DLQs at once, each pipeline on
 // its own local D1 database against all of them on the one shared
 // database, in the same run (two workers of wrangler.jsonc's bench
 // environment, alternating drain by drain; they differ only in PIPELINES),
 // with the machine's core count. After the drains it measures the bytes a
-// row takes in a local D1 file, for the capacity model (BENCHMARKS.md
-// "Capture scaling and the capacity model"): the captured rows of each own
+// row takes in a local D1 file, for the capacity model
+// (docs/benchmarks.md "Capture scaling and the capacity model"): the captured rows of each own
 // database, and 100,000 rows of the e2e seed shape (seedCapturedSQL).
 // Runs with REDRIVE_BENCH=1 only; writes bench-results/capture_scaling.json.
 // Reported, never asserted.

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestBenchStart measures only what issue 33 item 2 is about, side by side
+// TestBenchStart measures only the start and the per-call cost, side by side
 // with the original worker, alternating: a new instance's first answer
 // (wrangler dev start to the first 200, as TestBench's cold start) and the
 // per-call overhead of a route that touches no binding (an unknown admin

@@ -127,7 +127,7 @@ func TestReplayTaskCanaryPausesOrContinues(t *testing.T) {
 // A canary larger than one step's allowance goes out over several steps,
 // stays a canary when paused and resumed, and is judged on all its rows; a
 // canary larger than what matches is judged on every matching row rather
-// than ending unjudged (issue 29).
+// than ending unjudged.
 func TestReplayTaskCanaryIsJudgedOnItsSizeAfterPauseAndResume(t *testing.T) {
 	w := shared
 	prefix := fmt.Sprintf("cs%d", time.Now().UnixNano()%1_000_000)

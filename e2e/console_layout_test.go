@@ -15,7 +15,7 @@ import (
 	"github.com/redrive/redrive/enrichment"
 )
 
-// TestConsoleLayoutAndAxe (issue 34): every page and dialog of the console
+// TestConsoleLayoutAndAxe: every page and dialog of the console
 // at 1280×800 and 390×844 fits its window (no page scrolls sideways, no
 // table is wider than its box, no cell clipped, no time broken over lines;
 // below 600 px tables are stacked cards) and has no axe-core violation of

@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The console's pipeline selector (issue 34 item 3), in workerd with the
+// The console's pipeline selector, in workerd with the
 // four pipelines of env.e2e: the header's labelled <select> narrows the
 // failures list to orders (a Pipeline column shows it), the address
 // carries pipeline=orders and a reload keeps it, a replay-by-filter dry run

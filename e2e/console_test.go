@@ -21,7 +21,7 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
-// The operator console (issue 17) in headless Chromium against the built
+// The operator console in headless Chromium against the built
 // worker under wrangler dev: Workers Static Assets serve the page, the Go
 // worker the API. The worker is the console's own, so that the counts the
 // page shows are the test's. Every step saves a screenshot under

@@ -384,9 +384,9 @@ func captureWithAttempts(t *testing.T, w *Worker, n int) (capture, consumer rows
 }
 
 // TestD1RowsBudget: at 100,000 DLQ rows, every statement-heavy operation
-// reads and writes no more rows than issue 15's budgets (the original
-// TypeScript worker's figures for acknowledge and replay), and none of them
-// reads in proportion to the table.
+// reads and writes no more rows than its budget (the original TypeScript
+// worker's figures for acknowledge and replay), and none of them reads in
+// proportion to the table.
 func TestD1RowsBudget(t *testing.T) {
 	// The tickets pipeline keeps its rows in TICKETS_DB (empty until the
 	// move measured last).
@@ -413,7 +413,7 @@ func TestD1RowsBudget(t *testing.T) {
 		"daily dlq_retention, nothing new due":               {1_000, 0},
 		"acknowledge 99 ids":                                 {0, 495}, // the original: 495
 		"replay 50 ids":                                      {0, 450}, // the original: 50 × (4 claim + 5 final update)
-		"capture, 100 messages":                              {0, 419}, // issue 33: 100 rows × 4 entries, attempt records, mark, tally, activity, signatures
+		"capture, 100 messages":                              {0, 419}, // 100 rows × 4 entries, attempt records, mark, tally, activity, signatures
 		"capture, 1 message (a batch of its own)":            {0, 11},
 		"attempt tracking, 4 failed attempts of one message": {0, 8}, // 2 per failed attempt
 	}
@@ -457,7 +457,7 @@ func TestD1RowsBudget(t *testing.T) {
 	capture, consumer := captureWithAttempts(t, w, 20)
 	t.Logf("%s: read %d written %d", capture.Name, capture.Read, capture.Written)
 	t.Logf("%s: read %d written %d", consumer.Name, consumer.Read, consumer.Written)
-	// Issue 15's budget: 8 per message (the original writes 10).
+	// The budget: 8 per message (the original writes 10).
 	if capture.Written > 8*int64(capture.Per) {
 		t.Errorf("%s wrote %d rows, budget 8 per message", capture.Name, capture.Written)
 	}

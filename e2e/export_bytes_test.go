@@ -12,10 +12,9 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// In workerd, an export with include_raw is bounded by bytes (issue 29,
-// item 11): 100 rows of 100 KB bodies take more than one response, none
-// over dlq.ExportMaxBytes plus one page of raw rows, and together they
-// hold every row once, newest failure first. (printf in D1 pads to
+// In workerd, an export with include_raw is bounded by bytes: 100 rows of
+// 100 KB bodies take more than one response, none over dlq.ExportMaxBytes
+// plus one page of raw rows, and together they hold every row once, newest failure first. (printf in D1 pads to
 // 100,000 characters at most: the bodies are about 100 KB.)
 func TestExportWithRawBodiesIsBoundedByBytes(t *testing.T) {
 	w := shared

@@ -51,7 +51,7 @@ func detailOf(t *testing.T, w *Worker, id int64) dlq.MessageDetail {
 	return d
 }
 
-// Issue 18 in workerd: a message failing 4 times then dead-lettered has 4
+// Failure history in workerd: a message failing 4 times then dead-lettered has 4
 // history entries with their classes; replayed and failing twice more, 6
 // on the same row; rows carry the version they failed on and the version
 // filters select them; 1,000 failures with 3 causes (ids and numbers

@@ -20,7 +20,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// The hostile corpus (issue 14): several hundred requests generated for
+// The hostile corpus: several hundred requests generated for
 // every route and parameter, sent to the shared worker in workerd. Every
 // answer must be a 4xx (or a 2xx for the valid ones) envelope with an
 // error code, a request id, and a message free of Go's and D1's internals;

@@ -9,8 +9,8 @@ import (
 )
 
 // The 5-minute cron reads at most 1,000 rows a run whatever the backlog's
-// shape (issue 29, item 14), here at 100,000 rows with the repeat-failure
-// alert firing on two shapes: about 2,000 pending rows replayed more than
+// shape, here at 100,000 rows with the repeat-failure alert firing on two
+// shapes: about 2,000 pending rows replayed more than
 // twice (replay counts spread, with ties), and about 70,000 pending rows
 // replayed once or twice with only 29 replayed more (the alert's
 // query read every one of the 70,000 then: fewer than its count's bound

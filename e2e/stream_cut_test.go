@@ -15,7 +15,7 @@ import (
 )
 
 // Outbound answers are read as they stream in, up to outbound.MaxResponseBytes,
-// and the rest is cancelled (issue 29, item 16): a provider that streams
+// and the rest is cancelled: a provider that streams
 // 1 GiB within the timeout, and a webhook that does the same, see the
 // worker go away after a few MiB; the webhook's body is not read at all.
 // (Response.text() would have read the whole stream into the isolate.)

@@ -115,9 +115,9 @@ setup() {
 	# once, and the package initializers left for run time) one 71 KB
 	# function, and V8 compiles a function that large much more slowly per
 	# byte: 9-14 ms of a new instance's start, against 1-2 ms with the limit
-	# (BENCHMARKS.md "Start-up, third pass: TinyGo flags and size (issue 33
-	# item 2, 2026-11-27)"). Binaryen's own wasm-opt by its Debian path: by
-	# name, a PATH with .tinygo/bin first would make the wrapper exec itself.
+	# (docs/benchmarks.md "Start-up, third pass: TinyGo flags and size").
+	# Binaryen's own wasm-opt by its Debian path: by name, a PATH with
+	# .tinygo/bin first would make the wrapper exec itself.
 	cat >"$DIR/bin/wasm-opt" <<'WASMOPT'
 #!/bin/sh
 exec /usr/bin/wasm-opt --one-caller-inline-max-function-size=500 "$@"

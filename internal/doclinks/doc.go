@@ -5,6 +5,8 @@
 // as in `docs/costs.md "What it costs"` (`README "Deploying"` for README.md); and Go comments name repository paths and package
 // identifiers. A page or heading that moves, or a file that is renamed,
 // fails `go test ./internal/doclinks` until every reference follows it.
+// It also keeps docs/architecture.md "Layout" naming every folder that holds
+// Go code, and Go comments free of issue numbers.
 //
 // It lives under internal/ beside the other repository-wide test helpers
 // (wranglerconfig, apicontract) because what it checks belongs to no single

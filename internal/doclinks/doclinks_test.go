@@ -24,14 +24,14 @@ var skipDirs = map[string]bool{
 }
 
 // pages are the documents whose links are checked and whose headings may be
-// cited: README.md, BENCHMARKS.md and docs/*.md.
+// cited: README.md and docs/*.md.
 func pages(t *testing.T) []string {
 	t.Helper()
 	ps, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{filepath.Join(root, "README.md"), filepath.Join(root, "BENCHMARKS.md")}, ps...)
+	return append([]string{filepath.Join(root, "README.md")}, ps...)
 }
 
 var (
@@ -92,8 +92,7 @@ func rel(p string) string {
 	return filepath.ToSlash(r)
 }
 
-// TestLinksResolve: every relative link of README.md, BENCHMARKS.md and
-// docs/*.md names a file or folder that exists, and its #anchor, if any, a
+// TestLinksResolve: every relative link of README.md and docs/*.md names a file or folder that exists, and its #anchor, if any, a
 // heading of that page.
 func TestLinksResolve(t *testing.T) {
 	n := 0

@@ -2,9 +2,9 @@
 // reflection: dlq reads dead-lettered bodies and encodes their rows with
 // it, platform reads a delivered batch's description. A batch of 100
 // bodies read through json.Unmarshal into a map, and its rows encoded by
-// json.Marshal, cost about 10 ms in wasm (BENCHMARKS.md "A capture batch of
-// 100, delivered to settled (issue 33 item 1, 2026-11-26)"), and
-// reflection is TinyGo's slowest path. What Members and Elements walk must
+// json.Marshal, cost about 10 ms in wasm (docs/benchmarks.md "A capture
+// batch of 100, delivered to settled"), and reflection is TinyGo's slowest
+// path. What Members and Elements walk must
 // have passed json.Valid (or come from JSON.stringify): the walk does no
 // validation of its own.
 package jsonscan
