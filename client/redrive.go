@@ -157,7 +157,7 @@ func (c *ClientWithResponses) ExportAll(ctx context.Context, params ExportDLQPar
 	}
 }
 
-// Import limits of POST /admin/dlq/import (dlq.ImportMaxLines, handlers.MaxBodyBytes).
+// Import limits of POST /admin/dlq/import (relocation.ImportMaxLines, handlers.MaxBodyBytes).
 const (
 	ImportMaxLines = 500
 	ImportMaxBytes = 1 << 20

@@ -19,7 +19,7 @@ import (
 
 // dlqImport serves POST /admin/dlq/import: the body is NDJSON as GET
 // /admin/dlq/export?format=ndjson&include_raw=true writes it, at most
-// dlq.ImportMaxLines lines and MaxBodyBytes, every line of one database.
+// relocation.ImportMaxLines lines and MaxBodyBytes, every line of one database.
 // One batch: every line is written or skipped (already there), or, for a
 // bad line, nothing is.
 func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
@@ -50,7 +50,7 @@ func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// dlqRelease serves POST /admin/dlq/release (dlq.Release).
+// dlqRelease serves POST /admin/dlq/release (relocation.Release).
 func (a *API) dlqRelease(w http.ResponseWriter, r *http.Request) error {
 	var p relocation.ReleaseParams
 	if err := decodeJSON(w, r, &p); err != nil {

@@ -148,7 +148,7 @@ func importBody(t *testing.T, api *API, hdr map[string]string, body string) (int
 	return rec.Code, "", imported
 }
 
-// The limits of one import are inclusive: exactly dlq.ImportMaxLines lines
+// The limits of one import are inclusive: exactly relocation.ImportMaxLines lines
 // and exactly MaxBodyBytes bytes are taken; one line more is a 400
 // TOO_MANY_LINES, one byte more a 413 PAYLOAD_TOO_LARGE, and a refused
 // request writes nothing.
