@@ -17,7 +17,7 @@
 // While a move is under way the rest of redrive holds still around it
 // (package dlq: Databases.Frozen, Databases.Elsewhere and the captures that
 // continue a row left in the old database); docs/operations.md "Move a
-// pipeline to its own database" tells the whole story. Every state change here is one
-// statement or one D1 batch, and the counts (dlq_tally, dlq_activity,
-// dlq_signatures) move with the rows in the same batch.
+// pipeline to its own database" tells the whole story. Every state change
+// here is one statement or one D1 batch, and the counts (dlq_tally,
+// dlq_activity, dlq_signatures) move with the rows in the same batch.
 package relocation
