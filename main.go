@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -38,10 +39,6 @@ import (
 // means "dev". It has no initializer: TinyGo's -X sets only the variable's
 // static value, which a package initializer would then overwrite.
 var version string
-
-// e2eJSProduceQueue is where the e2e tests command the JavaScript worker
-// (e2e/jsconsumer) to produce (bound only in wrangler.jsonc's env.e2e).
-const e2eJSProduceQueue = "e2e-js-produce"
 
 func main() {
 	start()
@@ -213,27 +210,16 @@ func (w worker) api() *handlers.API {
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
 	}
 	if cfg.DevRoutes {
-		// Every queue of these this configuration binds a producer for: the
-		// top level binds the main queue and the DLQ, the e2e environment
-		// the e2e ones, the bench environment the DLQs of bench1..bench4.
-		dev := platform.Sender{Bindings: map[string]string{}}
-		for q, binding := range w.pipelines.Bindings {
-			dev.Bindings[q] = binding
-		}
-		for q, binding := range map[string]string{
-			queue.EnrichmentDLQ: "DEV_DLQ_QUEUE",
-			"e2e-unrouted":      "E2E_UNROUTED_QUEUE",
-			e2eJSProduceQueue:   "E2E_JS_PRODUCE_QUEUE",
-			"e2e-orders-dlq":    "E2E_ORDERS_DLQ_QUEUE",
-			"e2e-tickets-dlq":   "E2E_TICKETS_DLQ_QUEUE",
-			"bench1-dlq":        "BENCH1_DLQ_QUEUE",
-			"bench2-dlq":        "BENCH2_DLQ_QUEUE",
-			"bench3-dlq":        "BENCH3_DLQ_QUEUE",
-			"bench4-dlq":        "BENCH4_DLQ_QUEUE",
-		} {
-			if platform.HasBinding(binding) {
-				dev.Bindings[q] = binding
+		// The pipelines' main queues and the queues DEV_SEND_QUEUES names
+		// (by default the beer DLQ; wrangler.jsonc's test environments name
+		// their own), each whose binding is present.
+		dev := platform.Sender{Bindings: maps.Clone(w.pipelines.Bindings)}
+		for q, binding := range cfg.DevSendQueues {
+			if !platform.HasBinding(binding) {
+				w.log.Error("config: a DEV_SEND_QUEUES binding is missing; POST /__dev/send refuses its queue", "queue", q, "binding", binding)
+				continue
 			}
+			dev.Bindings[q] = binding
 		}
 		api.DevSender = dev
 	}

@@ -93,6 +93,10 @@ type Config struct {
 
 	// DevRoutes is var DEV_ROUTES.
 	DevRoutes bool
+	// DevSendQueues is var DEV_SEND_QUEUES: the queues POST /__dev/send
+	// may send to besides the pipelines' main queues, each with its
+	// producer binding (config/devsend.go).
+	DevSendQueues map[string]string
 
 	// Pipelines is var PIPELINES: the queues whose dead letters redrive
 	// captures, each validated (config/pipelines.go); the beer pipeline
@@ -158,6 +162,8 @@ func (l *loader) load() Config {
 	}
 	var problems []error
 	c.Pipelines, problems = ParsePipelines(l.str("PIPELINES", ""), c.AlertPendingThreshold, c.AlertOldestPending, c.DLQRetention)
+	l.problems = append(l.problems, problems...)
+	c.DevSendQueues, problems = ParseDevSendQueues(l.str("DEV_SEND_QUEUES", DefaultDevSendQueues))
 	l.problems = append(l.problems, problems...)
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {
 		l.problems = append(l.problems, fmt.Errorf("ENRICHMENT_BACKOFF_BASE_SECONDS (%s) exceeds ENRICHMENT_BACKOFF_MAX_SECONDS (%s); using the max as base",

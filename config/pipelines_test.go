@@ -6,6 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tailscale/hujson"
+
+	"github.com/redrive/redrive/internal/wranglerconfig"
 )
 
 const ordersEntry = `{"name":"orders","queue":"e2e-orders","dlq":"e2e-orders-dlq","producer":"E2E_ORDERS_QUEUE","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":50,"alert_oldest_hours":12,"retention_days":14}`
@@ -215,12 +219,18 @@ func TestREADMEAddYourOwnQueue(t *testing.T) {
 	if !ok {
 		t.Fatal("no PIPELINES entry in the section")
 	}
-	value, _, _ = strings.Cut(value, "\n")
-	var js string
-	if err := json.Unmarshal([]byte(value), &js); err != nil {
+	// The entry as written in wrangler.jsonc vars (an array, or its JSON
+	// in a string), read as the worker reads it.
+	value, _, _ = strings.Cut(value, "\n```")
+	std, err := hujson.Standardize([]byte(`{"PIPELINES": ` + value + `}`))
+	if err != nil {
 		t.Fatalf("PIPELINES value %s: %v", value, err)
 	}
-	ps, problems := ParsePipelines(js, 100, time.Hour, 24*time.Hour)
+	var vars wranglerconfig.Vars
+	if err := json.Unmarshal(std, &vars); err != nil {
+		t.Fatalf("PIPELINES value %s: %v", value, err)
+	}
+	ps, problems := ParsePipelines(vars["PIPELINES"], 100, time.Hour, 24*time.Hour)
 	if len(problems) != 0 || len(ps) != 2 || ps[1].Name != "orders" || ps[1].Consumer != ConsumerExternal {
 		t.Errorf("README's PIPELINES: %+v %v", ps, problems)
 	}

@@ -1,9 +1,17 @@
 package config
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tailscale/hujson"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/internal/wranglerconfig"
@@ -81,6 +89,44 @@ func TestWranglerPipelinesAreBound(t *testing.T) {
 	}
 }
 
+// In every environment of wrangler.jsonc, each queue of DEV_SEND_QUEUES (its
+// default at the top level) is sent to through a producer binding of that
+// queue; the e2e and bench environments name the queues their tests send
+// to through POST /__dev/send.
+func TestWranglerDevSendQueuesAreBound(t *testing.T) {
+	root, err := sqlitetest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := wranglerconfig.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"":      {"beer-enrichment-dlq"},
+		"e2e":   {"beer-enrichment-dlq", "e2e-js-produce", "e2e-orders-dlq", "e2e-tickets-dlq", "e2e-unrouted"},
+		"bench": {"beer-enrichment-dlq", "bench1-dlq", "bench2-dlq", "bench3-dlq", "bench4-dlq"},
+	}
+	for name, env := range cfg.All() {
+		c, _ := Load(func(k string) string { return env.Vars[k] })
+		var queues []string
+		for q, binding := range c.DevSendQueues {
+			queues = append(queues, q)
+			bound := false
+			for _, pr := range env.Queues.Producers {
+				bound = bound || (pr.Binding == binding && pr.Queue == q)
+			}
+			if !bound {
+				t.Errorf("env %q: DEV_SEND_QUEUES: no producer %s of %s", name, binding, q)
+			}
+		}
+		slices.Sort(queues)
+		if w, ok := want[name]; ok && !slices.Equal(queues, w) {
+			t.Errorf("env %q: DEV_SEND_QUEUES has %v, want %v", name, queues, w)
+		}
+	}
+}
+
 // In every environment of wrangler.jsonc, each pipeline's database is a
 // D1 binding of that environment (DB, the shared one, in every
 // environment); the e2e environment keeps every pipeline on DB and binds
@@ -114,5 +160,86 @@ func TestWranglerPipelineDatabasesAreBound(t *testing.T) {
 		if name == "e2e" && (!bound["TICKETS_DB"] || got["tickets"] != SharedDatabase || got["beers"] != SharedDatabase || got["orders"] != SharedDatabase || got["js"] != SharedDatabase) {
 			t.Errorf("env e2e: databases %v", got)
 		}
+	}
+}
+
+// wrangler.jsonc writes its structured vars (PIPELINES, DEV_SEND_QUEUES) as
+// JSON, not as JSON escaped in a string; the string form still works: in
+// every environment, each structured var given as a string holding the same
+// JSON loads the same Config as the JSON value.
+func TestWranglerStructuredVarsEitherForm(t *testing.T) {
+	root, err := sqlitetest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "wrangler.jsonc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	std, err := hujson.Standardize(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rawEnv struct {
+		Vars map[string]json.RawMessage `json:"vars"`
+	}
+	var raw struct {
+		rawEnv
+		Env map[string]rawEnv `json:"env"`
+	}
+	if err := json.Unmarshal(std, &raw); err != nil {
+		t.Fatal(err)
+	}
+	envs := map[string]rawEnv{"": raw.rawEnv}
+	for name, e := range raw.Env {
+		envs[name] = e
+	}
+	path := filepath.Join(t.TempDir(), "wrangler.jsonc")
+	load := func(vars map[string]json.RawMessage) Config {
+		t.Helper()
+		b, err := json.Marshal(map[string]any{"vars": vars})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := wranglerconfig.LoadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, problems := Load(func(k string) string { return cfg.Vars[k] })
+		if len(problems) != 0 {
+			t.Errorf("%s: %v", b, problems)
+		}
+		return c
+	}
+	structured := 0
+	for name, e := range envs {
+		for _, v := range []string{"PIPELINES", "DEV_SEND_QUEUES"} {
+			value, ok := e.Vars[v]
+			if !ok {
+				continue
+			}
+			if value[0] != '[' && value[0] != '{' {
+				t.Errorf("env %q: %s is %.20s..., want it written as JSON (an array or object), not in a string", name, v, value)
+				continue
+			}
+			structured++
+			asJSON := load(e.Vars)
+			text, err := json.Marshal(string(value)) // the same JSON, as written, in a string
+			if err != nil {
+				t.Fatal(err)
+			}
+			vars := maps.Clone(e.Vars)
+			vars[v] = text
+			asString := load(vars)
+			if !reflect.DeepEqual(asJSON, asString) {
+				t.Errorf("env %q: %s as JSON and as a string load different configs:\n%+v\n%+v", name, v, asJSON, asString)
+			}
+		}
+	}
+	if structured < 4 {
+		t.Errorf("checked %d structured vars, want PIPELINES and DEV_SEND_QUEUES of env.e2e and env.bench", structured)
 	}
 }

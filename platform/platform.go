@@ -19,8 +19,26 @@ import (
 	"github.com/redrive/redrive/queue"
 )
 
-// Getenv reads a var or secret of the current call's env ("" when unset).
-func Getenv(name string) string { return cloudflare.Getenv(name) }
+// Getenv reads a var or secret of the current call's env ("" when unset or
+// null). A var written in wrangler.jsonc as JSON other than a string (an
+// array, an object, a number) reaches env parsed: Getenv returns its JSON
+// text (JSON.stringify), which config reads as it reads a string holding
+// that JSON (cloudflare.Getenv would return "<object>" for it).
+func Getenv(name string) string {
+	v := cloudflare.GetBinding(name)
+	switch v.Type() {
+	case js.TypeUndefined, js.TypeNull:
+		return ""
+	case js.TypeString:
+		return v.String()
+	}
+	// A JSON var's value always stringifies (stringify gives undefined only
+	// for what JSON cannot hold, such as a function).
+	if text := jsonObj.Call("stringify", v); text.Type() == js.TypeString {
+		return text.String()
+	}
+	return ""
+}
 
 // HasBinding reports whether env has a binding (or var) of that name.
 func HasBinding(name string) bool { return !cloudflare.GetBinding(name).IsUndefined() }

@@ -3,6 +3,7 @@
 package wranglerconfig
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -40,7 +41,35 @@ type Env struct {
 	Triggers struct {
 		Crons []string `json:"crons"`
 	} `json:"triggers"`
-	Vars map[string]string `json:"vars"`
+	Vars Vars `json:"vars"`
+}
+
+// Vars are an environment's vars as the worker reads them (platform.Getenv):
+// a string as it is, any other JSON value (PIPELINES written as an array)
+// as its compact JSON text, as JSON.stringify gives it.
+type Vars map[string]string
+
+// UnmarshalJSON reads a vars object whose values are strings or any JSON.
+func (v *Vars) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := Vars{}
+	for name, value := range raw {
+		var s string
+		if err := json.Unmarshal(value, &s); err == nil {
+			out[name] = s
+			continue
+		}
+		var text bytes.Buffer
+		if err := json.Compact(&text, value); err != nil {
+			return fmt.Errorf("var %s: %w", name, err)
+		}
+		out[name] = text.String()
+	}
+	*v = out
+	return nil
 }
 
 // Config is wrangler.jsonc: the top-level environment and the named ones.

@@ -52,3 +52,41 @@ func TestCheckDeployableRefusesDevRoutes(t *testing.T) {
 		}
 	}
 }
+
+// A var is read as the worker reads it (platform.Getenv): a string as it
+// is, a structured value (PIPELINES as a JSON array) as its compact JSON
+// text; null as unset.
+func TestVarsOfAnyJSONValueAreText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wrangler.jsonc")
+	src := `{
+  "vars": {
+    "A": "[1, 2]", // a string stays as written
+    "B": [ {"name": "x", "labels": [ ]}, 2, ],
+    "C": {"q": "BINDING"},
+    "D": 30,
+    "E": null,
+  },
+}`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Vars{"A": "[1, 2]", "B": `[{"name":"x","labels":[]},2]`, "C": `{"q":"BINDING"}`, "D": "30", "E": ""}
+	if len(cfg.Vars) != len(want) {
+		t.Fatalf("vars %q, want %q", cfg.Vars, want)
+	}
+	for k, v := range want {
+		if cfg.Vars[k] != v {
+			t.Errorf("var %s = %q, want %q", k, cfg.Vars[k], v)
+		}
+	}
+	if err := os.WriteFile(path, []byte(`{"vars": ["not", "an object"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFile(path); err == nil {
+		t.Error("vars that are not an object loaded")
+	}
+}
