@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/consume"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/jobs"
@@ -300,20 +301,20 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	consumer := w.enrichmentConsumer()
 	keyProbe := &enrichment.KeyProbe{Provider: consumer.Provider, Breaker: consumer.Breaker(), Quota: consumer.Quota()}
 	// Every job and alert of the DLQ's rows runs once per database
-	// (dlq.Upkeep): the shared one's under the names of before, another's
+	// (upkeep.Schedule): the shared one's under the names of before, another's
 	// as <job>:<binding>; job_runs and alert_state stay in DB.
-	upkeep := dlq.Upkeep{DBs: w.dbs, Pipelines: cfg.Pipelines,
-		Rescue: dlq.Rescue{Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
+	sched := upkeep.Schedule{DBs: w.dbs, Pipelines: cfg.Pipelines,
+		Rescue: upkeep.Rescue{Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 		Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{Sender: w.sender,
 			Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}},
-		Retention: dlq.Retention{Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
+		Retention: upkeep.Retention{Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 			AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{ChunkRows: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
-		AuditRetention:        dlq.AuditRetention{MaxAge: cfg.AuditRetention, Limits: limits},
+		AuditRetention:        upkeep.AuditRetention{MaxAge: cfg.AuditRetention, Limits: limits},
 		AlertPendingThreshold: cfg.AlertPendingThreshold, AlertOldestPending: cfg.AlertOldestPending,
 		RepeatMaxReplays: 2, RetentionBehindAfter: cfg.RetentionBehindAlert,
 	}
-	retentions, auditRetentions := upkeep.Retentions(), upkeep.AuditRetentions()
-	frequent := append(upkeep.Rescues(), upkeep.ReplayTaskJobs()...)
+	retentions, auditRetentions := sched.Retentions(), sched.AuditRetentions()
+	frequent := append(sched.Rescues(), sched.ReplayTaskJobs()...)
 	frequent = append(frequent, &enrichment.CatchUp{DB: db, Log: log, Sender: w.sender, MaxAttempts: cfg.EnrichmentMaxAttempts,
 		LostAfter: cfg.EnrichmentQueuedStuck, Limits: limits, Configured: cfg.EnrichmentAPIKey != "", KeyProbe: keyProbe})
 	var daily []jobs.Job
@@ -326,13 +327,13 @@ func (w worker) cronRouter() *jobs.CronRouter {
 		frequent, daily = append(frequent, jobs.WhileMore{Job: a, Runs: runs}), append(daily, a)
 	}
 	// Pending-high and oldest-pending per pipeline (the beer pipeline's keep their names).
-	conditions := append(upkeep.PipelineAlerts(), upkeep.RowAlerts()...)
+	conditions := append(sched.PipelineAlerts(), sched.RowAlerts()...)
 	conditions = append(conditions, alerts.JobFailing{DB: db}, enrichment.BreakerOpenCondition(db), enrichment.AuthFailingCondition(db))
-	conditions = append(conditions, upkeep.RetentionBehindAlerts()...)
+	conditions = append(conditions, sched.RetentionBehindAlerts()...)
 	frequent = append(frequent, &alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder,
-		Conditions: conditions, Announcers: upkeep.Announcers()})
+		Conditions: conditions, Announcers: sched.Announcers()})
 	// After retention: counts what it deleted again (dlq_tally, dlq_activity).
-	daily = append(daily, upkeep.TallyChecks()...)
+	daily = append(daily, sched.TallyChecks()...)
 	return &jobs.CronRouter{Log: log, Recorder: runs, Meter: w.meter, Jobs: map[string][]jobs.Job{
 		jobs.Frequent: frequent,
 		jobs.Daily:    daily,

@@ -72,7 +72,7 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bulkack", 250, 2, 1_700_000_000_000)
-	insert(t, db, adminRow{beerID: "keep", beerName: "Keep Me", failedAt: 1})
+	insert(t, db, adminRow{BeerID: "keep", BeerName: "Keep Me", FailedAt: 1})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
 	f := &Filter{Q: "bulkack-"}
 	before := snapshot(t, db)
@@ -110,7 +110,7 @@ func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 
 func TestAcknowledgeRejectsBadInput(t *testing.T) {
 	db := sqlitetest.New(t)
-	insert(t, db, adminRow{beerID: "1", failedAt: 1})
+	insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
 	before := snapshot(t, db)
 	many := make([]int64, 101)
 	for i := range many {
@@ -163,7 +163,7 @@ func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
 // replay lists replayed_ids); the bulk form has none.
 func TestAcknowledgedIDsAlwaysInTheIDsForm(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, status: StatusAcknowledged})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, Status: StatusAcknowledged})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}
 	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}})
 	if err != nil {
@@ -202,7 +202,7 @@ func (r firstResult) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.
 // JSON and counts without has_more.
 func TestBulkAcknowledgeRejectsCountsItCannotRead(t *testing.T) {
 	db := sqlitetest.New(t)
-	insert(t, db, adminRow{beerID: "1", failedAt: 1})
+	insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
 	for _, first := range []string{`[]`, `[{"Counts":"{\"has_more\":true}"},{"Counts":"{\"has_more\":true}"}]`, `not json`,
 		`[{"Counts":"{"}]`, `[{"Counts":"{\"requested_count\":0,\"acknowledged_count\":1}"}]`} {
 		t.Run(first, func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // accepted (one more is refused: TestAcknowledgeRejectsBadInput).
 func TestAcknowledgeNoteOfExactlyTheMaximum(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100}
 	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, Note: strings.Repeat("n", MaxNoteLength)})
 	if err != nil || res.AcknowledgedCount != 1 {
@@ -58,7 +58,7 @@ func TestListLastFullPageAndTheCountBound(t *testing.T) {
 // The detail's id range starts at 1: the first row reads back.
 func TestDetailOfTheFirstID(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "first", failedAt: 1})
+	ids := insert(t, db, adminRow{BeerID: "first", FailedAt: 1})
 	if ids[0] != 1 {
 		t.Fatalf("first id %d", ids[0])
 	}
@@ -88,7 +88,7 @@ func TestAuditLastFullPage(t *testing.T) {
 func TestTimeSeriesLeavesOutHoursAfterNow(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock()
-	insert(t, db, adminRow{beerID: "now", failedAt: now.UnixMilli()}, adminRow{beerID: "later", failedAt: now.Add(time.Hour).UnixMilli()})
+	insert(t, db, adminRow{BeerID: "now", FailedAt: now.UnixMilli()}, adminRow{BeerID: "later", FailedAt: now.Add(time.Hour).UnixMilli()})
 	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
 	if err != nil || s.Total != 1 || s.Hourly[SeriesHours-1].Failures != 1 {
 		t.Fatalf("total %d, last hour %+v (%v)", s.Total, s.Hourly[SeriesHours-1], err)

@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -539,99 +534,6 @@ func FuzzCaptureBody(f *testing.F) {
 		}
 	})
 }
-
-// schemaFile returns a file database with schema.sql applied and its DSN,
-// for a test that opens it a second time through a wrapping driver.
-func schemaFile(t *testing.T) (*sql.DB, string) {
-	t.Helper()
-	dsn := "file:" + filepath.Join(t.TempDir(), "db.sqlite") + "?_pragma=busy_timeout(5000)"
-	plain, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { plain.Close() })
-	root, _ := sqlitetest.Root()
-	schema, err := os.ReadFile(filepath.Join(root, "schema.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, plain, string(schema))
-	return plain, dsn
-}
-
-// flakyDB returns a SQLite database twice: plain, and through a driver whose
-// statements fail (like an unavailable D1) once ok statements have run; and
-// the number of statements the flaky one was asked to run.
-func flakyDB(t *testing.T, ok int64) (*sql.DB, *sql.DB, *atomic.Int64) {
-	t.Helper()
-	plain, dsn := schemaFile(t)
-	stmts := &atomic.Int64{}
-	flaky := sql.OpenDB(flakyConnector{drv: plain.Driver(), dsn: dsn, ok: ok, n: stmts})
-	t.Cleanup(func() { flaky.Close() })
-	return plain, flaky, stmts
-}
-
-type flakyConnector struct {
-	drv driver.Driver
-	dsn string
-	ok  int64
-	n   *atomic.Int64
-}
-
-func (c flakyConnector) Connect(context.Context) (driver.Conn, error) {
-	conn, err := c.drv.Open(c.dsn)
-	if err != nil {
-		return nil, err
-	}
-	return &flakyConn{Conn: conn, c: c}, nil
-}
-
-func (c flakyConnector) Driver() driver.Driver { return c.drv }
-
-// flakyConn counts D1 round trips and fails every one after the first ok:
-// a statement, or a transaction (how sqlbatch.Tx runs what the worker sends
-// as one D1 batch) as a whole.
-type flakyConn struct {
-	driver.Conn
-	c    flakyConnector
-	inTx bool
-}
-
-func (f *flakyConn) trip() error {
-	if f.c.n.Add(1) > f.c.ok {
-		return errors.New("D1_ERROR: Network connection lost")
-	}
-	return nil
-}
-
-func (f *flakyConn) Prepare(query string) (driver.Stmt, error) {
-	if !f.inTx {
-		if err := f.trip(); err != nil {
-			return nil, err
-		}
-	}
-	return f.Conn.Prepare(query)
-}
-
-func (f *flakyConn) Begin() (driver.Tx, error) {
-	if err := f.trip(); err != nil {
-		return nil, err
-	}
-	tx, err := f.Conn.Begin() //nolint:staticcheck // the wrapped driver's Begin is what database/sql calls
-	if err != nil {
-		return nil, err
-	}
-	f.inTx = true
-	return flakyTx{tx, f}, nil
-}
-
-type flakyTx struct {
-	driver.Tx
-	f *flakyConn
-}
-
-func (t flakyTx) Commit() error   { t.f.inTx = false; return t.Tx.Commit() }
-func (t flakyTx) Rollback() error { t.f.inTx = false; return t.Tx.Rollback() }
 
 var _ queue.Message = (*queuetest.Message)(nil)
 

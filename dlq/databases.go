@@ -265,7 +265,7 @@ func (d Databases) CheckNotMoving(ctx context.Context, db Database, ids []int64)
 	list, _ := json.Marshal(ids)
 	var q sql.NullString
 	err := db.DB.QueryRowContext(ctx, `SELECT source_queue FROM dlq_messages WHERE id IN (SELECT value FROM json_each(?))
-		AND source_queue IN (SELECT value FROM json_each(?)) LIMIT 1`, string(list), jsonList(frozen)).Scan(&q)
+		AND source_queue IN (SELECT value FROM json_each(?)) LIMIT 1`, string(list), JSONList(frozen)).Scan(&q)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -411,8 +411,8 @@ func JobName(base, binding string) string {
 	return base + ":" + binding
 }
 
-// runsDB is the database of job_runs: runs, else db.
-func runsDB(runs, db *sql.DB) *sql.DB {
+// RunsDB is the database of job_runs: runs, else db.
+func RunsDB(runs, db *sql.DB) *sql.DB {
 	if runs != nil {
 		return runs
 	}

@@ -52,7 +52,7 @@ func TestIDBaseSeparatesDatabases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seed(t, db, row{msgID: "m1", beerID: "b", status: "pending", failedAt: time.Now()})
+	seed(t, db, row{MsgID: "m1", BeerID: "b", Status: "pending", FailedAt: time.Now()})
 	if got := count(t, db, `SELECT id FROM dlq_messages`); got != b+1 {
 		t.Errorf("first row's id %d, want the base + 1 (%d)", got, b+1)
 	}
@@ -108,9 +108,9 @@ func TestHoldingAndOfFilterRouteOrRefuse(t *testing.T) {
 		}
 	}
 	now := time.Now()
-	seed(t, shared, row{msgID: "s1", beerID: "b", status: "pending", failedAt: now})
-	seed(t, o, row{msgID: "o1", beerID: "b", status: "pending", failedAt: now}, row{msgID: "o2", beerID: "b", status: "pending", failedAt: now})
-	seed(t, tk, row{msgID: "t1", beerID: "b", status: "pending", failedAt: now})
+	seed(t, shared, row{MsgID: "s1", BeerID: "b", Status: "pending", FailedAt: now})
+	seed(t, o, row{MsgID: "o1", BeerID: "b", Status: "pending", FailedAt: now}, row{MsgID: "o2", BeerID: "b", Status: "pending", FailedAt: now})
+	seed(t, tk, row{MsgID: "t1", BeerID: "b", Status: "pending", FailedAt: now})
 	s1 := count(t, shared, `SELECT id FROM dlq_messages`)
 	o1, o2 := count(t, o, `SELECT MIN(id) FROM dlq_messages`), count(t, o, `SELECT MAX(id) FROM dlq_messages`)
 	t1 := count(t, tk, `SELECT id FROM dlq_messages`)

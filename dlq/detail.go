@@ -191,7 +191,7 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 		if sigGroup.Valid {
 			_ = json.Unmarshal([]byte(sigGroup.String), &rs)
 		}
-		rs.ReplayWillFail = replayWillFail(rs.Class)
+		rs.ReplayWillFail = ReplayWillFail(rs.Class)
 		out.Signature = &rs
 	}
 	return k, nil

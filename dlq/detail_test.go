@@ -16,8 +16,8 @@ import (
 func TestDetailReadsEveryFieldAndTheBody(t *testing.T) {
 	db := sqlitetest.New(t)
 	body := `{"beer_id":"1","beer_name":"<img src=x onerror=alert(1)>"}`
-	ids := insert(t, db, adminRow{beerID: "1", beerName: "<img src=x onerror=alert(1)>", brewer: "Acme",
-		reason: "permanent: <script>x</script>", failedAt: 1_700_000_000_000, raw: body, contentType: "json"})
+	ids := insert(t, db, adminRow{BeerID: "1", BeerName: "<img src=x onerror=alert(1)>", Brewer: "Acme",
+		Reason: "permanent: <script>x</script>", FailedAt: 1_700_000_000_000, Raw: body, ContentType: "json"})
 	d, err := Detail{DB: db}.Read(ctx, ids[0])
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +49,9 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock().UnixMilli()
 	ids := insert(t, db,
-		adminRow{beerID: "a", failedAt: now - 10},
-		adminRow{beerID: "b", failedAt: now - 20},
-		adminRow{beerID: "c", failedAt: now - 30},
+		adminRow{BeerID: "a", FailedAt: now - 10},
+		adminRow{BeerID: "b", FailedAt: now - 20},
+		adminRow{BeerID: "c", FailedAt: now - 30},
 	)
 	ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
 	by := Requester{RequestID: "r1", KeyFingerprint: "fp"}
@@ -138,7 +138,7 @@ func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 // nearest REAL, is not found rather than read as its neighbour.
 func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "one", failedAt: 1}, adminRow{beerID: "max", failedAt: 1}, adminRow{beerID: "past", failedAt: 1})
+	ids := insert(t, db, adminRow{BeerID: "one", FailedAt: 1}, adminRow{BeerID: "max", FailedAt: 1}, adminRow{BeerID: "past", FailedAt: 1})
 	for i, id := range []int64{1, 1<<53 - 1, 1 << 53} {
 		mustExec(t, db, `UPDATE dlq_messages SET id = ? WHERE id = ?`, strconv.FormatInt(id, 10), ids[i])
 	}
@@ -159,7 +159,7 @@ func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
 // finished_at is null exactly while an action has not finished.
 func TestDetailReplaysAndFinishedAt(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "a", failedAt: 1})
+	ids := insert(t, db, adminRow{BeerID: "a", FailedAt: 1})
 	if d, err := (Detail{DB: db}).Read(ctx, ids[0]); err != nil || !strings.Contains(mustJSON(d), `"replays":[]`) {
 		t.Fatalf("no replays: %s, %v", mustJSON(d), err)
 	}
@@ -210,7 +210,7 @@ func TestDetailReplaysAndFinishedAt(t *testing.T) {
 func TestDetailBoundsAndVersion(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock().UnixMilli()
-	ids := insert(t, db, adminRow{beerID: "v", failedAt: now})
+	ids := insert(t, db, adminRow{BeerID: "v", FailedAt: now})
 	if _, err := db.Exec(`UPDATE dlq_messages SET version = 'v42' WHERE id = ?`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestDetailBoundsAndVersion(t *testing.T) {
 	// relatedLimit+2 rows of the same lineage: relatedLimit are listed.
 	rows := make([]adminRow, relatedLimit+2)
 	for i := range rows {
-		rows[i] = adminRow{beerID: "v", failedAt: now - int64(i+1)}
+		rows[i] = adminRow{BeerID: "v", FailedAt: now - int64(i+1)}
 	}
 	more := insert(t, db, rows...)
 	for _, id := range append(more, ids[0]) {

@@ -62,7 +62,7 @@ func TestFilterOfEveryStatusReadsStatusRanges(t *testing.T) {
 // version, or on an unknown one (NULL: captured before versions were stamped).
 func TestFilterVersionNotKeepsOtherAndUnknownVersions(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "v1", failedAt: 3}, adminRow{beerID: "v2", failedAt: 2}, adminRow{beerID: "none", failedAt: 1})
+	ids := insert(t, db, adminRow{BeerID: "v1", FailedAt: 3}, adminRow{BeerID: "v2", FailedAt: 2}, adminRow{BeerID: "none", FailedAt: 1})
 	if _, err := db.Exec(`UPDATE dlq_messages SET version = CASE id WHEN ? THEN 'v1' WHEN ? THEN 'v2' END`, ids[0], ids[1]); err != nil {
 		t.Fatal(err)
 	}

@@ -106,8 +106,8 @@ type GroupsPage struct {
 	HasMore    bool    `json:"has_more"`
 }
 
-// replayWillFail reports whether failures of class fail again when replayed unchanged.
-func replayWillFail(class string) bool {
+// ReplayWillFail reports whether failures of class fail again when replayed unchanged.
+func ReplayWillFail(class string) bool {
 	return class == "permanent" || class == "poison"
 }
 
@@ -240,7 +240,7 @@ func scanGroup(rows *sql.Rows) (Group, error) {
 	if announced.Valid {
 		gr.AnnouncedAt = &announced.Int64
 	}
-	if gr.ReplayWillFail = replayWillFail(gr.Class); gr.ReplayWillFail {
+	if gr.ReplayWillFail = ReplayWillFail(gr.Class); gr.ReplayWillFail {
 		gr.Advice = "these failures are " + gr.Class + ": replaying them unchanged fails again; fix the cause or acknowledge them"
 	}
 	return gr, nil

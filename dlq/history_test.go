@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,27 +12,6 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
-
-// historyOf reads a row's history, dropped count, signature and version.
-func historyOf(t *testing.T, db *sql.DB, where string, args ...any) (entries []HistoryEntry, dropped int64, sig, version string) {
-	t.Helper()
-	var h, s, v *string
-	if err := db.QueryRow(`SELECT history, history_dropped, signature, version FROM dlq_messages WHERE `+where, args...).Scan(&h, &dropped, &s, &v); err != nil {
-		t.Fatal(err)
-	}
-	if h != nil {
-		if err := json.Unmarshal([]byte(*h), &entries); err != nil {
-			t.Fatalf("history %s: %v", *h, err)
-		}
-	}
-	if s != nil {
-		sig = *s
-	}
-	if v != nil {
-		version = *v
-	}
-	return entries, dropped, sig, version
-}
 
 func recordAttempts(t *testing.T, a Attempts, msgID string, from, to int, class, errText, version string, at time.Time) {
 	t.Helper()
@@ -236,37 +214,6 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Errorf("paging saw %d groups", len(seen))
-	}
-}
-
-// Retention deletes acknowledged and replayed rows without a trigger; the
-// daily dlq_tally job counts them again per signature.
-func TestTallyCheckRecountsSignatures(t *testing.T) {
-	db := sqlitetest.New(t)
-	var logs bytes.Buffer
-	c := newCapture(db, &logs)
-	for i := 0; i < 6; i++ {
-		id := fmt.Sprintf("m%d", i)
-		if err := (Attempts{DB: db}).Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: fmt.Sprintf("status 50%d", i), At: t0}); err != nil {
-			t.Fatal(err)
-		}
-		consume(t, c, queuetest.New(id, beer(fmt.Sprint(i))))
-	}
-	if _, err := (Acknowledge{DB: db, BulkMax: 10, Clock: func() time.Time { return t0 }}).Run(ctx,
-		AcknowledgeRequest{Selection: Selection{IDs: []int64{1, 2, 3, 4}}}); err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, db, `DELETE FROM dlq_messages WHERE id IN (1, 2)`) // as retention does
-	mustExec(t, db, `INSERT INTO counters(name, value) VALUES (?, 2)`, CounterRetentionAge)
-	if _, err := (&TallyCheck{DB: db}).Run(ctx, t0.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	var p, a int64
-	if err := db.QueryRow(`SELECT pending, acknowledged FROM dlq_signatures`).Scan(&p, &a); err != nil {
-		t.Fatal(err)
-	}
-	if p != 2 || a != 2 || count(t, db, `SELECT COUNT(*) FROM dlq_signatures`) != 1 {
-		t.Errorf("pending %d acknowledged %d, want 2 and 2 in one signature", p, a)
 	}
 }
 

@@ -27,7 +27,7 @@ func decoded(t *testing.T, p Page) []Message {
 func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tie", 257, 4, 1_700_000_000_000) // groups of 4 rows share failed_at
-	insert(t, db, adminRow{beerID: "other", status: StatusAcknowledged, failedAt: 1_800_000_000_000})
+	insert(t, db, adminRow{BeerID: "other", Status: StatusAcknowledged, FailedAt: 1_800_000_000_000})
 	l := List{DB: db, Cursors: NewCursors("s")}
 	seen := map[int64]bool{}
 	var prev *Message
@@ -75,11 +75,11 @@ func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 func TestListFilters(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{beerID: "b1", beerName: "Hop Stoopid", brewer: "Lagunitas", reason: "transient: status 500", failedAt: 1000},
-		adminRow{beerID: "b2", beerName: "Pliny", brewer: "Russian River", reason: "permanent: 404", failedAt: 2000, source: "other-queue"},
-		adminRow{beerID: "b1", beerName: "Hop Stoopid", brewer: "Lagunitas", reason: "rate 100%_off", failedAt: 3000, status: StatusReplayed},
-		adminRow{beerID: "b3", beerName: "Zombie Dust", brewer: "3 Floyds", reason: "unparseable: x", failedAt: 4000, status: StatusAcknowledged},
-		adminRow{beerID: "b4", beerName: "Heady", brewer: "Alchemist", failedAt: 5000, status: StatusReplaying},
+		adminRow{BeerID: "b1", BeerName: "Hop Stoopid", Brewer: "Lagunitas", Reason: "transient: status 500", FailedAt: 1000},
+		adminRow{BeerID: "b2", BeerName: "Pliny", Brewer: "Russian River", Reason: "permanent: 404", FailedAt: 2000, Source: "other-queue"},
+		adminRow{BeerID: "b1", BeerName: "Hop Stoopid", Brewer: "Lagunitas", Reason: "rate 100%_off", FailedAt: 3000, Status: StatusReplayed},
+		adminRow{BeerID: "b3", BeerName: "Zombie Dust", Brewer: "3 Floyds", Reason: "unparseable: x", FailedAt: 4000, Status: StatusAcknowledged},
+		adminRow{BeerID: "b4", BeerName: "Heady", Brewer: "Alchemist", FailedAt: 5000, Status: StatusReplaying},
 	)
 	i64 := func(v int64) *int64 { return &v }
 	cases := []struct {
@@ -130,8 +130,8 @@ func TestListFilters(t *testing.T) {
 
 func TestListIncludeRawAndFields(t *testing.T) {
 	db := sqlitetest.New(t)
-	insert(t, db, adminRow{beerID: "b1", beerName: "IPA", failedAt: 10, raw: `{"beer_id":"b1"}`})
-	insert(t, db, adminRow{beerID: "b2", failedAt: 5})
+	insert(t, db, adminRow{BeerID: "b1", BeerName: "IPA", FailedAt: 10, Raw: `{"beer_id":"b1"}`})
+	insert(t, db, adminRow{BeerID: "b2", FailedAt: 5})
 	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'b2'`)
 	p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{IncludeRaw: true})
 	if err != nil {
@@ -291,9 +291,9 @@ func TestLongQSearchesEveryAction(t *testing.T) {
 		t.Fatalf("q is %d bytes", len(long))
 	}
 	ids := insert(t, db,
-		adminRow{beerID: "reason", beerName: "A", reason: "permanent: " + asciiUpper(long[:60]) + long[60:] + " (end)", failedAt: 3000},
-		adminRow{beerID: "name", beerName: "x" + long, failedAt: 2000},
-		adminRow{beerID: "other", beerName: "Ünïcode 100 off", brewer: strings.Repeat("_", 60), reason: strings.Repeat("%", 60), failedAt: 1000},
+		adminRow{BeerID: "reason", BeerName: "A", Reason: "permanent: " + asciiUpper(long[:60]) + long[60:] + " (end)", FailedAt: 3000},
+		adminRow{BeerID: "name", BeerName: "x" + long, FailedAt: 2000},
+		adminRow{BeerID: "other", BeerName: "Ünïcode 100 off", Brewer: strings.Repeat("_", 60), Reason: strings.Repeat("%", 60), FailedAt: 1000},
 	)
 	for _, c := range []struct {
 		q    string
@@ -359,12 +359,12 @@ func asciiUpper(s string) string {
 func TestListShowsContentType(t *testing.T) {
 	db := sqlitetest.New(t)
 	insert(t, db,
-		adminRow{beerID: "stored-text", failedAt: 6, raw: `{"beer_id":"x"}`, contentType: "text"},
-		adminRow{beerID: "stored-v8", failedAt: 5, raw: `{}`, contentType: "v8"},
-		adminRow{beerID: "legacy-json", failedAt: 4, raw: `[1]`},
-		adminRow{beerID: "legacy-text", failedAt: 3, raw: `hello`},
-		adminRow{beerID: "legacy-bytes", failedAt: 2, raw: `AAEC`, encoding: "base64"},
-		adminRow{beerID: "legacy-null", failedAt: 1},
+		adminRow{BeerID: "stored-text", FailedAt: 6, Raw: `{"beer_id":"x"}`, ContentType: "text"},
+		adminRow{BeerID: "stored-v8", FailedAt: 5, Raw: `{}`, ContentType: "v8"},
+		adminRow{BeerID: "legacy-json", FailedAt: 4, Raw: `[1]`},
+		adminRow{BeerID: "legacy-text", FailedAt: 3, Raw: `hello`},
+		adminRow{BeerID: "legacy-bytes", FailedAt: 2, Raw: `AAEC`, Encoding: "base64"},
+		adminRow{BeerID: "legacy-null", FailedAt: 1},
 	)
 	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'legacy-null'`)
 	p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{})
@@ -545,7 +545,7 @@ func TestListHalvesAPageOverD1sValueLimit(t *testing.T) {
 	db := sqlitetest.New(t)
 	body := strings.Repeat("x", 150_000)
 	for i := 0; i < 20; i++ {
-		insert(t, db, adminRow{beerID: fmt.Sprint("big-", i), raw: body, contentType: "text", failedAt: 1_700_000_000_000 + int64(i)})
+		insert(t, db, adminRow{BeerID: fmt.Sprint("big-", i), Raw: body, ContentType: "text", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
 	l := List{DB: db, Cursors: NewCursors("s")}
 	seen := map[int64]bool{}
@@ -587,14 +587,14 @@ func TestListTotalOfASignature(t *testing.T) {
 	}
 	var rows []adminRow
 	for i := 0; i < 3; i++ {
-		rows = append(rows, adminRow{beerID: fmt.Sprint("a", i), source: "qa", failedAt: 1_700_000_000_000 + int64(i)})
+		rows = append(rows, adminRow{BeerID: fmt.Sprint("a", i), Source: "qa", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
 	for i := 0; i < 2; i++ {
-		rows = append(rows, adminRow{beerID: fmt.Sprint("b", i), source: "qb", failedAt: 1_700_000_000_000 + int64(i)})
+		rows = append(rows, adminRow{BeerID: fmt.Sprint("b", i), Source: "qb", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
-	rows = append(rows, adminRow{beerID: "a-ack", source: "qa", status: StatusAcknowledged, failedAt: 1_700_000_000_000})
+	rows = append(rows, adminRow{BeerID: "a-ack", Source: "qa", Status: StatusAcknowledged, FailedAt: 1_700_000_000_000})
 	insert(t, db, rows...)
-	insert(t, db, adminRow{beerID: "other", source: "qa", failedAt: 1_700_000_000_000}) // no signature
+	insert(t, db, adminRow{BeerID: "other", Source: "qa", FailedAt: 1_700_000_000_000}) // no signature
 	if _, err := db.Exec(`UPDATE dlq_messages SET signature = ? WHERE beer_id != 'other'`, sig); err != nil {
 		t.Fatal(err)
 	}

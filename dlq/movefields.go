@@ -16,7 +16,7 @@ import (
 // source queue (Import), and POST /admin/dlq/release deletes from the old
 // database the rows the pipeline's own database holds (Release).
 
-// rowVersionSQL is a row's version as a move compares it: its updated_at,
+// RowVersionSQL is a row's version as a move compares it: its updated_at,
 // status and replay_count, as a JSON array. An import records the version
 // of each row it takes (moved_version); a release deletes an old row only
 // while it is still of the version its copy took.

@@ -49,7 +49,7 @@ func PipelineOfQueue(q string) (config.Pipeline, bool) {
 	return config.Pipeline{}, false
 }
 
-// pipelineQueue resolves a pipeline filter: its queue ("" for no filter,
+// PipelineQueue resolves a pipeline filter: its queue ("" for no filter,
 // name ""), or UNKNOWN_PIPELINE.
 func PipelineQueue(name string) (string, error) {
 	if name == "" {

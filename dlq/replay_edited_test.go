@@ -19,7 +19,7 @@ import (
 // sends the stored body and moves the key back.
 func TestReplayEditedSendsTheEditAndKeepsLineage(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, contentType: "json"}, adminRow{beerID: "2", failedAt: 2, raw: "plain", contentType: "text"})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ContentType: "json"}, adminRow{BeerID: "2", FailedAt: 2, Raw: "plain", ContentType: "text"})
 	var raw, origHash string
 	db.QueryRow(`SELECT raw_message, body_hash FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&raw, &origHash)
 	s := &queuetest.Sender{}
@@ -143,7 +143,7 @@ func TestReplayEditedLimitsAtTheirEdges(t *testing.T) {
 // edit's (which is the row's body_hash by then).
 func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, contentType: "json"})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ContentType: "json"})
 	var raw string
 	db.QueryRow(`SELECT raw_message FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&raw)
 	want := BodyHash(queue.JSON, raw)
@@ -169,7 +169,7 @@ func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
 // the result says it.
 func TestReplayEditedSendsWithItsDelay(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, contentType: "json"})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ContentType: "json"})
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(`{"beer_id":"1"}`), Note: "later", DelaySeconds: 90})
 	if err != nil || !res.Replayed || res.DelaySeconds != 90 {

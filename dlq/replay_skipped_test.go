@@ -12,9 +12,9 @@ import (
 func TestReplaySkipsRowsNotPendingBeforeLookingAtTheirBody(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{"v8":true}`, contentType: "v8", status: StatusAcknowledged},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{broken`, contentType: "json", status: StatusReplayed},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{"v8":true}`, contentType: "v8"},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{"v8":true}`, ContentType: "v8", Status: StatusAcknowledged},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "json", Status: StatusReplayed},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{"v8":true}`, ContentType: "v8"},
 	)
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})

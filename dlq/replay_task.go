@@ -276,7 +276,7 @@ func taskCond(f Filter, id, posFailedAt, posID int64, frozen []string) (string, 
 		// A task whose filter names no pipeline (made while one database
 		// was bound) skips the rows of pipelines stored elsewhere.
 		cond += ` AND +source_queue NOT IN (SELECT value FROM json_each(?))`
-		args = append(args, jsonList(frozen))
+		args = append(args, JSONList(frozen))
 	}
 	return cond, args
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq/dlqtest"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -39,7 +40,7 @@ type propSender struct {
 func (s *propSender) SendBatch(ctx context.Context, q string, msgs []queue.Outgoing) error {
 	now := s.clock.Now().UnixMilli()
 	defer func() {
-		s.clock.add(time.Duration(s.rng.IntN(1500)) * time.Millisecond)
+		s.clock.Add(time.Duration(s.rng.IntN(1500)) * time.Millisecond)
 		if s.mid != nil && s.rng.IntN(3) == 0 {
 			s.mid()
 			s.mid = nil
@@ -92,7 +93,7 @@ var taskPropertySequences = 200
 func taskSequence(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 29))
 	db := sqlitetest.New(t)
-	clk := &taskClock{t: taskT0}
+	clk := dlqtest.NewTaskClock(taskT0)
 	snd := &propSender{clock: clk, rng: rng, db: db, sent: map[int64][]int64{}, at: map[int64][]int64{}}
 	ts := newTasks(db, snd, taskT0)
 	ts.Replay.Clock = clk.Now
@@ -168,7 +169,7 @@ func taskSequence(t *testing.T, seed uint64) {
 				cron = cron.Add(5 * time.Minute)
 			}
 			if at := cron.Add(lag); at.After(clk.Now()) { // real time never goes back
-				clk.set(at)
+				clk.Set(at)
 			}
 			what = fmt.Sprintf("cron(+%s)", lag)
 			for _, id := range tasks {
@@ -244,7 +245,7 @@ func taskSequence(t *testing.T, seed uint64) {
 			}
 			what = fmt.Sprint("ack", ids)
 		}
-		clk.add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+		clk.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
 		trace = append(trace, what)
 		checkTasks(t, db, snd, tasks, fail)
 		checkCounts(t, db, 0, strings.Join(trace, " "))

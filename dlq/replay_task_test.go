@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq/dlqtest"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
@@ -34,7 +35,7 @@ func seedPending(t *testing.T, db *sql.DB, n int, failedAt int64) []int64 {
 	t.Helper()
 	rows := make([]adminRow, n)
 	for i := range rows {
-		rows[i] = adminRow{beerID: fmt.Sprint(i), beerName: fmt.Sprintf("Beer %d", i), failedAt: failedAt + int64(i)}
+		rows[i] = adminRow{BeerID: fmt.Sprint(i), BeerName: fmt.Sprintf("Beer %d", i), FailedAt: failedAt + int64(i)}
 	}
 	return insert(t, db, rows...)
 }
@@ -359,31 +360,6 @@ func TestReplayTaskDerivesRemainingAndFinish(t *testing.T) {
 	}
 }
 
-// taskClock is a test clock that moves only when told (as the Workers
-// runtime's clock moves only across I/O).
-type taskClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *taskClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *taskClock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *taskClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // timedSender records when each message is asked to be delivered,
 // counted from the real send (the clock at the sendBatch), then lets the
 // send take lag (its own I/O: the next page goes out later), and calls
@@ -404,7 +380,7 @@ func (s *timedSender) SendBatch(ctx context.Context, q string, msgs []queue.Outg
 	}
 	err := s.inner.SendBatch(ctx, q, msgs)
 	if s.lag != nil {
-		s.clock.add(s.lag())
+		s.clock.Add(s.lag())
 	}
 	s.calls++
 	if s.hook != nil {
@@ -438,7 +414,7 @@ func (h *hookRunner) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.
 func TestReplayTaskPacesFromTheRealSend(t *testing.T) {
 	db := sqlitetest.New(t)
 	seedPending(t, db, 700, taskT0.UnixMilli()-1_000_000)
-	clk := &taskClock{t: taskT0}
+	clk := dlqtest.NewTaskClock(taskT0)
 	s := &timedSender{clock: clk, lag: func() time.Duration { return 1234 * time.Millisecond }}
 	ts := newTasks(db, s, taskT0)
 	ts.Replay.Clock = clk.Now
@@ -450,7 +426,7 @@ func TestReplayTaskPacesFromTheRealSend(t *testing.T) {
 	at := taskT0.Add(time.Minute).Truncate(time.Minute)
 	for i, late := range []time.Duration{20*time.Second + 517*time.Millisecond, 0, 3*time.Second + 71*time.Millisecond} {
 		sched := at.Add(time.Duration(i) * 5 * time.Minute)
-		clk.set(sched.Add(late))
+		clk.Set(sched.Add(late))
 		if _, err := ts.Step(ctx, task.ID, sched); err != nil {
 			t.Fatal(err)
 		}
@@ -503,7 +479,7 @@ func TestReplayTaskStepSendsItsSlotsExactly(t *testing.T) {
 func TestReplayTaskPauseDuringAStepClaimsNothingMore(t *testing.T) {
 	db := sqlitetest.New(t)
 	seedPending(t, db, 50, taskT0.UnixMilli()-1_000_000)
-	clk := &taskClock{t: taskT0}
+	clk := dlqtest.NewTaskClock(taskT0)
 	s := &timedSender{clock: clk}
 	ts := newTasks(db, s, taskT0)
 	ts.Replay.BulkMax = 5
@@ -535,7 +511,7 @@ func TestReplayTaskPauseDuringAStepClaimsNothingMore(t *testing.T) {
 func TestReplayTaskPauseAndResumeDuringAStepDoNotEndIt(t *testing.T) {
 	db := sqlitetest.New(t)
 	seedPending(t, db, 50, taskT0.UnixMilli()-1_000_000)
-	clk := &taskClock{t: taskT0}
+	clk := dlqtest.NewTaskClock(taskT0)
 	s := &timedSender{clock: clk}
 	ts := newTasks(db, s, taskT0)
 	ts.Replay.BulkMax = 5
@@ -620,7 +596,7 @@ func TestReplayTaskJobRunStopsWhenItsBudgetIsSpent(t *testing.T) {
 	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
 	ts := newTasks(db, &queuetest.Sender{Err: errors.New("queue down")}, taskT0)
 	// The budget's clock moves 1 s on each reading: spent at the first check.
-	ts.Limits = jobs.Limits{Budget: time.Second, Clock: (&fakeClock{t: taskT0, step: time.Second}).Now}
+	ts.Limits = jobs.Limits{Budget: time.Second, Clock: (&fakeClock{T: taskT0, Step: time.Second}).Now}
 	first, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
 	second, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
 	sum, err := (&ReplayTaskJob{Tasks: ts}).Run(ctx, taskT0)

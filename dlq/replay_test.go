@@ -15,7 +15,6 @@ import (
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/internal/text"
-	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -44,9 +43,9 @@ func sentRows(t *testing.T, db *sql.DB, s *queuetest.Sender, q string) []int64 {
 func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{beerID: "1", beerName: "A", failedAt: 100, raw: `{"beer_id":"1","beer_name":"A","extra":{"k":[1,2.50]}}`},
-		adminRow{beerID: "2", beerName: "B", failedAt: 200, replayCount: 2},
-		adminRow{beerID: "3", beerName: "C", failedAt: 300})
+		adminRow{BeerID: "1", BeerName: "A", FailedAt: 100, Raw: `{"beer_id":"1","beer_name":"A","extra":{"k":[1,2.50]}}`},
+		adminRow{BeerID: "2", BeerName: "B", FailedAt: 200, ReplayCount: 2},
+		adminRow{BeerID: "3", BeerName: "C", FailedAt: 300})
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}, DelaySeconds: 60})
 	if err != nil {
@@ -97,20 +96,20 @@ func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 func TestReplaySkipsRowsItCannotClaim(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{beerID: "ok", failedAt: 1},
-		adminRow{beerID: "acked", failedAt: 1, status: StatusAcknowledged},
-		adminRow{beerID: "replaying", failedAt: 1, status: StatusReplaying},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{"beer_id":"7","v8":true}`, contentType: "v8"},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{broken`, contentType: "json"},
+		adminRow{BeerID: "ok", FailedAt: 1},
+		adminRow{BeerID: "acked", FailedAt: 1, Status: StatusAcknowledged},
+		adminRow{BeerID: "replaying", FailedAt: 1, Status: StatusReplaying},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{"beer_id":"7","v8":true}`, ContentType: "v8"},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "json"},
 	)
 	mustExec(t, db, `UPDATE dlq_messages SET raw_message = NULL WHERE id = ?`, ids[0])
 	// Poison that is still a body as it was produced: replayed like any other.
 	poison := insert(t, db,
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `not json at all`},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `[1,2,3]`},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `"a string"`, contentType: "json"},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `eyJhIjoxfQ==`, encoding: "base64"},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1, raw: `{broken`, contentType: "text"},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `not json at all`},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `[1,2,3]`},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `"a string"`, ContentType: "json"},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `eyJhIjoxfQ==`, Encoding: "base64"},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "text"},
 	)
 	s := &queuetest.Sender{}
 	req := append(append(append([]int64{}, ids...), poison...), 999_999)
@@ -157,7 +156,7 @@ func (f *failingSender) SendBatch(ctx context.Context, q string, msgs []queue.Ou
 
 func TestReplaySendFailureReturnsRowsToPending(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1, replayCount: 1}, adminRow{beerID: "2", failedAt: 2})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ReplayCount: 1}, adminRow{BeerID: "2", FailedAt: 2})
 	res, err := newReplay(db, &queuetest.Sender{Err: errors.New("queue down")}).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +170,7 @@ func TestReplaySendFailureReturnsRowsToPending(t *testing.T) {
 	}
 
 	// Partial: one queue works, the other does not.
-	more := insert(t, db, adminRow{beerID: "3", failedAt: 3, source: "good-queue"}, adminRow{beerID: "4", failedAt: 4, source: "bad-queue"})
+	more := insert(t, db, adminRow{BeerID: "3", FailedAt: 3, Source: "good-queue"}, adminRow{BeerID: "4", FailedAt: 4, Source: "bad-queue"})
 	fs := &failingSender{broken: "bad-queue"}
 	res, err = newReplay(db, fs).Run(ctx, ReplayRequest{Selection: Selection{IDs: more}})
 	if err != nil {
@@ -264,7 +263,7 @@ func (n *nestedSender) SendBatch(ctx context.Context, q string, msgs []queue.Out
 
 func TestReplayOverlappingARunningReplayClaimsNothing(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 2}, adminRow{beerID: "3", failedAt: 3})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2}, adminRow{BeerID: "3", FailedAt: 3})
 	inner := &queuetest.Sender{}
 	outer := &nestedSender{}
 	outer.nested = func() ReplayResult {
@@ -282,7 +281,7 @@ func TestReplayOverlappingARunningReplayClaimsNothing(t *testing.T) {
 		t.Fatalf("overlapping replay: %+v, %d sends", outer.got, inner.Calls)
 	}
 	// The same holds for a bulk replay overlapping a running one.
-	more := insert(t, db, adminRow{beerID: "4", failedAt: 4}, adminRow{beerID: "5", failedAt: 5})
+	more := insert(t, db, adminRow{BeerID: "4", FailedAt: 4}, adminRow{BeerID: "5", FailedAt: 5})
 	outer = &nestedSender{}
 	outer.nested = func() ReplayResult {
 		res, err := newReplay(db, inner).Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
@@ -301,9 +300,9 @@ func TestBulkReplayPagesThroughEveryMatchOnce(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bulk", 1000, 3, 1_700_000_000_000)
 	// Not matching: other queue, other status; matching but poison: skipped.
-	insert(t, db, adminRow{beerID: "x", beerName: "other queue", failedAt: 1_700_000_000_000, source: "other"},
-		adminRow{beerID: "y", beerName: "acked", failedAt: 1_700_000_000_000, status: StatusAcknowledged},
-		adminRow{beerID: UnparseableBeerID, failedAt: 1_699_999_999_900, raw: "poison", contentType: "v8"})
+	insert(t, db, adminRow{BeerID: "x", BeerName: "other queue", FailedAt: 1_700_000_000_000, Source: "other"},
+		adminRow{BeerID: "y", BeerName: "acked", FailedAt: 1_700_000_000_000, Status: StatusAcknowledged},
+		adminRow{BeerID: UnparseableBeerID, FailedAt: 1_699_999_999_900, Raw: "poison", ContentType: "v8"})
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
 	r.BulkMax = 300
@@ -362,7 +361,7 @@ func TestBulkReplayStopsAtItsCursorAndRejectsForeignCursors(t *testing.T) {
 	}
 	// A failure newer than the cursor (a repeat failure, or a new one) is not
 	// part of this bulk run.
-	insert(t, db, adminRow{beerID: "new", failedAt: 1_800_000_000_000})
+	insert(t, db, adminRow{BeerID: "new", FailedAt: 1_800_000_000_000})
 	res2, err := r.Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}, Cursor: *res.NextCursor, Limit: 100})
 	if err != nil || res2.ClaimedCount != 6 || res2.HasMore {
 		t.Fatalf("%+v %v", res2, err)
@@ -384,7 +383,7 @@ func TestReplayBatchesRespectQueueLimits(t *testing.T) {
 	big := strings.Repeat("x", 100_000)
 	var rows []adminRow
 	for i := 0; i < 5; i++ {
-		rows = append(rows, adminRow{beerID: fmt.Sprint(i), failedAt: int64(i), raw: fmt.Sprintf(`{"beer_id":"%d","pad":"%s"}`, i, big)})
+		rows = append(rows, adminRow{BeerID: fmt.Sprint(i), FailedAt: int64(i), Raw: fmt.Sprintf(`{"beer_id":"%d","pad":"%s"}`, i, big)})
 	}
 	ids := insert(t, db, rows...)
 	s := &queuetest.Sender{}
@@ -431,7 +430,7 @@ func snapshot(t *testing.T, db *sql.DB) string {
 func TestReplayDryRunChangesNothing(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "dry", 30, 1, 1_700_000_000_000) // reasons: 'reason 0/1/2', 10 each
-	poison := insert(t, db, adminRow{beerID: UnparseableBeerID, failedAt: 1_800_000_000_000, raw: "{broken", reason: "reason 0", contentType: "json"})
+	poison := insert(t, db, adminRow{BeerID: UnparseableBeerID, FailedAt: 1_800_000_000_000, Raw: "{broken", Reason: "reason 0", ContentType: "json"})
 	before := snapshot(t, db)
 	s := &queuetest.Sender{}
 	p, err := newReplay(db, s).DryRun(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
@@ -456,7 +455,7 @@ func TestReplayDryRunChangesNothing(t *testing.T) {
 
 func TestReplayRejectsBadInput(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
 	before := snapshot(t, db)
 	many := make([]int64, 51)
 	for i := range many {
@@ -556,9 +555,9 @@ func TestReplaySendsBodiesExactlyWithTheirContentType(t *testing.T) {
 func TestReplayDecodesBase64TextAndJSON(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{beerID: "t", failedAt: 2, raw: base64.StdEncoding.EncodeToString([]byte("\xff text")), encoding: "base64", contentType: "text"},
-		adminRow{beerID: "j", failedAt: 1, raw: base64.StdEncoding.EncodeToString([]byte(`{"beer_id":"j"}`)), encoding: "base64", contentType: "json"},
-		adminRow{beerID: "bad", failedAt: 0, raw: base64.StdEncoding.EncodeToString([]byte(`{nope`)), encoding: "base64", contentType: "json"},
+		adminRow{BeerID: "t", FailedAt: 2, Raw: base64.StdEncoding.EncodeToString([]byte("\xff text")), Encoding: "base64", ContentType: "text"},
+		adminRow{BeerID: "j", FailedAt: 1, Raw: base64.StdEncoding.EncodeToString([]byte(`{"beer_id":"j"}`)), Encoding: "base64", ContentType: "json"},
+		adminRow{BeerID: "bad", FailedAt: 0, Raw: base64.StdEncoding.EncodeToString([]byte(`{nope`)), Encoding: "base64", ContentType: "json"},
 	)
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
@@ -625,9 +624,9 @@ func TestReplayedMessageFailingAgainKeepsItsRow(t *testing.T) {
 func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 	plain, db, stmts := flakyDB(t, 1_000_000)
 	legacy := insert(t, plain,
-		adminRow{beerID: "1", failedAt: 1}, // content type derived: json
-		adminRow{beerID: "2", failedAt: 2, raw: "plain text"},
-		adminRow{beerID: "3", failedAt: 3, raw: "AAEC", encoding: "base64"},
+		adminRow{BeerID: "1", FailedAt: 1}, // content type derived: json
+		adminRow{BeerID: "2", FailedAt: 2, Raw: "plain text"},
+		adminRow{BeerID: "3", FailedAt: 3, Raw: "AAEC", Encoding: "base64"},
 	)
 	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = NULL`)
 	s := &queuetest.Sender{}
@@ -660,7 +659,7 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 	}
 
 	// Rows with a hash: claim and settle only.
-	more := insert(t, plain, adminRow{beerID: "4", failedAt: 4})
+	more := insert(t, plain, adminRow{BeerID: "4", FailedAt: 4})
 	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = 'x' WHERE id = ?`, more[0])
 	stmts.Store(0)
 	if res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: more}}); err != nil || res.ReplayedCount != 1 {
@@ -674,7 +673,7 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 // A failed body-hash statement sends nothing: the rows go back to pending.
 func TestReplayWithoutItsBodyHashSendsNothing(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 2})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2})
 	mustExec(t, db, `UPDATE dlq_messages SET body_hash = NULL`)
 	mustExec(t, db, `CREATE TRIGGER no_hash BEFORE UPDATE OF body_hash ON dlq_messages BEGIN SELECT RAISE(ABORT, 'no'); END`)
 	s := &queuetest.Sender{}
@@ -739,7 +738,7 @@ func TestReplayRefusesCaptureOnlyQueues(t *testing.T) {
 // bulk page alike (pins Run's len(cs) > 0).
 func TestReplayClaimingNothingRunsNoSettle(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "acked", failedAt: 1, status: StatusAcknowledged})
+	ids := insert(t, db, adminRow{BeerID: "acked", FailedAt: 1, Status: StatusAcknowledged})
 	for _, req := range []ReplayRequest{
 		{Selection: Selection{IDs: ids}},
 		{Selection: Selection{Filter: &Filter{BeerID: "nothing matches"}}},
@@ -755,51 +754,6 @@ func TestReplayClaimingNothingRunsNoSettle(t *testing.T) {
 		if res.ClaimedCount != 0 || h.calls != 1 || s.Calls != 0 {
 			t.Fatalf("claimed %d, %d batches (want the claim only), %d sends", res.ClaimedCount, h.calls, s.Calls)
 		}
-	}
-}
-
-// A settle batch that fails after the sends: Run returns the error, and
-// the rows stay replaying with their claim (no other replay claims them, so
-// nothing is sent twice) until Rescue returns them to pending; then they
-// are replayed like any other (pins settle's err == nil and err != nil).
-func TestReplaySettleFailureLeavesRowsReplayingUntilRescued(t *testing.T) {
-	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 2})
-	mustExec(t, db, `CREATE TRIGGER no_settle BEFORE UPDATE OF status ON dlq_messages WHEN OLD.status = 'replaying'
-		BEGIN SELECT RAISE(ABORT, 'settle refused'); END`)
-	s := &queuetest.Sender{}
-	r := newReplay(db, s)
-	res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
-	if err == nil || !strings.Contains(err.Error(), "replay settle (2 sent, 0 failed") || !strings.Contains(err.Error(), "settle refused") {
-		t.Fatalf("run: %+v, %v; want the settle's error", res, err)
-	}
-	if len(s.Sent["beer-enrichment"]) != 2 {
-		t.Fatalf("%d sent, want 2", len(s.Sent["beer-enrichment"]))
-	}
-	claimedAt := fixedClock().UnixMilli()
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replaying' AND replaying_at = ? AND replay_count = 0 AND replayed_at IS NULL`,
-		claimedAt); n != 2 {
-		t.Fatalf("%d rows replaying with their claim, want 2", n)
-	}
-	if n := counter(t, db, CounterReplayed); n != 0 {
-		t.Fatalf("%s = %d after a failed settle", CounterReplayed, n)
-	}
-	// Still claimed: another replay sends nothing.
-	res, err = r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
-	if err != nil || res.ClaimedCount != 0 || res.SkippedCount != 2 || res.Skipped[0].Reason != "not_pending" || len(s.Sent["beer-enrichment"]) != 2 {
-		t.Fatalf("second replay: %+v %v, %d sent in all", res, err, len(s.Sent["beer-enrichment"]))
-	}
-	mustExec(t, db, `DROP TRIGGER no_settle`)
-	rescue := &Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute, Limits: jobs.Limits{ChunkRows: 100, Budget: time.Minute}}
-	if _, err := rescue.Run(ctx, fixedClock().Add(20*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	res, err = r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
-	if err != nil || res.ReplayedCount != 2 || len(s.Sent["beer-enrichment"]) != 4 {
-		t.Fatalf("after the rescue: %+v %v", res, err)
-	}
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replay_count = 1`); n != 2 || counter(t, db, CounterReplayed) != 2 {
-		t.Fatalf("%d rows replayed once, counter %d", n, counter(t, db, CounterReplayed))
 	}
 }
 
@@ -827,7 +781,7 @@ func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
 	s := &hookSender{}
 	r := newReplay(db, s)
 	r.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	ids := insert(t, db, adminRow{beerID: "1", failedAt: 1}, adminRow{beerID: "2", failedAt: 2})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2})
 	res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
 	if err != nil || res.ReplayedCount != 2 {
 		t.Fatalf("%+v %v", res, err)
@@ -840,7 +794,7 @@ func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
 	}
 
 	// Row 3 is returned to pending while the replay sends (as Rescue does).
-	more := insert(t, db, adminRow{beerID: "3", failedAt: 3}, adminRow{beerID: "4", failedAt: 4})
+	more := insert(t, db, adminRow{BeerID: "3", FailedAt: 3}, adminRow{BeerID: "4", FailedAt: 4})
 	s.hook = func() {
 		mustExec(t, db, `UPDATE dlq_messages SET status = 'pending', replaying_at = NULL WHERE id = ?`, more[0])
 	}

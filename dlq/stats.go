@@ -163,8 +163,8 @@ const statsTop = 10
 // rows are what an operator acts on.
 const StatsReasonSample = 3000
 
-// hourMS is the width of a dlq_activity bucket.
-const hourMS = int64(time.Hour / time.Millisecond)
+// HourMS is the width of a dlq_activity bucket.
+const HourMS = int64(time.Hour / time.Millisecond)
 
 // statsSQL computes every figure in one statement (one D1 round trip), and
 // what it reads does not grow with the backlog (docs/costs.md "What it costs"):
@@ -247,7 +247,7 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	var sampled int64
 	var r StatsReport
 	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
-	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/hourMS, int64(StatsReasonSample), nullIfEmpty(queue)).Scan(
+	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/HourMS, int64(StatsReasonSample), nullIfEmpty(queue)).Scan(
 		&groups, &oldest, &brewers, &repeats, &r.Last24h.Replayed24h, &r.Last24h.Acknowledged24h,
 		&r.Last24h.NewFailures24h, &reasons, &sampled)
 	if err != nil {

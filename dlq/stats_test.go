@@ -15,14 +15,14 @@ func TestStatsReport(t *testing.T) {
 	now := fixedClock().UnixMilli()
 	hour := time.Hour.Milliseconds()
 	ids := insert(t, db,
-		adminRow{beerID: "1", beerName: "Old", brewer: "Acme", reason: "transient: 500", failedAt: now - 50*hour},
-		adminRow{beerID: "2", brewer: "Acme", reason: "transient: 500", failedAt: now - 2*hour, replayCount: 3},
-		adminRow{beerID: "3", beerName: "Again", brewer: "Bold", reason: "permanent: 404", failedAt: now - 1*hour, replayCount: 1},
-		adminRow{beerID: "4", failedAt: now - hour, source: "other"},
-		adminRow{beerID: "5", brewer: "Zed", failedAt: now - 30*hour, status: StatusReplayed},
-		adminRow{beerID: "6", brewer: "Zed", failedAt: now - 30*hour, status: StatusAcknowledged},
-		adminRow{beerID: "7", failedAt: now - 30*hour, status: StatusAcknowledged},
-		adminRow{beerID: "8", failedAt: now - 30*hour, status: StatusReplaying},
+		adminRow{BeerID: "1", BeerName: "Old", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 50*hour},
+		adminRow{BeerID: "2", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour, ReplayCount: 3},
+		adminRow{BeerID: "3", BeerName: "Again", Brewer: "Bold", Reason: "permanent: 404", FailedAt: now - 1*hour, ReplayCount: 1},
+		adminRow{BeerID: "4", FailedAt: now - hour, Source: "other"},
+		adminRow{BeerID: "5", Brewer: "Zed", FailedAt: now - 30*hour, Status: StatusReplayed},
+		adminRow{BeerID: "6", Brewer: "Zed", FailedAt: now - 30*hour, Status: StatusAcknowledged},
+		adminRow{BeerID: "7", FailedAt: now - 30*hour, Status: StatusAcknowledged},
+		adminRow{BeerID: "8", FailedAt: now - 30*hour, Status: StatusReplaying},
 	)
 	db.Exec(`UPDATE dlq_messages SET replayed_at = ? WHERE id = ?`, now-hour, ids[4])
 	db.Exec(`UPDATE dlq_messages SET acknowledged_at = ? WHERE id = ?`, now-hour, ids[5])
@@ -117,11 +117,11 @@ func TestStatsPipelineFilter(t *testing.T) {
 	now := fixedClock().UnixMilli()
 	hour := time.Hour.Milliseconds()
 	insert(t, db,
-		adminRow{beerID: "1", brewer: "Acme", reason: "transient: 500", failedAt: now - 3*hour},
-		adminRow{beerID: "2", brewer: "Acme", reason: "transient: 500", failedAt: now - 2*hour},
-		adminRow{beerID: "3", brewer: "Bold", reason: "orders: 409", failedAt: now - hour, source: "orders"},
-		adminRow{beerID: "4", brewer: "Bold", reason: "orders: 409", failedAt: now - hour, source: "orders", status: StatusAcknowledged},
-		adminRow{beerID: "5", brewer: "Cold", reason: "odd: 1", failedAt: now - hour, source: "odd"},
+		adminRow{BeerID: "1", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 3*hour},
+		adminRow{BeerID: "2", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour},
+		adminRow{BeerID: "3", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders"},
+		adminRow{BeerID: "4", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders", Status: StatusAcknowledged},
+		adminRow{BeerID: "5", Brewer: "Cold", Reason: "odd: 1", FailedAt: now - hour, Source: "odd"},
 	)
 	r, err := Stats{DB: db, Clock: fixedClock, Pipeline: "orders"}.Report(ctx)
 	if err != nil {

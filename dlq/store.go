@@ -269,7 +269,7 @@ const rekeySamplesSQL = `UPDATE dlq_signatures SET sample_ids = (SELECT json_gro
 			AND NOT EXISTS (SELECT 1 FROM dlq_messages o WHERE o.id = b.id)) AS r
 	WHERE dlq_signatures.signature = r.sig`
 
-// historyKeepSQL is the JSON array of the entries of the JSON arrays a and
+// HistoryKeepSQL is the JSON array of the entries of the JSON arrays a and
 // b (SQL expressions, NULL counts as empty), a's first: the first
 // historyHead and the newest maxHistory-historyHead of them. When both are
 // NULL (a capture without an attempt record or history entry, the common
@@ -283,7 +283,7 @@ func HistoryKeepSQL(a, b string) string {
 			ORDER BY k) WHERE i <= %[3]d OR i > n - %[4]d) END`, a, b, historyHead, maxHistory-historyHead)
 }
 
-// historyDroppedSQL is how many entries historyKeepSQL(a, b) leaves out.
+// HistoryDroppedSQL is how many entries HistoryKeepSQL(a, b) leaves out.
 func HistoryDroppedSQL(a, b string) string {
 	return fmt.Sprintf(`max(0, json_array_length(COALESCE(%s, '[]')) + json_array_length(COALESCE(%s, '[]')) - %d)`, a, b, maxHistory)
 }

@@ -43,13 +43,6 @@ func readRow(t *testing.T, db *sql.DB, where string, args ...any) dlqRow {
 	return r
 }
 
-func mustExec(t *testing.T, db *sql.DB, query string, args ...any) {
-	t.Helper()
-	if _, err := db.Exec(query, args...); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-}
-
 func save(t *testing.T, s Store, fs ...Failure) map[string]Outcome {
 	t.Helper()
 	out, err := s.Save(context.Background(), fs)

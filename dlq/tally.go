@@ -57,7 +57,7 @@ func counterAdd(name, cond string, args []any) sqlbatch.Stmt {
 		Args: append([]any{name}, args...)}
 }
 
-// batchOf is r, or a transaction on db when r is nil (native tests).
+// BatchOf is r, or a transaction on db when r is nil (native tests).
 func BatchOf(r sqlbatch.Runner, db *sql.DB) sqlbatch.Runner {
 	if r == nil {
 		return sqlbatch.Tx{DB: db}

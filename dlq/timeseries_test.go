@@ -17,13 +17,13 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	hour := time.Hour.Milliseconds()
 	current := now.UnixMilli() - now.UnixMilli()%hour
 	ids := insert(t, db,
-		adminRow{beerID: "1", failedAt: now.UnixMilli() - 1000},
-		adminRow{beerID: "2", failedAt: current},
-		adminRow{beerID: "3", failedAt: current - 2*hour + 5},
-		adminRow{beerID: "4", failedAt: current - 2*hour + 7, source: "other"},
-		adminRow{beerID: "5", failedAt: current - (SeriesHours-1)*hour},  // first bucket
-		adminRow{beerID: "6", failedAt: current - SeriesHours*hour},      // just before the window
-		adminRow{beerID: "7", failedAt: current - (SeriesHours+48)*hour}, // long before
+		adminRow{BeerID: "1", FailedAt: now.UnixMilli() - 1000},
+		adminRow{BeerID: "2", FailedAt: current},
+		adminRow{BeerID: "3", FailedAt: current - 2*hour + 5},
+		adminRow{BeerID: "4", FailedAt: current - 2*hour + 7, Source: "other"},
+		adminRow{BeerID: "5", FailedAt: current - (SeriesHours-1)*hour},  // first bucket
+		adminRow{BeerID: "6", FailedAt: current - SeriesHours*hour},      // just before the window
+		adminRow{BeerID: "7", FailedAt: current - (SeriesHours+48)*hour}, // long before
 	)
 	// Row 3 is replayed and fails again in the current hour: one more failure.
 	if _, err := db.Exec(`UPDATE dlq_messages SET last_message_id = 'again', failed_at = ? WHERE id = ?`, now.UnixMilli(), ids[2]); err != nil {
@@ -48,35 +48,6 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	}
 	if s.Total != 6 {
 		t.Errorf("total %d, want 6", s.Total)
-	}
-}
-
-// The dlq_tally job keeps the chart's whole window: an hour just inside it
-// survives the prune, one older is folded into the archive (its events
-// still count in dlq_captured_total).
-func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
-	db := sqlitetest.New(t)
-	hour := time.Hour.Milliseconds()
-	now := fixedClock()
-	current := now.UnixMilli() - now.UnixMilli()%hour
-	insert(t, db,
-		adminRow{beerID: "first", failedAt: current - (SeriesHours-1)*hour},
-		adminRow{beerID: "older", failedAt: current - (SeriesHours+1)*hour})
-	if _, err := BatchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
-		t.Fatal(err)
-	}
-	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Total != 1 || s.Hourly[0].Failures != 1 {
-		t.Errorf("after the prune: total %d, first hour %+v", s.Total, s.Hourly[0])
-	}
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_activity WHERE kind = 'failed' AND hour >= 0`); n != 1 {
-		t.Errorf("%d failed hours kept, want 1", n)
-	}
-	if n := count(t, db, `SELECT SUM(events) FROM dlq_activity WHERE kind = 'failed'`); n != 2 {
-		t.Errorf("%d capture events in all, want 2 (the archive keeps the older one)", n)
 	}
 }
 

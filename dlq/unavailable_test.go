@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/internal/wranglerconfig"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -72,7 +73,7 @@ func jsonc(t *testing.T, src []byte) []byte {
 }
 
 type wranglerEnv struct {
-	Vars   map[string]string `json:"vars"`
+	Vars   wranglerconfig.Vars `json:"vars"`
 	Queues struct {
 		Consumers []struct {
 			Queue      string `json:"queue"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/relocation"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/internal/promtext"
 	"github.com/redrive/redrive/metrics"
@@ -246,14 +247,14 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 	// replayed rows and the last 25 hours again (as after evictions by the
 	// per-key cap): it reads in proportion to those; a run after which
 	// retention deleted nothing reads a few rows.
-	measure("daily dlq_tally, full recount (first run; after cap evictions)", 0, opIs("cron "+dlq.TallyJobName),
+	measure("daily dlq_tally, full recount (first run; after cap evictions)", 0, opIs("cron "+upkeep.TallyJobName),
 		func() { w.FireCron(t, cronDaily, time.Now()) })
-	measure("daily dlq_tally, retention deleted nothing", 0, opIs("cron "+dlq.TallyJobName),
+	measure("daily dlq_tally, retention deleted nothing", 0, opIs("cron "+upkeep.TallyJobName),
 		func() { w.FireCron(t, cronDaily, time.Now().Add(time.Hour)) })
 	// dlq_retention with a shorter retention than the longest (env.e2e:
 	// tickets keeps 7 days, every other queue 30): when nothing became due
 	// since its previous run (the two above), each window is empty.
-	measure("daily dlq_retention, nothing new due", 0, opIs("cron "+dlq.RetentionJobName),
+	measure("daily dlq_retention, nothing new due", 0, opIs("cron "+upkeep.RetentionJobName),
 		func() { w.FireCron(t, cronDaily, time.Now().Add(2*time.Hour)) })
 
 	// Pending main-queue rows have i % 20 in 1..13.

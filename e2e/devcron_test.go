@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 )
@@ -57,6 +57,6 @@ func TestDevCronTickerRunsBothCrons(t *testing.T) {
 	}
 	Eventually(t, 90*time.Second, "the 5-minute and the daily jobs ran", func() bool {
 		m := runs()
-		return m["dlq_rescue"] >= 3 && m[dlq.RetentionJobName] >= 1 && m[dlq.TallyJobName] >= 1
+		return m["dlq_rescue"] >= 3 && m[upkeep.RetentionJobName] >= 1 && m[upkeep.TallyJobName] >= 1
 	})
 }

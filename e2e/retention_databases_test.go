@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/relocation"
+	"github.com/redrive/redrive/dlq/upkeep"
 )
 
 // retentionPipelines is env.e2e's PIPELINES with tickets on TICKETS_DB
@@ -219,7 +219,7 @@ func leftBehindRetentionRows(t *testing.T, w *Worker, n int, at time.Time) []row
 	} {
 		before := settledUsage(t, w)
 		fireAndWait(t, w, cronDaily, "dlq_retention", at.Add(time.Duration(i)*time.Hour))
-		d := usageDelta(before, settledUsage(t, w), opIs("cron "+dlq.RetentionJobName))
+		d := usageDelta(before, settledUsage(t, w), opIs("cron "+upkeep.RetentionJobName))
 		f := rowsFigure{Name: name, Rows: n + n/10, Read: d.RowsRead, Written: d.RowsWritten, Statements: d.Statements}
 		if i == 0 {
 			// No previous position: both shorter retentions' windows

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
@@ -135,9 +135,9 @@ func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	clock := now
 	limits := jobs.Limits{ChunkRows: 100, Budget: 3 * time.Second, Clock: func() time.Time { clock = clock.Add(time.Second); return clock }}
-	retention := &dlq.Retention{DB: db, Log: slog.New(slog.DiscardHandler), MaxAge: 30 * 24 * time.Hour, MaxRowsPerKey: 1000,
+	retention := &upkeep.Retention{DB: db, Log: slog.New(slog.DiscardHandler), MaxAge: 30 * 24 * time.Hour, MaxRowsPerKey: 1000,
 		AttemptMaxAge: 7 * 24 * time.Hour, Limits: limits}
-	audit := &dlq.AuditRetention{DB: db, MaxAge: 90 * 24 * time.Hour, Limits: limits}
+	audit := &upkeep.AuditRetention{DB: db, MaxAge: 90 * 24 * time.Hour, Limits: limits}
 	c := &jobs.CronRouter{Log: slog.New(slog.DiscardHandler), Recorder: runs, Jobs: map[string][]jobs.Job{
 		"17 3 * * *":  {retention, audit},
 		"*/5 * * * *": {jobs.WhileMore{Job: retention, Runs: runs}, jobs.WhileMore{Job: audit, Runs: runs}},
@@ -158,8 +158,8 @@ func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
 	if err := c.Run(context.Background(), "17 3 * * *", now); err != nil {
 		t.Fatal(err)
 	}
-	first := lastRun(t, runs, dlq.RetentionJobName)
-	if !strings.Contains(first.summary, `"more":true`) || !strings.Contains(lastRun(t, runs, dlq.AuditRetentionJobName).summary, `"more":true`) {
+	first := lastRun(t, runs, upkeep.RetentionJobName)
+	if !strings.Contains(first.summary, `"more":true`) || !strings.Contains(lastRun(t, runs, upkeep.AuditRetentionJobName).summary, `"more":true`) {
 		t.Fatalf("the daily runs did not run out of budget: %s", first.summary)
 	}
 	at, frequentRuns := now, 0
@@ -169,7 +169,7 @@ func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
 			t.Fatal(err)
 		}
 		frequentRuns++
-		r, a := lastRun(t, runs, dlq.RetentionJobName), lastRun(t, runs, dlq.AuditRetentionJobName)
+		r, a := lastRun(t, runs, upkeep.RetentionJobName), lastRun(t, runs, upkeep.AuditRetentionJobName)
 		if !strings.Contains(r.summary, `"more":true`) && !strings.Contains(a.summary, `"more":true`) {
 			break
 		}
@@ -189,14 +189,14 @@ func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
 	if n := count(t, db, `SELECT COUNT(*) FROM admin_audit`); n != 0 {
 		t.Fatalf("%d audit records left", n)
 	}
-	done := lastRun(t, runs, dlq.RetentionJobName)
+	done := lastRun(t, runs, upkeep.RetentionJobName)
 	for range 3 {
 		at = at.Add(5 * time.Minute)
 		if err := c.Run(context.Background(), "*/5 * * * *", at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := lastRun(t, runs, dlq.RetentionJobName); got != done {
+	if got := lastRun(t, runs, upkeep.RetentionJobName); got != done {
 		t.Fatalf("a skipped run changed the record: %+v, was %+v", got, done)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // ExpiredLeftCountMax is where retention jobs stop counting the expired
 // rows they leave behind (expired_left in their summary, the
-// redrive_retention_expired_left gauge; see dlq.ExpiredLeftCountMax).
+// redrive_retention_expired_left gauge; see upkeep.ExpiredLeftCountMax).
 const ExpiredLeftCountMax = 100_000
 
 // ContentType is the Prometheus text exposition format's media type.
@@ -65,7 +65,7 @@ type JobRun struct {
 	LastMore bool
 	// ExpiredLeft is a retention job's last "expired_left": expired rows
 	// still there after its last run, counted up to a cap (see
-	// dlq.ExpiredLeftCountMax); -1 for jobs that do not report it.
+	// upkeep.ExpiredLeftCountMax); -1 for jobs that do not report it.
 	ExpiredLeft int64
 }
 

@@ -8,7 +8,9 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,23 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 )
 
-// WantInput fails unless err is an *dlq.InputError with code.
-func WantInput(t *testing.T, err error, code string) {
-	t.Helper()
-	var in *dlq.InputError
-	if !errors.As(err, &in) || in.Code != code {
-		t.Fatalf("err = %v, want input error %s", err, code)
-	}
-}
-
-// schemaFile returns a file database with schema.sql applied and its DSN,
+// SchemaFile returns a file database with schema.sql applied and its DSN,
 // for a test that opens it a second time through a wrapping driver.
-func schemaFile(t *testing.T) (*sql.DB, string) {
+func SchemaFile(t *testing.T) (*sql.DB, string) {
 	t.Helper()
 	dsn := "file:" + filepath.Join(t.TempDir(), "db.sqlite") + "?_pragma=busy_timeout(5000)"
 	plain, err := sql.Open("sqlite", dsn)
@@ -55,7 +47,7 @@ func schemaFile(t *testing.T) (*sql.DB, string) {
 // the number of statements the flaky one was asked to run.
 func FlakyDB(t *testing.T, ok int64) (*sql.DB, *sql.DB, *atomic.Int64) {
 	t.Helper()
-	plain, dsn := schemaFile(t)
+	plain, dsn := SchemaFile(t)
 	stmts := &atomic.Int64{}
 	flaky := sql.OpenDB(flakyConnector{drv: plain.Driver(), dsn: dsn, ok: ok, n: stmts})
 	t.Cleanup(func() { flaky.Close() })
@@ -196,7 +188,7 @@ func TallyRows(t *testing.T, db *sql.DB) map[string]int64 {
 // WantTally counts dlq_tally's rows from dlq_messages.
 func WantTally(t *testing.T, db *sql.DB) map[string]int64 {
 	t.Helper()
-	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || `+dlq.BrewerKeySQL("status")+`, COUNT(*)
+	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || CASE WHEN status = 'pending' AND brewer IS NOT NULL THEN '=' || brewer ELSE '' END, COUNT(*)
 		FROM dlq_messages GROUP BY 1`)
 }
 
@@ -249,3 +241,131 @@ func CheckCounts(t *testing.T, db *sql.DB, hour int64, step string) {
 
 // NewTaskClock returns a TaskClock at t.
 func NewTaskClock(t time.Time) *TaskClock { return &TaskClock{t: t} }
+
+// HistoryOf reads the history (as E entries), dropped count, signature and
+// version of the row where is true of.
+func HistoryOf[E any](t *testing.T, db *sql.DB, where string, args ...any) (entries []E, dropped int64, sig, version string) {
+	t.Helper()
+	var h, s, v *string
+	if err := db.QueryRow(`SELECT history, history_dropped, signature, version FROM dlq_messages WHERE `+where, args...).Scan(&h, &dropped, &s, &v); err != nil {
+		t.Fatal(err)
+	}
+	if h != nil {
+		if err := json.Unmarshal([]byte(*h), &entries); err != nil {
+			t.Fatalf("history %s: %v", *h, err)
+		}
+	}
+	if s != nil {
+		sig = *s
+	}
+	if v != nil {
+		version = *v
+	}
+	return entries, dropped, sig, version
+}
+
+// Row is a dlq_messages row for seeding tests; zero times are NULL.
+type Row struct {
+	MsgID, BeerID, Status       string
+	FailedAt, AckAt, ReplayedAt time.Time
+	ReplayingAt                 time.Time
+	ReplayCount                 int
+}
+
+func ms(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func Seed(t *testing.T, db *sql.DB, rows ...Row) {
+	t.Helper()
+	for _, r := range rows {
+		_, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, replaying_at, replay_count, last_message_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.MsgID, r.BeerID, r.Status, r.FailedAt.UnixMilli(), ms(r.AckAt), ms(r.ReplayedAt), ms(r.ReplayingAt), r.ReplayCount, r.MsgID)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// FakeClock returns t and then advances it by step on every call.
+type FakeClock struct {
+	T    time.Time
+	Step time.Duration
+}
+
+func (c *FakeClock) Now() time.Time {
+	now := c.T
+	c.T = c.T.Add(c.Step)
+	return now
+}
+
+// AdminRow is a dlq_messages row to insert in the admin API tests.
+type AdminRow struct {
+	BeerID, BeerName, Brewer, Source, Status, Reason, Raw string
+	FailedAt, ReplayCount                                 int64
+	Encoding                                              string
+	// ContentType is stored as given; empty leaves it NULL (a row captured
+	// before content types were recorded).
+	ContentType string
+}
+
+// Insert adds rows and returns their ids in order.
+func Insert(t *testing.T, db *sql.DB, rows ...AdminRow) []int64 {
+	t.Helper()
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		if r.Source == "" {
+			r.Source = "beer-enrichment"
+		}
+		if r.Status == "" {
+			r.Status = "pending"
+		}
+		if r.Encoding == "" {
+			r.Encoding = "text"
+		}
+		if r.Raw == "" {
+			r.Raw = fmt.Sprintf(`{"beer_id":%q,"beer_name":%q,"brewer":%q}`, r.BeerID, r.BeerName, r.Brewer)
+		}
+		var name, brewer, reason, ct any
+		if r.ContentType != "" {
+			ct = r.ContentType
+		}
+		if r.BeerName != "" {
+			name = r.BeerName
+		}
+		if r.Brewer != "" {
+			brewer = r.Brewer
+		}
+		if r.Reason != "" {
+			reason = r.Reason
+		}
+		err := db.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason,
+				source_queue, status, replay_count, raw_message, raw_encoding, content_type, first_failed_at, updated_at)
+			VALUES (lower(hex(randomblob(8))), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			r.BeerID, name, brewer, r.FailedAt, reason, r.Source, r.Status, r.ReplayCount, r.Raw, r.Encoding, ct, r.FailedAt, r.FailedAt).Scan(&ids[i])
+		if err != nil {
+			t.Fatalf("insert: %v", err)
+		}
+	}
+	return ids
+}
+
+// Generate inserts n pending rows in one statement (as the e2e tests do):
+// beer_id gen-<i>, beer_name <prefix>-<i>, failed_at base - (i / ties) so
+// that groups of ties rows share failed_at.
+func Generate(t *testing.T, db *sql.DB, prefix string, n, ties int, base int64) {
+	t.Helper()
+	_, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason,
+			source_queue, raw_message, first_failed_at, updated_at)
+		WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?1)
+		SELECT ?2 || '-m-' || i, 'gen-' || i, printf('%s-%05d', ?2, i), 'Brewer ' || (i % 7), ?3 - (i / CAST(?4 AS INTEGER)),
+			'reason ' || (i % 3), 'beer-enrichment',
+			json_object('beer_id', 'gen-' || i, 'beer_name', printf('%s-%05d', ?2, i)), ?3, ?3
+		FROM seq`, n, prefix, base, ties)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
@@ -244,7 +245,7 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	if stuck == 0 {
 		t.Fatal("no replaying tickets row seeded")
 	}
-	rescue := dlq.Rescue{DB: shared, Log: discard, StuckAfter: time.Minute, Frozen: dbs.Frozen("DB"), Limits: jobs.Limits{ChunkRows: 10, Budget: time.Minute}}
+	rescue := upkeep.Rescue{DB: shared, Log: discard, StuckAfter: time.Minute, Frozen: dbs.Frozen("DB"), Limits: jobs.Limits{ChunkRows: 10, Budget: time.Minute}}
 	if _, err := rescue.Run(context.Background(), now.Add(24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package relocation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -28,7 +30,6 @@ var (
 	checkCounts  = dlqtest.CheckCounts
 	runRecorded  = dlqtest.RunRecorded
 	flakyDB      = dlqtest.FlakyDB
-	wantInput    = dlqtest.WantInput
 )
 
 type taskClock = dlqtest.TaskClock
@@ -39,6 +40,15 @@ func beer(id string) string {
 	return fmt.Sprintf(`{"beer_id":%q,"beer_name":"Beer %s","brewer":"Brewer"}`, id, id)
 }
 
-func newRetention(t *testing.T) *dlq.Retention {
-	return &dlq.Retention{DB: sqlitetest.New(t), Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000, AttemptMaxAge: 7 * day}
+func newRetention(t *testing.T) *upkeep.Retention {
+	return &upkeep.Retention{DB: sqlitetest.New(t), Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000, AttemptMaxAge: 7 * day}
+}
+
+// wantInput fails unless err is an *dlq.InputError with code.
+func wantInput(t *testing.T, err error, code string) {
+	t.Helper()
+	var in *dlq.InputError
+	if !errors.As(err, &in) || in.Code != code {
+		t.Fatalf("err = %v, want input error %s", err, code)
+	}
 }

@@ -13,7 +13,7 @@ import (
 // source queue (Databases.OfQueue) for POST /admin/dlq/import, as they were:
 // id, message ids, body and content type, status, times, replay count,
 // history, signature; each row records the version it was imported from
-// (moved_version, rowVersionSQL), the one Release deletes in the old
+// (moved_version, RowVersionSQL), the one Release deletes in the old
 // database.
 //
 // A line whose message_id the database already holds is the same message:
@@ -37,7 +37,7 @@ import (
 // batch. A row's hour of failure counts it (n) but not as a capture
 // (events): it was captured once, in the database it came from. A sixth
 // statement adds the lines' earliest action time to retention_rescans, so
-// that retention looks at the imported and merged rows (rescanMarkSQL).
+// that retention looks at the imported and merged rows (RescanMarkSQL).
 type Import struct {
 	DBs dlq.Databases
 }
@@ -112,7 +112,7 @@ const (
 	RETURNING id`
 )
 
-// lineVersionSQL is rowVersionSQL of the line j.value.
+// lineVersionSQL is RowVersionSQL of the line j.value.
 const lineVersionSQL = `json_array(j.value ->> '$.updated_at', j.value ->> '$.status', j.value ->> '$.replay_count')`
 
 // importMergeSQL merges each line into the row of its message_id the

@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
@@ -660,8 +661,8 @@ func (w *moveWorld) retention() string {
 	w.clk.Add(time.Duration(w.rng.IntN(4*24*60)) * time.Minute)
 	now := w.clk.Now()
 	before := w.rows()
-	u := dlq.Upkeep{DBs: w.d, Pipelines: w.ps,
-		Retention: dlq.Retention{Log: discard, MaxAge: moveMaxAge, MaxRowsPerKey: moveCap, AttemptMaxAge: 7 * 24 * time.Hour,
+	u := upkeep.Schedule{DBs: w.d, Pipelines: w.ps,
+		Retention: upkeep.Retention{Log: discard, MaxAge: moveMaxAge, MaxRowsPerKey: moveCap, AttemptMaxAge: 7 * 24 * time.Hour,
 			Limits: jobs.Limits{ChunkRows: 1 + w.rng.IntN(5), Budget: time.Hour}},
 	}
 	for _, r := range u.Retentions() {

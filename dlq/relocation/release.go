@@ -197,7 +197,7 @@ type releaseRow struct {
 	MessageID string  `json:"m"`
 	Signature *string `json:"s,omitempty"`
 	UpdatedAt int64   `json:"u"`
-	// Version is the row's version as the scan read it (rowVersionSQL).
+	// Version is the row's version as the scan read it (RowVersionSQL).
 	Version string `json:"v"`
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 )
@@ -17,7 +18,7 @@ import (
 // (90 days) and pages (7 days), both of the latter on TICKETS_DB, and
 // returns the Upkeep of the two databases (each Retention's template
 // limits set).
-func movingPipelines(t *testing.T) (shared, own *sql.DB, u dlq.Upkeep) {
+func movingPipelines(t *testing.T) (shared, own *sql.DB, u upkeep.Schedule) {
 	t.Helper()
 	shared, own = sqlitetest.New(t), sqlitetest.New(t)
 	if _, err := own.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
@@ -31,7 +32,7 @@ func movingPipelines(t *testing.T) (shared, own *sql.DB, u dlq.Upkeep) {
 	dlq.SetPipelines(ps)
 	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: own}}, ps)
-	u = dlq.Upkeep{DBs: dbs, Pipelines: ps, Retention: dlq.Retention{Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000,
+	u = upkeep.Schedule{DBs: dbs, Pipelines: ps, Retention: upkeep.Retention{Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000,
 		AttemptMaxAge: 7 * day, Limits: jobs.Limits{ChunkRows: 100, Budget: 10 * time.Second}}}
 	return shared, own, u
 }
@@ -190,7 +191,7 @@ func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
 	if left := leftIDs(t, r.DB); !reflect.DeepEqual(left, want) {
 		t.Fatalf("left %v, want %v", left, want)
 	}
-	if n := counter(t, r.DB, dlq.CounterRetentionCap); n != 2 {
+	if n := counter(t, r.DB, upkeep.CounterRetentionCap); n != 2 {
 		t.Fatalf("cap counter %d", n)
 	}
 }
@@ -202,7 +203,7 @@ func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
 func TestRetentionCoversImportedRows(t *testing.T) {
 	shared, own, u := movingPipelines(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
-	var r *dlq.Retention
+	var r *upkeep.Retention
 	for _, x := range u.Retentions() {
 		if x.Database == "TICKETS_DB" {
 			r = x
