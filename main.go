@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/consume"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/handlers"
@@ -305,7 +306,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	// as <job>:<binding>; job_runs and alert_state stay in DB.
 	sched := upkeep.Schedule{DBs: w.dbs, Pipelines: cfg.Pipelines,
 		Rescue: upkeep.Rescue{Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
-		Tasks: dlq.ReplayTasks{Limits: limits, Replay: dlq.Replay{Sender: w.sender,
+		Tasks: resolve.ReplayTasks{Limits: limits, Replay: resolve.Replay{Sender: w.sender,
 			Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}},
 		Retention: upkeep.Retention{Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 			AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{ChunkRows: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},

@@ -144,11 +144,11 @@ func (a Attempts) Record(ctx context.Context, at Attempt) error {
 func (at Attempt) recordArgs() []any {
 	sig := SignatureIn(at.Queue, at.Class, at.Error)
 	return []any{at.MessageID, at.Queue, int64(at.Attempt), at.Class, text.Clip(at.Error, maxAttemptError), at.At.UnixMilli(),
-		at.entryJSON(), sig.Key, sig.Text, nullIfEmpty(at.Version)}
+		at.entryJSON(), sig.Key, sig.Text, NullIfEmpty(at.Version)}
 }
 
-// nullIfEmpty is s as a statement argument: nil when empty.
-func nullIfEmpty(s string) any {
+// NullIfEmpty is s as a statement argument: nil when empty.
+func NullIfEmpty(s string) any {
 	if s == "" {
 		return nil
 	}

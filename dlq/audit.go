@@ -12,6 +12,16 @@ import (
 	"github.com/redrive/redrive/sqlbatch"
 )
 
+// ActionReplayEdited is the audit action of an edited replay (POST /admin/dlq/{id}/replay).
+const ActionReplayEdited = "replay_edited"
+
+// Task actions (the admin API's POST .../{id}/pause, resume, cancel).
+const (
+	TaskPause  = "pause"
+	TaskResume = "resume"
+	TaskCancel = "cancel"
+)
+
 // Audit actions.
 const (
 	ActionReplay      = "replay"
@@ -85,7 +95,7 @@ type AuditStart struct {
 func (s AuditStart) values(at int64) []any {
 	var ids, filter, note any
 	if s.IDs != nil {
-		ids = idsJSON(s.IDs)
+		ids = IDsJSON(s.IDs)
 	}
 	if s.Filter != nil {
 		js, _ := json.Marshal(s.Filter)
@@ -146,12 +156,12 @@ func auditErrorOf(col sql.NullString, requestID string) *AuditError {
 	return &e
 }
 
-// finishedAuditStmt returns the statement that writes s's finished audit row at
+// FinishedAuditStmt returns the statement that writes s's finished audit row at
 // once: its outcome, error (nil for none), and as counts the JSON object that countsSQL
 // (an SQL expression taking countsArgs) evaluates to; the statement returns
 // the counts. Sent in the same batch as an action, before it, the row and
 // the action commit together and the counts see the rows about to change.
-func finishedAuditStmt(s AuditStart, at int64, outcome string, e *AuditError, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
+func FinishedAuditStmt(s AuditStart, at int64, outcome string, e *AuditError, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
 	args := append(s.values(at), outcome, e.column(), at)
 	return sqlbatch.Stmt{SQL: `INSERT INTO admin_audit(` + auditColumns + `, outcome, error, finished_at, counts)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + countsSQL + `) RETURNING counts`, Args: append(args, countsArgs...)}
@@ -164,7 +174,7 @@ func (a Audit) Record(ctx context.Context, s AuditStart, outcome string, counts 
 	if err != nil {
 		return err
 	}
-	st := finishedAuditStmt(s, a.Clock.Now().UnixMilli(), outcome, e, "?", cs)
+	st := FinishedAuditStmt(s, a.Clock.Now().UnixMilli(), outcome, e, "?", cs)
 	if _, err := a.DB.ExecContext(ctx, st.SQL, st.Args...); err != nil {
 		return fmt.Errorf("audit record: %w", err)
 	}
@@ -195,18 +205,6 @@ func (a Audit) Finish(ctx context.Context, id int64, outcome string, counts any,
 		return fmt.Errorf("audit finish: %w", err)
 	}
 	return nil
-}
-
-// ReplayOutcome classifies a replay result.
-func ReplayOutcome(r ReplayResult) string {
-	switch {
-	case r.FailedCount == 0:
-		return OutcomeOK
-	case r.ReplayedCount == 0:
-		return OutcomeFailed
-	default:
-		return OutcomePartial
-	}
 }
 
 // AuditEntry is one admin_audit row.
@@ -264,7 +262,7 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 	}
 	var after int64
 	if p.Cursor != "" {
-		pos, err := a.Cursors.decode(p.Cursor, cursorAudit, fp)
+		pos, err := a.Cursors.Decode(p.Cursor, cursorAudit, fp)
 		if err != nil {
 			return AuditPage{}, err
 		}
@@ -277,7 +275,7 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 	out := AuditPage{Entries: entries, Limit: p.Limit}
 	if len(out.Entries) > p.Limit {
 		out.Entries = out.Entries[:p.Limit]
-		next := a.Cursors.encode(position{Kind: cursorAudit, Filter: fp, ID: out.Entries[p.Limit-1].ID})
+		next := a.Cursors.Encode(Position{Kind: cursorAudit, Filter: fp, ID: out.Entries[p.Limit-1].ID})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil

@@ -60,7 +60,7 @@ func BenchmarkDecodeMessages100(b *testing.B) {
 // they are (compare BenchmarkDecodeMessages100, what decoding them costs).
 func BenchmarkPageAppendJSON100(b *testing.B) {
 	js := pageJSON(b, 100)
-	cursor := NewCursors("s").encode(position{Kind: cursorList, Filter: "f", FailedAt: 1, ID: 1})
+	cursor := NewCursors("s").Encode(Position{Kind: cursorList, Filter: "f", FailedAt: 1, ID: 1})
 	p := Page{Messages: js, TotalCount: 100_000, Limit: 100, NextCursor: &cursor, HasMore: true}
 	buf := make([]byte, 0, 64<<10)
 	b.ReportAllocs()
@@ -74,8 +74,8 @@ func BenchmarkCursorRoundTrip(b *testing.B) {
 	c := NewCursors("secret")
 	total := int64(100_000)
 	for b.Loop() {
-		s := c.encode(position{Kind: cursorList, Filter: "f", FailedAt: 1_700_000_000_000, ID: 42, Total: &total})
-		if _, err := c.decode(s, cursorList, "f"); err != nil {
+		s := c.Encode(Position{Kind: cursorList, Filter: "f", FailedAt: 1_700_000_000_000, ID: 42, Total: &total})
+		if _, err := c.Decode(s, cursorList, "f"); err != nil {
 			b.Fatal(err)
 		}
 	}

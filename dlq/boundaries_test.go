@@ -1,25 +1,11 @@
 package dlq
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
-	"github.com/redrive/redrive/sqlbatch"
 )
-
-// Limits hold at their exact value: a note of MaxNoteLength bytes is
-// accepted (one more is refused: TestAcknowledgeRejectsBadInput).
-func TestAcknowledgeNoteOfExactlyTheMaximum(t *testing.T) {
-	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
-	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100}
-	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, Note: strings.Repeat("n", MaxNoteLength)})
-	if err != nil || res.AcknowledgedCount != 1 {
-		t.Fatalf("note of %d bytes: %+v, %v", MaxNoteLength, res, err)
-	}
-}
 
 // A page that holds exactly the last rows says there is no more (no cursor
 // to an empty page), and a bounded total of exactly ListCountMax matches is

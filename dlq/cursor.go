@@ -30,7 +30,7 @@ func NewCursors(secret string) Cursors {
 // Cursor kinds: one per listing that pages.
 const (
 	cursorList   = "dlq"
-	cursorReplay = "replay"
+	CursorReplay = "replay"
 	cursorAudit  = "audit"
 	cursorGroups = "groups"
 )
@@ -40,8 +40,8 @@ const (
 // database).
 const maxCursorLen = 2048
 
-// position is where a listing stopped: the last row returned.
-type position struct {
+// Position is where a listing stopped: the last row returned.
+type Position struct {
 	Kind     string `json:"k"`
 	Filter   string `json:"f"`
 	FailedAt int64  `json:"t"`
@@ -65,17 +65,17 @@ func (c Cursors) mac(payload []byte) []byte {
 	return m.Sum(nil)[:16]
 }
 
-func (c Cursors) encode(p position) string {
+func (c Cursors) Encode(p Position) string {
 	payload, _ := json.Marshal(p)
 	enc := base64.RawURLEncoding
 	return enc.EncodeToString(payload) + "." + enc.EncodeToString(c.mac(payload))
 }
 
-// decode returns the position of a cursor this server issued for kind and
+// Decode returns the position of a cursor this server issued for kind and
 // filter, or an INVALID_CURSOR error.
-func (c Cursors) decode(s, kind, filter string) (position, error) {
-	bad := func(why string) (position, error) {
-		return position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: %s; use next_cursor from a previous response with the same filters", why)
+func (c Cursors) Decode(s, kind, filter string) (Position, error) {
+	bad := func(why string) (Position, error) {
+		return Position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: %s; use next_cursor from a previous response with the same filters", why)
 	}
 	if len(s) > maxCursorLen {
 		return bad("too long")
@@ -93,7 +93,7 @@ func (c Cursors) decode(s, kind, filter string) (position, error) {
 	if !hmac.Equal(sum, c.mac(payload)) {
 		return bad("not issued by this server")
 	}
-	var p position
+	var p Position
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil || p.ID < 1 {

@@ -15,8 +15,8 @@ import (
 // entries are in GET /admin/audit.
 const AuditWindow = 500
 
-// relatedLimit bounds related_ids.
-const relatedLimit = 10
+// RelatedLimit bounds related_ids.
+const RelatedLimit = 10
 
 // ErrMessageNotFound is returned by Detail.Read for an id no row has.
 var ErrMessageNotFound = errors.New("dlq message not found")
@@ -24,7 +24,7 @@ var ErrMessageNotFound = errors.New("dlq message not found")
 // Detail reads one dlq_messages row for GET /admin/dlq/{id}: every field,
 // the body, its lineage and the audit entries that touched it. Two
 // statements; rows read: 1 (the row) + 1 (its signature) + at most
-// relatedLimit (lineage index) + at most AuditWindow (admin_audit, newest first).
+// RelatedLimit (lineage index) + at most AuditWindow (admin_audit, newest first).
 type Detail struct {
 	DB *sql.DB
 	// Others are the other databases bound (Databases.All but DB's): a
@@ -108,7 +108,7 @@ func detailRowSQL() string {
 // detailAuditSQL returns related_ids and the matching audit entries as JSON
 // (one round trip). ?1 id, ?2 source_queue, ?3 body_hash, ?4 acknowledged_at,
 // ?5 replayed_at, ?6 replaying_at, ?7 beer_id, ?8 AuditWindow, ?9 the
-// relatedLimit. A replay run's window is [at, finished_at], or 10 minutes
+// RelatedLimit. A replay run's window is [at, finished_at], or 10 minutes
 // from at while it is unfinished.
 const detailAuditSQL = `SELECT
 	(SELECT json_group_array(id) FROM (SELECT id FROM dlq_messages
@@ -129,7 +129,7 @@ const detailAuditSQL = `SELECT
 
 // Read returns row id with its lineage and audit entries, or ErrMessageNotFound.
 func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
-	if id < 1 || id > maxSafeInteger {
+	if id < 1 || id > MaxSafeInteger {
 		return MessageDetail{}, ErrMessageNotFound
 	}
 	out := MessageDetail{AuditWindow: AuditWindow}
@@ -199,11 +199,11 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 
 // readAudit runs detailAuditSQL for row id with the keys readRow read and
 // returns its two JSON arrays unparsed: the related row ids and the matching
-// admin_audit entries (reads at most relatedLimit rows and AuditWindow
+// admin_audit entries (reads at most RelatedLimit rows and AuditWindow
 // entries; writes nothing).
 func (d Detail) readAudit(ctx context.Context, id int64, k detailKeys) (related, audit string, err error) {
 	args := []any{id, k.source, nullable(k.hash), nullable(k.ackAt), nullable(k.replayedAt),
-		nullable(k.claimAt), k.beer, int64(AuditWindow), int64(relatedLimit)}
+		nullable(k.claimAt), k.beer, int64(AuditWindow), int64(RelatedLimit)}
 	if err = d.DB.QueryRowContext(ctx, detailAuditSQL, args...).Scan(&related, &audit); err != nil {
 		return "", "", fmt.Errorf("dlq detail audit: %w", err)
 	}

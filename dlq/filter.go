@@ -22,8 +22,8 @@ const (
 	MaxFilterText = 200
 	// MaxNoteLength bounds an acknowledge note.
 	MaxNoteLength = 1000
-	// maxSafeInteger is the largest integer a JSON number (and D1) carries exactly.
-	maxSafeInteger = 1<<53 - 1
+	// MaxSafeInteger is the largest integer a JSON number (and D1) carries exactly.
+	MaxSafeInteger = 1<<53 - 1
 )
 
 // Filter selects dlq_messages rows. It is the list's query parameters and the
@@ -104,8 +104,8 @@ func (f Filter) Normalize() (Filter, error) {
 		name string
 		v    *int64
 	}{{"failed_after", f.FailedAfter}, {"failed_before", f.FailedBefore}} {
-		if t.v != nil && (*t.v < 0 || *t.v > maxSafeInteger) {
-			return f, InputErr("INVALID_FILTER", "%s must be epoch milliseconds in 0..%d", t.name, int64(maxSafeInteger))
+		if t.v != nil && (*t.v < 0 || *t.v > MaxSafeInteger) {
+			return f, InputErr("INVALID_FILTER", "%s must be epoch milliseconds in 0..%d", t.name, int64(MaxSafeInteger))
 		}
 	}
 	if f.FailedAfter != nil && f.FailedBefore != nil && *f.FailedAfter >= *f.FailedBefore {
@@ -114,23 +114,23 @@ func (f Filter) Normalize() (Filter, error) {
 	return f, nil
 }
 
-// normalizePending is Normalize for bulk actions, which act on pending rows only.
-func (f Filter) normalizePending() (Filter, error) {
+// NormalizePending is Normalize for bulk actions, which act on pending rows only.
+func (f Filter) NormalizePending() (Filter, error) {
 	if f.Status != "" && f.Status != StatusPending {
 		return f, InputErr("INVALID_FILTER", "bulk actions act on pending rows only; filter.status must be pending or absent")
 	}
 	return f.Normalize()
 }
 
-// fingerprint identifies the filter's meaning, binding cursors to it.
-func (f Filter) fingerprint() string {
+// Fingerprint identifies the filter's meaning, binding cursors to it.
+func (f Filter) Fingerprint() string {
 	js, _ := json.Marshal(f)
 	sum := sha256.Sum256(js)
 	return hex.EncodeToString(sum[:8])
 }
 
-// where returns the SQL condition (never empty) and its arguments. f must be normalized.
-func (f Filter) where() (string, []any) {
+// Where returns the SQL condition (never empty) and its arguments. f must be normalized.
+func (f Filter) Where() (string, []any) {
 	var conds []string
 	var args []any
 	// A beer has a handful of rows, a status tens of thousands: with
@@ -183,18 +183,18 @@ func (f Filter) where() (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// contentTypeSQL is a row's content type (json | text | bytes | v8): the
+// ContentTypeSQL is a row's content type (json | text | bytes | v8): the
 // content_type column, or for rows captured before it existed (NULL),
 // derived from the stored body: base64 → bytes, valid JSON → json, else text.
-const contentTypeSQL = `COALESCE(content_type, CASE WHEN raw_encoding = 'base64' THEN 'bytes'
+const ContentTypeSQL = `COALESCE(content_type, CASE WHEN raw_encoding = 'base64' THEN 'bytes'
 	WHEN json_valid(raw_message) THEN 'json' ELSE 'text' END)`
 
-// replayableSQL is true for rows replay can send exactly as they were
+// ReplayableSQL is true for rows replay can send exactly as they were
 // produced: text and bytes bodies, and JSON bodies whose text is valid JSON
 // (a base64-stored JSON body, a minimal row of capture, is checked after the
 // claim). v8 bodies (stored as a lossy text) and rows without a body are
 // skipped by replay; an operator acknowledges them instead.
-const replayableSQL = `(raw_message IS NOT NULL AND CASE ` + contentTypeSQL + `
+const ReplayableSQL = `(raw_message IS NOT NULL AND CASE ` + ContentTypeSQL + `
 	WHEN 'text' THEN 1 WHEN 'bytes' THEN 1
 	WHEN 'json' THEN raw_encoding = 'base64' OR json_valid(raw_message) ELSE 0 END)`
 
@@ -209,7 +209,7 @@ func ValidateIDs(ids []int64, max int) error {
 	}
 	seen := make(map[int64]bool, len(ids))
 	for i, id := range ids {
-		if id < 1 || id > maxSafeInteger {
+		if id < 1 || id > MaxSafeInteger {
 			return InputErr("INVALID_REQUEST", "ids[%d] must be a positive integer", i)
 		}
 		if seen[id] {
@@ -220,12 +220,12 @@ func ValidateIDs(ids []int64, max int) error {
 	return nil
 }
 
-// idsJSON encodes ids as the single JSON parameter json_each expands.
+// IDsJSON encodes ids as the single JSON parameter json_each expands.
 // A statement that names its rows this way writes its status condition as
 // +status: without statistics SQLite would otherwise search a status index
 // and test every row of that status against the list (20 ms instead of
 // 0.2 ms to acknowledge 99 of 70k pending rows natively).
-func idsJSON(ids []int64) string {
+func IDsJSON(ids []int64) string {
 	if len(ids) == 0 {
 		return "[]"
 	}

@@ -15,10 +15,10 @@ func TestFilterBounds(t *testing.T) {
 		msg  string // "" = valid
 	}{
 		{"after 0", Filter{FailedAfter: i(0)}, ""},
-		{"before max", Filter{FailedBefore: i(maxSafeInteger)}, ""},
+		{"before max", Filter{FailedBefore: i(MaxSafeInteger)}, ""},
 		{"after -1", Filter{FailedAfter: i(-1)}, "failed_after must be epoch milliseconds in 0..9007199254740991"},
-		{"before max+1", Filter{FailedBefore: i(maxSafeInteger + 1)}, "failed_before must be epoch milliseconds in 0..9007199254740991"},
-		{"after max+1", Filter{FailedAfter: i(maxSafeInteger + 1)}, "failed_after must be epoch milliseconds in 0..9007199254740991"},
+		{"before max+1", Filter{FailedBefore: i(MaxSafeInteger + 1)}, "failed_before must be epoch milliseconds in 0..9007199254740991"},
+		{"after max+1", Filter{FailedAfter: i(MaxSafeInteger + 1)}, "failed_after must be epoch milliseconds in 0..9007199254740991"},
 		{"after < before", Filter{FailedAfter: i(4), FailedBefore: i(5)}, ""},
 		{"after = before", Filter{FailedAfter: i(5), FailedBefore: i(5)}, "failed_after must be earlier than failed_before"},
 		{"q of 200 bytes", Filter{Q: strings.Repeat("é", 100)}, ""},
@@ -42,14 +42,14 @@ func TestFilterBounds(t *testing.T) {
 
 // Row ids are positive integers JSON carries exactly: 1..2^53-1.
 func TestValidateIDsBounds(t *testing.T) {
-	if err := ValidateIDs([]int64{1, maxSafeInteger}, 2); err != nil {
+	if err := ValidateIDs([]int64{1, MaxSafeInteger}, 2); err != nil {
 		t.Fatalf("1 and 2^53-1: %v", err)
 	}
 	for _, c := range []struct {
 		ids []int64
 		msg string
 	}{
-		{[]int64{1, maxSafeInteger + 1}, "ids[1] must be a positive integer"},
+		{[]int64{1, MaxSafeInteger + 1}, "ids[1] must be a positive integer"},
 		{[]int64{0}, "ids[0] must be a positive integer"},
 		{[]int64{1, 2, 3}, "at most 2 ids per request; got 3"},
 		{[]int64{}, "ids must be a non-empty array of row ids"},

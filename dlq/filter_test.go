@@ -51,7 +51,7 @@ func TestFilterOfEveryStatusReadsStatusRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	where, args := f.where()
+	where, args := f.Where()
 	plan := strings.Join(sqlitetest.Plan(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE `+where, args...), "\n")
 	if !strings.Contains(plan, "idx_dlq_status_failed") || strings.Contains(plan, "SCAN dlq_messages") {
 		t.Fatalf("where %s\nplan:\n%s\nwant ranges of idx_dlq_status_failed", where, plan)

@@ -137,13 +137,13 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if err != nil {
 		return GroupsPage{}, err
 	}
-	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version, Pipeline: p.Pipeline}.fingerprint()
+	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version, Pipeline: p.Pipeline}.Fingerprint()
 	if g.DBs.Many() && queue == "" {
 		return g.pageMerged(ctx, p, fp)
 	}
 	var after *spot
 	if p.Cursor != "" {
-		pos, err := g.Cursors.decode(p.Cursor, cursorGroups, fp)
+		pos, err := g.Cursors.Decode(p.Cursor, cursorGroups, fp)
 		if err != nil {
 			return GroupsPage{}, err
 		}
@@ -160,7 +160,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if len(out.Groups) > p.Limit {
 		out.Groups = out.Groups[:p.Limit]
 		last := groupSpot(out.Groups[p.Limit-1], byFirstSeen)
-		next := g.Cursors.encode(position{Kind: cursorGroups, Filter: fp, ID: last.I, FailedAt: last.T, Key: last.S})
+		next := g.Cursors.Encode(Position{Kind: cursorGroups, Filter: fp, ID: last.I, FailedAt: last.T, Key: last.S})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil

@@ -3,11 +3,13 @@ package dlq
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"testing"
 
 	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/internal/text"
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -26,6 +28,7 @@ var (
 	flakyDB      = dlqtest.FlakyDB
 	schemaFile   = dlqtest.SchemaFile
 	mustExec     = dlqtest.MustExec
+	fixedClock   = dlqtest.FixedClock
 )
 
 // taskClock is a test clock that moves only when told (as the Workers
@@ -49,3 +52,18 @@ var (
 	insert   = dlqtest.Insert
 	generate = dlqtest.Generate
 )
+
+func wantCounters(t *testing.T, db *sql.DB, captured, dups, poison int64) {
+	t.Helper()
+	c := counters(t, db)
+	if c[CounterCaptured] != captured || c[CounterDuplicates] != dups || c[CounterPoison] != poison {
+		t.Fatalf("counters = %v, want captured %d duplicates %d poison %d", c, captured, dups, poison)
+	}
+}
+
+func shortRow(r dlqRow) dlqRow {
+	r.Raw = text.Clip(r.Raw, 40)
+	return r
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -17,7 +17,7 @@ func messageFields(raw bool) string {
 		'source_queue', source_queue, 'status', status, 'replay_count', COALESCE(replay_count, 0),
 		'replayed_at', replayed_at, 'acknowledged_at', acknowledged_at, 'failure_class', failure_class,
 		'first_failed_at', first_failed_at, 'replaying_at', replaying_at, 'acknowledged_note', acknowledged_note,
-		'updated_at', updated_at, 'content_type', ` + contentTypeSQL + `, ` + pipelineFieldsSQL()
+		'updated_at', updated_at, 'content_type', ` + ContentTypeSQL + `, ` + pipelineFieldsSQL()
 	if raw {
 		fields += `, 'raw_message', raw_message, 'raw_encoding', raw_encoding`
 	}
@@ -155,7 +155,7 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	if l.DBs.Many() && f.SourceQueue == "" {
 		return l.pageMerged(ctx, f, p)
 	}
-	fp := f.fingerprint()
+	fp := f.Fingerprint()
 	// With several databases bound, a cursor names the database it walks:
 	// one made in another database's ids would skip rows there.
 	if name := l.database(f); name != "" {
@@ -163,9 +163,9 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	}
 	// The first page counts the matches; later pages carry that count in
 	// their cursor instead of counting again.
-	var pos *position
+	var pos *Position
 	if p.Cursor != "" {
-		decoded, err := l.Cursors.decode(p.Cursor, cursorList, fp)
+		decoded, err := l.Cursors.Decode(p.Cursor, cursorList, fp)
 		if err != nil {
 			return Page{}, err
 		}
@@ -178,7 +178,7 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	}
 	out := Page{Limit: p.Limit, TotalCount: r.total, TotalCountExact: r.exact, Messages: Messages(r.page), HasMore: r.more}
 	if out.HasMore {
-		next := l.Cursors.encode(position{Kind: cursorList, Filter: fp, FailedAt: r.lastFailed, ID: r.lastID,
+		next := l.Cursors.Encode(Position{Kind: cursorList, Filter: fp, FailedAt: r.lastFailed, ID: r.lastID,
 			Total: &out.TotalCount, Bounded: !out.TotalCountExact})
 		out.NextCursor = &next
 	}
@@ -210,7 +210,7 @@ type listRead struct {
 
 // readListPage reads one page of f after pos (nil: the first page) from
 // db in one statement; it counts the total unless carried holds it.
-func readListPage(ctx context.Context, db *sql.DB, f Filter, pos, carried *position, limit int, raw bool) (listRead, error) {
+func readListPage(ctx context.Context, db *sql.DB, f Filter, pos, carried *Position, limit int, raw bool) (listRead, error) {
 	total, totalArgs := f.totalSQL()
 	r := listRead{exact: true}
 	if carried != nil && carried.Total != nil {
@@ -295,7 +295,7 @@ func (f Filter) totalSQL() (string, []any) {
 		}
 		return `(SELECT COALESCE(SUM(n), 0) FROM dlq_tally WHERE ` + where + `)`, args
 	}
-	where, args := f.where()
+	where, args := f.Where()
 	return `(SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages WHERE ` + where + ` LIMIT ?))`, append(args, int64(ListCountMax+1))
 }
 
@@ -308,9 +308,9 @@ var listStatuses = []string{StatusPending, StatusReplaying, StatusReplayed, Stat
 // beer_id, whose index drives the query) takes the n newest rows of each
 // status and keeps the n newest of those: at most 4n rows read, where one
 // index over every row's failed_at would cost a row written per capture.
-func (f Filter) newestRows(pos *position, n int64) (string, []any) {
+func (f Filter) newestRows(pos *Position, n int64) (string, []any) {
 	one := func(g Filter) (string, []any) {
-		where, args := g.where()
+		where, args := g.Where()
 		if pos != nil {
 			where += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
 			args = append(args, pos.FailedAt, pos.FailedAt, pos.ID)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
-	"github.com/redrive/redrive/sqlbatch"
 )
 
 // decoded returns a page's messages.
@@ -273,85 +272,12 @@ func TestBeerIDFilterUsesItsIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		where, args := f.where()
+		where, args := f.Where()
 		plan := sqlitetest.Plan(t, db, `SELECT id FROM dlq_messages WHERE `+where+` ORDER BY failed_at DESC, id DESC`, args...)
 		if detail := plan[0]; !strings.Contains(detail, "idx_dlq_beer_id") {
 			t.Errorf("status %q: plan %q", status, detail)
 		}
 	}
-}
-
-// q of any length up to MaxFilterText searches the list, dry runs, bulk
-// replay and bulk acknowledge (the test database has D1's 50-byte LIKE
-// limit). %, _ and \ are literal, and multi-byte UTF-8 is kept whole.
-func TestLongQSearchesEveryAction(t *testing.T) {
-	db := sqlitetest.New(t)
-	long := strings.Repeat(`Ünïcode 100%_off \ `, 20)[:MaxFilterText-2] + "é" // exactly MaxFilterText bytes
-	if len(long) != MaxFilterText {
-		t.Fatalf("q is %d bytes", len(long))
-	}
-	ids := insert(t, db,
-		adminRow{BeerID: "reason", BeerName: "A", Reason: "permanent: " + asciiUpper(long[:60]) + long[60:] + " (end)", FailedAt: 3000},
-		adminRow{BeerID: "name", BeerName: "x" + long, FailedAt: 2000},
-		adminRow{BeerID: "other", BeerName: "Ünïcode 100 off", Brewer: strings.Repeat("_", 60), Reason: strings.Repeat("%", 60), FailedAt: 1000},
-	)
-	for _, c := range []struct {
-		q    string
-		want []int64
-	}{
-		{long, []int64{ids[0], ids[1]}},
-		{long[:49], []int64{ids[0], ids[1]}},
-		{long[:51], []int64{ids[0], ids[1]}},
-		{"y" + long[:198], nil},
-		{strings.Repeat("_", 51), []int64{ids[2]}},
-		{strings.Repeat("%", 51), []int64{ids[2]}},
-		{`\ Ü`, []int64{ids[0], ids[1]}},
-		{"ÜNÏCODE", nil}, // only ASCII letters fold: Ü and Ï stay as they are
-	} {
-		f := Filter{Q: c.q}
-		p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{Filter: f})
-		if err != nil {
-			t.Fatalf("list q=%.20q… (%d bytes): %v", c.q, len(c.q), err)
-		}
-		var got []int64
-		for _, m := range decoded(t, p) {
-			got = append(got, m.ID)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("list q=%.20q… (%d bytes): got %v, want %v", c.q, len(c.q), got, c.want)
-		}
-		rp, err := newReplay(db, &queuetest.Sender{}).DryRun(ctx, ReplayRequest{Selection: Selection{Filter: &f}})
-		if err != nil || rp.MatchedCount != int64(len(c.want)) {
-			t.Errorf("replay dry run q=%.20q…: %d matched, %v", c.q, rp.MatchedCount, err)
-		}
-		ap, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}.DryRun(ctx,
-			AcknowledgeRequest{Selection: Selection{Filter: &f}})
-		if err != nil || ap.MatchedCount != int64(len(c.want)) {
-			t.Errorf("acknowledge dry run q=%.20q…: %d matched, %v", c.q, ap.MatchedCount, err)
-		}
-	}
-	f := Filter{Q: long}
-	res, err := newReplay(db, &queuetest.Sender{}).Run(ctx, ReplayRequest{Selection: Selection{IDs: nil, Filter: &f}})
-	if err != nil || res.ReplayedCount != 2 {
-		t.Fatalf("bulk replay with a %d-byte q: %+v %v", len(long), res, err)
-	}
-	db.Exec(`UPDATE dlq_messages SET status = 'pending'`)
-	ack, err := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}.Run(ctx,
-		AcknowledgeRequest{Selection: Selection{Filter: &f}, Note: "long q"})
-	if err != nil || ack.AcknowledgedCount != 2 {
-		t.Fatalf("bulk acknowledge with a %d-byte q: %+v %v", len(long), ack, err)
-	}
-}
-
-// asciiUpper upper-cases ASCII letters only (strings.ToUpper would change ï too).
-func asciiUpper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }
 
 // Every row shows its content type: as stored, or derived from the body for
@@ -475,7 +401,7 @@ func TestListPagesReadBoundedRanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		total, totalArgs := f.totalSQL()
-		rowsSQL, rowsArgs := f.newestRows(&position{FailedAt: 5, ID: 9}, 51)
+		rowsSQL, rowsArgs := f.newestRows(&Position{FailedAt: 5, ID: 9}, 51)
 		for _, q := range []struct {
 			sql  string
 			args []any

@@ -50,20 +50,20 @@ func mergedFilter(fp string, d Databases) string {
 
 // decodeSpots returns the spots of a merged cursor for kind and fp over d
 // (one per database; every one unstarted for the first page, cursor "").
-func (c Cursors) decodeSpots(cursor, kind, fp string, d Databases) (position, error) {
+func (c Cursors) decodeSpots(cursor, kind, fp string, d Databases) (Position, error) {
 	if cursor == "" {
-		return position{Spots: make([]spot, len(d.All))}, nil
+		return Position{Spots: make([]spot, len(d.All))}, nil
 	}
-	p, err := c.decode(cursor, merged(kind), mergedFilter(fp, d))
+	p, err := c.Decode(cursor, merged(kind), mergedFilter(fp, d))
 	if err != nil {
-		return position{}, err
+		return Position{}, err
 	}
 	if len(p.Spots) != len(d.All) {
-		return position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
+		return Position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
 	}
 	for _, s := range p.Spots {
 		if s.I < 0 || s.T < 0 || (s.S != "" && !validSignatureKey(s.S)) {
-			return position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
+			return Position{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed; use next_cursor from a previous response with the same filters")
 		}
 	}
 	return p, nil
@@ -71,7 +71,7 @@ func (c Cursors) decodeSpots(cursor, kind, fp string, d Databases) (position, er
 
 // encodeSpots is the next cursor of a merged page: p with its spots,
 // or nil when every database is done.
-func (c Cursors) encodeSpots(p position, kind, fp string, d Databases) *string {
+func (c Cursors) encodeSpots(p Position, kind, fp string, d Databases) *string {
 	more := false
 	for _, s := range p.Spots {
 		more = more || !s.Done
@@ -80,7 +80,7 @@ func (c Cursors) encodeSpots(p position, kind, fp string, d Databases) *string {
 		return nil
 	}
 	p.Kind, p.Filter, p.ID = merged(kind), mergedFilter(fp, d), 1
-	next := c.encode(p)
+	next := c.Encode(p)
 	return &next
 }
 
@@ -165,12 +165,12 @@ type listRow struct {
 // page counts each database's total and adds them up; the cursor carries
 // the sum and each database's spot.
 func (l List) pageMerged(ctx context.Context, f Filter, p ListParams) (Page, error) {
-	fp := f.fingerprint()
+	fp := f.Fingerprint()
 	pos, err := l.Cursors.decodeSpots(p.Cursor, cursorList, fp, l.DBs)
 	if err != nil {
 		return Page{}, err
 	}
-	var carried *position
+	var carried *Position
 	out := Page{Limit: p.Limit, TotalCountExact: true}
 	if p.Cursor != "" {
 		if pos.Total == nil {
@@ -185,9 +185,9 @@ func (l List) pageMerged(ctx context.Context, f Filter, p ListParams) (Page, err
 		if s.Done {
 			continue
 		}
-		var after *position
+		var after *Position
 		if s.started() {
-			after = &position{FailedAt: s.T, ID: s.I}
+			after = &Position{FailedAt: s.T, ID: s.I}
 		}
 		r, err := readListPage(ctx, d.DB, f, after, carried, p.Limit, p.IncludeRaw)
 		if err != nil {

@@ -20,7 +20,7 @@ func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
 	sound := []spot{{T: 5, I: 9, S: "0123456789abcdef"}, {}, {Done: true}}
 	for _, kind := range []string{cursorList, cursorGroups, cursorAudit} {
 		cursor := func(spots []spot) string {
-			return c.encode(position{Kind: merged(kind), Filter: mergedFilter(fp, d), ID: 1, Spots: spots})
+			return c.Encode(Position{Kind: merged(kind), Filter: mergedFilter(fp, d), ID: 1, Spots: spots})
 		}
 		if p, err := c.decodeSpots(cursor(sound), kind, fp, d); err != nil || fmt.Sprint(p.Spots) != fmt.Sprint(sound) {
 			t.Fatalf("%s: sound spots %v: %v", kind, p.Spots, err)
@@ -44,8 +44,8 @@ func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
 	l := List{DBs: d, Cursors: c}
 	f := Filter{Status: StatusAll}
 	total := int64(3)
-	_, err := l.Page(ctx, ListParams{Filter: f, Limit: 2, Cursor: c.encode(position{Kind: merged(cursorList),
-		Filter: mergedFilter(f.fingerprint(), d), ID: 1, Total: &total, Spots: []spot{{}, {T: 5, I: -7}, {}}})})
+	_, err := l.Page(ctx, ListParams{Filter: f, Limit: 2, Cursor: c.Encode(Position{Kind: merged(cursorList),
+		Filter: mergedFilter(f.Fingerprint(), d), ID: 1, Total: &total, Spots: []spot{{}, {T: 5, I: -7}, {}}})})
 	wantInput(t, err, "INVALID_CURSOR")
 }
 

@@ -206,7 +206,7 @@ func TestMergedListFilterAndCursors(t *testing.T) {
 	single := *page.NextCursor
 	// (bound to the pipeline's database: with several bound, a cursor
 	// names the database it walks)
-	if _, err := l.Cursors.decode(single, cursorList, Filter{Status: StatusAll, SourceQueue: "tickets", Pipeline: "tickets"}.fingerprint()+"@"+d.OfQueue("tickets").Name); err != nil {
+	if _, err := l.Cursors.Decode(single, cursorList, Filter{Status: StatusAll, SourceQueue: "tickets", Pipeline: "tickets"}.Fingerprint()+"@"+d.OfQueue("tickets").Name); err != nil {
 		t.Fatalf("a pipeline's list gave a cursor of another form: %v", err)
 	}
 	page, err = l.Page(ctx, ListParams{Filter: Filter{Status: StatusAll}, Limit: 2})
@@ -383,7 +383,7 @@ func mergedAudit(t *testing.T, counts []int) {
 			t.Fatalf("limit %d: %d entries, want %d", limit, len(seen), want)
 		}
 	}
-	_, err := a.Page(ctx, AuditParams{Limit: 1, Cursor: NewCursors("other").encode(position{Kind: merged(cursorAudit), Filter: "action=", ID: 1})})
+	_, err := a.Page(ctx, AuditParams{Limit: 1, Cursor: NewCursors("other").Encode(Position{Kind: merged(cursorAudit), Filter: "action=", ID: 1})})
 	wantInput(t, err, "INVALID_CURSOR")
 }
 

@@ -7,40 +7,6 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
-// Statements that name their rows (a JSON id list, or a bulk page's ids)
-// look those rows up by primary key. Without statistics SQLite would
-// otherwise search a status index and test every pending row against the
-// list: 20 ms instead of well under 1 ms to acknowledge 99 of 70k pending
-// rows natively, and the same for every replay claim and dry run.
-func TestKeyListStatementsUsePrimaryKey(t *testing.T) {
-	db := sqlitetest.New(t)
-	ids := Selection{IDs: []int64{1, 2, 3}}
-	f, err := Filter{SourceQueue: "beer-enrichment"}.normalizePending()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bulk := Selection{Filter: &f}
-	idsCond, idsArgs := ids.where(false, nil)
-	replayCond, replayArgs := ids.where(true, &position{FailedAt: 5, ID: 9})
-	bulkCond, bulkArgs := bulk.where(false, nil)
-	statements := map[string]struct {
-		query string
-		args  []any
-	}{
-		"acknowledge ids":  {`UPDATE dlq_messages SET status = 'acknowledged' WHERE ` + idsCond + ` RETURNING id`, idsArgs},
-		"replay claim ids": {`UPDATE dlq_messages SET status = 'replaying' WHERE ` + replayCond + ` RETURNING id`, replayArgs},
-		"dry run ids":      {`SELECT COUNT(*) FROM dlq_messages WHERE ` + idsCond, idsArgs},
-		"bulk page":        {`UPDATE dlq_messages SET status = 'acknowledged' WHERE ` + newestFirst(bulkCond), append(bulkArgs, int64(10))},
-		"replay settle":    {settleSQL, []any{"[1]", 1, "[1,2]", 1}},
-	}
-	for name, s := range statements {
-		plan := sqlitetest.Plan(t, db, s.query, s.args...)
-		if !strings.Contains(plan[0], "dlq_messages USING INTEGER PRIMARY KEY") {
-			t.Errorf("%s: rows are not looked up by id:\n%s", name, strings.Join(plan, "\n"))
-		}
-	}
-}
-
 // q is a substring test (instr) instead of LIKE, which D1 limits to 50
 // bytes: it reads the same rows through the same indexes as the LIKE it
 // replaced (same plan for a page, a count and a bulk page).
@@ -55,8 +21,8 @@ func TestQReadsTheRowsLikeDid(t *testing.T) {
 		}
 		withQ := f
 		withQ.Q = strings.Repeat("q", MaxFilterText)
-		w, a := withQ.where()
-		w0, a0 := f.where()
+		w, a := withQ.Where()
+		w0, a0 := f.Where()
 		likeW, likeA := w0+like, append(a0[:len(a0):len(a0)], "%q%", "%q%", "%q%")
 		var plans [2][]string
 		for i, c := range []struct {
@@ -69,7 +35,7 @@ func TestQReadsTheRowsLikeDid(t *testing.T) {
 			}{
 				{`SELECT * FROM dlq_messages WHERE ` + c.w + ` ORDER BY failed_at DESC, id DESC LIMIT 5`, c.args},
 				{`SELECT COUNT(*) FROM dlq_messages WHERE ` + c.w, c.args},
-				{`SELECT 1 FROM dlq_messages WHERE ` + newestFirst(c.w), append(c.args[:len(c.args):len(c.args)], int64(5))},
+				{`SELECT 1 FROM dlq_messages WHERE ` + NewestFirst(c.w), append(c.args[:len(c.args):len(c.args)], int64(5))},
 			} {
 				plans[i] = append(plans[i], sqlitetest.Plan(t, db, q.sql, q.args...)...)
 			}

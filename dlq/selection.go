@@ -16,13 +16,13 @@ type Selection struct {
 	Filter *Filter
 }
 
-// normalize checks that exactly one form is used and validates it.
-func (s Selection) normalize(maxIDs int) (Selection, error) {
+// Normalize checks that exactly one form is used and validates it.
+func (s Selection) Normalize(maxIDs int) (Selection, error) {
 	switch {
 	case s.IDs != nil && s.Filter != nil:
 		return s, InputErr("INVALID_REQUEST", "give either ids or filter, not both")
 	case s.Filter != nil:
-		f, err := s.Filter.normalizePending()
+		f, err := s.Filter.NormalizePending()
 		if err != nil {
 			return s, err
 		}
@@ -33,20 +33,20 @@ func (s Selection) normalize(maxIDs int) (Selection, error) {
 	}
 }
 
-// where is the SQL condition for the selection's pending rows (replayable
+// Where is the SQL condition for the selection's pending rows (replayable
 // ones only when replay is set), after pos when non-nil. In the ids form,
 // +status keeps the status indexes out of the plan: the ids are looked up by
-// primary key instead of visiting every pending row (see idsJSON).
-func (s Selection) where(replay bool, pos *position) (string, []any) {
+// primary key instead of visiting every pending row (see IDsJSON).
+func (s Selection) Where(replay bool, pos *Position) (string, []any) {
 	var cond string
 	var args []any
 	if s.Filter != nil {
-		cond, args = s.Filter.where() // status = 'pending' (normalizePending)
+		cond, args = s.Filter.Where() // status = 'pending' (normalizePending)
 	} else {
-		cond, args = `+status = 'pending' AND id IN (SELECT value FROM json_each(?))`, []any{idsJSON(s.IDs)}
+		cond, args = `+status = 'pending' AND id IN (SELECT value FROM json_each(?))`, []any{IDsJSON(s.IDs)}
 	}
 	if replay {
-		cond += " AND " + replayableSQL
+		cond += " AND " + ReplayableSQL
 	}
 	if pos != nil {
 		cond += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
@@ -55,10 +55,10 @@ func (s Selection) where(replay bool, pos *position) (string, []any) {
 	return cond, args
 }
 
-// newestFirst is the condition of a bulk action's page: the pending rows of
+// NewestFirst is the condition of a bulk action's page: the pending rows of
 // cond (a Filter's), at most ? of them (the last parameter), newest failure
-// first. The page's ids drive the outer statement (+status, see idsJSON).
-func newestFirst(cond string) string {
+// first. The page's ids drive the outer statement (+status, see IDsJSON).
+func NewestFirst(cond string) string {
 	return `+status = 'pending' AND id IN (SELECT id FROM dlq_messages WHERE ` + cond + `
 		ORDER BY failed_at DESC, id DESC LIMIT ?)`
 }
@@ -85,15 +85,15 @@ const (
 	previewReasons = 25
 )
 
-// preview runs the dry run of an action over sel in one statement. The
+// PreviewRows runs the dry run of an action over sel in one statement. The
 // per-reason groups are computed once (a CTE used several times is
 // materialized); for a replay that is the one pass that checks bodies.
-func preview(ctx context.Context, db *sql.DB, sel Selection, replay bool, pos *position) (Preview, error) {
-	base, baseArgs := sel.where(false, pos)
-	cond, args := sel.where(replay, pos)
+func PreviewRows(ctx context.Context, db *sql.DB, sel Selection, replay bool, pos *Position) (Preview, error) {
+	base, baseArgs := sel.Where(false, pos)
+	cond, args := sel.Where(replay, pos)
 	ok := "1"
 	if replay {
-		ok = replayableSQL
+		ok = ReplayableSQL
 	}
 	query := `WITH g AS (SELECT failure_reason, COUNT(*) AS total, SUM(` + ok + `) AS ok FROM dlq_messages
 			WHERE ` + base + ` GROUP BY failure_reason)

@@ -247,7 +247,7 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	var sampled int64
 	var r StatsReport
 	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
-	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/HourMS, int64(StatsReasonSample), nullIfEmpty(queue)).Scan(
+	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/HourMS, int64(StatsReasonSample), NullIfEmpty(queue)).Scan(
 		&groups, &oldest, &brewers, &repeats, &r.Last24h.Replayed24h, &r.Last24h.Acknowledged24h,
 		&r.Last24h.NewFailures24h, &reasons, &sampled)
 	if err != nil {

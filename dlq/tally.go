@@ -12,12 +12,12 @@ import (
 // the same batch as the UPDATE and before it: one row written per group of
 // rows (status, source queue, brewer; hour) instead of one per row, which
 // is what the per-row triggers of migrations/0012 would cost. Their UPDATE
-// increments tally_seq (setTallied), which tells those triggers to leave
+// increments tally_seq (SetTallied), which tells those triggers to leave
 // the rows alone. Each helper reads the rows about to change through cond
 // (the UPDATE's own condition, with its arguments).
 
-// setTallied is the SET term of an UPDATE whose batch keeps the counts.
-const setTallied = `tally_seq = tally_seq + 1`
+// SetTallied is the SET term of an UPDATE whose batch keeps the counts.
+const SetTallied = `tally_seq = tally_seq + 1`
 
 // BrewerKeySQL is dlq_tally.brewer_key of a row whose status is the SQL
 // expression status.
@@ -25,10 +25,10 @@ func BrewerKeySQL(status string) string {
 	return `CASE WHEN ` + status + ` = 'pending' AND brewer IS NOT NULL THEN '=' || brewer ELSE '' END`
 }
 
-// tallyMove returns the statement that moves the counts of the rows matching
+// TallyMove returns the statement that moves the counts of the rows matching
 // cond from their (status, source_queue, brewer) to newStatus, an SQL
 // expression over the row ('acknowledged', or a CASE).
-func tallyMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
+func TallyMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
 	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
 		SELECT s, q, b, SUM(d) FROM (
 			SELECT status AS s, source_queue AS q, ` + BrewerKeySQL("status") + ` AS b, -1 AS d FROM dlq_messages WHERE ` + cond + `
@@ -38,19 +38,19 @@ func tallyMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
 		Args: append(append([]any(nil), args...), args...)}
 }
 
-// activityAdd returns the statement that adds the rows matching cond to
+// ActivityAdd returns the statement that adds the rows matching cond to
 // dlq_activity's buckets of kind for the hour of at (epoch ms), one per
 // source queue among them.
-func activityAdd(kind string, at int64, cond string, args []any) sqlbatch.Stmt {
+func ActivityAdd(kind string, at int64, cond string, args []any) sqlbatch.Stmt {
 	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
 		SELECT ?, CAST(? AS INTEGER) / 3600000, source_queue, COUNT(*), 0 FROM dlq_messages WHERE ` + cond + ` GROUP BY source_queue
 		ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n`,
 		Args: append([]any{kind, at}, args...)}
 }
 
-// counterAdd returns the statement that adds the number of rows matching
+// CounterAdd returns the statement that adds the number of rows matching
 // cond to the counter name.
-func counterAdd(name, cond string, args []any) sqlbatch.Stmt {
+func CounterAdd(name, cond string, args []any) sqlbatch.Stmt {
 	return sqlbatch.Stmt{SQL: `INSERT INTO counters(name, value)
 		SELECT ?, COUNT(*) FROM dlq_messages WHERE ` + cond + ` HAVING COUNT(*) > 0
 		ON CONFLICT(name) DO UPDATE SET value = value + excluded.value`,
@@ -65,13 +65,13 @@ func BatchOf(r sqlbatch.Runner, db *sql.DB) sqlbatch.Runner {
 	return r
 }
 
-// signatureMove returns the statement that moves the rows matching cond
+// SignatureMove returns the statement that moves the rows matching cond
 // from their status to newStatus in their signatures' counts
 // (dlq_signatures), one row written per signature among them. statuses are
 // the counts that can change (the rows' status and every newStatus can
 // give): only they are set, so a move that leaves pending alone does not
 // rewrite idx_dlq_signatures_pending's entries.
-func signatureMove(cond string, args []any, newStatus string, statuses ...string) sqlbatch.Stmt {
+func SignatureMove(cond string, args []any, newStatus string, statuses ...string) sqlbatch.Stmt {
 	var set, sums, changed []string
 	for _, st := range statuses {
 		set = append(set, st+" = "+st+" + c.d_"+st)

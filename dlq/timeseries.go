@@ -101,7 +101,7 @@ func (s TimeSeries) Read(ctx context.Context) (Series, error) {
 func readSeries(ctx context.Context, db *sql.DB, queue string, out *Series) error {
 	from := out.From
 	var js string
-	if err := db.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, nullIfEmpty(queue)).Scan(&js); err != nil {
+	if err := db.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, NullIfEmpty(queue)).Scan(&js); err != nil {
 		return fmt.Errorf("dlq timeseries: %w", err)
 	}
 	var rows [][2]float64 // D1 may hand integers back as REAL

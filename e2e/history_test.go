@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/enrichment"
 )
 
@@ -180,7 +181,7 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 		t.Errorf("list by signature: total_count %d, want %d", page.TotalCount, causes["binary"])
 	}
 	r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"filter": map[string]any{"signature": binary.Signature}, "note": "binary test data"})
-	var ack dlq.AcknowledgeResult
+	var ack resolve.AcknowledgeResult
 	r.Decode(t, &ack)
 	if r.Status != http.StatusOK || ack.AcknowledgedCount != causes["binary"] {
 		t.Fatalf("acknowledge by signature: %d %s", r.Status, r.Raw)

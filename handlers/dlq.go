@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 )
 
 // The DLQ admin routes (handlers/openapi.json describes each). Inputs
@@ -67,13 +68,13 @@ func (a *API) inHolding(ctx context.Context, table string, id int64) (*API, erro
 
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
-func (a *API) replayService() dlq.Replay {
-	return dlq.Replay{DB: a.DB, Batch: a.Batch, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock,
+func (a *API) replayService() resolve.Replay {
+	return resolve.Replay{DB: a.DB, Batch: a.Batch, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock,
 		Destinations: a.ReplayDestinations, MissingProducers: a.MissingProducers}
 }
 
-func (a *API) acknowledgeService() dlq.Acknowledge {
-	return dlq.Acknowledge{DB: a.DB, Batch: a.Batch, BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
+func (a *API) acknowledgeService() resolve.Acknowledge {
+	return resolve.Acknowledge{DB: a.DB, Batch: a.Batch, BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
 }
 
 func (a *API) auditLog() dlq.Audit {
@@ -342,7 +343,7 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := dlq.ReplayRequest{Selection: sel, Cursor: body.Cursor, Destination: body.Destination}
+	req := resolve.ReplayRequest{Selection: sel, Cursor: body.Cursor, Destination: body.Destination}
 	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
 		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
 		return err
@@ -384,7 +385,7 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 			if res.BulkProgress != nil {
 				counts["has_more"] = res.HasMore
 			}
-			return res, dlq.ReplayOutcome(res), counts, err
+			return res, resolve.ReplayOutcome(res), counts, err
 		})
 }
 
@@ -406,7 +407,7 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := dlq.AcknowledgeRequest{Selection: sel, Note: body.Note}
+	req := resolve.AcknowledgeRequest{Selection: sel, Note: body.Note}
 	svc := a.acknowledgeService()
 	if err := svc.Check(req); err != nil {
 		return err
@@ -561,7 +562,7 @@ func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
-	req := dlq.EditedReplayRequest{ID: id, Body: body.Body, Note: body.Note, Destination: body.Destination}
+	req := resolve.EditedReplayRequest{ID: id, Body: body.Body, Note: body.Note, Destination: body.Destination}
 	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
 		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
 		return err
@@ -571,7 +572,7 @@ func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
 	}
 	svc := a.replayService()
 	if _, err := svc.CheckEdited(req); err != nil {
-		if errors.Is(err, dlq.ErrRowNotFound) {
+		if errors.Is(err, resolve.ErrRowNotFound) {
 			return rowNotFound(raw)
 		}
 		return err
@@ -579,9 +580,9 @@ func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
 	start := dlq.AuditStart{Action: dlq.ActionReplayEdited, IDs: []int64{id}, Note: body.Note}
 	return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
 		res, err := svc.RunEdited(ctx, req)
-		var se *dlq.RowStateError
+		var se *resolve.RowStateError
 		switch {
-		case errors.Is(err, dlq.ErrRowNotFound):
+		case errors.Is(err, resolve.ErrRowNotFound):
 			err = rowNotFound(raw)
 		case errors.As(err, &se):
 			err = &APIError{Status: http.StatusConflict, Code: "INVALID_STATE", Message: se.Error()}

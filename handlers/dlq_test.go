@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -224,7 +224,7 @@ func TestReplayAndAcknowledgeOverHTTPAreAudited(t *testing.T) {
 	}
 
 	all, err := (metrics.Counters{DB: api.DB}).All(context.Background())
-	if err != nil || all[dlq.CounterReplayed] != 2 || all[dlq.CounterAcknowledged] != 2 {
+	if err != nil || all[resolve.CounterReplayed] != 2 || all[resolve.CounterAcknowledged] != 2 {
 		t.Fatalf("counters after 2 replayed (and 1 failed), 2 acknowledged: %v %v", all, err)
 	}
 

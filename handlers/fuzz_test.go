@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -74,8 +75,8 @@ func FuzzFilter(f *testing.F) {
 		f.Fatal(err)
 	}
 	list := dlq.List{DB: db, Cursors: dlq.NewCursors("s")}
-	replay := dlq.Replay{DB: db, Sender: &queuetest.Sender{}, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 10}
-	ack := dlq.Acknowledge{DB: db, Batch: nil, BulkMax: 10}
+	replay := resolve.Replay{DB: db, Sender: &queuetest.Sender{}, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 10}
+	ack := resolve.Acknowledge{DB: db, Batch: nil, BulkMax: 10}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		filter, err := jsonFilter(raw)
 		if err != nil {
@@ -97,9 +98,9 @@ func FuzzFilter(f *testing.F) {
 		}
 		_, err = list.Page(t.Context(), dlq.ListParams{Filter: *filter})
 		internal("list", err)
-		_, err = replay.DryRun(t.Context(), dlq.ReplayRequest{Selection: dlq.Selection{Filter: filter}})
+		_, err = replay.DryRun(t.Context(), resolve.ReplayRequest{Selection: dlq.Selection{Filter: filter}})
 		internal("replay dry run", err)
-		_, err = ack.DryRun(t.Context(), dlq.AcknowledgeRequest{Selection: dlq.Selection{Filter: filter}})
+		_, err = ack.DryRun(t.Context(), resolve.AcknowledgeRequest{Selection: dlq.Selection{Filter: filter}})
 		internal("acknowledge dry run", err)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/relocation"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/metrics"
 )
@@ -106,14 +107,14 @@ func alwaysSent(t reflect.Type) []string {
 func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for schema, v := range map[string]any{
-		"Message": dlq.Message{}, "Page": dlq.Page{}, "StatsReport": dlq.StatsReport{}, "ReplayResult": dlq.ReplayResult{},
-		"AcknowledgeResult": dlq.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
+		"Message": dlq.Message{}, "Page": dlq.Page{}, "StatsReport": dlq.StatsReport{}, "ReplayResult": resolve.ReplayResult{},
+		"AcknowledgeResult": resolve.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
 		"AuditPage": dlq.AuditPage{}, "Health": healthData{}, "EnrichResult": enrichment.EnqueueResult{},
 		"BeerState": enrichment.BeerState{}, "MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{},
 		"Series": dlq.Series{}, "Bucket": dlq.Bucket{}, "AlertState": alerts.AlertState{},
 		"AlertList": alerts.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
-		"Task": dlq.Task{}, "Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
+		"Task": resolve.Task{}, "Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 		"ImportResult": relocation.ImportResult{}, "ReleaseResult": relocation.ReleaseResult{}, "ExportSignature": dlq.ImportSignature{},
 	} {
 		required := slices.Clone(doc.Comps.Schemas[schema].Required)
@@ -129,8 +130,8 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for schema, v := range map[string]any{
 		"Message": dlq.Message{}, "Page": dlq.Page{}, "StatsReport": dlq.StatsReport{}, "Filter": dlq.Filter{},
-		"ReplayRequest": replayBody{}, "ReplayResult": dlq.ReplayResult{}, "AcknowledgeRequest": acknowledgeBody{},
-		"AcknowledgeResult": dlq.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
+		"ReplayRequest": replayBody{}, "ReplayResult": resolve.ReplayResult{}, "AcknowledgeRequest": acknowledgeBody{},
+		"AcknowledgeResult": resolve.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
 		"AuditPage": dlq.AuditPage{}, "Health": healthData{},
 		"Beer": enrichment.Beer{}, "EnrichRequest": enrichRequest{}, "EnrichResult": enrichment.EnqueueResult{},
 		"BeerState":     enrichment.BeerState{},
@@ -139,7 +140,7 @@ func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 		"Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
-		"TaskRequest": taskBody{}, "Task": dlq.Task{},
+		"TaskRequest": taskBody{}, "Task": resolve.Task{},
 		"ImportResult": relocation.ImportResult{}, "ReleaseRequest": relocation.ReleaseParams{}, "ReleaseResult": relocation.ReleaseResult{},
 		"ExportSignature": dlq.ImportSignature{},
 	} {

@@ -12,13 +12,14 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 )
 
 // The replay task routes (docs/admin-api.md "Replay tasks"): create, list, get, pause,
 // resume, cancel. Every action is audited (dlq.Audit) like a replay.
 
-func (a *API) replayTasks() dlq.ReplayTasks {
-	return dlq.ReplayTasks{Replay: a.replayService()}
+func (a *API) replayTasks() resolve.ReplayTasks {
+	return resolve.ReplayTasks{Replay: a.replayService()}
 }
 
 type taskBody struct {
@@ -30,7 +31,7 @@ type taskBody struct {
 }
 
 // jsonCanary parses the canary field strictly (nil when absent or null).
-func jsonCanary(raw json.RawMessage) (*dlq.Canary, error) {
+func jsonCanary(raw json.RawMessage) (*resolve.Canary, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -41,7 +42,7 @@ func jsonCanary(raw json.RawMessage) (*dlq.Canary, error) {
 		ObserveMinutes  json.RawMessage `json:"observe_minutes"`
 	}
 	bad := badRequest("INVALID_CANARY", fmt.Sprintf("canary must be {size: 1..%d, min_success_ratio: 0..1, observe_minutes: 1..%d}",
-		dlq.MaxCanarySize, dlq.MaxCanaryObserve))
+		resolve.MaxCanarySize, resolve.MaxCanaryObserve))
 	if err := decodeStrictAt(raw, &c, "canary"); err != nil {
 		var apiErr *APIError
 		if errors.As(err, &apiErr) {
@@ -54,7 +55,7 @@ func jsonCanary(raw json.RawMessage) (*dlq.Canary, error) {
 	if err := errors.Join(err1, err2); err != nil || !ok1 || !ok2 || c.MinSuccessRatio == nil {
 		return nil, bad
 	}
-	return &dlq.Canary{Size: size, MinSuccessRatio: *c.MinSuccessRatio, ObserveMinutes: obs}, nil
+	return &resolve.Canary{Size: size, MinSuccessRatio: *c.MinSuccessRatio, ObserveMinutes: obs}, nil
 }
 
 // taskCreate serves POST /admin/dlq/replay-tasks: 202 with the new task.
@@ -70,16 +71,16 @@ func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
 	if f == nil {
 		f = &dlq.Filter{}
 	}
-	req := dlq.TaskRequest{Filter: *f, Destination: body.Destination}
+	req := resolve.TaskRequest{Filter: *f, Destination: body.Destination}
 	if req.Canary, err = jsonCanary(body.Canary); err != nil {
 		return err
 	}
-	rate, given, err := jsonInt(body.RatePerMinute, "INVALID_RATE", fmt.Sprintf("rate_per_minute must be an integer in 1..%d", dlq.MaxTaskRate))
+	rate, given, err := jsonInt(body.RatePerMinute, "INVALID_RATE", fmt.Sprintf("rate_per_minute must be an integer in 1..%d", resolve.MaxTaskRate))
 	if err != nil {
 		return err
 	}
 	if !given {
-		return badRequest("INVALID_RATE", fmt.Sprintf("rate_per_minute is required: an integer in 1..%d", dlq.MaxTaskRate))
+		return badRequest("INVALID_RATE", fmt.Sprintf("rate_per_minute is required: an integer in 1..%d", resolve.MaxTaskRate))
 	}
 	req.RatePerMinute = rate
 	if req.DelaySeconds, _, err = jsonInt(body.DelaySeconds, "INVALID_DELAY",
@@ -147,9 +148,9 @@ func taskNotFound(raw string) *APIError {
 
 // taskError turns the task service's errors into envelopes.
 func taskError(err error, raw string) error {
-	var se *dlq.TaskStateError
+	var se *resolve.TaskStateError
 	switch {
-	case errors.Is(err, dlq.ErrTaskNotFound):
+	case errors.Is(err, resolve.ErrTaskNotFound):
 		return taskNotFound(raw)
 	case errors.As(err, &se):
 		return &APIError{Status: http.StatusConflict, Code: "INVALID_STATE", Message: se.Error()}
@@ -202,12 +203,12 @@ func (a *API) taskAction(action string) handlerFunc {
 // tasksOf lists the newest limit tasks that can replay pipeline's rows
 // (every pipeline's when ""): from its database, or from every database,
 // merged newest first (each reads at most limit rows).
-func (a *API) tasksOf(ctx context.Context, limit int, pipeline string) ([]dlq.Task, error) {
+func (a *API) tasksOf(ctx context.Context, limit int, pipeline string) ([]resolve.Task, error) {
 	dbs := a.databases()
 	if pipeline != "" || !dbs.Many() {
 		return a.in(dbs.OfPipeline(pipeline)).replayTasks().List(ctx, limit, pipeline)
 	}
-	var all []dlq.Task
+	var all []resolve.Task
 	for _, d := range dbs.All {
 		ts, err := a.in(d).replayTasks().List(ctx, limit, "")
 		if err != nil {
@@ -215,7 +216,7 @@ func (a *API) tasksOf(ctx context.Context, limit int, pipeline string) ([]dlq.Ta
 		}
 		all = append(all, ts...)
 	}
-	slices.SortStableFunc(all, func(x, y dlq.Task) int {
+	slices.SortStableFunc(all, func(x, y resolve.Task) int {
 		return cmp.Or(cmp.Compare(y.CreatedAt, x.CreatedAt), cmp.Compare(y.ID, x.ID))
 	})
 	return all[:min(limit, len(all))], nil

@@ -369,3 +369,6 @@ func Generate(t *testing.T, db *sql.DB, prefix string, n, ties int, base int64) 
 		t.Fatalf("generate: %v", err)
 	}
 }
+
+// FixedClock is a clock that always reads the same time.
+func FixedClock() time.Time { return time.UnixMilli(1_750_000_000_000) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
@@ -204,12 +205,12 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	snd := &queueRecorder{}
 	var logs bytes.Buffer
 	now := time.Date(2030, 1, 3, 0, 0, 0, 0, time.UTC) // after seedMoved's failures
-	r := dlq.Replay{DB: shared, Sender: snd, Log: slog.New(slog.NewTextHandler(&logs, nil)), Cursors: dlq.NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB")}
+	r := resolve.Replay{DB: shared, Sender: snd, Log: slog.New(slog.NewTextHandler(&logs, nil)), Cursors: dlq.NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB")}
 	if !slices.Equal(r.Frozen, []string{"tickets"}) {
 		t.Fatalf("DB's frozen queues %v, want [tickets]", r.Frozen)
 	}
-	ts := dlq.ReplayTasks{Replay: r}
-	task, err := ts.Create(context.Background(), dlq.TaskRequest{Filter: dlq.Filter{Pipeline: "tickets"}, RatePerMinute: 60}, dlq.Requester{})
+	ts := resolve.ReplayTasks{Replay: r}
+	task, err := ts.Create(context.Background(), resolve.TaskRequest{Filter: dlq.Filter{Pipeline: "tickets"}, RatePerMinute: 60}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	if err != nil || !res.Held || res.Sent != 0 || len(snd.sent) != 0 {
 		t.Fatalf("step: %+v %v, %d sent", res, err, len(snd.sent))
 	}
-	if got, err := ts.Get(context.Background(), task.ID); err != nil || got.State != dlq.TaskPaused {
+	if got, err := ts.Get(context.Background(), task.ID); err != nil || got.State != resolve.TaskPaused {
 		t.Fatalf("task %+v %v, want paused", got, err)
 	}
 	if !strings.Contains(logs.String(), "replay task paused") || !strings.Contains(logs.String(), "queue=tickets") {
@@ -225,7 +226,7 @@ func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
 	}
 	// A task without a pipeline (made while DB was the only database)
 	// replays DB's own rows only.
-	all, err := ts.Create(context.Background(), dlq.TaskRequest{Filter: dlq.Filter{}, RatePerMinute: 600}, dlq.Requester{})
+	all, err := ts.Create(context.Background(), resolve.TaskRequest{Filter: dlq.Filter{}, RatePerMinute: 600}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}

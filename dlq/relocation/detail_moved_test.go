@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 )
 
 // A row moved to its pipeline's own database keeps the audit of what was
@@ -17,8 +18,8 @@ func TestDetailOfAMovedRowShowsItsAuditFromBefore(t *testing.T) {
 	seedMoved(t, shared, 4)
 	id := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'pending'`)
 	at := time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)
-	ack := dlq.Acknowledge{DB: shared, BulkMax: 10, Clock: func() time.Time { return at }}
-	if res, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{id}}, Note: "before the move"}); err != nil || res.AcknowledgedCount != 1 {
+	ack := resolve.Acknowledge{DB: shared, BulkMax: 10, Clock: func() time.Time { return at }}
+	if res, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{id}}, Note: "before the move"}); err != nil || res.AcknowledgedCount != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	importLines(t, dbs, exportAll(t, shared, "tickets"), 100)
@@ -27,7 +28,7 @@ func TestDetailOfAMovedRowShowsItsAuditFromBefore(t *testing.T) {
 	}
 	// Acknowledged again after the move (a no-op, recorded in TICKETS_DB).
 	ack.DB, at = tickets, at.Add(time.Hour)
-	if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{id}}}); err != nil {
+	if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{id}}}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := dlq.Detail{DB: tickets, Others: []*sql.DB{shared}}.Read(ctx, id)

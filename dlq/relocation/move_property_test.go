@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
@@ -313,8 +314,8 @@ func (w *moveWorld) applySent(from int) {
 	}
 }
 
-func (w *moveWorld) replay(d dlq.Database) dlq.Replay {
-	return dlq.Replay{DB: d.DB, Batch: d.Batch, Sender: w.snd, Log: discard, Cursors: dlq.NewCursors("k"), BulkMax: 1 + w.rng.IntN(8), Clock: w.clk.Now,
+func (w *moveWorld) replay(d dlq.Database) resolve.Replay {
+	return resolve.Replay{DB: d.DB, Batch: d.Batch, Sender: w.snd, Log: discard, Cursors: dlq.NewCursors("k"), BulkMax: 1 + w.rng.IntN(8), Clock: w.clk.Now,
 		Frozen: w.d.Frozen(d.Name)}
 }
 
@@ -488,7 +489,7 @@ func (w *moveWorld) step() string {
 			w.fail("replay: %v", err)
 		}
 		from := len(w.snd.sent)
-		if _, err := w.replay(d).Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{IDs: idsOf(rs)}}); err != nil {
+		if _, err := w.replay(d).Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{IDs: idsOf(rs)}}); err != nil {
 			w.fail("replay %v in %s: %v", idsOf(rs), d.Name, err)
 		}
 		w.applySent(from)
@@ -500,7 +501,7 @@ func (w *moveWorld) step() string {
 			w.fail("replay filter: %v", err)
 		}
 		from := len(w.snd.sent)
-		if _, err := w.replay(d).Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{Filter: f}}); err != nil {
+		if _, err := w.replay(d).Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{Filter: f}}); err != nil {
 			w.fail("replay %s in %s: %v", p, d.Name, err)
 		}
 		w.applySent(from)
@@ -511,8 +512,8 @@ func (w *moveWorld) step() string {
 		if err != nil {
 			w.fail("task: %v", err)
 		}
-		ts := dlq.ReplayTasks{Replay: w.replay(d)}
-		task, err := ts.Create(ctx, dlq.TaskRequest{Filter: f, RatePerMinute: []int64{1, 5, 60}[w.rng.IntN(3)]}, dlq.Requester{})
+		ts := resolve.ReplayTasks{Replay: w.replay(d)}
+		task, err := ts.Create(ctx, resolve.TaskRequest{Filter: f, RatePerMinute: []int64{1, 5, 60}[w.rng.IntN(3)]}, dlq.Requester{})
 		if err != nil {
 			w.fail("create task: %v", err)
 		}
@@ -522,12 +523,12 @@ func (w *moveWorld) step() string {
 		from := len(w.snd.sent)
 		for _, tk := range w.tasks {
 			d := w.db(tk.db)
-			ts := dlq.ReplayTasks{Replay: w.replay(d)}
+			ts := resolve.ReplayTasks{Replay: w.replay(d)}
 			at := len(w.snd.sent)
 			if _, err := ts.Step(ctx, tk.id, w.clk.Now()); err != nil {
 				w.fail("step task %d: %v", tk.id, err)
 			}
-			if t, err := ts.Get(ctx, tk.id); err == nil && t.State == dlq.TaskPaused {
+			if t, err := ts.Get(ctx, tk.id); err == nil && t.State == resolve.TaskPaused {
 				moveSeen.paused++
 			}
 			w.trace = append(w.trace, fmt.Sprintf("(task %d in %s sent %d)", tk.id, tk.db, len(w.snd.sent)-at))
@@ -552,8 +553,8 @@ func (w *moveWorld) step() string {
 		if err != nil {
 			w.fail("ack: %v", err)
 		}
-		ack := dlq.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 50, Clock: w.clk.Now}
-		if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: idsOf(rs)}}); err != nil {
+		ack := resolve.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 50, Clock: w.clk.Now}
+		if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{IDs: idsOf(rs)}}); err != nil {
 			w.fail("ack %v in %s: %v", idsOf(rs), d.Name, err)
 		}
 		// The model: each named message that is pending is acknowledged,
@@ -585,8 +586,8 @@ func (w *moveWorld) step() string {
 			w.fail("ack filter: %v", err)
 		}
 		before := w.rowsIn(d.Name)
-		ack := dlq.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 1 + w.rng.IntN(5), Clock: w.clk.Now}
-		if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{Filter: f}}); err != nil {
+		ack := resolve.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 1 + w.rng.IntN(5), Clock: w.clk.Now}
+		if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{Filter: f}}); err != nil {
 			w.fail("ack %s in %s: %v", p, d.Name, err)
 		}
 		var n int

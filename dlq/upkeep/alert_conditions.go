@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 )
 
 // PendingHigh fires while more than Threshold DLQ rows are `pending`
@@ -301,8 +302,8 @@ func (c ReplayCanaryFailed) Check(ctx context.Context, _ time.Time) (bool, strin
 		if err := rows.Scan(&id, &cj, &rj); err != nil {
 			return false, "", fmt.Errorf("replay canaries: %w", err)
 		}
-		var can dlq.Canary
-		var res dlq.CanaryResult
+		var can resolve.Canary
+		var res resolve.CanaryResult
 		_ = json.Unmarshal([]byte(cj), &can)
 		_ = json.Unmarshal([]byte(rj), &res)
 		parts = append(parts, fmt.Sprintf("replay task %d paused: canary %d/%d succeeded (ratio %.2f < %.2f), %d failed again: %s",

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 )
@@ -29,7 +30,7 @@ func TestTriggerCountersAreDeclared(t *testing.T) {
 			t.Errorf("schema.sql adds to counter %q, which no package declares", m[1])
 		}
 	}
-	for _, n := range []string{dlq.CounterCaptured, dlq.CounterDuplicates, dlq.CounterPoison, dlq.CounterAcknowledged, dlq.CounterReplayed,
+	for _, n := range []string{dlq.CounterCaptured, dlq.CounterDuplicates, dlq.CounterPoison, resolve.CounterAcknowledged, resolve.CounterReplayed,
 		CounterRescued, CounterRetentionAge, CounterRetentionCap, CounterAttemptsExpired, CounterAuditExpired} {
 		if _, ok := metrics.Declared(n); !ok {
 			t.Errorf("counter %q is not declared", n)

@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -103,11 +104,11 @@ func withPipelines(t testing.TB) []config.Pipeline {
 
 var taskT0 = time.UnixMilli(1_750_000_000_000)
 
-func newTasks(db *sql.DB, s queue.Sender, now time.Time) dlq.ReplayTasks {
+func newTasks(db *sql.DB, s queue.Sender, now time.Time) resolve.ReplayTasks {
 	r := newReplay(db, s)
 	r.Clock = func() time.Time { return now }
 	r.Destinations = []string{"beer-enrichment", "staging"}
-	return dlq.ReplayTasks{Replay: r}
+	return resolve.ReplayTasks{Replay: r}
 }
 
 func seedPending(t *testing.T, db *sql.DB, n int, failedAt int64) []int64 {
@@ -121,8 +122,8 @@ func seedPending(t *testing.T, db *sql.DB, n int, failedAt int64) []int64 {
 
 var fixedClock = func() time.Time { return time.UnixMilli(1_750_000_000_000) }
 
-func newReplay(db *sql.DB, s queue.Sender) dlq.Replay {
-	return dlq.Replay{DB: db, Sender: s, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 500, Clock: fixedClock}
+func newReplay(db *sql.DB, s queue.Sender) resolve.Replay {
+	return resolve.Replay{DB: db, Sender: s, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 500, Clock: fixedClock}
 }
 
 func failure(id, body string, at time.Time) dlq.Failure {
@@ -130,7 +131,7 @@ func failure(id, body string, at time.Time) dlq.Failure {
 		Class: "transient", Reason: "transient: provider status 500 (" + id + ")", FailedAt: at}
 }
 
-// idsJSON is ids as a JSON array.
+// IDsJSON is ids as a JSON array.
 func idsJSON(ids []int64) string {
 	b, _ := json.Marshal(ids)
 	return string(b)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -21,18 +22,18 @@ func TestReplayTaskCanary(t *testing.T) {
 		passed  bool
 		wantFin string
 	}{
-		{"passes", 1, 0.7, true, dlq.TaskDone},
-		{"passes at exactly its ratio", 1, 0.75, true, dlq.TaskDone},
-		{"fails", 2, 0.7, false, dlq.TaskPaused},
+		{"passes", 1, 0.7, true, resolve.TaskDone},
+		{"passes at exactly its ratio", 1, 0.75, true, resolve.TaskDone},
+		{"fails", 2, 0.7, false, resolve.TaskPaused},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db := sqlitetest.New(t)
 			seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
 			s := &queuetest.Sender{}
 			ts := newTasks(db, s, taskT0)
-			task, err := ts.Create(ctx, dlq.TaskRequest{RatePerMinute: 60, Canary: &dlq.Canary{Size: 4, MinSuccessRatio: c.ratio, ObserveMinutes: 10}},
+			task, err := ts.Create(ctx, resolve.TaskRequest{RatePerMinute: 60, Canary: &resolve.Canary{Size: 4, MinSuccessRatio: c.ratio, ObserveMinutes: 10}},
 				dlq.Requester{RequestID: "r", KeyFingerprint: "k"})
-			if err != nil || task.State != dlq.TaskCanary || task.Canary == nil || task.CanaryResult != nil {
+			if err != nil || task.State != resolve.TaskCanary || task.Canary == nil || task.CanaryResult != nil {
 				t.Fatalf("%+v %v", task, err)
 			}
 			at := taskT0.Add(time.Minute)
@@ -87,7 +88,7 @@ func TestReplayTaskCanary(t *testing.T) {
 				}
 				return
 			}
-			if got.State != dlq.TaskPaused || got.Sent != 4 || !strings.Contains(detail, "provider said 400") || !strings.Contains(detail, "2/4") {
+			if got.State != resolve.TaskPaused || got.Sent != 4 || !strings.Contains(detail, "provider said 400") || !strings.Contains(detail, "2/4") {
 				t.Fatalf("after a failed canary: %+v %q", got, detail)
 			}
 			// Resumed by an operator: the task goes on and the alert resolves.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -22,7 +23,7 @@ func TestReplaySettleFailureLeavesRowsReplayingUntilRescued(t *testing.T) {
 		BEGIN SELECT RAISE(ABORT, 'settle refused'); END`)
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
-	res, err := r.Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
+	res, err := r.Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err == nil || !strings.Contains(err.Error(), "replay settle (2 sent, 0 failed") || !strings.Contains(err.Error(), "settle refused") {
 		t.Fatalf("run: %+v, %v; want the settle's error", res, err)
 	}
@@ -34,11 +35,11 @@ func TestReplaySettleFailureLeavesRowsReplayingUntilRescued(t *testing.T) {
 		claimedAt); n != 2 {
 		t.Fatalf("%d rows replaying with their claim, want 2", n)
 	}
-	if n := counter(t, db, dlq.CounterReplayed); n != 0 {
-		t.Fatalf("%s = %d after a failed settle", dlq.CounterReplayed, n)
+	if n := counter(t, db, resolve.CounterReplayed); n != 0 {
+		t.Fatalf("%s = %d after a failed settle", resolve.CounterReplayed, n)
 	}
 	// Still claimed: another replay sends nothing.
-	res, err = r.Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
+	res, err = r.Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ClaimedCount != 0 || res.SkippedCount != 2 || res.Skipped[0].Reason != "not_pending" || len(s.Sent["beer-enrichment"]) != 2 {
 		t.Fatalf("second replay: %+v %v, %d sent in all", res, err, len(s.Sent["beer-enrichment"]))
 	}
@@ -47,11 +48,11 @@ func TestReplaySettleFailureLeavesRowsReplayingUntilRescued(t *testing.T) {
 	if _, err := rescue.Run(ctx, fixedClock().Add(20*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	res, err = r.Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
+	res, err = r.Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ReplayedCount != 2 || len(s.Sent["beer-enrichment"]) != 4 {
 		t.Fatalf("after the rescue: %+v %v", res, err)
 	}
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replay_count = 1`); n != 2 || counter(t, db, dlq.CounterReplayed) != 2 {
-		t.Fatalf("%d rows replayed once, counter %d", n, counter(t, db, dlq.CounterReplayed))
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed' AND replay_count = 1`); n != 2 || counter(t, db, resolve.CounterReplayed) != 2 {
+		t.Fatalf("%d rows replayed once, counter %d", n, counter(t, db, resolve.CounterReplayed))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/queue"
@@ -37,11 +38,11 @@ func TestLateSettleDoesNotTouchAnotherReplaysClaim(t *testing.T) {
 	ids := insert(t, db, adminRow{BeerID: "1", BeerName: "A", FailedAt: 100})
 	t0 := time.UnixMilli(1_750_000_000_000)
 	later := t0.Add(20 * time.Minute) // past the rescue's StuckAfter
-	replay := func(s queue.Sender, at time.Time) <-chan dlq.ReplayResult {
-		done := make(chan dlq.ReplayResult, 1)
+	replay := func(s queue.Sender, at time.Time) <-chan resolve.ReplayResult {
+		done := make(chan resolve.ReplayResult, 1)
 		go func() {
-			r := dlq.Replay{DB: db, Sender: s, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 500, Clock: func() time.Time { return at }}
-			res, err := r.Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
+			r := resolve.Replay{DB: db, Sender: s, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 500, Clock: func() time.Time { return at }}
+			res, err := r.Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 			if err != nil {
 				t.Error(err)
 			}
@@ -82,7 +83,7 @@ func TestLateSettleDoesNotTouchAnotherReplaysClaim(t *testing.T) {
 	if st, _, n := row(); st != dlq.StatusReplayed || n != 1 {
 		t.Fatalf("after the second settle: %s, replay_count %d", st, n)
 	}
-	if n := counter(t, db, dlq.CounterReplayed); n != 1 {
-		t.Fatalf("%s = %d, want 1", dlq.CounterReplayed, n)
+	if n := counter(t, db, resolve.CounterReplayed); n != 1 {
+		t.Fatalf("%s = %d, want 1", resolve.CounterReplayed, n)
 	}
 }

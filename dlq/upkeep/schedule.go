@@ -7,6 +7,7 @@ import (
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/jobs"
 )
 
@@ -31,7 +32,7 @@ type Schedule struct {
 	Rescue Rescue
 	// Tasks is the template of each database's dlq_replay_tasks (its
 	// Replay's DB and Batch are set per database).
-	Tasks dlq.ReplayTasks
+	Tasks resolve.ReplayTasks
 	// Retention is the template of each database's dlq_retention: each
 	// gets every pipeline, so a queue's rows keep its pipeline's retention
 	// in whichever database they lie (the rows a moving pipeline left
@@ -70,7 +71,7 @@ func (u Schedule) ReplayTaskJobs() []jobs.Job {
 	for _, d := range u.DBs.All {
 		t := u.Tasks
 		t.Replay.DB, t.Replay.Batch, t.Replay.Frozen = d.DB, d.Batch, u.DBs.Frozen(d.Name)
-		out = append(out, &dlq.ReplayTaskJob{Tasks: t, Database: d.Name})
+		out = append(out, &resolve.ReplayTaskJob{Tasks: t, Database: d.Name})
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -24,8 +25,8 @@ func TestTallyCheckRecountsSignatures(t *testing.T) {
 		}
 		consume(t, c, queuetest.New(id, beer(fmt.Sprint(i))))
 	}
-	if _, err := (dlq.Acknowledge{DB: db, BulkMax: 10, Clock: func() time.Time { return t0 }}).Run(ctx,
-		dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{1, 2, 3, 4}}}); err != nil {
+	if _, err := (resolve.Acknowledge{DB: db, BulkMax: 10, Clock: func() time.Time { return t0 }}).Run(ctx,
+		resolve.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{1, 2, 3, 4}}}); err != nil {
 		t.Fatal(err)
 	}
 	mustExec(t, db, `DELETE FROM dlq_messages WHERE id IN (1, 2)`) // as retention does

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
@@ -36,8 +37,8 @@ func TestCountsFollowEveryChange(t *testing.T) {
 			clock := func() time.Time { return now }
 			sender := &queuetest.Sender{}
 			capture := &dlq.Capture{DB: db, Log: discard, SourceQueue: map[string]string{dlqName: "beer-enrichment", "other-dlq": "other"}, Clock: clock}
-			ack := dlq.Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 7, Clock: clock}
-			replay := dlq.Replay{DB: db, Sender: sender, Log: discard, Cursors: dlq.NewCursors("k"), BulkMax: 5, Clock: clock}
+			ack := resolve.Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 7, Clock: clock}
+			replay := resolve.Replay{DB: db, Sender: sender, Log: discard, Cursors: dlq.NewCursors("k"), BulkMax: 5, Clock: clock}
 			rescue := &Rescue{DB: db, Log: discard, StuckAfter: time.Minute, Limits: jobs.Limits{ChunkRows: 3}}
 			brewers := []string{"", "A", "B", "C"}
 			msg := 0
@@ -94,13 +95,13 @@ func TestCountsFollowEveryChange(t *testing.T) {
 				case 3:
 					what = "acknowledge ids"
 					if got := ids(dlq.StatusPending, 1+rng.IntN(4)); len(got) > 0 {
-						if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{IDs: append(got, 999999)}}); err != nil {
+						if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{IDs: append(got, 999999)}}); err != nil {
 							t.Fatal(err)
 						}
 					}
 				case 4:
 					what = "acknowledge bulk"
-					if _, err := ack.Run(ctx, dlq.AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: fmt.Sprint("b", rng.IntN(30))}}}); err != nil {
+					if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: fmt.Sprint("b", rng.IntN(30))}}}); err != nil {
 						t.Fatal(err)
 					}
 				case 5:
@@ -109,14 +110,14 @@ func TestCountsFollowEveryChange(t *testing.T) {
 						sender.Err = errors.New("queue down")
 					}
 					if got := ids(dlq.StatusPending, 1+rng.IntN(4)); len(got) > 0 {
-						if _, err := replay.Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{IDs: got}}); err != nil {
+						if _, err := replay.Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{IDs: got}}); err != nil {
 							t.Fatal(err)
 						}
 					}
 					sender.Err = nil
 				case 6:
 					what = "replay bulk"
-					if _, err := replay.Run(ctx, dlq.ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}}); err != nil {
+					if _, err := replay.Run(ctx, resolve.ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}}); err != nil {
 						t.Fatal(err)
 					}
 				case 7: // a replay that died after its claim, then the rescue

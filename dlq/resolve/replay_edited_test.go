@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -33,13 +34,13 @@ func TestReplayEditedSendsTheEditAndKeepsLineage(t *testing.T) {
 	if len(sent) != 1 || sent[0].Body != edited || sent[0].ContentType != queue.JSON {
 		t.Fatalf("sent %+v", sent)
 	}
-	if res.EditedBodyHash != BodyHash(queue.JSON, edited) || res.OriginalBodyHash != BodyHash(queue.JSON, raw) || (origHash != "" && origHash != res.OriginalBodyHash) {
+	if res.EditedBodyHash != dlq.BodyHash(queue.JSON, edited) || res.OriginalBodyHash != dlq.BodyHash(queue.JSON, raw) || (origHash != "" && origHash != res.OriginalBodyHash) {
 		t.Fatalf("hashes %+v (stored %q)", res, origHash)
 	}
 	var nowRaw, nowHash, status string
 	var replays int64
 	db.QueryRow(`SELECT raw_message, body_hash, status, replay_count FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&nowRaw, &nowHash, &status, &replays)
-	if nowRaw != raw || nowHash != res.EditedBodyHash || status != StatusReplayed || replays != 1 {
+	if nowRaw != raw || nowHash != res.EditedBodyHash || status != dlq.StatusReplayed || replays != 1 {
 		t.Fatalf("row: raw %q hash %q %s %d", nowRaw, nowHash, status, replays)
 	}
 	// The edited message fails again: the same row, pending again.
@@ -52,7 +53,7 @@ func TestReplayEditedSendsTheEditAndKeepsLineage(t *testing.T) {
 		t.Fatal("the repeat failure did not come back to the row (or changed raw_message)")
 	}
 	// A plain replay sends the stored body and its hash is the key again.
-	if res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids[:1]}}); err != nil || res.ReplayedCount != 1 {
+	if res, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids[:1]}}); err != nil || res.ReplayedCount != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	consume(t, c, &queuetest.Message{MsgID: "again-2", Attempt: 4, Text: raw, Type: queue.JSON})
@@ -61,10 +62,10 @@ func TestReplayEditedSendsTheEditAndKeepsLineage(t *testing.T) {
 	}
 
 	// Not pending, not json, missing: nothing changes, nothing is sent.
-	r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids[:1]}})
+	r.Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids[:1]}})
 	before := s.Calls
 	var se *RowStateError
-	if _, err := r.RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(`{}`), Note: "n"}); !errors.As(err, &se) || se.Status != StatusReplayed {
+	if _, err := r.RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(`{}`), Note: "n"}); !errors.As(err, &se) || se.Status != dlq.StatusReplayed {
 		t.Fatalf("replayed row: %v", err)
 	}
 	if _, err := r.RunEdited(ctx, EditedReplayRequest{ID: ids[1], Body: json.RawMessage(`"x"`), Note: "n"}); !errors.As(err, &se) || se.ContentType != "text" {
@@ -94,7 +95,7 @@ func TestReplayEditedChecksItsInput(t *testing.T) {
 		{EditedReplayRequest{ID: 1, Body: json.RawMessage(`{}`), Note: "n", Destination: "prod"}, "INVALID_DESTINATION"},
 	} {
 		_, err := r.CheckEdited(c.req)
-		var ie *InputError
+		var ie *dlq.InputError
 		if !errors.As(err, &ie) || ie.Code != c.code {
 			t.Errorf("%+v: %v, want %s", c.req.Note, err, c.code)
 		}
@@ -111,9 +112,9 @@ func TestReplayEditedLimitsAtTheirEdges(t *testing.T) {
 	str := func(n int) json.RawMessage { return json.RawMessage(`"` + strings.Repeat("x", n-2) + `"`) } // n bytes of JSON
 	ok := []EditedReplayRequest{
 		{ID: 1, Body: str(MaxEditedBody), Note: "n"},
-		{ID: maxSafeInteger, Body: json.RawMessage(`{}`), Note: strings.Repeat("n", MaxNoteLength)},
+		{ID: dlq.MaxSafeInteger, Body: json.RawMessage(`{}`), Note: strings.Repeat("n", dlq.MaxNoteLength)},
 		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: 0},
-		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: MaxDelaySeconds},
+		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: dlq.MaxDelaySeconds},
 	}
 	for _, req := range ok {
 		if _, err := r.CheckEdited(req); err != nil {
@@ -122,16 +123,16 @@ func TestReplayEditedLimitsAtTheirEdges(t *testing.T) {
 	}
 	bad := []EditedReplayRequest{
 		{ID: 1, Body: str(MaxEditedBody + 1), Note: "n"},
-		{ID: 1, Body: json.RawMessage(`{}`), Note: strings.Repeat("n", MaxNoteLength+1)},
-		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: MaxDelaySeconds + 1},
+		{ID: 1, Body: json.RawMessage(`{}`), Note: strings.Repeat("n", dlq.MaxNoteLength+1)},
+		{ID: 1, Body: json.RawMessage(`{}`), Note: "n", DelaySeconds: dlq.MaxDelaySeconds + 1},
 	}
 	for _, req := range bad {
-		var ie *InputError
+		var ie *dlq.InputError
 		if _, err := r.CheckEdited(req); !errors.As(err, &ie) {
 			t.Errorf("%d-byte body, %d-byte note, delay %d: %v, want an input error", len(req.Body), len(req.Note), req.DelaySeconds, err)
 		}
 	}
-	for _, id := range []int64{0, maxSafeInteger + 1} {
+	for _, id := range []int64{0, dlq.MaxSafeInteger + 1} {
 		if _, err := r.CheckEdited(EditedReplayRequest{ID: id, Body: json.RawMessage(`{}`), Note: "n"}); !errors.Is(err, ErrRowNotFound) {
 			t.Errorf("id %d: %v, want ErrRowNotFound", id, err)
 		}
@@ -146,7 +147,7 @@ func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
 	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ContentType: "json"})
 	var raw string
 	db.QueryRow(`SELECT raw_message FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&raw)
-	want := BodyHash(queue.JSON, raw)
+	want := dlq.BodyHash(queue.JSON, raw)
 	r := newReplay(db, &queuetest.Sender{})
 	c := newCapture(db, &bytes.Buffer{})
 	for i, edit := range []string{`{"beer_id":"1","beer_name":"First"}`, `{"beer_id":"1","beer_name":"Second"}`} {
@@ -154,7 +155,7 @@ func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
 		if err != nil || !res.Replayed {
 			t.Fatalf("edit %d: %+v %v", i+1, res, err)
 		}
-		if res.OriginalBodyHash != want || res.EditedBodyHash != BodyHash(queue.JSON, edit) {
+		if res.OriginalBodyHash != want || res.EditedBodyHash != dlq.BodyHash(queue.JSON, edit) {
 			t.Fatalf("edit %d: original %s (want the stored body's %s), edited %s", i+1, res.OriginalBodyHash, want, res.EditedBodyHash)
 		}
 		// The edited message fails again and comes back to the row.
@@ -184,8 +185,8 @@ func TestReplayEditedSendsWithItsDelay(t *testing.T) {
 // pending, else its content type (the 409 INVALID_STATE message).
 func TestRowStateErrorSaysWhy(t *testing.T) {
 	for err, want := range map[*RowStateError]string{
-		{ID: 7, Status: StatusReplayed, ContentType: "json"}: "row 7 is replayed; only a pending row can be replayed edited",
-		{ID: 8, Status: StatusPending, ContentType: "text"}:  "row 8 has content type text; only a json row can be replayed edited",
+		{ID: 7, Status: dlq.StatusReplayed, ContentType: "json"}: "row 7 is replayed; only a pending row can be replayed edited",
+		{ID: 8, Status: dlq.StatusPending, ContentType: "text"}:  "row 8 has content type text; only a json row can be replayed edited",
 	} {
 		if got := err.Error(); got != want {
 			t.Errorf("%q, want %q", got, want)

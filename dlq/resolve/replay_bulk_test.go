@@ -1,9 +1,10 @@
-package dlq
+package resolve
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -16,17 +17,17 @@ func TestBulkReplayLimitBounds(t *testing.T) {
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
 	r.BulkMax = 2
-	f := &Filter{}
-	res, err := r.Run(ctx, ReplayRequest{Selection: Selection{Filter: f}, Limit: 1})
+	f := &dlq.Filter{}
+	res, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: f}, Limit: 1})
 	if err != nil || res.ClaimedCount != 1 || len(res.ReplayedIDs) != 1 || res.ReplayedIDs[0] != ids[1] || !res.HasMore || res.NextCursor == nil {
 		t.Fatalf("limit 1: %+v %v", res, err)
 	}
-	res, err = r.Run(ctx, ReplayRequest{Selection: Selection{Filter: f}, Limit: 2, Cursor: *res.NextCursor})
+	res, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: f}, Limit: 2, Cursor: *res.NextCursor})
 	if err != nil || res.ClaimedCount != 2 || res.HasMore || res.NextCursor != nil {
 		t.Fatalf("limit 2 = BulkMax: %+v %v", res, err)
 	}
 	for _, limit := range []int{-1, 3} {
-		_, err := r.Run(ctx, ReplayRequest{Selection: Selection{Filter: f}, Limit: limit})
+		_, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: f}, Limit: limit})
 		wantInput(t, err, "INVALID_LIMIT")
 	}
 }
@@ -45,7 +46,7 @@ func TestBulkReplayProgressFailureIsReported(t *testing.T) {
 		plain, flaky, stmts := flakyDB(t, ok)
 		insert(t, plain, adminRow{BeerID: "a", FailedAt: 10}, adminRow{BeerID: "b", FailedAt: 20})
 		o := outcome{sender: &queuetest.Sender{}}
-		o.res, o.err = newReplay(flaky, o.sender).Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}, Limit: 1})
+		o.res, o.err = newReplay(flaky, o.sender).Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Limit: 1})
 		o.stmts = stmts.Load()
 		o.rows = func(status string) int64 {
 			return count(t, plain, `SELECT COUNT(*) FROM dlq_messages WHERE status = ?`, status)
@@ -59,7 +60,7 @@ func TestBulkReplayProgressFailureIsReported(t *testing.T) {
 	// The continuation is the last statement: let every one before it run.
 	o := run(up.stmts - 1)
 	if o.err == nil || !strings.HasPrefix(o.err.Error(), "replay progress: ") || o.res.ReplayedCount != 1 ||
-		len(o.sender.Sent["beer-enrichment"]) != 1 || o.rows(StatusReplayed) != 1 || o.rows(StatusPending) != 1 {
+		len(o.sender.Sent["beer-enrichment"]) != 1 || o.rows(dlq.StatusReplayed) != 1 || o.rows(dlq.StatusPending) != 1 {
 		t.Fatalf("progress failing: %+v %v", o.res, o.err)
 	}
 }

@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -17,7 +18,7 @@ func TestReplayTaskCanaryChecked(t *testing.T) {
 	ts := newTasks(sqlitetest.New(t), &queuetest.Sender{}, taskT0)
 	for _, c := range []Canary{{0, 0.5, 10}, {101, 0.5, 10}, {5, -0.1, 10}, {5, 1.1, 10}, {5, 0.5, 0}, {5, 0.5, 1441}} {
 		_, err := ts.Check(TaskRequest{RatePerMinute: 1, Canary: &c})
-		if ie, ok := err.(*InputError); !ok || ie.Code != "INVALID_CANARY" {
+		if ie, ok := err.(*dlq.InputError); !ok || ie.Code != "INVALID_CANARY" {
 			t.Errorf("%+v: %v", c, err)
 		}
 	}
@@ -30,7 +31,7 @@ func TestReplayTaskCanaryPausedAndResumedIsStillJudged(t *testing.T) {
 	db := sqlitetest.New(t)
 	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 10}}, Requester{})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 10}}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +39,10 @@ func TestReplayTaskCanaryPausedAndResumedIsStillJudged(t *testing.T) {
 	if st, err := ts.Step(ctx, task.ID, at); err != nil || st.Sent != 2 {
 		t.Fatalf("canary step %+v %v", st, err)
 	}
-	if _, err := ts.Act(ctx, task.ID, TaskPause); err != nil {
+	if _, err := ts.Act(ctx, task.ID, dlq.TaskPause); err != nil {
 		t.Fatal(err)
 	}
-	r, err := ts.Act(ctx, task.ID, TaskResume)
+	r, err := ts.Act(ctx, task.ID, dlq.TaskResume)
 	if err != nil || r.State != TaskCanary {
 		t.Fatalf("resumed %+v %v, want state canary", r, err)
 	}
@@ -73,7 +74,7 @@ func TestReplayTaskCanaryIsJudgedOnItsSize(t *testing.T) {
 		db := sqlitetest.New(t)
 		seedPending(t, db, c.rows, taskT0.UnixMilli()-1_000_000)
 		ts := newTasks(db, &queuetest.Sender{}, taskT0)
-		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1, Canary: &Canary{Size: int64(c.size), MinSuccessRatio: 0.8, ObserveMinutes: 10}}, Requester{})
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1, Canary: &Canary{Size: int64(c.size), MinSuccessRatio: 0.8, ObserveMinutes: 10}}, dlq.Requester{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,8 +115,8 @@ func TestReplayTaskCanaryOfAnotherPipeline(t *testing.T) {
 	seedPending(t, db, 4, taskT0.UnixMilli()-1_000_000)
 	mustExec(t, db, `UPDATE dlq_messages SET source_queue = 'orders'`)
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{Filter: Filter{Pipeline: "orders"}, RatePerMinute: 60,
-		Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 10}}, Requester{RequestID: "r", KeyFingerprint: "k"})
+	task, err := ts.Create(ctx, TaskRequest{Filter: dlq.Filter{Pipeline: "orders"}, RatePerMinute: 60,
+		Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 10}}, dlq.Requester{RequestID: "r", KeyFingerprint: "k"})
 	if err != nil || task.State != TaskCanary {
 		t.Fatalf("%+v %v", task, err)
 	}
@@ -146,8 +147,8 @@ func TestReplayTaskCanaryWithNoRowFails(t *testing.T) {
 	var logs bytes.Buffer
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
 	ts.Replay.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	task, err := ts.Create(ctx, TaskRequest{Filter: Filter{BeerID: "no such beer"}, RatePerMinute: 60,
-		Canary: &Canary{Size: 2, MinSuccessRatio: 0, ObserveMinutes: 1}}, Requester{})
+	task, err := ts.Create(ctx, TaskRequest{Filter: dlq.Filter{BeerID: "no such beer"}, RatePerMinute: 60,
+		Canary: &Canary{Size: 2, MinSuccessRatio: 0, ObserveMinutes: 1}}, dlq.Requester{})
 	if err != nil || task.Matched != 0 {
 		t.Fatalf("%+v %v", task, err)
 	}
@@ -173,7 +174,7 @@ func TestReplayTaskCanaryErrorsAreTheStepsError(t *testing.T) {
 	seedPending(t, db, 10, taskT0.UnixMilli()-1_000_000)
 	s := &queuetest.Sender{}
 	ts := newTasks(db, s, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 1}}, Requester{})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60, Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 1}}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestReplayTaskGetCountsSuccessAfterTaskObserve(t *testing.T) {
 	db := sqlitetest.New(t)
 	seedPending(t, db, 3, taskT0.UnixMilli()-1_000_000)
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{RequestID: "r", KeyFingerprint: "k"})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, dlq.Requester{RequestID: "r", KeyFingerprint: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}

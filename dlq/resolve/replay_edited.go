@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"bytes"
@@ -10,11 +10,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/queue"
 )
-
-// ActionReplayEdited is the audit action of an edited replay (POST /admin/dlq/{id}/replay).
-const ActionReplayEdited = "replay_edited"
 
 // MaxEditedBody bounds an edited body (its compact JSON): Cloudflare
 // Queues' message limit is 128 KB.
@@ -32,7 +30,7 @@ type RowStateError struct {
 }
 
 func (e *RowStateError) Error() string {
-	if e.Status != StatusPending {
+	if e.Status != dlq.StatusPending {
 		return fmt.Sprintf("row %d is %s; only a pending row can be replayed edited", e.ID, e.Status)
 	}
 	return fmt.Sprintf("row %d has content type %s; only a json row can be replayed edited", e.ID, e.ContentType)
@@ -67,25 +65,25 @@ type EditedReplayResult struct {
 
 // CheckEdited validates req and returns the compact body.
 func (r Replay) CheckEdited(req EditedReplayRequest) (string, error) {
-	if req.ID < 1 || req.ID > maxSafeInteger {
+	if req.ID < 1 || req.ID > dlq.MaxSafeInteger {
 		return "", ErrRowNotFound
 	}
 	raw := bytes.TrimSpace(req.Body)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", InputErr("INVALID_REQUEST", "body is required: the edited JSON value to send (not null)")
+		return "", dlq.InputErr("INVALID_REQUEST", "body is required: the edited JSON value to send (not null)")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return "", InputErr("INVALID_REQUEST", "body must be a JSON value")
+		return "", dlq.InputErr("INVALID_REQUEST", "body must be a JSON value")
 	}
 	if buf.Len() > MaxEditedBody {
-		return "", InputErr("INVALID_REQUEST", "body is %d bytes as compact JSON; at most %d", buf.Len(), MaxEditedBody)
+		return "", dlq.InputErr("INVALID_REQUEST", "body is %d bytes as compact JSON; at most %d", buf.Len(), MaxEditedBody)
 	}
-	if req.Note == "" || len(req.Note) > MaxNoteLength || !utf8.ValidString(req.Note) {
-		return "", InputErr("INVALID_REQUEST", "note is required: 1..%d bytes saying why the body was edited", MaxNoteLength)
+	if req.Note == "" || len(req.Note) > dlq.MaxNoteLength || !utf8.ValidString(req.Note) {
+		return "", dlq.InputErr("INVALID_REQUEST", "note is required: 1..%d bytes saying why the body was edited", dlq.MaxNoteLength)
 	}
-	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
-		return "", InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
+	if req.DelaySeconds < 0 || req.DelaySeconds > dlq.MaxDelaySeconds {
+		return "", dlq.InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)
 	}
 	if err := r.CheckDestination(req.Destination); err != nil {
 		return "", err
@@ -105,7 +103,7 @@ func (r Replay) RunEdited(ctx context.Context, req EditedReplayRequest) (EditedR
 	if err != nil {
 		return EditedReplayResult{}, err
 	}
-	cs, claimAt, err := r.claim(ctx, `id = ? AND status = 'pending' AND `+contentTypeSQL+` = 'json'`, []any{req.ID})
+	cs, claimAt, err := r.claim(ctx, `id = ? AND status = 'pending' AND `+dlq.ContentTypeSQL+` = 'json'`, []any{req.ID})
 	if err != nil {
 		return EditedReplayResult{}, err
 	}
@@ -113,13 +111,13 @@ func (r Replay) RunEdited(ctx context.Context, req EditedReplayRequest) (EditedR
 		return EditedReplayResult{}, r.notClaimed(ctx, req.ID)
 	}
 	c := &cs[0]
-	res := EditedReplayResult{ID: req.ID, DelaySeconds: req.DelaySeconds, EditedBodyHash: BodyHash(queue.JSON, body)}
+	res := EditedReplayResult{ID: req.ID, DelaySeconds: req.DelaySeconds, EditedBodyHash: dlq.BodyHash(queue.JSON, body)}
 	if c.hash != "" && !c.wasEdited {
 		res.OriginalBodyHash = c.hash
 	} else if text, err := c.body(); err == nil {
 		// body_hash is missing (captured before it existed) or an earlier
 		// edit's (body_edited): hash the stored body.
-		res.OriginalBodyHash = BodyHash(c.ct, text)
+		res.OriginalBodyHash = dlq.BodyHash(c.ct, text)
 	}
 	c.raw, c.encoding, c.ct, c.edited = body, "", queue.JSON, true
 	delay := time.Duration(req.DelaySeconds) * time.Second
@@ -132,7 +130,7 @@ func (r Replay) RunEdited(ctx context.Context, req EditedReplayRequest) (EditedR
 // notClaimed says why a row was not claimed by RunEdited.
 func (r Replay) notClaimed(ctx context.Context, id int64) error {
 	var st RowStateError
-	err := r.DB.QueryRowContext(ctx, `SELECT status, `+contentTypeSQL+` FROM dlq_messages WHERE id = ?`, id).Scan(&st.Status, &st.ContentType)
+	err := r.DB.QueryRowContext(ctx, `SELECT status, `+dlq.ContentTypeSQL+` FROM dlq_messages WHERE id = ?`, id).Scan(&st.Status, &st.ContentType)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrRowNotFound
 	}

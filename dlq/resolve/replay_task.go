@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -82,7 +83,7 @@ type ReplayTasks struct {
 // TaskRequest creates a replay task.
 type TaskRequest struct {
 	// Filter selects the rows (any list filter; pending rows only).
-	Filter Filter
+	Filter dlq.Filter
 	// RatePerMinute is the delivery rate, 1..MaxTaskRate.
 	RatePerMinute int64
 	// DelaySeconds postpones the first delivery, 0..MaxDelaySeconds.
@@ -235,26 +236,26 @@ func (ts ReplayTasks) window() time.Duration {
 }
 
 // Check validates req without touching anything.
-func (ts ReplayTasks) Check(req TaskRequest) (Filter, error) {
-	f, err := req.Filter.normalizePending()
+func (ts ReplayTasks) Check(req TaskRequest) (dlq.Filter, error) {
+	f, err := req.Filter.NormalizePending()
 	if err != nil {
 		return f, err
 	}
 	if req.RatePerMinute < 1 || req.RatePerMinute > MaxTaskRate {
-		return f, InputErr("INVALID_RATE", "rate_per_minute must be an integer in 1..%d", MaxTaskRate)
+		return f, dlq.InputErr("INVALID_RATE", "rate_per_minute must be an integer in 1..%d", MaxTaskRate)
 	}
-	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
-		return f, InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
+	if req.DelaySeconds < 0 || req.DelaySeconds > dlq.MaxDelaySeconds {
+		return f, dlq.InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)
 	}
 	if c := req.Canary; c != nil {
 		if c.Size < 1 || c.Size > MaxCanarySize {
-			return f, InputErr("INVALID_CANARY", "canary.size must be an integer in 1..%d", MaxCanarySize)
+			return f, dlq.InputErr("INVALID_CANARY", "canary.size must be an integer in 1..%d", MaxCanarySize)
 		}
 		if !(c.MinSuccessRatio >= 0 && c.MinSuccessRatio <= 1) {
-			return f, InputErr("INVALID_CANARY", "canary.min_success_ratio must be a number in 0..1")
+			return f, dlq.InputErr("INVALID_CANARY", "canary.min_success_ratio must be a number in 0..1")
 		}
 		if c.ObserveMinutes < 1 || c.ObserveMinutes > MaxCanaryObserve {
-			return f, InputErr("INVALID_CANARY", "canary.observe_minutes must be an integer in 1..%d", MaxCanaryObserve)
+			return f, dlq.InputErr("INVALID_CANARY", "canary.observe_minutes must be an integer in 1..%d", MaxCanaryObserve)
 		}
 	}
 	if err := ts.Replay.CheckDestination(req.Destination); err != nil {
@@ -266,9 +267,9 @@ func (ts ReplayTasks) Check(req TaskRequest) (Filter, error) {
 // taskCond is the condition of the rows task id may still claim: its
 // filter's replayable pending rows after its position, not sent by it yet,
 // while the task is running (a pause or cancel stops a step in flight).
-func taskCond(f Filter, id, posFailedAt, posID int64, frozen []string) (string, []any) {
-	sel := Selection{Filter: &f}
-	cond, args := sel.where(true, &position{FailedAt: posFailedAt, ID: posID})
+func taskCond(f dlq.Filter, id, posFailedAt, posID int64, frozen []string) (string, []any) {
+	sel := dlq.Selection{Filter: &f}
+	cond, args := sel.Where(true, &dlq.Position{FailedAt: posFailedAt, ID: posID})
 	cond += ` AND id NOT IN (SELECT dlq_id FROM replay_task_rows WHERE task_id = ?)
 		AND EXISTS (SELECT 1 FROM replay_tasks WHERE id = ? AND state IN ('running', 'canary'))`
 	args = append(args, id, id)
@@ -276,7 +277,7 @@ func taskCond(f Filter, id, posFailedAt, posID int64, frozen []string) (string, 
 		// A task whose filter names no pipeline (made while one database
 		// was bound) skips the rows of pipelines stored elsewhere.
 		cond += ` AND +source_queue NOT IN (SELECT value FROM json_each(?))`
-		args = append(args, JSONList(frozen))
+		args = append(args, dlq.JSONList(frozen))
 	}
 	return cond, args
 }
@@ -286,7 +287,7 @@ func taskCond(f Filter, id, posFailedAt, posID int64, frozen []string) (string, 
 // pipeline is stored in another database, its rows here move), else "".
 func (st *taskStep) frozenQueue() string {
 	q := st.f.SourceQueue
-	if p, ok := PipelineByName(st.f.Pipeline); ok {
+	if p, ok := dlq.PipelineByName(st.f.Pipeline); ok {
 		q = p.Queue
 	}
 	if q != "" && slices.Contains(st.r.Frozen, q) {
@@ -313,15 +314,15 @@ func (st *taskStep) pauseMoving(ctx context.Context, q string) error {
 
 // Create stores a new running task (one statement, which also counts the
 // rows it matches: one read per matching pending row, as a dry run).
-func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by Requester) (Task, error) {
+func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by dlq.Requester) (Task, error) {
 	f, err := ts.Check(req)
 	if err != nil {
 		return Task{}, err
 	}
 	now := ts.Replay.Clock.Now().UnixMilli()
 	fjs, _ := json.Marshal(f)
-	sel := Selection{Filter: &f}
-	cond, args := sel.where(true, &position{FailedAt: now, ID: maxSafeInteger})
+	sel := dlq.Selection{Filter: &f}
+	cond, args := sel.Where(true, &dlq.Position{FailedAt: now, ID: dlq.MaxSafeInteger})
 	var dest, canary any
 	if req.Destination != "" {
 		dest = req.Destination
@@ -332,7 +333,7 @@ func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by Requester)
 		canary, state = string(js), TaskCanary
 	}
 	all := []any{now, now, state, canary, string(fjs), req.RatePerMinute, req.DelaySeconds, dest, ceilSecond(now + req.DelaySeconds*1000),
-		now, int64(maxSafeInteger), by.KeyFingerprint, by.RequestID}
+		now, int64(dlq.MaxSafeInteger), by.KeyFingerprint, by.RequestID}
 	all = append(all, args...)
 	row := ts.Replay.DB.QueryRowContext(ctx, `INSERT INTO replay_tasks(created_at, updated_at, state, canary, filter, rate_per_minute,
 			delay_seconds, destination, slot_origin, pos_failed_at, pos_id, created_by, request_id, matched)
@@ -352,12 +353,12 @@ func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by Requester)
 // queue; it reads the tasks newer than the last one returned (a table that
 // grows by one row per task an operator creates).
 func (ts ReplayTasks) List(ctx context.Context, limit int, pipeline string) ([]Task, error) {
-	queue, err := PipelineQueue(pipeline)
+	queue, err := dlq.PipelineQueue(pipeline)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := ts.Replay.DB.QueryContext(ctx, `SELECT `+taskColumns+` FROM replay_tasks
-		WHERE ?2 IS NULL OR COALESCE(filter ->> '$.source_queue', ?2) = ?2 ORDER BY id DESC LIMIT ?1`, int64(limit), nullIfEmpty(queue))
+		WHERE ?2 IS NULL OR COALESCE(filter ->> '$.source_queue', ?2) = ?2 ORDER BY id DESC LIMIT ?1`, int64(limit), dlq.NullIfEmpty(queue))
 	if err != nil {
 		return nil, fmt.Errorf("replay tasks: %w", err)
 	}
@@ -400,13 +401,6 @@ func (ts ReplayTasks) Get(ctx context.Context, id int64) (Task, error) {
 	return t, nil
 }
 
-// Task actions (the admin API's POST .../{id}/pause, resume, cancel).
-const (
-	TaskPause  = "pause"
-	TaskResume = "resume"
-	TaskCancel = "cancel"
-)
-
 // Act pauses (running or canary -> paused), resumes (paused -> canary
 // while its canary is undecided, else running) or cancels (running, canary
 // or paused -> cancelled) task id in one conditional statement. Rows not
@@ -416,18 +410,18 @@ const (
 func (ts ReplayTasks) Act(ctx context.Context, id int64, action string) (Task, error) {
 	var from, to string
 	switch action {
-	case TaskPause:
+	case dlq.TaskPause:
 		from, to = `state IN ('running', 'canary')`, `'paused'`
-	case TaskResume:
+	case dlq.TaskResume:
 		from, to = `state = 'paused'`, `CASE WHEN canary IS NOT NULL AND canary_result IS NULL THEN 'canary' ELSE 'running' END`
-	case TaskCancel:
+	case dlq.TaskCancel:
 		from, to = `state IN ('running', 'paused', 'canary')`, `'cancelled'`
 	default:
-		return Task{}, InputErr("INVALID_REQUEST", "unknown task action %q", action)
+		return Task{}, dlq.InputErr("INVALID_REQUEST", "unknown task action %q", action)
 	}
 	now := ts.Replay.Clock.Now().UnixMilli()
 	finished := any(nil) // finished_at: set by a cancel only
-	if action == TaskCancel {
+	if action == dlq.TaskCancel {
 		finished = now
 	}
 	t, err := scanTask(ts.Replay.DB.QueryRowContext(ctx, `UPDATE replay_tasks SET state = `+to+`, updated_at = ?,
@@ -456,7 +450,7 @@ type ReplayTaskJob struct {
 }
 
 // Name implements jobs.Job.
-func (j *ReplayTaskJob) Name() string { return JobName("dlq_replay_tasks", j.Database) }
+func (j *ReplayTaskJob) Name() string { return dlq.JobName("dlq_replay_tasks", j.Database) }
 
 // Due implements jobs.DueJob.
 func (j *ReplayTaskJob) Due(ctx context.Context, _ time.Time) (bool, error) {
@@ -581,7 +575,7 @@ type taskStep struct {
 	r     Replay // with the step's clock
 	id    int64
 	nowMs int64
-	f     Filter
+	f     dlq.Filter
 	dest  sql.NullString
 	// steps identifies this hold; sent is the task's sent count as held.
 	steps, sent  int64
@@ -698,7 +692,7 @@ func (st *taskStep) send(ctx context.Context, k int64) (short bool, err error) {
 	for k > 0 {
 		limit := min(k, int64(r.BulkLimit()))
 		cond, args := taskCond(st.f, st.id, st.posAt, st.posID, st.r.Frozen)
-		cs, claimAt, err := r.claim(ctx, newestFirst(cond), append(args, limit))
+		cs, claimAt, err := r.claim(ctx, dlq.NewestFirst(cond), append(args, limit))
 		if err != nil {
 			return false, err
 		}

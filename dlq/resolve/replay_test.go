@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"bytes"
@@ -13,16 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
-var fixedClock = func() time.Time { return time.UnixMilli(1_750_000_000_000) }
-
 func newReplay(db *sql.DB, s queue.Sender) Replay {
-	return Replay{DB: db, Sender: s, Log: discard, Cursors: NewCursors("s"), BulkMax: 500, Clock: fixedClock}
+	return Replay{DB: db, Sender: s, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 500, Clock: fixedClock}
 }
 
 // sentRows returns the row id of every message sent to q, found by its body
@@ -47,7 +46,7 @@ func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 		adminRow{BeerID: "2", BeerName: "B", FailedAt: 200, ReplayCount: 2},
 		adminRow{BeerID: "3", BeerName: "C", FailedAt: 300})
 	s := &queuetest.Sender{}
-	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}, DelaySeconds: 60})
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}, DelaySeconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,16 +74,16 @@ func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 		if i == 1 {
 			want = 3
 		}
-		if status != StatusReplayed || count != want || replayedAt != fixedClock().UnixMilli() || replayingAt.Valid {
+		if status != dlq.StatusReplayed || count != want || replayedAt != fixedClock().UnixMilli() || replayingAt.Valid {
 			t.Fatalf("row %d: %s count=%d replayed_at=%d replaying_at=%v", id, status, count, replayedAt, replayingAt)
 		}
 	}
 	// A second replay of the same ids is a no-op: nothing is pending.
-	res, err = newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	res, err = newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ClaimedCount != 0 || res.ReplayedCount != 0 || len(s.Sent["beer-enrichment"]) != 3 || res.QueuedTo != "" {
 		t.Fatalf("second replay: %+v %v", res, err)
 	}
-	if res.SkippedCount != 3 || res.Skipped[0].Reason != "not_pending" || res.Skipped[0].Status != StatusReplayed {
+	if res.SkippedCount != 3 || res.Skipped[0].Reason != "not_pending" || res.Skipped[0].Status != dlq.StatusReplayed {
 		t.Fatalf("skipped %+v", res.Skipped)
 	}
 	// The final update counts the replays (migrations/0009), once each.
@@ -97,23 +96,23 @@ func TestReplaySkipsRowsItCannotClaim(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
 		adminRow{BeerID: "ok", FailedAt: 1},
-		adminRow{BeerID: "acked", FailedAt: 1, Status: StatusAcknowledged},
-		adminRow{BeerID: "replaying", FailedAt: 1, Status: StatusReplaying},
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{"beer_id":"7","v8":true}`, ContentType: "v8"},
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "json"},
+		adminRow{BeerID: "acked", FailedAt: 1, Status: dlq.StatusAcknowledged},
+		adminRow{BeerID: "replaying", FailedAt: 1, Status: dlq.StatusReplaying},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{"beer_id":"7","v8":true}`, ContentType: "v8"},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "json"},
 	)
 	mustExec(t, db, `UPDATE dlq_messages SET raw_message = NULL WHERE id = ?`, ids[0])
 	// Poison that is still a body as it was produced: replayed like any other.
 	poison := insert(t, db,
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `not json at all`},
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `[1,2,3]`},
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `"a string"`, ContentType: "json"},
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `eyJhIjoxfQ==`, Encoding: "base64"},
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "text"},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `not json at all`},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `[1,2,3]`},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `"a string"`, ContentType: "json"},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `eyJhIjoxfQ==`, Encoding: "base64"},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "text"},
 	)
 	s := &queuetest.Sender{}
 	req := append(append(append([]int64{}, ids...), poison...), 999_999)
-	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: req}})
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: req}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func TestReplaySkipsRowsItCannotClaim(t *testing.T) {
 	if fmt.Sprint(sent) != fmt.Sprint(wantSent) {
 		t.Fatalf("sent %v, want %v", sent, wantSent)
 	}
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND beer_id = ?`, UnparseableBeerID); n != 2 {
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND beer_id = ?`, dlq.UnparseableBeerID); n != 2 {
 		t.Fatalf("the v8 and invalid-JSON rows must stay pending, %d rows are", n)
 	}
 }
@@ -157,11 +156,11 @@ func (f *failingSender) SendBatch(ctx context.Context, q string, msgs []queue.Ou
 func TestReplaySendFailureReturnsRowsToPending(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ReplayCount: 1}, adminRow{BeerID: "2", FailedAt: 2})
-	res, err := newReplay(db, &queuetest.Sender{Err: errors.New("queue down")}).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	res, err := newReplay(db, &queuetest.Sender{Err: errors.New("queue down")}).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ClaimedCount != 2 || res.ReplayedCount != 0 || res.FailedCount != 2 || ReplayOutcome(res) != OutcomeFailed {
+	if res.ClaimedCount != 2 || res.ReplayedCount != 0 || res.FailedCount != 2 || ReplayOutcome(res) != dlq.OutcomeFailed {
 		t.Fatalf("result %+v", res)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND replaying_at IS NULL AND replayed_at IS NULL
@@ -172,18 +171,18 @@ func TestReplaySendFailureReturnsRowsToPending(t *testing.T) {
 	// Partial: one queue works, the other does not.
 	more := insert(t, db, adminRow{BeerID: "3", FailedAt: 3, Source: "good-queue"}, adminRow{BeerID: "4", FailedAt: 4, Source: "bad-queue"})
 	fs := &failingSender{broken: "bad-queue"}
-	res, err = newReplay(db, fs).Run(ctx, ReplayRequest{Selection: Selection{IDs: more}})
+	res, err = newReplay(db, fs).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: more}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ReplayedCount != 1 || res.FailedCount != 1 || res.QueuedTo != "bad-queue,good-queue" || ReplayOutcome(res) != OutcomePartial ||
+	if res.ReplayedCount != 1 || res.FailedCount != 1 || res.QueuedTo != "bad-queue,good-queue" || ReplayOutcome(res) != dlq.OutcomePartial ||
 		res.ReplayedIDs[0] != more[0] || res.FailedIDs[0] != more[1] || len(fs.Sent["good-queue"]) != 1 {
 		t.Fatalf("partial: %+v", res)
 	}
 	var s3, s4 string
 	db.QueryRow(`SELECT status FROM dlq_messages WHERE id = ?`, more[0]).Scan(&s3)
 	db.QueryRow(`SELECT status FROM dlq_messages WHERE id = ?`, more[1]).Scan(&s4)
-	if s3 != StatusReplayed || s4 != StatusPending {
+	if s3 != dlq.StatusReplayed || s4 != dlq.StatusPending {
 		t.Fatalf("statuses %s %s", s3, s4)
 	}
 }
@@ -212,7 +211,7 @@ func TestConcurrentReplaysSendEveryRowOnce(t *testing.T) {
 			for k := 0; k < 20; k++ {
 				want = append(want, ids[(g*5+k)%len(ids)])
 			}
-			res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: want}})
+			res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: want}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -267,30 +266,30 @@ func TestReplayOverlappingARunningReplayClaimsNothing(t *testing.T) {
 	inner := &queuetest.Sender{}
 	outer := &nestedSender{}
 	outer.nested = func() ReplayResult {
-		res, err := newReplay(db, inner).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+		res, err := newReplay(db, inner).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	res, err := newReplay(db, outer).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	res, err := newReplay(db, outer).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ReplayedCount != 3 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if outer.got == nil || outer.got.ClaimedCount != 0 || inner.Calls != 0 || outer.got.Skipped[0].Status != StatusReplaying {
+	if outer.got == nil || outer.got.ClaimedCount != 0 || inner.Calls != 0 || outer.got.Skipped[0].Status != dlq.StatusReplaying {
 		t.Fatalf("overlapping replay: %+v, %d sends", outer.got, inner.Calls)
 	}
 	// The same holds for a bulk replay overlapping a running one.
 	more := insert(t, db, adminRow{BeerID: "4", FailedAt: 4}, adminRow{BeerID: "5", FailedAt: 5})
 	outer = &nestedSender{}
 	outer.nested = func() ReplayResult {
-		res, err := newReplay(db, inner).Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
+		res, err := newReplay(db, inner).Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	res, err = newReplay(db, outer).Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
+	res, err = newReplay(db, outer).Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}})
 	if err != nil || res.ReplayedCount != len(more) || outer.got.ClaimedCount != 0 || inner.Calls != 0 {
 		t.Fatalf("bulk: %+v %+v %v", res, outer.got, err)
 	}
@@ -301,15 +300,15 @@ func TestBulkReplayPagesThroughEveryMatchOnce(t *testing.T) {
 	generate(t, db, "bulk", 1000, 3, 1_700_000_000_000)
 	// Not matching: other queue, other status; matching but poison: skipped.
 	insert(t, db, adminRow{BeerID: "x", BeerName: "other queue", FailedAt: 1_700_000_000_000, Source: "other"},
-		adminRow{BeerID: "y", BeerName: "acked", FailedAt: 1_700_000_000_000, Status: StatusAcknowledged},
-		adminRow{BeerID: UnparseableBeerID, FailedAt: 1_699_999_999_900, Raw: "poison", ContentType: "v8"})
+		adminRow{BeerID: "y", BeerName: "acked", FailedAt: 1_700_000_000_000, Status: dlq.StatusAcknowledged},
+		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1_699_999_999_900, Raw: "poison", ContentType: "v8"})
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
 	r.BulkMax = 300
-	f := &Filter{SourceQueue: "beer-enrichment"}
+	f := &dlq.Filter{SourceQueue: "beer-enrichment"}
 	total, calls, cursor := 0, 0, ""
 	for {
-		res, err := r.Run(ctx, ReplayRequest{Selection: Selection{Filter: f}, Cursor: cursor})
+		res, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: f}, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,14 +354,14 @@ func TestBulkReplayStopsAtItsCursorAndRejectsForeignCursors(t *testing.T) {
 	generate(t, db, "cur", 10, 1, 1_700_000_000_000)
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
-	res, err := r.Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}, Limit: 4})
+	res, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Limit: 4})
 	if err != nil || res.ClaimedCount != 4 || !res.HasMore {
 		t.Fatalf("%+v %v", res, err)
 	}
 	// A failure newer than the cursor (a repeat failure, or a new one) is not
 	// part of this bulk run.
 	insert(t, db, adminRow{BeerID: "new", FailedAt: 1_800_000_000_000})
-	res2, err := r.Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}, Cursor: *res.NextCursor, Limit: 100})
+	res2, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Cursor: *res.NextCursor, Limit: 100})
 	if err != nil || res2.ClaimedCount != 6 || res2.HasMore {
 		t.Fatalf("%+v %v", res2, err)
 	}
@@ -371,10 +370,10 @@ func TestBulkReplayStopsAtItsCursorAndRejectsForeignCursors(t *testing.T) {
 			t.Fatal("row newer than the bulk run was replayed")
 		}
 	}
-	_, err = r.Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{BeerID: "gen-1"}}, Cursor: *res.NextCursor})
+	_, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "gen-1"}}, Cursor: *res.NextCursor})
 	wantInput(t, err, "INVALID_CURSOR")
-	page, _ := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{Filter: Filter{Status: StatusAll}, Limit: 1})
-	_, err = r.Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}, Cursor: *page.NextCursor})
+	page, _ := dlq.List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, dlq.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 1})
+	_, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Cursor: *page.NextCursor})
 	wantInput(t, err, "INVALID_CURSOR")
 }
 
@@ -388,7 +387,7 @@ func TestReplayBatchesRespectQueueLimits(t *testing.T) {
 	ids := insert(t, db, rows...)
 	s := &queuetest.Sender{}
 	rec := &recordingSender{inner: s}
-	res, err := newReplay(db, rec).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	res, err := newReplay(db, rec).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ReplayedCount != 5 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -430,10 +429,10 @@ func snapshot(t *testing.T, db *sql.DB) string {
 func TestReplayDryRunChangesNothing(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "dry", 30, 1, 1_700_000_000_000) // reasons: 'reason 0/1/2', 10 each
-	poison := insert(t, db, adminRow{BeerID: UnparseableBeerID, FailedAt: 1_800_000_000_000, Raw: "{broken", Reason: "reason 0", ContentType: "json"})
+	poison := insert(t, db, adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1_800_000_000_000, Raw: "{broken", Reason: "reason 0", ContentType: "json"})
 	before := snapshot(t, db)
 	s := &queuetest.Sender{}
-	p, err := newReplay(db, s).DryRun(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
+	p, err := newReplay(db, s).DryRun(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +443,7 @@ func TestReplayDryRunChangesNothing(t *testing.T) {
 	if p.Sample[0].ID == poison[0] {
 		t.Fatal("sample must hold rows the replay would send")
 	}
-	p, err = newReplay(db, s).DryRun(ctx, ReplayRequest{Selection: Selection{IDs: []int64{1, 2, poison[0], 12345}}})
+	p, err = newReplay(db, s).DryRun(ctx, ReplayRequest{Selection: dlq.Selection{IDs: []int64{1, 2, poison[0], 12345}}})
 	if err != nil || p.RequestedCount != 4 || p.MatchedCount != 2 || p.NotReplayableCount != 1 {
 		t.Fatalf("ids preview %+v %v", p, err)
 	}
@@ -466,19 +465,19 @@ func TestReplayRejectsBadInput(t *testing.T) {
 		req  ReplayRequest
 		code string
 	}{
-		{"no ids", ReplayRequest{Selection: Selection{IDs: []int64{}}}, "INVALID_REQUEST"},
+		{"no ids", ReplayRequest{Selection: dlq.Selection{IDs: []int64{}}}, "INVALID_REQUEST"},
 		{"nil ids", ReplayRequest{}, "INVALID_REQUEST"},
-		{"51 ids", ReplayRequest{Selection: Selection{IDs: many}}, "INVALID_REQUEST"},
-		{"zero id", ReplayRequest{Selection: Selection{IDs: []int64{0}}}, "INVALID_REQUEST"},
-		{"negative id", ReplayRequest{Selection: Selection{IDs: []int64{-1}}}, "INVALID_REQUEST"},
-		{"duplicate", ReplayRequest{Selection: Selection{IDs: []int64{ids[0], ids[0]}}}, "INVALID_REQUEST"},
-		{"ids and filter", ReplayRequest{Selection: Selection{IDs: ids, Filter: &Filter{}}}, "INVALID_REQUEST"},
-		{"negative delay", ReplayRequest{Selection: Selection{IDs: ids}, DelaySeconds: -1}, "INVALID_DELAY"},
-		{"delay over 12 h", ReplayRequest{Selection: Selection{IDs: ids}, DelaySeconds: 43201}, "INVALID_DELAY"},
-		{"cursor with ids", ReplayRequest{Selection: Selection{IDs: ids}, Cursor: "x"}, "INVALID_REQUEST"},
-		{"bulk of replayed rows", ReplayRequest{Selection: Selection{Filter: &Filter{Status: StatusReplayed}}}, "INVALID_FILTER"},
-		{"bulk limit over max", ReplayRequest{Selection: Selection{Filter: &Filter{}}, Limit: 501}, "INVALID_LIMIT"},
-		{"bulk bad cursor", ReplayRequest{Selection: Selection{Filter: &Filter{}}, Cursor: "abc.def"}, "INVALID_CURSOR"},
+		{"51 ids", ReplayRequest{Selection: dlq.Selection{IDs: many}}, "INVALID_REQUEST"},
+		{"zero id", ReplayRequest{Selection: dlq.Selection{IDs: []int64{0}}}, "INVALID_REQUEST"},
+		{"negative id", ReplayRequest{Selection: dlq.Selection{IDs: []int64{-1}}}, "INVALID_REQUEST"},
+		{"duplicate", ReplayRequest{Selection: dlq.Selection{IDs: []int64{ids[0], ids[0]}}}, "INVALID_REQUEST"},
+		{"ids and filter", ReplayRequest{Selection: dlq.Selection{IDs: ids, Filter: &dlq.Filter{}}}, "INVALID_REQUEST"},
+		{"negative delay", ReplayRequest{Selection: dlq.Selection{IDs: ids}, DelaySeconds: -1}, "INVALID_DELAY"},
+		{"delay over 12 h", ReplayRequest{Selection: dlq.Selection{IDs: ids}, DelaySeconds: 43201}, "INVALID_DELAY"},
+		{"cursor with ids", ReplayRequest{Selection: dlq.Selection{IDs: ids}, Cursor: "x"}, "INVALID_REQUEST"},
+		{"bulk of replayed rows", ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Status: dlq.StatusReplayed}}}, "INVALID_FILTER"},
+		{"bulk limit over max", ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Limit: 501}, "INVALID_LIMIT"},
+		{"bulk bad cursor", ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Cursor: "abc.def"}, "INVALID_CURSOR"},
 	}
 	s := &queuetest.Sender{}
 	for _, c := range cases {
@@ -488,7 +487,7 @@ func TestReplayRejectsBadInput(t *testing.T) {
 	if snapshot(t, db) != before || s.Calls != 0 {
 		t.Fatal("rejected input changed something")
 	}
-	if _, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}, DelaySeconds: 43200}); err != nil {
+	if _, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}, DelaySeconds: 43200}); err != nil {
 		t.Fatalf("delay of 12 h is allowed: %v", err)
 	}
 }
@@ -522,7 +521,7 @@ func TestReplaySendsBodiesExactlyWithTheirContentType(t *testing.T) {
 	}
 	s := &queuetest.Sender{}
 	rec := &recordingSender{inner: s}
-	res, err := newReplay(db, rec).Run(ctx, ReplayRequest{Selection: Selection{Filter: &Filter{}}})
+	res, err := newReplay(db, rec).Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}})
 	if err != nil || res.ReplayedCount != len(msgs) || res.FailedCount != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -560,7 +559,7 @@ func TestReplayDecodesBase64TextAndJSON(t *testing.T) {
 		adminRow{BeerID: "bad", FailedAt: 0, Raw: base64.StdEncoding.EncodeToString([]byte(`{nope`)), Encoding: "base64", ContentType: "json"},
 	)
 	s := &queuetest.Sender{}
-	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +587,7 @@ func TestReplayedMessageFailingAgainKeepsItsRow(t *testing.T) {
 			id := readRow(t, db, `message_id = 'm0'`).ID
 			s := &queuetest.Sender{}
 			for round := 1; round <= 2; round++ {
-				res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: []int64{id}}})
+				res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: []int64{id}}})
 				if err != nil || res.ReplayedCount != 1 {
 					t.Fatalf("round %d: %+v %v", round, res, err)
 				}
@@ -597,7 +596,7 @@ func TestReplayedMessageFailingAgainKeepsItsRow(t *testing.T) {
 				again := &queuetest.Message{MsgID: fmt.Sprint("m", round), Attempt: 4, Text: out.Body, Type: out.ContentType}
 				consume(t, c, again)
 				r := readRow(t, db, `id = ?`, id)
-				if r.Status != StatusPending || r.ReplayCount != int64(round) || r.LastMessageID != again.MsgID || r.MessageID != "m0" {
+				if r.Status != dlq.StatusPending || r.ReplayCount != int64(round) || r.LastMessageID != again.MsgID || r.MessageID != "m0" {
 					t.Fatalf("round %d: %+v", round, shortRow(r))
 				}
 				// Its redelivery changes nothing.
@@ -630,15 +629,15 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 	)
 	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = NULL`)
 	s := &queuetest.Sender{}
-	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: legacy}})
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: legacy}})
 	if err != nil || res.ReplayedCount != 3 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if n := stmts.Load(); n != 3 {
 		t.Fatalf("%d D1 round trips, want claim, body hash, settle", n)
 	}
-	want := map[int64]string{legacy[0]: BodyHash(queue.JSON, `{"beer_id":"1","beer_name":"","brewer":""}`),
-		legacy[1]: BodyHash(queue.Text, "plain text"), legacy[2]: BodyHash(queue.Bytes, "AAEC")}
+	want := map[int64]string{legacy[0]: dlq.BodyHash(queue.JSON, `{"beer_id":"1","beer_name":"","brewer":""}`),
+		legacy[1]: dlq.BodyHash(queue.Text, "plain text"), legacy[2]: dlq.BodyHash(queue.Bytes, "AAEC")}
 	for id, h := range want {
 		var got sql.NullString
 		plain.QueryRow(`SELECT body_hash FROM dlq_messages WHERE id = ?`, id).Scan(&got)
@@ -662,7 +661,7 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 	more := insert(t, plain, adminRow{BeerID: "4", FailedAt: 4})
 	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = 'x' WHERE id = ?`, more[0])
 	stmts.Store(0)
-	if res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: more}}); err != nil || res.ReplayedCount != 1 {
+	if res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: more}}); err != nil || res.ReplayedCount != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if n := stmts.Load(); n != 2 {
@@ -677,7 +676,7 @@ func TestReplayWithoutItsBodyHashSendsNothing(t *testing.T) {
 	mustExec(t, db, `UPDATE dlq_messages SET body_hash = NULL`)
 	mustExec(t, db, `CREATE TRIGGER no_hash BEFORE UPDATE OF body_hash ON dlq_messages BEGIN SELECT RAISE(ABORT, 'no'); END`)
 	s := &queuetest.Sender{}
-	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ClaimedCount != 2 || res.FailedCount != 2 || s.Calls != 0 {
 		t.Fatalf("%+v %v, %d sends", res, err, s.Calls)
 	}
@@ -708,11 +707,11 @@ func TestReplayRefusesCaptureOnlyQueues(t *testing.T) {
 		req  ReplayRequest
 		code string
 	}{
-		{"to the capture-only queue", ReplayRequest{Selection: Selection{IDs: []int64{1}}, Destination: "orders"}, "PRODUCER_MISSING"},
-		{"filter on it, no destination", ReplayRequest{Selection: Selection{Filter: &Filter{SourceQueue: "orders"}}}, "PRODUCER_MISSING"},
-		{"filter on it, sent elsewhere", ReplayRequest{Selection: Selection{Filter: &Filter{SourceQueue: "orders"}}, Destination: "beers"}, ""},
-		{"ids, no destination", ReplayRequest{Selection: Selection{IDs: []int64{1}}}, ""},
-		{"filter on another queue", ReplayRequest{Selection: Selection{Filter: &Filter{SourceQueue: "beers"}}}, ""},
+		{"to the capture-only queue", ReplayRequest{Selection: dlq.Selection{IDs: []int64{1}}, Destination: "orders"}, "PRODUCER_MISSING"},
+		{"filter on it, no destination", ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{SourceQueue: "orders"}}}, "PRODUCER_MISSING"},
+		{"filter on it, sent elsewhere", ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{SourceQueue: "orders"}}, Destination: "beers"}, ""},
+		{"ids, no destination", ReplayRequest{Selection: dlq.Selection{IDs: []int64{1}}}, ""},
+		{"filter on another queue", ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{SourceQueue: "beers"}}}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := r.Check(c.req)
@@ -738,10 +737,10 @@ func TestReplayRefusesCaptureOnlyQueues(t *testing.T) {
 // bulk page alike (pins Run's len(cs) > 0).
 func TestReplayClaimingNothingRunsNoSettle(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "acked", FailedAt: 1, Status: StatusAcknowledged})
+	ids := insert(t, db, adminRow{BeerID: "acked", FailedAt: 1, Status: dlq.StatusAcknowledged})
 	for _, req := range []ReplayRequest{
-		{Selection: Selection{IDs: ids}},
-		{Selection: Selection{Filter: &Filter{BeerID: "nothing matches"}}},
+		{Selection: dlq.Selection{IDs: ids}},
+		{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "nothing matches"}}},
 	} {
 		h := &hookRunner{db: db}
 		s := &queuetest.Sender{}
@@ -782,7 +781,7 @@ func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
 	r := newReplay(db, s)
 	r.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2})
-	res, err := r.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}})
+	res, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ReplayedCount != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -799,7 +798,7 @@ func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
 		mustExec(t, db, `UPDATE dlq_messages SET status = 'pending', replaying_at = NULL WHERE id = ?`, more[0])
 	}
 	logs.Reset()
-	res, err = r.Run(ctx, ReplayRequest{Selection: Selection{IDs: more}})
+	res, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: more}})
 	if err != nil || res.ReplayedCount != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -809,7 +808,7 @@ func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
 	var st3, st4 string
 	db.QueryRow(`SELECT status FROM dlq_messages WHERE id = ?`, more[0]).Scan(&st3)
 	db.QueryRow(`SELECT status FROM dlq_messages WHERE id = ?`, more[1]).Scan(&st4)
-	if st3 != StatusPending || st4 != StatusReplayed {
+	if st3 != dlq.StatusPending || st4 != dlq.StatusReplayed {
 		t.Fatalf("statuses %s %s: the rescued row must stay the rescue's", st3, st4)
 	}
 }

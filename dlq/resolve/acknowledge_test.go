@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -40,7 +41,7 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 		ids = append(ids, i)
 	}
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 5000, Clock: fixedClock}
-	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, Note: "known bad beers", By: Requester{RequestID: "r1"}})
+	res, err := a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{IDs: ids}, Note: "known bad beers", By: dlq.Requester{RequestID: "r1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'replayed'`); n != 10 {
 		t.Fatalf("replayed rows must stay replayed: %d", n)
 	}
-	res, err = a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}, By: Requester{RequestID: "r2"}})
+	res, err = a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{IDs: ids}, By: dlq.Requester{RequestID: "r2"}})
 	if err != nil || res.AcknowledgedCount != 0 {
 		t.Fatalf("second acknowledge must be a no-op: %+v %v", res, err)
 	}
@@ -74,9 +75,9 @@ func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 	generate(t, db, "bulkack", 250, 2, 1_700_000_000_000)
 	insert(t, db, adminRow{BeerID: "keep", BeerName: "Keep Me", FailedAt: 1})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
-	f := &Filter{Q: "bulkack-"}
+	f := &dlq.Filter{Q: "bulkack-"}
 	before := snapshot(t, db)
-	p, err := a.DryRun(ctx, AcknowledgeRequest{Selection: Selection{Filter: f}})
+	p, err := a.DryRun(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: f}})
 	if err != nil || p.MatchedCount != 250 || len(p.Sample) != 10 || len(p.ByFailureReason) != 3 || p.NotReplayableCount != 0 {
 		t.Fatalf("dry run %+v %v", p, err)
 	}
@@ -85,7 +86,7 @@ func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 	}
 	var counts []int64
 	for {
-		res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: f}, Note: "bulk"})
+		res, err := a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: f}, Note: "bulk"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,15 +122,15 @@ func TestAcknowledgeRejectsBadInput(t *testing.T) {
 		req  AcknowledgeRequest
 		code string
 	}{
-		"101 ids":     {AcknowledgeRequest{Selection: Selection{IDs: many}}, "INVALID_REQUEST"},
-		"empty":       {AcknowledgeRequest{Selection: Selection{IDs: []int64{}}}, "INVALID_REQUEST"},
-		"duplicates":  {AcknowledgeRequest{Selection: Selection{IDs: []int64{1, 1}}}, "INVALID_REQUEST"},
-		"long note":   {AcknowledgeRequest{Selection: Selection{IDs: []int64{1}}, Note: strings.Repeat("n", 1001)}, "INVALID_REQUEST"},
-		"bad status":  {AcknowledgeRequest{Selection: Selection{Filter: &Filter{Status: "all"}}}, "INVALID_FILTER"},
-		"both":        {AcknowledgeRequest{Selection: Selection{IDs: []int64{1}, Filter: &Filter{}}}, "INVALID_REQUEST"},
+		"101 ids":     {AcknowledgeRequest{Selection: dlq.Selection{IDs: many}}, "INVALID_REQUEST"},
+		"empty":       {AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{}}}, "INVALID_REQUEST"},
+		"duplicates":  {AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{1, 1}}}, "INVALID_REQUEST"},
+		"long note":   {AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{1}}, Note: strings.Repeat("n", 1001)}, "INVALID_REQUEST"},
+		"bad status":  {AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Status: "all"}}}, "INVALID_FILTER"},
+		"both":        {AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{1}, Filter: &dlq.Filter{}}}, "INVALID_REQUEST"},
 		"neither":     {AcknowledgeRequest{}, "INVALID_REQUEST"},
-		"bad q":       {AcknowledgeRequest{Selection: Selection{Filter: &Filter{Q: strings.Repeat("q", 300)}}}, "INVALID_FILTER"},
-		"bad id zero": {AcknowledgeRequest{Selection: Selection{IDs: []int64{0}}}, "INVALID_REQUEST"},
+		"bad q":       {AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Q: strings.Repeat("q", 300)}}}, "INVALID_FILTER"},
+		"bad id zero": {AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{0}}}, "INVALID_REQUEST"},
 	} {
 		_, err := a.Run(ctx, c.req)
 		t.Run(name, func(t *testing.T) { wantInput(t, err, c.code) })
@@ -149,7 +150,7 @@ func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
 	}
 	before := snapshot(t, db)
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
-	for _, sel := range []Selection{{IDs: []int64{1, 2}}, {Filter: &Filter{Q: "fail-"}}} {
+	for _, sel := range []dlq.Selection{{IDs: []int64{1, 2}}, {Filter: &dlq.Filter{Q: "fail-"}}} {
 		if _, err := a.Run(ctx, AcknowledgeRequest{Selection: sel}); err == nil || !strings.Contains(err.Error(), "refused") {
 			t.Fatalf("%+v: err = %v, want the refusal", sel, err)
 		}
@@ -163,16 +164,16 @@ func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
 // replay lists replayed_ids); the bulk form has none.
 func TestAcknowledgedIDsAlwaysInTheIDsForm(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, Status: StatusAcknowledged})
+	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, Status: dlq.StatusAcknowledged})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}
-	res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}})
+	res, err := a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := json.Marshal(res); !strings.Contains(string(b), `"acknowledged_ids":[]`) {
 		t.Fatalf("ids form: %s", b)
 	}
-	res, err = a.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: &Filter{BeerID: "1"}}})
+	res, err = a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestBulkAcknowledgeRejectsCountsItCannotRead(t *testing.T) {
 					t.Fatalf("panics: %v", p)
 				}
 			}()
-			res, err := a.Run(ctx, AcknowledgeRequest{Selection: Selection{Filter: &Filter{}}})
+			res, err := a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}})
 			if err == nil || !strings.Contains(err.Error(), "bulk acknowledge counts") {
 				t.Fatalf("result %+v, error %v", res, err)
 			}

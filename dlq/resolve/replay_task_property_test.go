@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
@@ -99,7 +100,7 @@ func taskSequence(t *testing.T, seed uint64) {
 	ts.Replay.Clock = clk.Now
 	ts.Replay.BulkMax = 1 + rng.IntN(40)
 	ts.Replay.Batch = sqlbatch.Tx{DB: db}
-	store := Store{DB: db, Batch: sqlbatch.Tx{DB: db}}
+	store := dlq.Store{DB: db, Batch: sqlbatch.Tx{DB: db}}
 	ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 50, Clock: clk.Now}
 	var trace []string
 	fail := func(format string, args ...any) {
@@ -108,10 +109,10 @@ func taskSequence(t *testing.T, seed uint64) {
 	}
 	msg := 0
 	capture := func(n int) {
-		var fs []Failure
+		var fs []dlq.Failure
 		for range n {
 			msg++
-			fs = append(fs, Failure{MessageID: fmt.Sprint("m", msg), SourceQueue: "beer-enrichment", Attempts: 4, Class: "transient",
+			fs = append(fs, dlq.Failure{MessageID: fmt.Sprint("m", msg), SourceQueue: "beer-enrichment", Attempts: 4, Class: "transient",
 				Body: fmt.Sprintf(`{"beer_id":"b%d","n":%d}`, msg, msg), Reason: fmt.Sprint("transient: status 50", rng.IntN(4)),
 				FailedAt: clk.Now().Add(-time.Duration(rng.IntN(100_000)) * time.Millisecond)})
 		}
@@ -153,7 +154,7 @@ func taskSequence(t *testing.T, seed uint64) {
 			if rng.IntN(4) == 0 {
 				req.Filter.Q = fmt.Sprint("status 50", rng.IntN(4))
 			}
-			task, err := ts.Create(ctx, req, Requester{})
+			task, err := ts.Create(ctx, req, dlq.Requester{})
 			if err != nil {
 				fail("create: %v", err)
 			}
@@ -174,7 +175,7 @@ func taskSequence(t *testing.T, seed uint64) {
 			what = fmt.Sprintf("cron(+%s)", lag)
 			for _, id := range tasks {
 				if rng.IntN(4) == 0 { // a pause, resume or cancel during the step
-					act := []string{TaskPause, TaskResume, TaskCancel}[rng.IntN(3)]
+					act := []string{dlq.TaskPause, dlq.TaskResume, dlq.TaskCancel}[rng.IntN(3)]
 					snd.mid = func() { ts.Act(ctx, id, act) }
 					what += fmt.Sprintf(" [%s%d during]", act, id)
 				}
@@ -209,19 +210,19 @@ func taskSequence(t *testing.T, seed uint64) {
 			}
 		case op < 10:
 			id := tasks[rng.IntN(len(tasks))]
-			act := []string{TaskPause, TaskResume, TaskCancel}[rng.IntN(3)]
+			act := []string{dlq.TaskPause, dlq.TaskResume, dlq.TaskCancel}[rng.IntN(3)]
 			if _, err := ts.Act(ctx, id, act); err != nil && !errors.As(err, new(*TaskStateError)) {
 				fail("%s %d: %v", act, id, err)
 			}
 			what = fmt.Sprint(act, id)
 		case op < 12: // new failures, and repeat failures of replayed rows
 			capture(rng.IntN(4))
-			var fs []Failure
+			var fs []dlq.Failure
 			for _, id := range pick(`SELECT id FROM dlq_messages WHERE status = 'replayed'`, 100) {
 				var raw string
 				db.QueryRow(`SELECT raw_message FROM dlq_messages WHERE id = ?`, id).Scan(&raw)
 				msg++
-				fs = append(fs, Failure{MessageID: fmt.Sprint("m", msg), SourceQueue: "beer-enrichment", Body: raw, Attempts: 4,
+				fs = append(fs, dlq.Failure{MessageID: fmt.Sprint("m", msg), SourceQueue: "beer-enrichment", Body: raw, Attempts: 4,
 					Class: "permanent", Reason: "permanent: status 400", FailedAt: clk.Now()})
 			}
 			if _, err := store.Save(ctx, fs); err != nil {
@@ -231,7 +232,7 @@ func taskSequence(t *testing.T, seed uint64) {
 		case op < 14:
 			ids := pick(`SELECT id FROM dlq_messages WHERE status = 'pending'`, 100)
 			if len(ids) > 0 {
-				if _, err := ts.Replay.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids}}); err != nil {
+				if _, err := ts.Replay.Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}}); err != nil {
 					fail("replay: %v", err)
 				}
 			}
@@ -239,7 +240,7 @@ func taskSequence(t *testing.T, seed uint64) {
 		default:
 			ids := pick(`SELECT id FROM dlq_messages WHERE status = 'pending'`, 100)
 			if len(ids) > 0 {
-				if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: Selection{IDs: ids}}); err != nil {
+				if _, err := ack.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{IDs: ids}}); err != nil {
 					fail("acknowledge: %v", err)
 				}
 			}
@@ -294,12 +295,12 @@ func claimable(t *testing.T, db *sql.DB, id int64) int64 {
 	if err := db.QueryRow(`SELECT filter, pos_failed_at, pos_id FROM replay_tasks WHERE id = ?`, id).Scan(&filter, &posAt, &posID); err != nil {
 		t.Fatal(err)
 	}
-	var f Filter
+	var f dlq.Filter
 	if err := json.Unmarshal([]byte(filter), &f); err != nil {
 		t.Fatal(err)
 	}
-	sel := Selection{Filter: &f}
-	cond, args := sel.where(true, &position{FailedAt: posAt, ID: posID})
+	sel := dlq.Selection{Filter: &f}
+	cond, args := sel.Where(true, &dlq.Position{FailedAt: posAt, ID: posID})
 	return count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE `+cond+` AND id NOT IN (SELECT dlq_id FROM replay_task_rows WHERE task_id = ?)`,
 		append(args, id)...)
 }

@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
@@ -73,7 +74,7 @@ func TestReplayTaskDeliversEvenlyAtItsRateOnce(t *testing.T) {
 	ids := seedPending(t, db, 700, taskT0.UnixMilli()-1_000_000)
 	s := &queuetest.Sender{}
 	ts := newTasks(db, s, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{RequestID: "r", KeyFingerprint: "k"})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, dlq.Requester{RequestID: "r", KeyFingerprint: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestReplayTaskDelaySecondsStartsLater(t *testing.T) {
 	seedPending(t, db, 10, 1000)
 	s := &queuetest.Sender{}
 	ts := newTasks(db, s, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 120, DelaySeconds: 600}, Requester{})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 120, DelaySeconds: 600}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,21 +153,21 @@ func TestReplayTaskPauseResumeCancel(t *testing.T) {
 	seedPending(t, db, 50, 1000)
 	s := &queuetest.Sender{}
 	ts := newTasks(db, s, taskT0)
-	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 2}, Requester{})
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 2}, dlq.Requester{})
 	if st, _ := ts.Step(ctx, task.ID, taskT0); st.Sent != 10 {
 		t.Fatalf("step 1 %+v", st)
 	}
-	if p, err := ts.Act(ctx, task.ID, TaskPause); err != nil || p.State != TaskPaused {
+	if p, err := ts.Act(ctx, task.ID, dlq.TaskPause); err != nil || p.State != TaskPaused {
 		t.Fatalf("pause %+v %v", p, err)
 	}
 	if st, _ := ts.Step(ctx, task.ID, taskT0.Add(5*time.Minute)); st.Held || st.Sent != 0 {
 		t.Fatalf("a paused task took a step: %+v", st)
 	}
 	var se *TaskStateError
-	if _, err := ts.Act(ctx, task.ID, TaskPause); !errors.As(err, &se) {
+	if _, err := ts.Act(ctx, task.ID, dlq.TaskPause); !errors.As(err, &se) {
 		t.Fatalf("pausing twice: %v", err)
 	}
-	if r, err := ts.Act(ctx, task.ID, TaskResume); err != nil || r.State != TaskRunning {
+	if r, err := ts.Act(ctx, task.ID, dlq.TaskResume); err != nil || r.State != TaskRunning {
 		t.Fatalf("resume %+v %v", r, err)
 	}
 	// Resumed an hour later: it starts from then, not in a burst.
@@ -174,19 +175,19 @@ func TestReplayTaskPauseResumeCancel(t *testing.T) {
 	if st.Sent != 10 {
 		t.Fatalf("after resume %+v", st)
 	}
-	if c, err := ts.Act(ctx, task.ID, TaskCancel); err != nil || c.State != TaskCancelled || c.FinishedAt == nil || c.Remaining != 0 {
+	if c, err := ts.Act(ctx, task.ID, dlq.TaskCancel); err != nil || c.State != TaskCancelled || c.FinishedAt == nil || c.Remaining != 0 {
 		t.Fatalf("cancel %+v %v", c, err)
 	}
 	if st, _ := ts.Step(ctx, task.ID, taskT0.Add(2*time.Hour)); st.Held {
 		t.Fatal("a cancelled task took a step")
 	}
-	if _, err := ts.Act(ctx, task.ID, TaskResume); !errors.As(err, &se) {
+	if _, err := ts.Act(ctx, task.ID, dlq.TaskResume); !errors.As(err, &se) {
 		t.Fatalf("resuming a cancelled task: %v", err)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending'`); n != 30 {
 		t.Fatalf("%d rows pending after cancel, want 30 (never sent)", n)
 	}
-	if _, err := ts.Act(ctx, 999, TaskPause); !errors.Is(err, ErrTaskNotFound) {
+	if _, err := ts.Act(ctx, 999, dlq.TaskPause); !errors.Is(err, ErrTaskNotFound) {
 		t.Fatalf("unknown task: %v", err)
 	}
 }
@@ -197,7 +198,7 @@ func TestReplayTaskAndAdHocReplaysSendEachRowOnce(t *testing.T) {
 	s := &queuetest.Sender{}
 	ts := newTasks(db, s, taskT0)
 	ts.Replay.BulkMax = 50 // many claims, interleaved with the ad-hoc replays
-	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 600}, Requester{})
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 600}, dlq.Requester{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
 	for g := range 8 {
@@ -205,7 +206,7 @@ func TestReplayTaskAndAdHocReplaysSendEachRowOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := g * 5; i < 400; i += 40 {
-				if _, err := ts.Replay.Run(ctx, ReplayRequest{Selection: Selection{IDs: ids[i : i+5]}}); err != nil {
+				if _, err := ts.Replay.Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids[i : i+5]}}); err != nil {
 					errs <- err
 				}
 			}
@@ -246,17 +247,17 @@ func TestReplayTaskRejectsBadInputAndForeignDestinations(t *testing.T) {
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
 	for _, req := range []TaskRequest{
 		{RatePerMinute: 0}, {RatePerMinute: MaxTaskRate + 1}, {RatePerMinute: 1, DelaySeconds: -1},
-		{RatePerMinute: 1, Filter: Filter{Status: "replayed"}}, {RatePerMinute: 1, Destination: "somewhere-else"},
+		{RatePerMinute: 1, Filter: dlq.Filter{Status: "replayed"}}, {RatePerMinute: 1, Destination: "somewhere-else"},
 	} {
-		var ie *InputError
-		if _, err := ts.Create(ctx, req, Requester{}); !errors.As(err, &ie) {
+		var ie *dlq.InputError
+		if _, err := ts.Create(ctx, req, dlq.Requester{}); !errors.As(err, &ie) {
 			t.Fatalf("%+v: %v", req, err)
 		}
 	}
 	seedPending(t, db, 3, 1000)
 	s := &queuetest.Sender{}
 	ts = newTasks(db, s, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 10, Destination: "staging"}, Requester{})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 10, Destination: "staging"}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestReplayTaskCheckAcceptsEveryLimitAtItsEdge(t *testing.T) {
 	}
 	ok := []TaskRequest{
 		{RatePerMinute: 1}, {RatePerMinute: MaxTaskRate},
-		{RatePerMinute: 1, DelaySeconds: 0}, {RatePerMinute: 1, DelaySeconds: MaxDelaySeconds},
+		{RatePerMinute: 1, DelaySeconds: 0}, {RatePerMinute: 1, DelaySeconds: dlq.MaxDelaySeconds},
 		{RatePerMinute: 1, Canary: canary(1, 0, 1)}, {RatePerMinute: 1, Canary: canary(MaxCanarySize, 1, MaxCanaryObserve)},
 	}
 	for _, req := range ok {
@@ -285,14 +286,14 @@ func TestReplayTaskCheckAcceptsEveryLimitAtItsEdge(t *testing.T) {
 	}
 	bad := []TaskRequest{
 		{RatePerMinute: 0}, {RatePerMinute: MaxTaskRate + 1},
-		{RatePerMinute: 1, DelaySeconds: -1}, {RatePerMinute: 1, DelaySeconds: MaxDelaySeconds + 1},
+		{RatePerMinute: 1, DelaySeconds: -1}, {RatePerMinute: 1, DelaySeconds: dlq.MaxDelaySeconds + 1},
 		{RatePerMinute: 1, Canary: canary(0, 0.5, 1)}, {RatePerMinute: 1, Canary: canary(MaxCanarySize+1, 0.5, 1)},
 		{RatePerMinute: 1, Canary: canary(1, -0.01, 1)}, {RatePerMinute: 1, Canary: canary(1, 1.01, 1)},
 		{RatePerMinute: 1, Canary: canary(1, math.NaN(), 1)},
 		{RatePerMinute: 1, Canary: canary(1, 0.5, 0)}, {RatePerMinute: 1, Canary: canary(1, 0.5, MaxCanaryObserve+1)},
 	}
 	for _, req := range bad {
-		var ie *InputError
+		var ie *dlq.InputError
 		if _, err := ts.Check(req); !errors.As(err, &ie) {
 			t.Errorf("%+v %+v: %v, want an input error", req, req.Canary, err)
 		}
@@ -306,7 +307,7 @@ func TestReplayTaskStepHoldLapsesAfterTheLease(t *testing.T) {
 	db := sqlitetest.New(t)
 	seedPending(t, db, 30, taskT0.UnixMilli()-1_000_000)
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func TestReplayTaskPacesFromTheRealSend(t *testing.T) {
 	ts := newTasks(db, s, taskT0)
 	ts.Replay.Clock = clk.Now
 	ts.Replay.BulkMax = 40
-	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{})
+	task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, dlq.Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func TestReplayTaskStepSendsItsSlotsExactly(t *testing.T) {
 		db := sqlitetest.New(t)
 		seedPending(t, db, 100, taskT0.UnixMilli()-1_000_000)
 		ts := newTasks(db, &queuetest.Sender{}, taskT0)
-		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 7, DelaySeconds: delaySec}, Requester{})
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 7, DelaySeconds: delaySec}, dlq.Requester{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -483,10 +484,10 @@ func TestReplayTaskPauseDuringAStepClaimsNothingMore(t *testing.T) {
 	s := &timedSender{clock: clk}
 	ts := newTasks(db, s, taskT0)
 	ts.Replay.BulkMax = 5
-	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{})
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, dlq.Requester{})
 	s.hook = func(call int) {
 		if call == 1 {
-			if _, err := ts.Act(ctx, task.ID, TaskPause); err != nil {
+			if _, err := ts.Act(ctx, task.ID, dlq.TaskPause); err != nil {
 				t.Error(err)
 			}
 		}
@@ -517,16 +518,16 @@ func TestReplayTaskPauseAndResumeDuringAStepDoNotEndIt(t *testing.T) {
 	ts.Replay.BulkMax = 5
 	hr := &hookRunner{db: db}
 	ts.Replay.Batch = hr
-	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, Requester{})
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 60}, dlq.Requester{})
 	s.hook = func(call int) {
 		if call == 1 {
-			ts.Act(ctx, task.ID, TaskPause)
+			ts.Act(ctx, task.ID, dlq.TaskPause)
 		}
 	}
 	// Batch 1 claims, 2 settles, 3 claims (nothing: paused); then resumed.
 	hr.after = func(call int) {
 		if call == 3 {
-			if _, err := ts.Act(ctx, task.ID, TaskResume); err != nil {
+			if _, err := ts.Act(ctx, task.ID, dlq.TaskResume); err != nil {
 				t.Error(err)
 			}
 		}
@@ -555,7 +556,7 @@ func TestReplayTaskJobRunStepsAtMostTenTasks(t *testing.T) {
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
 	var tasks []int64
 	for range maxTasksPerRun + 1 {
-		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, dlq.Requester{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -571,7 +572,7 @@ func TestReplayTaskJobRunStepsAtMostTenTasks(t *testing.T) {
 		t.Fatalf("the 11th task took %d steps in a run of 10", last.Steps)
 	}
 	// Exactly 10 running: all of them step, nothing is left over.
-	if _, err := ts.Act(ctx, tasks[0], TaskCancel); err != nil {
+	if _, err := ts.Act(ctx, tasks[0], dlq.TaskCancel); err != nil {
 		t.Fatal(err)
 	}
 	sum, err = job.Run(ctx, taskT0.Add(5*time.Minute))
@@ -597,8 +598,8 @@ func TestReplayTaskJobRunStopsWhenItsBudgetIsSpent(t *testing.T) {
 	ts := newTasks(db, &queuetest.Sender{Err: errors.New("queue down")}, taskT0)
 	// The budget's clock moves 1 s on each reading: spent at the first check.
 	ts.Limits = jobs.Limits{Budget: time.Second, Clock: (&fakeClock{T: taskT0, Step: time.Second}).Now}
-	first, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
-	second, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	first, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, dlq.Requester{})
+	second, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, dlq.Requester{})
 	sum, err := (&ReplayTaskJob{Tasks: ts}).Run(ctx, taskT0)
 	if err != nil || fmt.Sprint(sum) != "map[done:0 more:true send_failed:5 sent:0 tasks:1]" {
 		t.Fatalf("run: %v %v", sum, err)
@@ -621,7 +622,7 @@ func TestReplayTaskListNewestFirst(t *testing.T) {
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
 	var ids []int64
 	for _, rate := range []int64{1, 2, 3} {
-		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: rate}, Requester{})
+		task, err := ts.Create(ctx, TaskRequest{RatePerMinute: rate}, dlq.Requester{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -694,7 +695,7 @@ func TestReplayTaskFailedSendsKeepTheirSlots(t *testing.T) {
 	s := &failFirstSender{}
 	ts := newTasks(db, s, taskT0)
 	ts.Replay.BulkMax = 2
-	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, dlq.Requester{})
 	// Slots 0..4 (pages of 2, 2, 1): the first page's send fails.
 	if st, err := ts.Step(ctx, task.ID, taskT0); err != nil || st.Sent != 3 || st.SendFailed != 2 {
 		t.Fatalf("first step %+v %v", st, err)
@@ -725,7 +726,7 @@ func TestReplayTaskStepReleaseFailureIsAnError(t *testing.T) {
 	seedPending(t, db, 20, taskT0.UnixMilli()-1_000_000)
 	s := &queuetest.Sender{}
 	ts := newTasks(db, s, taskT0)
-	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, Requester{})
+	task, _ := ts.Create(ctx, TaskRequest{RatePerMinute: 1}, dlq.Requester{})
 	mustExec(t, db, `CREATE TRIGGER no_release BEFORE UPDATE OF step_at ON replay_tasks WHEN NEW.step_at IS NULL
 		BEGIN SELECT RAISE(ABORT, 'release refused'); END`)
 	st, err := ts.Step(ctx, task.ID, taskT0)

@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
@@ -51,7 +52,7 @@ type Replay struct {
 	Sender queue.Sender
 	Log    *slog.Logger
 	// Cursors signs the bulk form's continuation cursor.
-	Cursors Cursors
+	Cursors dlq.Cursors
 	// BulkMax is the most rows one bulk request claims (DLQ_BULK_REPLAY_MAX).
 	BulkMax int
 	// Now is the clock; time.Now when nil.
@@ -72,14 +73,14 @@ type Replay struct {
 // producer binding: PRODUCER_MISSING, naming the binding.
 func (r Replay) checkProducer(q string) error {
 	if binding, ok := r.MissingProducers[q]; ok && q != "" {
-		return InputErr("PRODUCER_MISSING", "queue %s has no producer binding %s in this worker (wrangler.jsonc): its pipeline is capture-only", q, binding)
+		return dlq.InputErr("PRODUCER_MISSING", "queue %s has no producer binding %s in this worker (wrangler.jsonc): its pipeline is capture-only", q, binding)
 	}
 	return nil
 }
 
 // checkTarget is checkProducer of where a filter's rows go: dest, else
 // the filter's source queue (its pipeline's queue).
-func (r Replay) checkTarget(dest string, f *Filter) error {
+func (r Replay) checkTarget(dest string, f *dlq.Filter) error {
 	if dest == "" && f != nil {
 		dest = f.SourceQueue
 	}
@@ -96,13 +97,13 @@ func (r Replay) CheckDestination(dest string) error {
 	if dest == "" || slices.Contains(r.Destinations, dest) {
 		return nil
 	}
-	return InputErr("INVALID_DESTINATION", "destination must be a queue this worker has a producer binding for (%s); got %q",
+	return dlq.InputErr("INVALID_DESTINATION", "destination must be a queue this worker has a producer binding for (%s); got %q",
 		strings.Join(r.Destinations, ", "), text.Clip(dest, 100))
 }
 
 // ReplayRequest is one replay.
 type ReplayRequest struct {
-	Selection
+	dlq.Selection
 	// DelaySeconds postpones delivery, 0..MaxDelaySeconds.
 	DelaySeconds int64
 	// Destination, when set, is the queue every row is sent to instead of
@@ -171,7 +172,7 @@ type claimed struct {
 }
 
 // claimReturning is what the claim returns of each row (claimedRow).
-const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + contentTypeSQL + ` AS ct,
+const claimReturning = ` RETURNING id, source_queue, raw_message, raw_encoding, ` + dlq.ContentTypeSQL + ` AS ct,
 	COALESCE(body_hash, '') AS hash, failed_at, COALESCE(body_edited, 0) AS edited`
 
 // claimedRow is one row of claimReturning as the batch returns it.
@@ -195,9 +196,9 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	cond, args := sel.where(true, pos)
+	cond, args := sel.Where(true, pos)
 	if sel.Filter != nil {
-		cond, args = newestFirst(cond), append(args, int64(limit))
+		cond, args = dlq.NewestFirst(cond), append(args, int64(limit))
 	}
 	cs, claimAt, err := r.claim(ctx, cond, args)
 	if err != nil {
@@ -236,9 +237,9 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, int64, error) {
 	claimAt := r.Clock.Now().UnixMilli()
 	// The claim and its counts (pending -> replaying) in one batch.
-	out, err := BatchOf(r.Batch, r.DB).Batch(ctx, tallyMove(cond, args, `'replaying'`),
-		signatureMove(cond, args, `'replaying'`, StatusPending, StatusReplaying),
-		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + setTallied + `
+	out, err := dlq.BatchOf(r.Batch, r.DB).Batch(ctx, dlq.TallyMove(cond, args, `'replaying'`),
+		dlq.SignatureMove(cond, args, `'replaying'`, dlq.StatusPending, dlq.StatusReplaying),
+		sqlbatch.Stmt{SQL: `UPDATE dlq_messages SET status = 'replaying', replaying_at = ?, updated_at = ?, ` + dlq.SetTallied + `
 			WHERE ` + cond + claimReturning, Args: append([]any{claimAt, claimAt}, args...)})
 	if err != nil {
 		return nil, 0, fmt.Errorf("replay claim: %w", err)
@@ -261,12 +262,12 @@ func (r Replay) claim(ctx context.Context, cond string, args []any) ([]claimed, 
 }
 
 // DryRun reports what Run would claim for req now, changing nothing.
-func (r Replay) DryRun(ctx context.Context, req ReplayRequest) (Preview, error) {
+func (r Replay) DryRun(ctx context.Context, req ReplayRequest) (dlq.Preview, error) {
 	sel, pos, _, err := r.validate(req)
 	if err != nil {
-		return Preview{}, err
+		return dlq.Preview{}, err
 	}
-	return preview(ctx, r.DB, sel, true, pos)
+	return dlq.PreviewRows(ctx, r.DB, sel, true, pos)
 }
 
 // BulkLimit is the most rows one bulk request claims: BulkMax, at least 1.
@@ -279,8 +280,8 @@ func (r Replay) Check(req ReplayRequest) error {
 	return err
 }
 
-func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
-	sel, err := req.Selection.normalize(MaxReplayIDs)
+func (r Replay) validate(req ReplayRequest) (dlq.Selection, *dlq.Position, int, error) {
+	sel, err := req.Selection.Normalize(dlq.MaxReplayIDs)
 	if err != nil {
 		return sel, nil, 0, err
 	}
@@ -290,12 +291,12 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 	if err := r.checkTarget(req.Destination, sel.Filter); err != nil {
 		return sel, nil, 0, err
 	}
-	if req.DelaySeconds < 0 || req.DelaySeconds > MaxDelaySeconds {
-		return sel, nil, 0, InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", MaxDelaySeconds)
+	if req.DelaySeconds < 0 || req.DelaySeconds > dlq.MaxDelaySeconds {
+		return sel, nil, 0, dlq.InputErr("INVALID_DELAY", "delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)
 	}
 	if sel.Filter == nil {
 		if req.Cursor != "" || req.Limit != 0 {
-			return sel, nil, 0, InputErr("INVALID_REQUEST", "cursor and limit apply to a bulk replay (filter) only")
+			return sel, nil, 0, dlq.InputErr("INVALID_REQUEST", "cursor and limit apply to a bulk replay (filter) only")
 		}
 		return sel, nil, 0, nil
 	}
@@ -304,12 +305,12 @@ func (r Replay) validate(req ReplayRequest) (Selection, *position, int, error) {
 	if limit == 0 {
 		limit = pageSize
 	}
-	if err := CheckLimit(int64(limit), pageSize, "DLQ_BULK_REPLAY_MAX"); err != nil {
+	if err := dlq.CheckLimit(int64(limit), pageSize, "DLQ_BULK_REPLAY_MAX"); err != nil {
 		return sel, nil, 0, err
 	}
-	var pos *position
+	var pos *dlq.Position
 	if req.Cursor != "" {
-		p, err := r.Cursors.decode(req.Cursor, cursorReplay, sel.Filter.fingerprint())
+		p, err := r.Cursors.Decode(req.Cursor, dlq.CursorReplay, sel.Filter.Fingerprint())
 		if err != nil {
 			return sel, nil, 0, err
 		}
@@ -379,7 +380,7 @@ func (r Replay) group(ctx context.Context, cs []claimed, destination string) out
 			// captured before body_hash existed, one sent edited
 			// (RunEdited), or one sent as stored after an edited replay.
 			// (Otherwise body_hash is the stored body's, set by capture.)
-			rh := rowHash{ID: c.id, Hash: BodyHash(c.ct, text)}
+			rh := rowHash{ID: c.id, Hash: dlq.BodyHash(c.ct, text)}
 			if c.edited {
 				rh.Edited = 1
 			}
@@ -453,7 +454,7 @@ func (r Replay) settle(ctx context.Context, cs []claimed, claimAt int64, plan se
 		stmts = append(stmts, plan.settle(sent, ats)...)
 	}
 	settled := 0
-	out, err := BatchOf(r.Batch, r.DB).Batch(ctx, stmts...)
+	out, err := dlq.BatchOf(r.Batch, r.DB).Batch(ctx, stmts...)
 	if err == nil {
 		var ids []struct{ ID int64 }
 		if err = json.Unmarshal(out[settleAt], &ids); err == nil {
@@ -480,15 +481,15 @@ func (r Replay) settle(ctx context.Context, cs []claimed, claimAt int64, plan se
 // the index of the settle itself, whose RETURNING id rows count the rows
 // settled (D1's changes count also includes what triggers wrote).
 func settleStmts(all, sent []int64, claimAt, settledAt int64) (stmts []sqlbatch.Stmt, settleAt int) {
-	sentJSON := idsJSON(sent)
-	allJSON := idsJSON(all)
+	sentJSON := dlq.IDsJSON(sent)
+	allJSON := dlq.IDsJSON(all)
 	cond, args := settleCond, []any{allJSON, claimAt}
 	sentCond, sentArgs := settleCond+` AND id IN (SELECT value FROM json_each(?))`, []any{allJSON, claimAt, sentJSON}
 	stmts = []sqlbatch.Stmt{
-		tallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
+		dlq.TallyMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`),
 		settledSignatures(cond, args, sentJSON, len(sent) == len(all)),
-		activityAdd(StatusReplayed, settledAt, sentCond, sentArgs),
-		counterAdd(CounterReplayed, sentCond, sentArgs),
+		dlq.ActivityAdd(dlq.StatusReplayed, settledAt, sentCond, sentArgs),
+		dlq.CounterAdd(CounterReplayed, sentCond, sentArgs),
 		{SQL: settleSQL + ` RETURNING id`, Args: []any{sentJSON, settledAt, allJSON, claimAt}}}
 	return stmts, len(stmts) - 1
 }
@@ -559,12 +560,12 @@ func (r Replay) setHashes(ctx context.Context, hs []rowHash) error {
 
 // settleSQL ends a replay in one statement: sent rows (?1) become replayed
 // (replay_count grows), the others claimed (?3) go back to pending. Only rows
-// still held by this claim (?4) change; see idsJSON for +status.
+// still held by this claim (?4) change; see IDsJSON for +status.
 const settleSQL = `UPDATE dlq_messages SET
 		status = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN 'replayed' ELSE 'pending' END,
 		replay_count = COALESCE(replay_count, 0) + (id IN (SELECT value FROM json_each(?1))),
 		replayed_at = CASE WHEN id IN (SELECT value FROM json_each(?1)) THEN ?2 ELSE replayed_at END,
-		replaying_at = NULL, updated_at = ?2, ` + setTallied + `
+		replaying_at = NULL, updated_at = ?2, ` + dlq.SetTallied + `
 	WHERE id IN (SELECT value FROM json_each(?3)) AND +status = 'replaying' AND replaying_at = ?4`
 
 // settleCond is settleSQL's condition with positional arguments (claimed
@@ -586,8 +587,8 @@ func (r Replay) skipped(ctx context.Context, ids []int64, cs []claimed) ([]Skipp
 			rest = append(rest, id)
 		}
 	}
-	rows, err := r.DB.QueryContext(ctx, `SELECT id, status, `+replayableSQL+` FROM dlq_messages
-		WHERE id IN (SELECT value FROM json_each(?))`, idsJSON(rest))
+	rows, err := r.DB.QueryContext(ctx, `SELECT id, status, `+dlq.ReplayableSQL+` FROM dlq_messages
+		WHERE id IN (SELECT value FROM json_each(?))`, dlq.IDsJSON(rest))
 	if err != nil {
 		return nil, fmt.Errorf("replay skipped: %w", err)
 	}
@@ -600,7 +601,7 @@ func (r Replay) skipped(ctx context.Context, ids []int64, cs []claimed) ([]Skipp
 			return nil, fmt.Errorf("replay skipped scan: %w", err)
 		}
 		s.Reason = "not_pending"
-		if s.Status == StatusPending && !replayable {
+		if s.Status == dlq.StatusPending && !replayable {
 			s.Reason = "not_replayable"
 		}
 		found[s.ID] = s
@@ -620,14 +621,14 @@ func (r Replay) skipped(ctx context.Context, ids []int64, cs []claimed) ([]Skipp
 }
 
 // progress returns the bulk continuation after the rows of this call.
-func (r Replay) progress(ctx context.Context, sel Selection, cs []claimed, limit int) (*BulkProgress, error) {
+func (r Replay) progress(ctx context.Context, sel dlq.Selection, cs []claimed, limit int) (*BulkProgress, error) {
 	if len(cs) < limit {
 		// The claim's subquery took every matching row that was left.
 		return &BulkProgress{}, nil
 	}
 	last := cs[len(cs)-1]
-	pos := position{Kind: cursorReplay, Filter: sel.Filter.fingerprint(), FailedAt: last.failedAt, ID: last.id}
-	cond, args := sel.where(true, &pos)
+	pos := dlq.Position{Kind: dlq.CursorReplay, Filter: sel.Filter.Fingerprint(), FailedAt: last.failedAt, ID: last.id}
+	cond, args := sel.Where(true, &pos)
 	var more bool
 	if err := r.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM dlq_messages WHERE `+cond+`)`, args...).Scan(&more); err != nil {
 		return nil, fmt.Errorf("replay progress: %w", err)
@@ -635,7 +636,7 @@ func (r Replay) progress(ctx context.Context, sel Selection, cs []claimed, limit
 	if !more {
 		return &BulkProgress{}, nil
 	}
-	next := r.Cursors.encode(pos)
+	next := r.Cursors.Encode(pos)
 	return &BulkProgress{NextCursor: &next, HasMore: true}, nil
 }
 
@@ -644,8 +645,20 @@ func (r Replay) progress(ctx context.Context, sel Selection, cs []claimed, limit
 // counts, and their index entries, are written only when some failed).
 func settledSignatures(cond string, args []any, sentJSON string, allSent bool) sqlbatch.Stmt {
 	if allSent {
-		return signatureMove(cond, args, `'replayed'`, StatusReplaying, StatusReplayed)
+		return dlq.SignatureMove(cond, args, `'replayed'`, dlq.StatusReplaying, dlq.StatusReplayed)
 	}
-	return signatureMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`,
-		StatusPending, StatusReplaying, StatusReplayed)
+	return dlq.SignatureMove(cond, args, `CASE WHEN id IN (SELECT value FROM json_each(`+quoteSQL(sentJSON)+`)) THEN 'replayed' ELSE 'pending' END`,
+		dlq.StatusPending, dlq.StatusReplaying, dlq.StatusReplayed)
+}
+
+// ReplayOutcome classifies a replay result.
+func ReplayOutcome(r ReplayResult) string {
+	switch {
+	case r.FailedCount == 0:
+		return dlq.OutcomeOK
+	case r.ReplayedCount == 0:
+		return dlq.OutcomeFailed
+	default:
+		return dlq.OutcomePartial
+	}
 }

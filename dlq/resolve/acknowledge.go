@@ -1,4 +1,4 @@
-package dlq
+package resolve
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -35,11 +36,11 @@ type Acknowledge struct {
 
 // AcknowledgeRequest is one acknowledge.
 type AcknowledgeRequest struct {
-	Selection
+	dlq.Selection
 	// Note is stored in acknowledged_note (optional, up to MaxNoteLength bytes).
 	Note string
 	// By is who asked, for the audit row.
-	By Requester
+	By dlq.Requester
 }
 
 // AcknowledgeResult is the acknowledge response (handlers/openapi.json).
@@ -62,11 +63,11 @@ func (a Acknowledge) Check(req AcknowledgeRequest) error {
 	return err
 }
 
-func (a Acknowledge) validate(req AcknowledgeRequest) (Selection, error) {
-	if len(req.Note) > MaxNoteLength {
-		return req.Selection, InputErr("INVALID_REQUEST", "note is longer than %d bytes", MaxNoteLength)
+func (a Acknowledge) validate(req AcknowledgeRequest) (dlq.Selection, error) {
+	if len(req.Note) > dlq.MaxNoteLength {
+		return req.Selection, dlq.InputErr("INVALID_REQUEST", "note is longer than %d bytes", dlq.MaxNoteLength)
 	}
-	return req.Selection.normalize(MaxAcknowledgeIDs)
+	return req.Selection.Normalize(dlq.MaxAcknowledgeIDs)
 }
 
 // Run acknowledges the selection's pending rows and records the request in
@@ -86,11 +87,11 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 	}
 	u := ackUpdate{
 		now:    now,
-		audit:  AuditStart{Action: ActionAcknowledge, Requester: req.By, IDs: sel.IDs, Filter: sel.Filter, Note: req.Note},
-		set:    `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ?, ` + setTallied + ` WHERE `,
+		audit:  dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: req.By, IDs: sel.IDs, Filter: sel.Filter, Note: req.Note},
+		set:    `UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ?, acknowledged_note = ?, updated_at = ?, ` + dlq.SetTallied + ` WHERE `,
 		params: []any{now.UnixMilli(), note, now.UnixMilli()},
 	}
-	u.cond, u.args = sel.where(false, nil)
+	u.cond, u.args = sel.Where(false, nil)
 	if sel.Filter == nil {
 		return a.byIDs(ctx, sel.IDs, u)
 	}
@@ -101,7 +102,7 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 // SET part with its parameters, and the selection's condition.
 type ackUpdate struct {
 	now    time.Time
-	audit  AuditStart
+	audit  dlq.AuditStart
 	set    string
 	params []any
 	cond   string
@@ -113,12 +114,12 @@ type ackUpdate struct {
 // computed in SQL, never bound: D1 binds JS numbers as REAL, and json_object
 // would write 100 as 100.0.
 func (a Acknowledge) byIDs(ctx context.Context, ids []int64, u ackUpdate) (AcknowledgeResult, error) {
-	record := finishedAuditStmt(u.audit, u.now.UnixMilli(), OutcomeOK, nil,
+	record := dlq.FinishedAuditStmt(u.audit, u.now.UnixMilli(), dlq.OutcomeOK, nil,
 		`json_object('requested_count', json_array_length(?), 'acknowledged_count', (SELECT COUNT(*) FROM dlq_messages WHERE `+u.cond+`))`,
-		append([]any{idsJSON(ids)}, u.args...)...)
+		append([]any{dlq.IDsJSON(ids)}, u.args...)...)
 	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(u.now, u.cond, u.args)...),
 		sqlbatch.Stmt{SQL: u.set + u.cond + ` RETURNING id`, Args: append(u.params, u.args...)})
-	out, err := BatchOf(a.Batch, a.DB).Batch(ctx, stmts...)
+	out, err := dlq.BatchOf(a.Batch, a.DB).Batch(ctx, stmts...)
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("acknowledge: %w", err)
 	}
@@ -140,14 +141,14 @@ func (a Acknowledge) byIDs(ctx context.Context, ids []int64, u ackUpdate) (Ackno
 // one more than the page, which gives both the page's count and has_more.
 func (a Acknowledge) bulk(ctx context.Context, u ackUpdate) (AcknowledgeResult, error) {
 	page := int64(max(a.BulkMax, 1))
-	record := finishedAuditStmt(u.audit, u.now.UnixMilli(), OutcomeOK, nil,
+	record := dlq.FinishedAuditStmt(u.audit, u.now.UnixMilli(), dlq.OutcomeOK, nil,
 		`(SELECT json_object('requested_count', 0, 'acknowledged_count', n - more, 'has_more', json(IIF(more, 'true', 'false')))
 			FROM (SELECT n, n > ? AS more FROM (SELECT COUNT(*) AS n FROM (SELECT 1 FROM dlq_messages WHERE `+u.cond+` LIMIT ? + 1))))`,
 		append([]any{page}, append(u.args, page)...)...)
-	pageCond, pageArgs := newestFirst(u.cond), append(append([]any(nil), u.args...), page)
+	pageCond, pageArgs := dlq.NewestFirst(u.cond), append(append([]any(nil), u.args...), page)
 	stmts := append(append([]sqlbatch.Stmt{record}, a.bookkeeping(u.now, pageCond, pageArgs)...),
 		sqlbatch.Stmt{SQL: u.set + pageCond, Args: append(u.params, pageArgs...)})
-	out, err := BatchOf(a.Batch, a.DB).Batch(ctx, stmts...)
+	out, err := dlq.BatchOf(a.Batch, a.DB).Batch(ctx, stmts...)
 	if err != nil {
 		return AcknowledgeResult{}, fmt.Errorf("bulk acknowledge: %w", err)
 	}
@@ -167,18 +168,18 @@ func (a Acknowledge) bulk(ctx context.Context, u ackUpdate) (AcknowledgeResult, 
 // acknowledged counter (see tally.go); they run before the UPDATE.
 func (a Acknowledge) bookkeeping(now time.Time, cond string, args []any) []sqlbatch.Stmt {
 	return []sqlbatch.Stmt{
-		tallyMove(cond, args, `'acknowledged'`),
-		signatureMove(cond, args, `'acknowledged'`, StatusPending, StatusAcknowledged),
-		activityAdd(StatusAcknowledged, now.UnixMilli(), cond, args),
-		counterAdd(CounterAcknowledged, cond, args),
+		dlq.TallyMove(cond, args, `'acknowledged'`),
+		dlq.SignatureMove(cond, args, `'acknowledged'`, dlq.StatusPending, dlq.StatusAcknowledged),
+		dlq.ActivityAdd(dlq.StatusAcknowledged, now.UnixMilli(), cond, args),
+		dlq.CounterAdd(CounterAcknowledged, cond, args),
 	}
 }
 
 // DryRun reports what Run would acknowledge now, changing nothing.
-func (a Acknowledge) DryRun(ctx context.Context, req AcknowledgeRequest) (Preview, error) {
+func (a Acknowledge) DryRun(ctx context.Context, req AcknowledgeRequest) (dlq.Preview, error) {
 	sel, err := a.validate(req)
 	if err != nil {
-		return Preview{}, err
+		return dlq.Preview{}, err
 	}
-	return preview(ctx, a.DB, sel, false, nil)
+	return dlq.PreviewRows(ctx, a.DB, sel, false, nil)
 }

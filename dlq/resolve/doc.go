@@ -1,0 +1,20 @@
+// Package resolve is how a dead letter comes to an end: it is sent back to
+// its queue (replay), edited and sent (edited replay), replayed at a pace
+// with a canary (replay tasks), or dismissed (acknowledge).
+//
+// Every action takes its rows by ids or by the same Filter the list uses,
+// within the database that holds them, and changes them in one statement
+// or one D1 batch. A replay claims its rows atomically (pending to
+// replaying, so two replays never send one message twice), sends each
+// body byte for byte with the content type it was produced with, and
+// settles: replayed, or back to pending with the send's error. Rows a
+// crash leaves in replaying are rescued by package upkeep. The replayed
+// message carries the row's lineage, so if it fails again capture updates
+// the same row and its replay_count grows.
+//
+// A replay task works through a filter in steps on the cron, each step
+// bounded, pausable and resumable; its first rows are a canary that must
+// succeed often enough before the rest are sent. Acknowledge marks rows
+// dealt with and keeps them until retention. Each action is audited with
+// its counts, in the database it acted on.
+package resolve
