@@ -7002,6 +7002,11 @@ type CreateReplayTaskResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// CreateReplayTaskResponse413Headers the declared response headers of an HTTP 413 response for CreateReplayTask
+type CreateReplayTaskResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // CreateReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for CreateReplayTask
 type CreateReplayTaskResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -7028,6 +7033,8 @@ type CreateReplayTaskResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7040,6 +7047,8 @@ type CreateReplayTaskResponse struct {
 	Headers401 *CreateReplayTaskResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateReplayTaskResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateReplayTaskResponse413Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *CreateReplayTaskResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7069,6 +7078,11 @@ func (r CreateReplayTaskResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateReplayTaskResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8527,8 +8541,18 @@ type ResetBreakerResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ResetBreakerResponse413Headers the declared response headers of an HTTP 413 response for ResetBreaker
+type ResetBreakerResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ResetBreakerResponse500Headers the declared response headers of an HTTP 500 response for ResetBreaker
 type ResetBreakerResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ResetBreakerResponse503Headers the declared response headers of an HTTP 503 response for ResetBreaker
+type ResetBreakerResponse503Headers struct {
 	XRequestID openapi_types.UUID
 }
 
@@ -8551,8 +8575,12 @@ type ResetBreakerResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ResetBreakerResponse200Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -8561,8 +8589,12 @@ type ResetBreakerResponse struct {
 	Headers401 *ResetBreakerResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ResetBreakerResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ResetBreakerResponse413Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ResetBreakerResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResetBreakerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8593,9 +8625,19 @@ func (r ResetBreakerResponse) GetJSON403() *Forbidden {
 	return r.JSON403
 }
 
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ResetBreakerResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ResetBreakerResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResetBreakerResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8758,6 +8800,11 @@ type MetricsResponse200Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// MetricsResponse400Headers the declared response headers of an HTTP 400 response for Metrics
+type MetricsResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // MetricsResponse401Headers the declared response headers of an HTTP 401 response for Metrics
 type MetricsResponse401Headers struct {
 	XRequestID openapi_types.UUID
@@ -8781,6 +8828,8 @@ type MetricsResponse503Headers struct {
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -8791,6 +8840,8 @@ type MetricsResponse struct {
 	JSON503 *NotConfigured
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *MetricsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *MetricsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MetricsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -8799,6 +8850,11 @@ type MetricsResponse struct {
 	Headers500 *MetricsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *MetricsResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MetricsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -8855,6 +8911,11 @@ type OpenAPIResponse200Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// OpenAPIResponse400Headers the declared response headers of an HTTP 400 response for OpenAPI
+type OpenAPIResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // OpenAPIResponse401Headers the declared response headers of an HTTP 401 response for OpenAPI
 type OpenAPIResponse401Headers struct {
 	XRequestID openapi_types.UUID
@@ -8880,6 +8941,8 @@ type OpenAPIResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *map[string]interface{}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -8890,6 +8953,8 @@ type OpenAPIResponse struct {
 	JSON503 *NotConfigured
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *OpenAPIResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *OpenAPIResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *OpenAPIResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -8903,6 +8968,11 @@ type OpenAPIResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r OpenAPIResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r OpenAPIResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -8979,6 +9049,11 @@ type PipelinesResponse500Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// PipelinesResponse503Headers the declared response headers of an HTTP 503 response for Pipelines
+type PipelinesResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 type PipelinesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -8996,6 +9071,8 @@ type PipelinesResponse struct {
 	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PipelinesResponse200Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -9006,6 +9083,8 @@ type PipelinesResponse struct {
 	Headers403 *PipelinesResponse403Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *PipelinesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PipelinesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9035,6 +9114,11 @@ func (r PipelinesResponse) GetJSON403() *Forbidden {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PipelinesResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PipelinesResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9197,6 +9281,11 @@ type HealthResponse200Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// HealthResponse400Headers the declared response headers of an HTTP 400 response for Health
+type HealthResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // HealthResponse500Headers the declared response headers of an HTTP 500 response for Health
 type HealthResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9217,12 +9306,16 @@ type HealthResponse struct {
 		RequestId openapi_types.UUID `json:"requestId"`
 		Success   interface{}        `json:"success"`
 	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *HealthUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *HealthResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *HealthResponse400Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *HealthResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9237,6 +9330,11 @@ func (r HealthResponse) GetJSON200() *struct {
 	Success   interface{}        `json:"success"`
 } {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r HealthResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -11583,6 +11681,13 @@ func ParseCreateReplayTaskResponse(rsp *http.Response) (*CreateReplayTaskRespons
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11640,6 +11745,16 @@ func ParseCreateReplayTaskResponse(rsp *http.Response) (*CreateReplayTaskRespons
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateReplayTaskResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 500:
 		var headers CreateReplayTaskResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13135,12 +13250,26 @@ func ParseResetBreakerResponse(rsp *http.Response) (*ResetBreakerResponse, error
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -13185,6 +13314,16 @@ func ParseResetBreakerResponse(rsp *http.Response) (*ResetBreakerResponse, error
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers ResetBreakerResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 500:
 		var headers ResetBreakerResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13195,6 +13334,16 @@ func ParseResetBreakerResponse(rsp *http.Response) (*ResetBreakerResponse, error
 			headers.XRequestID = value
 		}
 		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResetBreakerResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13342,6 +13491,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13383,6 +13539,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers MetricsResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers MetricsResponse401Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13449,6 +13615,13 @@ func ParseOpenAPIResponse(rsp *http.Response) (*OpenAPIResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13490,6 +13663,16 @@ func ParseOpenAPIResponse(rsp *http.Response) (*OpenAPIResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers OpenAPIResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers OpenAPIResponse401Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13588,6 +13771,13 @@ func ParsePipelinesResponse(rsp *http.Response) (*PipelinesResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -13641,6 +13831,16 @@ func ParsePipelinesResponse(rsp *http.Response) (*PipelinesResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PipelinesResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -13800,6 +14000,13 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13827,6 +14034,16 @@ func ParseHealthResponse(rsp *http.Response) (*HealthResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers HealthResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 500:
 		var headers HealthResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {

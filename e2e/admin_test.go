@@ -832,3 +832,59 @@ func expectDeliveredOnceEach(t *testing.T, w *Worker, prefix string, n int, time
 	Eventually(t, timeout, "every replayed body delivered", func() bool { b, _ := counts(); return b == int64(n) })
 	Consistently(t, 5*time.Second, "each body delivered once", func() bool { b, d := counts(); return b == int64(n) && d == int64(n) })
 }
+
+// In workerd, a query parameter a route does not declare is a 400 before
+// anything is done: POST /admin/dlq/import?dry_run=true writes no row (the
+// same body without it does), a GET route that takes no parameter refuses
+// one, and a caller without credentials gets the 401 first.
+func TestUnknownQueryParameterIsRefused(t *testing.T) {
+	token := newPrefix("qp")
+	shared.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
+		VALUES ('%[1]s', '%[1]s', 'x', 1000, 'beer-enrichment', '{"beer_id":"%[1]s"}', 'json', 1000, 1000)`, token))
+	line := shared.Admin(t, http.MethodGet, "/admin/dlq/export?format=ndjson&include_raw=true&status=all&beer_id="+token, nil)
+	if line.Status != 200 || strings.Count(string(line.Raw), "\n") != 1 {
+		t.Fatalf("export: %d %s", line.Status, line.Raw)
+	}
+	shared.ExecDirect(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE message_id = '%s'`, token))
+	rows := func() int64 { return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE message_id = ?`, token) }
+	audited := func() int64 { return shared.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE action = 'import'`) }
+	ndjson := map[string]string{"X-API-Key": TestAPIKey, "X-Admin-Secret": TestAdminSecret, "Content-Type": "application/x-ndjson"}
+	imports := audited()
+
+	r, err := shared.Do(http.MethodPost, "/admin/dlq/import?dry_run=true", line.Raw, ndjson)
+	if err != nil || r.Contract != nil {
+		t.Fatalf("import?dry_run=true: %v %v", err, r.Contract)
+	}
+	if r.Status != 400 || r.Success || r.Error == nil || r.Error.Code != "INVALID_REQUEST" ||
+		r.Error.Message != `unknown query parameter "dry_run"` || r.ReqID != r.Header.Get("X-Request-ID") {
+		t.Fatalf("import?dry_run=true: %d %s", r.Status, r.Raw)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("import?dry_run=true wrote %d rows", n)
+	}
+	if n := audited(); n != imports {
+		t.Fatalf("import?dry_run=true was audited (%d import entries, %d before)", n, imports)
+	}
+	anonymous, err := shared.Do(http.MethodPost, "/admin/dlq/import?dry_run=true", line.Raw, map[string]string{"Content-Type": "application/x-ndjson"})
+	if err != nil || anonymous.Status != 401 || anonymous.Error == nil || anonymous.Error.Code != "UNAUTHORIZED" {
+		t.Fatalf("anonymous import?dry_run=true: %v %v", err, anonymous)
+	}
+	for _, target := range []string{"/admin/pipelines?verbose=1", "/admin/dlq/stats?pipeline=beers&x=1"} {
+		r := shared.Admin(t, http.MethodGet, target, nil)
+		if r.Status != 400 || r.Error == nil || r.Error.Code != "INVALID_REQUEST" || !strings.HasPrefix(r.Error.Message, "unknown query parameter ") {
+			t.Errorf("GET %s: %d %s", target, r.Status, r.Raw)
+		}
+	}
+	if r, err := shared.Do(http.MethodGet, "/health?verbose=1", nil, nil); err != nil || r.Status != 400 || r.Error == nil || r.Error.Code != "INVALID_REQUEST" {
+		t.Errorf("GET /health?verbose=1: %v %v", err, r)
+	}
+
+	// The same import without the parameter writes the row.
+	r, err = shared.Do(http.MethodPost, "/admin/dlq/import", line.Raw, ndjson)
+	if err != nil || r.Status != 200 || r.Contract != nil {
+		t.Fatalf("import: %v %v", err, r)
+	}
+	if n := rows(); n != 1 {
+		t.Fatalf("import wrote %d rows, want 1: %s", n, r.Raw)
+	}
+}

@@ -239,7 +239,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fail(w, r, a.Log, fmt.Errorf("panic: %v", p))
 		}
 	}()
-	_, pattern, err := s.route(w, r)
+	h, pattern, err := s.route(w, r)
+	if err == nil {
+		r, err = admitQuery(h, pattern, r)
+	}
 	if err != nil {
 		fail(w, r, a.Log, err)
 		return
@@ -251,24 +254,45 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.Meter.Flush(ctx)                     // a nil Meter counts nothing
 }
 
+// admitQuery checks r's query string against its route's parameters
+// (checkQuery) before the route's handler runs, and returns the request to
+// hand to it. A refused query string of a guarded route is answered with
+// the route's own credential check first when that fails: a caller without
+// credentials learns nothing of a route's parameters (401, 403 or the
+// DEV_ROUTES 404 as without the query string). With a query string it
+// accepts, the credentials are checked by the route's handler, as always.
+func admitQuery(h http.Handler, pattern string, r *http.Request) (*http.Request, error) {
+	r, err := checkQuery(r, pattern)
+	if err == nil {
+		return r, nil
+	}
+	if g, ok := h.(*guarded); ok {
+		if e := g.check(r); e != nil {
+			return r, e
+		}
+	}
+	return r, err
+}
+
 // Gate answers r, as ServeHTTP would, when the answer does not depend on
 // its body, and reports whether it did: a request that reaches no route,
-// or whose headers its route's check refuses (missing or wrong
-// credentials, a DEV_ROUTES route not addressed to a loopback host). The
-// worker (platform.Serve) asks it before reading a body, so an anonymous
-// request is refused without its body ever being read. r's body is not
-// touched.
+// whose headers its route's check refuses (missing or wrong credentials, a
+// DEV_ROUTES route not addressed to a loopback host), or, after that check,
+// whose query string its route refuses (admitQuery). The worker
+// (platform.Serve) asks it before reading a body, so an anonymous request,
+// or one with a parameter its route does not take, is refused without its
+// body ever being read. r's body is not touched.
 func (s *server) Gate(w http.ResponseWriter, r *http.Request) bool {
 	r = begin(w, r)
-	h, _, err := s.route(w, r)
+	h, pattern, err := s.route(w, r)
 	if err == nil {
-		g, ok := h.(*guarded)
-		if !ok {
-			return false
+		if g, ok := h.(*guarded); ok {
+			err = asError(g.check(r))
 		}
-		if e := g.check(r); e != nil {
-			err = e
-		} else {
+		if err == nil {
+			_, err = admitQuery(h, pattern, r)
+		}
+		if err == nil {
 			return false
 		}
 	}
@@ -277,6 +301,15 @@ func (s *server) Gate(w http.ResponseWriter, r *http.Request) bool {
 	}
 	fail(w, r, s.api.Log, err)
 	return true
+}
+
+// asError is e as an error: nil when e is nil (a nil *APIError is not a
+// nil error).
+func asError(e *APIError) error {
+	if e == nil {
+		return nil
+	}
+	return e
 }
 
 // dotSegment reports whether an escaped path has a segment that decodes to

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/resolve"
@@ -81,45 +79,10 @@ func (a *API) auditLog() dlq.Audit {
 	return dlq.Audit{DB: a.DB, DBs: a.databases(), Cursors: a.cursors(), Clock: a.Clock}
 }
 
-// listParams are the query parameters GET /admin/dlq accepts.
-var listParams = map[string]bool{"status": true, "beer_id": true, "limit": true, "cursor": true, "include_raw": true,
-	"source_queue": true, "failed_after": true, "failed_before": true, "q": true,
-	"signature": true, "version": true, "version_not": true, "pipeline": true}
-
-// query returns the single value of each known parameter. Unknown or
-// repeated parameters, invalid percent-escapes and text that is not UTF-8
-// are rejected; an empty value counts as absent.
-func query(u *url.URL, known map[string]bool) (map[string]string, error) {
-	vals, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return nil, badRequest("INVALID_REQUEST", "malformed query string (an invalid percent-escape, or ';')")
-	}
-	out := map[string]string{}
-	for k, vs := range vals {
-		if !known[k] {
-			return nil, badRequest("INVALID_REQUEST", "unknown query parameter "+quote(k))
-		}
-		if len(vs) > 1 {
-			return nil, badRequest("INVALID_REQUEST", "query parameter "+quote(k)+" given more than once")
-		}
-		if !utf8.ValidString(vs[0]) {
-			return nil, badRequest("INVALID_REQUEST", "query parameter "+quote(k)+" is not valid UTF-8")
-		}
-		if vs[0] != "" {
-			out[k] = vs[0]
-		}
-	}
-	return out, nil
-}
-
-// pageQuery is the prologue of every paged listing: the query string with
-// only the allowed parameters, and its limit (absent: 0, the service
-// default).
-func pageQuery(r *http.Request, allowed map[string]bool) (map[string]string, int, error) {
-	q, err := query(r.URL, allowed)
-	if err != nil {
-		return nil, 0, err
-	}
+// pageQuery is the prologue of every paged listing: its query parameters
+// (queryValues) and its limit (absent: 0, the service default).
+func pageQuery(r *http.Request) (map[string]string, int, error) {
+	q := queryValues(r)
 	limit, err := queryLimit(q)
 	return q, limit, err
 }
@@ -182,11 +145,7 @@ func parseListParams(q map[string]string) (dlq.ListParams, error) {
 
 // dlqList serves GET /admin/dlq.
 func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r.URL, listParams)
-	if err != nil {
-		return err
-	}
-	p, err := parseListParams(q)
+	p, err := parseListParams(queryValues(r))
 	if err != nil {
 		return err
 	}
@@ -198,11 +157,9 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-var groupsParams = map[string]bool{"limit": true, "cursor": true, "class": true, "version": true, "sort": true, "pipeline": true}
-
 // dlqGroups serves GET /admin/dlq/groups.
 func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
-	q, limit, err := pageQuery(r, groupsParams)
+	q, limit, err := pageQuery(r)
 	if err != nil {
 		return err
 	}
@@ -217,11 +174,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 
 // dlqStats serves GET /admin/dlq/stats.
 func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r.URL, map[string]bool{"pipeline": true})
-	if err != nil {
-		return err
-	}
-	rep, err := dlq.Stats{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: q["pipeline"]}.Report(r.Context())
+	rep, err := dlq.Stats{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Report(r.Context())
 	if err != nil {
 		return err
 	}
@@ -515,12 +468,9 @@ func auditError(err error, requestID string) *dlq.AuditError {
 	return &dlq.AuditError{Code: "INTERNAL_ERROR", Message: "internal error; see the worker log for request " + requestID}
 }
 
-// auditParams are the query parameters GET /admin/audit accepts.
-var auditParams = map[string]bool{"action": true, "limit": true, "cursor": true}
-
 // auditList serves GET /admin/audit: the audit log, newest first.
 func (a *API) auditList(w http.ResponseWriter, r *http.Request) error {
-	q, limit, err := pageQuery(r, auditParams)
+	q, limit, err := pageQuery(r)
 	if err != nil {
 		return err
 	}
@@ -550,9 +500,6 @@ func rowNotFound(raw string) *APIError {
 // pending json row's body (raw_message is kept); audited with both body
 // hashes and the note.
 func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
-	if _, err := query(r.URL, nil); err != nil {
-		return err
-	}
 	raw := r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id < 1 {

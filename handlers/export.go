@@ -12,16 +12,6 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// exportParams are the query parameters GET /admin/dlq/export accepts:
-// the list's, and format.
-var exportParams = func() map[string]bool {
-	m := map[string]bool{"format": true, "database": true}
-	for k := range listParams {
-		m[k] = true
-	}
-	return m
-}()
-
 // Export content types.
 const (
 	contentNDJSON = "application/x-ndjson"
@@ -39,10 +29,7 @@ const (
 // reads. The worker's bridge buffers every response
 // (platform/serve.go): the byte budget bounds what it holds.
 func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
-	q, err := query(r.URL, exportParams)
-	if err != nil {
-		return err
-	}
+	q := queryValues(r)
 	format := q["format"]
 	if format == "" {
 		format = "ndjson"

@@ -163,10 +163,10 @@ func FuzzQuery(f *testing.F) {
 			rec, _ := serveTarget(h, "GET", p+"?"+rawQuery, adminHeaders)
 			checkResponse(t, p+"?"+rawQuery, rec)
 		}
-		if _, err := query(&url.URL{RawQuery: rawQuery}, exportParams); err != nil {
+		if _, err := query(&url.URL{RawQuery: rawQuery}, declaredQuery("GET /admin/dlq/export")); err != nil {
 			checkInputError(t, rawQuery, err)
 		}
-		if _, err := query(&url.URL{RawQuery: rawQuery}, listParams); err != nil {
+		if _, err := query(&url.URL{RawQuery: rawQuery}, declaredQuery("GET /admin/dlq")); err != nil {
 			checkInputError(t, rawQuery, err)
 		}
 	})

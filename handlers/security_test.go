@@ -246,6 +246,12 @@ func TestGateRefusesBeforeTheBody(t *testing.T) {
 		{"wrong method", "PUT", "/admin/dlq/import", adminHeaders, "", true},
 		{"unclean path", "POST", "/admin//dlq/import", adminHeaders, "", true},
 		{"dev route, foreign host", "POST", "/__dev/send", adminHeaders, "evil.example", true},
+		{"unknown parameter", "POST", "/admin/dlq/import?dry_run=true", adminHeaders, "", true},
+		{"unknown parameter, anonymous", "POST", "/admin/dlq/import?dry_run=true", nil, "", true},
+		{"unknown parameter, report token", "POST", "/admin/attempts?x=1", bearer("tok"), "", true},
+		{"unknown parameter, public route", "GET", "/health?x=1", nil, "", true},
+		{"unknown parameter, dev route, foreign host", "POST", "/__dev/send?x=1", adminHeaders, "evil.example", true},
+		{"declared parameter", "GET", "/admin/dlq?limit=1", adminHeaders, "", false},
 		{"admin pair", "POST", "/admin/dlq/import", adminHeaders, "", false},
 		{"report token", "POST", "/admin/attempts", bearer("tok"), "", false},
 		{"dev route, loopback", "POST", "/__dev/send", adminHeaders, "127.0.0.1:8787", false},
@@ -279,6 +285,40 @@ func TestGateRefusesBeforeTheBody(t *testing.T) {
 		sh.Del("X-Request-ID")
 		if gw.Code != sw.Code || !bytes.Equal(gb, sb) || !equalHeaders(gh, sh) {
 			t.Errorf("%s: gate %d %v %s, served %d %v %s", c.name, gw.Code, gh, gb, sw.Code, sh, sb)
+		}
+	}
+}
+
+// The gate refuses a query string only after the credentials: a caller
+// without them learns nothing of a route's parameters.
+func TestGateChecksCredentialsBeforeTheQuery(t *testing.T) {
+	g := gate(t, reportAPI(t, "tok").Handler())
+	for _, c := range []struct {
+		name, method, target string
+		hdr                  map[string]string
+		host                 string
+		status               int
+		code                 string
+	}{
+		{"anonymous", "POST", "/admin/dlq/import?dry_run=true", nil, "", 401, "UNAUTHORIZED"},
+		{"no secret", "POST", "/admin/dlq/replay?dry_run=true", map[string]string{"X-API-Key": "k"}, "", 403, "FORBIDDEN"},
+		{"wrong token", "POST", "/admin/attempts?x=1", bearer("x"), "", 401, "UNAUTHORIZED"},
+		{"dev route, foreign host", "POST", "/__dev/send?x=1", adminHeaders, "evil.example", 404, "NOT_FOUND"},
+		{"admin pair", "POST", "/admin/dlq/import?dry_run=true", adminHeaders, "", 400, "INVALID_REQUEST"},
+		{"report token", "POST", "/admin/attempts?x=1", bearer("tok"), "", 400, "INVALID_REQUEST"},
+		{"public route", "GET", "/health?x=1", nil, "", 400, "INVALID_REQUEST"},
+	} {
+		req := httptest.NewRequest(c.method, c.target, unreadable{t})
+		if c.host != "" {
+			req.Host = c.host
+		}
+		for k, v := range c.hdr {
+			req.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		var env envelope
+		if !g(w, req) || w.Code != c.status || json.Unmarshal(w.Body.Bytes(), &env) != nil || env.Error == nil || env.Error.Code != c.code {
+			t.Errorf("%s: gate %d %s, want %d %s", c.name, w.Code, w.Body, c.status, c.code)
 		}
 	}
 }
