@@ -15,14 +15,14 @@ import (
 const maxAttemptError = 500
 
 // maxEntryError caps the error text of one history entry (bytes): short,
-// since a row keeps up to maxHistory of them.
+// since a row keeps up to MaxHistory of them.
 const maxEntryError = 200
 
-// History bounds: a row keeps the first historyHead attempts and the newest
-// maxHistory-historyHead; history_dropped counts the ones in between.
+// History bounds: a row keeps the first HistoryHead attempts and the newest
+// MaxHistory-HistoryHead; history_dropped counts the ones in between.
 const (
-	maxHistory  = 50
-	historyHead = 5
+	MaxHistory  = 50
+	HistoryHead = 5
 )
 
 // Attempt is the latest failed attempt of a message on its source queue.
@@ -99,8 +99,8 @@ type Attempts struct {
 // attempt, ?4 class, ?5 error, ?6 time, ?7 the history entry (JSON), ?8
 // signature, ?9 its text, ?10 version. The entry is appended to the
 // record's history (a redelivery of the same attempt number replaces the
-// last entry instead; beyond maxHistory entries the oldest after the first
-// historyHead goes, and history_dropped counts it).
+// last entry instead; beyond MaxHistory entries the oldest after the first
+// HistoryHead goes, and history_dropped counts it).
 // recorded_at is set by the first attempt only: the record's later updates
 // rewrite the row alone (1 row written), not its entry in
 // idx_attempts_recorded_at too. A message's record costs 3 rows written
@@ -123,7 +123,7 @@ const RecordSQL = `INSERT INTO message_attempts(message_id, queue, attempt, erro
 				AND json_array_length(COALESCE(message_attempts.history, '[]')) >= ` + maxHistorySQL + `)
 			WHERE excluded.attempt >= message_attempts.attempt`
 
-// maxHistorySQL and historyHeadSQL are maxHistory and historyHead for SQL text.
+// maxHistorySQL and historyHeadSQL are MaxHistory and HistoryHead for SQL text.
 const (
 	maxHistorySQL  = "50"
 	historyHeadSQL = "5"

@@ -145,7 +145,7 @@ func (e *AuditError) column() any {
 // auditErrorOf reads the error column of the entry made by request
 // requestID. A value that is not an AuditError (entries written before
 // errors had codes held the error's text) is not shown.
-func auditErrorOf(col sql.NullString, requestID string) *AuditError {
+func AuditErrorOf(col sql.NullString, requestID string) *AuditError {
 	if !col.Valid {
 		return nil
 	}
@@ -262,20 +262,20 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 	}
 	var after int64
 	if p.Cursor != "" {
-		pos, err := a.Cursors.Decode(p.Cursor, cursorAudit, fp)
+		pos, err := a.Cursors.Decode(p.Cursor, CursorAudit, fp)
 		if err != nil {
 			return AuditPage{}, err
 		}
 		after = pos.ID
 	}
-	entries, err := readAudit(ctx, dbOf(a.DBs, a.DB, "", ""), p, after)
+	entries, err := ReadAudit(ctx, DBOf(a.DBs, a.DB, "", ""), p, after)
 	if err != nil {
 		return AuditPage{}, err
 	}
 	out := AuditPage{Entries: entries, Limit: p.Limit}
 	if len(out.Entries) > p.Limit {
 		out.Entries = out.Entries[:p.Limit]
-		next := a.Cursors.Encode(Position{Kind: cursorAudit, Filter: fp, ID: out.Entries[p.Limit-1].ID})
+		next := a.Cursors.Encode(Position{Kind: CursorAudit, Filter: fp, ID: out.Entries[p.Limit-1].ID})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil
@@ -283,7 +283,7 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 
 // readAudit reads at most p.Limit + 1 entries of db, newest first, with
 // ids below after (0: from the newest).
-func readAudit(ctx context.Context, db *sql.DB, p AuditParams, after int64) ([]AuditEntry, error) {
+func ReadAudit(ctx context.Context, db *sql.DB, p AuditParams, after int64) ([]AuditEntry, error) {
 	cond, args := "1 = 1", []any{}
 	if p.Action != "" {
 		cond, args = "action = ?", append(args, p.Action)
@@ -306,8 +306,8 @@ func readAudit(ctx context.Context, db *sql.DB, p AuditParams, after int64) ([]A
 			&counts, &e.Outcome, &errText, &e.FinishedAt); err != nil {
 			return nil, fmt.Errorf("audit scan: %w", err)
 		}
-		e.IDs, e.Filter, e.Counts = rawJSON(ids), rawJSON(filter), rawJSON(counts)
-		e.Error = auditErrorOf(errText, e.RequestID)
+		e.IDs, e.Filter, e.Counts = RawJSON(ids), RawJSON(filter), RawJSON(counts)
+		e.Error = AuditErrorOf(errText, e.RequestID)
 		entries = append(entries, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -317,7 +317,7 @@ func readAudit(ctx context.Context, db *sql.DB, p AuditParams, after int64) ([]A
 }
 
 // rawJSON passes stored JSON text through (null when absent or not JSON).
-func rawJSON(s sql.NullString) json.RawMessage {
+func RawJSON(s sql.NullString) json.RawMessage {
 	if !s.Valid || !json.Valid([]byte(s.String)) {
 		return json.RawMessage("null")
 	}

@@ -29,10 +29,10 @@ func NewCursors(secret string) Cursors {
 
 // Cursor kinds: one per listing that pages.
 const (
-	cursorList   = "dlq"
+	CursorList   = "dlq"
 	CursorReplay = "replay"
-	cursorAudit  = "audit"
-	cursorGroups = "groups"
+	CursorAudit  = "audit"
+	CursorGroups = "groups"
 )
 
 // maxCursorLen bounds what is even looked at (real cursors are ~100 bytes;
@@ -56,7 +56,7 @@ type Position struct {
 	Key string `json:"s,omitempty"`
 	// Spots are the position in each database of a merged listing (one
 	// per Databases.All entry, in its order; see dlq/merge.go).
-	Spots []spot `json:"p,omitempty"`
+	Spots []Spot `json:"p,omitempty"`
 }
 
 func (c Cursors) mac(payload []byte) []byte {

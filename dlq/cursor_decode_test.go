@@ -10,8 +10,8 @@ import (
 // and says why it refuses one.
 func TestCursorDecodeReasons(t *testing.T) {
 	c := NewCursors("secret")
-	good := c.Encode(Position{Kind: cursorList, Filter: "f", FailedAt: 5, ID: 1})
-	if p, err := c.Decode(good, cursorList, "f"); err != nil || p.ID != 1 || p.FailedAt != 5 {
+	good := c.Encode(Position{Kind: CursorList, Filter: "f", FailedAt: 5, ID: 1})
+	if p, err := c.Decode(good, CursorList, "f"); err != nil || p.ID != 1 || p.FailedAt != 5 {
 		t.Fatalf("id 1: %+v %v", p, err)
 	}
 	payload, mac, _ := strings.Cut(good, ".")
@@ -26,15 +26,15 @@ func TestCursorDecodeReasons(t *testing.T) {
 		"payload not b64":   {"!!" + "." + mac, "malformed"},
 		"mac not b64":       {payload + ".!!", "malformed"},
 		"other mac":         {payload + "." + enc.EncodeToString(make([]byte, 16)), "not issued by this server"},
-		"id 0":              {c.Encode(Position{Kind: cursorList, Filter: "f", ID: 0}), "malformed"},
-		"negative id":       {c.Encode(Position{Kind: cursorList, Filter: "f", ID: -4}), "malformed"},
+		"id 0":              {c.Encode(Position{Kind: CursorList, Filter: "f", ID: 0}), "malformed"},
+		"negative id":       {c.Encode(Position{Kind: CursorList, Filter: "f", ID: -4}), "malformed"},
 		"signed non-JSON":   {signed("nope"), "malformed"},
 		"unknown field":     {signed(`{"k":"dlq","f":"f","t":1,"i":2,"x":1}`), "malformed"},
-		"another listing":   {c.Encode(Position{Kind: cursorAudit, Filter: "f", ID: 3}), "issued for another listing"},
-		"other filters":     {c.Encode(Position{Kind: cursorList, Filter: "g", ID: 3}), "issued for other filters"},
-		"other secret's id": {NewCursors("other").Encode(Position{Kind: cursorList, Filter: "f", ID: 3}), "not issued by this server"},
+		"another listing":   {c.Encode(Position{Kind: CursorAudit, Filter: "f", ID: 3}), "issued for another listing"},
+		"other filters":     {c.Encode(Position{Kind: CursorList, Filter: "g", ID: 3}), "issued for other filters"},
+		"other secret's id": {NewCursors("other").Encode(Position{Kind: CursorList, Filter: "f", ID: 3}), "not issued by this server"},
 	} {
-		_, err := c.Decode(tc.cursor, cursorList, "f")
+		_, err := c.Decode(tc.cursor, CursorList, "f")
 		wantInput(t, err, "INVALID_CURSOR")
 		if want := "cursor is not valid here: " + tc.why + ";"; !strings.HasPrefix(err.Error(), "INVALID_CURSOR: "+want) {
 			t.Errorf("%s: %v, want %q", name, err, want)

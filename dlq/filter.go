@@ -81,7 +81,7 @@ func (f Filter) Normalize() (Filter, error) {
 	default:
 		return f, InputErr("INVALID_STATUS", "status must be one of pending, replaying, replayed, acknowledged, all; got %q", f.Status)
 	}
-	if f.Signature != "" && !validSignatureKey(f.Signature) {
+	if f.Signature != "" && !ValidSignatureKey(f.Signature) {
 		return f, InputErr("INVALID_FILTER", "signature must be 16 lowercase hex digits (a signature of GET /admin/dlq/groups)")
 	}
 	if f.Pipeline != "" {

@@ -85,7 +85,7 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 // pipeline's label names over beer_name and brewer ({} for an
 // unconfigured queue). Built from the configured pipelines: at most
 // config.MaxPipelines WHEN terms.
-func pipelineFieldsSQL() string {
+func PipelineFieldsSQL() string {
 	ps := Pipelines()
 	if len(ps) == 0 {
 		return `'pipeline', NULL, 'key', beer_id, 'labels', json_object()`

@@ -101,7 +101,7 @@ func PreviewRows(ctx context.Context, db *sql.DB, sel Selection, replay bool, po
 			(SELECT COALESCE(SUM(total) - SUM(ok), 0) FROM g),
 			(SELECT json_group_array(json_object('failure_reason', failure_reason, 'count', ok)) FROM (
 				SELECT failure_reason, ok FROM g WHERE ok > 0 ORDER BY ok DESC, failure_reason LIMIT ?)),
-			` + messagesJSON(cond, false)
+			` + MessagesJSON(cond, false)
 	var all []any
 	all = append(all, baseArgs...)
 	all = append(all, int64(previewReasons))
@@ -113,12 +113,12 @@ func PreviewRows(ctx context.Context, db *sql.DB, sel Selection, replay bool, po
 		return Preview{}, fmt.Errorf("dry run: %w", err)
 	}
 	var err error
-	if out.Sample, err = decodeMessages(sample); err != nil {
+	if out.Sample, err = DecodeMessages(sample); err != nil {
 		return Preview{}, fmt.Errorf("dry run: %w", err)
 	}
 	if err := json.Unmarshal([]byte(reasons), &out.ByFailureReason); err != nil {
 		return Preview{}, fmt.Errorf("dry run reasons: %w", err)
 	}
-	sortReasons(out.ByFailureReason)
+	SortReasons(out.ByFailureReason)
 	return out, nil
 }

@@ -131,19 +131,24 @@ func signatureKey(q, class, normalized string) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// unknownSignatureIn is the signature of a failure without an attempt
-// record on queue q: unknownSignature's, whose key hashes q (signatureKey).
-func unknownSignatureIn(q string) Signature {
-	s := unknownSignature
+// UnknownSignatureIn is the signature of a failure without an attempt
+// record on queue q: UnknownSignature's, whose key hashes q (signatureKey).
+func UnknownSignatureIn(q string) Signature {
+	s := UnknownSignature
 	s.Key = signatureKey(q, s.Class, s.Text)
 	return s
 }
 
 // validSignatureKey reports whether s has a signature key's form.
-func validSignatureKey(s string) bool {
+func ValidSignatureKey(s string) bool {
 	if len(s) != 16 {
 		return false
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
+}
+
+// ReplayWillFail reports whether failures of class fail again when replayed unchanged.
+func ReplayWillFail(class string) bool {
+	return class == "permanent" || class == "poison"
 }

@@ -87,7 +87,7 @@ func TestSignatureGroupsVariableParts(t *testing.T) {
 	if c := SignatureOf("transient", "status 500: connection refused"); c.Key == a.Key {
 		t.Error("different reasons share a signature")
 	}
-	if !validSignatureKey(a.Key) || validSignatureKey("XYZ") || validSignatureKey(strings.ToUpper(a.Key)) {
+	if !ValidSignatureKey(a.Key) || ValidSignatureKey("XYZ") || ValidSignatureKey(strings.ToUpper(a.Key)) {
 		t.Errorf("key %q", a.Key)
 	}
 }
@@ -113,16 +113,16 @@ func FuzzNormalizeReason(f *testing.F) {
 		if u := signatureRegexps().unit.FindString(got); u != "" {
 			t.Fatalf("NormalizeReason(%q) = %q keeps %q", s, got, u)
 		}
-		if sig := SignatureOf("transient", s); !validSignatureKey(sig.Key) || sig.Text != got {
+		if sig := SignatureOf("transient", s); !ValidSignatureKey(sig.Key) || sig.Text != got {
 			t.Fatalf("SignatureOf(%q) = %+v", s, sig)
 		}
 	})
 }
 
-// unknownSignature is written out (no regexp at package initialisation): it
+// UnknownSignature is written out (no regexp at package initialisation): it
 // must be what SignatureOf computes.
 func TestUnknownSignatureIsSignatureOf(t *testing.T) {
-	if want := SignatureOf("unknown", "no attempt record"); unknownSignature != want {
-		t.Errorf("unknownSignature = %+v, SignatureOf gives %+v", unknownSignature, want)
+	if want := SignatureOf("unknown", "no attempt record"); UnknownSignature != want {
+		t.Errorf("unknownSignature = %+v, SignatureOf gives %+v", UnknownSignature, want)
 	}
 }

@@ -271,7 +271,7 @@ const rekeySamplesSQL = `UPDATE dlq_signatures SET sample_ids = (SELECT json_gro
 
 // HistoryKeepSQL is the JSON array of the entries of the JSON arrays a and
 // b (SQL expressions, NULL counts as empty), a's first: the first
-// historyHead and the newest maxHistory-historyHead of them. When both are
+// HistoryHead and the newest MaxHistory-HistoryHead of them. When both are
 // NULL (a capture without an attempt record or history entry, the common
 // case) it is '[]' without the windowed subquery, which was a third of
 // putSQL's time.
@@ -280,24 +280,24 @@ func HistoryKeepSQL(a, b string) string {
 			SELECT value, ROW_NUMBER() OVER (ORDER BY k) AS i, COUNT(*) OVER () AS n FROM (
 				SELECT value, key AS k FROM json_each(COALESCE(%[1]s, '[]'))
 				UNION ALL SELECT value, 1000000 + key FROM json_each(COALESCE(%[2]s, '[]')))
-			ORDER BY k) WHERE i <= %[3]d OR i > n - %[4]d) END`, a, b, historyHead, maxHistory-historyHead)
+			ORDER BY k) WHERE i <= %[3]d OR i > n - %[4]d) END`, a, b, HistoryHead, MaxHistory-HistoryHead)
 }
 
 // HistoryDroppedSQL is how many entries HistoryKeepSQL(a, b) leaves out.
 func HistoryDroppedSQL(a, b string) string {
-	return fmt.Sprintf(`max(0, json_array_length(COALESCE(%s, '[]')) + json_array_length(COALESCE(%s, '[]')) - %d)`, a, b, maxHistory)
+	return fmt.Sprintf(`max(0, json_array_length(COALESCE(%s, '[]')) + json_array_length(COALESCE(%s, '[]')) - %d)`, a, b, MaxHistory)
 }
 
-// unknownSignature is the signature of a failure without an attempt record:
+// UnknownSignature is the signature of a failure without an attempt record:
 // SignatureOf("unknown", "no attempt record"), written out so that package
 // initialisation runs no regexp (TestUnknownSignatureIsSignatureOf).
-var unknownSignature = Signature{Key: "e6907e54b5f2f2cf", Class: "unknown", Text: "no attempt record"}
+var UnknownSignature = Signature{Key: "e6907e54b5f2f2cf", Class: "unknown", Text: "no attempt record"}
 
 // signatureSQL is a stored failure's signature in putSQL and
 // ensureSignaturesSQL: the one Go computed (explicit class and reason,
-// poison), else its attempt record's, else unknownSignature's on its queue
-// (usig, set for queues other than the beer queue: unknownSignatureIn).
-var signatureSQL = `COALESCE(j.sig, a.signature, j.usig, '` + unknownSignature.Key + `')`
+// poison), else its attempt record's, else UnknownSignature's on its queue
+// (usig, set for queues other than the beer queue: UnknownSignatureIn).
+var signatureSQL = `COALESCE(j.sig, a.signature, j.usig, '` + UnknownSignature.Key + `')`
 
 // ensureSignaturesSQL creates the dlq_signatures row of every signature of
 // a batch not seen before (before putSQL, which removes the attempt records
@@ -305,8 +305,8 @@ var signatureSQL = `COALESCE(j.sig, a.signature, j.usig, '` + unknownSignature.K
 var ensureSignaturesSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(keyFields) + ` FROM json_each(?))
 	INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen, source_queue)
 	SELECT ` + signatureSQL + `,
-		COALESCE(j.sig_class, a.error_class, '` + unknownSignature.Class + `'),
-		COALESCE(j.sig_text, a.signature_text, '` + unknownSignature.Text + `'),
+		COALESCE(j.sig_class, a.error_class, '` + UnknownSignature.Class + `'),
+		COALESCE(j.sig_text, a.signature_text, '` + UnknownSignature.Text + `'),
 		j.failed_at, j.failed_at, j.source
 	FROM elems AS j LEFT JOIN message_attempts a ON a.queue = j.source AND a.message_id = j.message_id
 	-- Not for redeliveries (their attempt record is gone: they would name
@@ -468,7 +468,7 @@ func encodeFailure(f Failure) (encoded, error) {
 		common = member(common, ',', "sig", sig.Key)
 		common = member(common, ',', "sig_class", sig.Class)
 		common = member(common, ',', "sig_text", sig.Text)
-	} else if u := unknownSignatureIn(f.SourceQueue); u.Key != unknownSignature.Key {
+	} else if u := UnknownSignatureIn(f.SourceQueue); u.Key != UnknownSignature.Key {
 		common = member(common, ',', "usig", u.Key)
 	}
 	key := append(common[:len(common):len(common)], '}')

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/metrics"
 )
 
@@ -20,12 +21,12 @@ import (
 func TestConsoleRoutesInWorkerd(t *testing.T) {
 	w := shared
 	prefix := newPrefix("capi")
-	series := func() dlq.Series {
+	series := func() inspect.Series {
 		r := w.Admin(t, http.MethodGet, "/admin/dlq/timeseries", nil)
 		if r.Status != http.StatusOK {
 			t.Fatalf("timeseries: %d %s", r.Status, r.Raw)
 		}
-		var s dlq.Series
+		var s inspect.Series
 		r.Decode(t, &s)
 		return s
 	}
@@ -55,7 +56,7 @@ func TestConsoleRoutesInWorkerd(t *testing.T) {
 		t.Fatalf("acknowledge: %d %s", r.Status, r.Raw)
 	}
 	r := w.Admin(t, http.MethodGet, fmt.Sprintf("/admin/dlq/%d", id), nil)
-	var d dlq.MessageDetail
+	var d inspect.MessageDetail
 	if r.Status != http.StatusOK {
 		t.Fatalf("detail: %d %s", r.Status, r.Raw)
 	}
@@ -63,7 +64,7 @@ func TestConsoleRoutesInWorkerd(t *testing.T) {
 	var raw string
 	json.Unmarshal(d.Message.RawMessage, &raw)
 	if d.Message.ID != id || d.Message.Status != dlq.StatusAcknowledged || d.Message.ContentType != "text" || raw == "" ||
-		len(d.Audit) != 1 || d.Audit[0].MatchedBy != "ids" || d.Audit[0].Note == nil || *d.Audit[0].Note != prefix || d.AuditWindow != dlq.AuditWindow {
+		len(d.Audit) != 1 || d.Audit[0].MatchedBy != "ids" || d.Audit[0].Note == nil || *d.Audit[0].Note != prefix || d.AuditWindow != inspect.AuditWindow {
 		t.Errorf("detail: %s", r.Raw)
 	}
 	if r := w.Admin(t, http.MethodGet, "/admin/dlq/999999999", nil); r.Status != http.StatusNotFound || r.Error == nil || r.Error.Code != "NOT_FOUND" {

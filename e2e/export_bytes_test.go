@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 )
 
 // In workerd, an export with include_raw is bounded by bytes: 100 rows of
-// 100 KB bodies take more than one response, none over dlq.ExportMaxBytes
+// 100 KB bodies take more than one response, none over inspect.ExportMaxBytes
 // plus one page of raw rows, and together they hold every row once, newest failure first. (printf in D1 pads to
 // 100,000 characters at most: the bodies are about 100 KB.)
 func TestExportWithRawBodiesIsBoundedByBytes(t *testing.T) {
@@ -30,7 +30,7 @@ func TestExportWithRawBodiesIsBoundedByBytes(t *testing.T) {
 	if len(pages) < 2 {
 		t.Errorf("%d rows of %d bytes in %d response", n, size, len(pages))
 	}
-	maxBody := dlq.ExportMaxBytes + dlq.ExportRawPageSize*(size+4<<10)
+	maxBody := inspect.ExportMaxBytes + inspect.ExportRawPageSize*(size+4<<10)
 	var got []string
 	for i, p := range pages {
 		t.Logf("response %d: %d bytes, %s rows", i, len(p.Raw), p.Header.Get("X-Export-Rows"))

@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/enrichment"
 )
 
 // groupsOf reads every page of GET /admin/dlq/groups with query q.
-func groupsOf(t *testing.T, w *Worker, q string) []dlq.Group {
+func groupsOf(t *testing.T, w *Worker, q string) []inspect.Group {
 	t.Helper()
-	var out []dlq.Group
+	var out []inspect.Group
 	cursor := ""
 	for {
 		path := "/admin/dlq/groups?limit=2&" + q
@@ -31,7 +32,7 @@ func groupsOf(t *testing.T, w *Worker, q string) []dlq.Group {
 		if r.Status != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", path, r.Status, r.Raw)
 		}
-		var p dlq.GroupsPage
+		var p inspect.GroupsPage
 		r.Decode(t, &p)
 		out = append(out, p.Groups...)
 		if !p.HasMore {
@@ -41,13 +42,13 @@ func groupsOf(t *testing.T, w *Worker, q string) []dlq.Group {
 	}
 }
 
-func detailOf(t *testing.T, w *Worker, id int64) dlq.MessageDetail {
+func detailOf(t *testing.T, w *Worker, id int64) inspect.MessageDetail {
 	t.Helper()
 	r := w.Admin(t, http.MethodGet, fmt.Sprintf("/admin/dlq/%d", id), nil)
 	if r.Status != http.StatusOK {
 		t.Fatalf("GET /admin/dlq/%d: %d %s", id, r.Status, r.Raw)
 	}
-	var d dlq.MessageDetail
+	var d inspect.MessageDetail
 	r.Decode(t, &d)
 	return d
 }
@@ -65,7 +66,7 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 
 	// The live version: what rows failing now are stamped with.
 	var stats struct {
-		CurrentVersion dlq.CurrentVersion `json:"current_version"`
+		CurrentVersion inspect.CurrentVersion `json:"current_version"`
 	}
 	w.Admin(t, http.MethodGet, "/admin/dlq/stats", nil).Decode(t, &stats)
 	live := stats.CurrentVersion.Stamp
@@ -151,7 +152,7 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 	if len(groups) != 3 {
 		t.Fatalf("%d poison groups: %+v", len(groups), groups)
 	}
-	byText := map[string]dlq.Group{}
+	byText := map[string]inspect.Group{}
 	for _, g := range groups {
 		byText[g.Text] = g
 		if rows := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE signature = ? AND status = 'pending'`, g.Signature); rows != g.Counts.Pending {
@@ -167,7 +168,7 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 		"unparseable: body is not JSON: invalid character <q> looking for beginning of value": causes["text"],
 		"unparseable: beer_id is not a string":                                                causes["number"],
 	} {
-		if got := byText[text].Counts; got != (dlq.GroupCounts{Pending: want}) {
+		if got := byText[text].Counts; got != (inspect.GroupCounts{Pending: want}) {
 			t.Errorf("group %q: %+v, want %d pending (groups %+v)", text, got, want, groups)
 		}
 	}
@@ -192,7 +193,7 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 	for _, g := range groupsOf(t, w, "class=poison") {
 		want := byText[g.Text].Counts
 		if g.Signature == binary.Signature {
-			want = dlq.GroupCounts{Acknowledged: causes["binary"]}
+			want = inspect.GroupCounts{Acknowledged: causes["binary"]}
 		}
 		if g.Counts != want {
 			t.Errorf("after acknowledge, group %q: %+v, want %+v", g.Text, g.Counts, want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 )
 
 // multiRow is what the list shows of a row.
@@ -126,7 +127,7 @@ func TestMultiDatabaseViewsMergeTicketsAndOrders(t *testing.T) {
 			t.Errorf("%s: %d statements, %d rows read (one statement per database, each within its budget)", op, u.Statements, u.RowsRead)
 		}
 	}
-	var stats dlq.StatsReport
+	var stats inspect.StatsReport
 	w.Admin(t, http.MethodGet, "/admin/dlq/stats", nil).Decode(t, &stats)
 	byPipeline := map[string]int64{}
 	for _, p := range stats.ByPipeline {
@@ -135,7 +136,7 @@ func TestMultiDatabaseViewsMergeTicketsAndOrders(t *testing.T) {
 	if stats.ByStatus.Pending != 7 || byPipeline["tickets"] != 3 || byPipeline["orders"] != 4 || stats.Last24h.NewFailures24h != 7 {
 		t.Fatalf("stats %+v", stats)
 	}
-	var groups dlq.GroupsPage
+	var groups inspect.GroupsPage
 	w.Admin(t, http.MethodGet, "/admin/dlq/groups", nil).Decode(t, &groups)
 	pipelines := map[string]int64{}
 	for _, g := range groups.Groups {

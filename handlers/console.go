@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/alerts"
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/metrics"
 )
@@ -19,18 +19,18 @@ import (
 // the backlog (handlers/openapi.json states the bound of each).
 
 // dlqDetail serves GET /admin/dlq/{id}: one row with its body, lineage and
-// the audit entries (among the newest dlq.AuditWindow) that touched it. An id
+// the audit entries (among the newest inspect.AuditWindow) that touched it. An id
 // that is not a row's (or not a positive integer) is a 404.
 func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 	raw := r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err == nil {
-		var d dlq.MessageDetail
+		var d inspect.MessageDetail
 		var in *API
 		if in, err = a.inHolding(r.Context(), "dlq_messages", id); err != nil {
 			return err
 		}
-		if d, err = (dlq.Detail{DB: in.DB, Others: a.otherDatabases(in.DB)}).Read(r.Context(), id); err == nil {
+		if d, err = (inspect.Detail{DB: in.DB, Others: a.otherDatabases(in.DB)}).Read(r.Context(), id); err == nil {
 			respond(w, r, http.StatusOK, d)
 			return nil
 		}
@@ -44,7 +44,7 @@ func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 				Message: text.Clip(r.Method, maxEcho) + " is not allowed on " + quote(r.URL.EscapedPath())}
 		}
 	}
-	if errors.Is(err, dlq.ErrMessageNotFound) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
+	if errors.Is(err, inspect.ErrMessageNotFound) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
 		return &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no DLQ row with id " + quote(raw)}
 	}
 	return err
@@ -65,7 +65,7 @@ func (a *API) otherMethods(path string) string {
 // dlqTimeseries serves GET /admin/dlq/timeseries: failures per hour over
 // the last dlq.SeriesHours hours, of every pipeline or of ?pipeline=.
 func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
-	s, err := dlq.TimeSeries{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Read(r.Context())
+	s, err := inspect.TimeSeries{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Read(r.Context())
 	if err != nil {
 		return err
 	}

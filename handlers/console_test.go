@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
 )
@@ -32,9 +33,9 @@ func TestConsoleRoutes(t *testing.T) {
 	}
 
 	rec, env := do(h, "GET", "/admin/dlq/1", "", adminHeaders)
-	var d dlq.MessageDetail
+	var d inspect.MessageDetail
 	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &d) != nil || d.Message.ID != id || d.LastMessageID != "m1" ||
-		string(d.Message.RawMessage) != `"{\"beer_id\":\"b1\"}"` || d.AuditWindow != dlq.AuditWindow {
+		string(d.Message.RawMessage) != `"{\"beer_id\":\"b1\"}"` || d.AuditWindow != inspect.AuditWindow {
 		t.Errorf("detail: %d %s", rec.Code, rec.Body)
 	}
 	for _, p := range []string{"/admin/dlq/2", "/admin/dlq/x", "/admin/dlq/0", "/admin/dlq/-1", "/admin/dlq/1e3", "/admin/dlq/99999999999999999999"} {
@@ -51,7 +52,7 @@ func TestConsoleRoutes(t *testing.T) {
 	}
 
 	rec, env = do(h, "GET", "/admin/dlq/timeseries", "", adminHeaders)
-	var s dlq.Series
+	var s inspect.Series
 	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &s) != nil || s.Total != 1 || len(s.Hourly) != dlq.SeriesHours ||
 		s.Hourly[dlq.SeriesHours-1].Failures != 1 {
 		t.Errorf("timeseries: %d %.300s", rec.Code, rec.Body)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/resolve"
 )
 
@@ -124,8 +125,8 @@ func queryMillis(q map[string]string, name string) (*int64, error) {
 
 // parseListParams reads the list's query parameters (GET /admin/dlq and
 // GET /admin/dlq/export).
-func parseListParams(q map[string]string) (dlq.ListParams, error) {
-	p := dlq.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
+func parseListParams(q map[string]string) (inspect.ListParams, error) {
+	p := inspect.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
 		SourceQueue: q["source_queue"], Pipeline: q["pipeline"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
 	var err error
 	if p.Limit, err = queryLimit(q); err != nil {
@@ -149,7 +150,7 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := dlq.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
+	page, err := inspect.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -163,8 +164,8 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := dlq.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: q["pipeline"], Limit: limit}
-	page, err := dlq.Groups{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
+	p := inspect.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: q["pipeline"], Limit: limit}
+	page, err := inspect.Groups{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 
 // dlqStats serves GET /admin/dlq/stats.
 func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
-	rep, err := dlq.Stats{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Report(r.Context())
+	rep, err := inspect.Stats{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Report(r.Context())
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
 	if v.Build == "" {
 		v.Build = a.Version
 	}
-	rep.CurrentVersion = &dlq.CurrentVersion{Stamp: v.Stamp(), ID: v.ID, Tag: v.Tag, Timestamp: v.Timestamp, Build: v.Build}
+	rep.CurrentVersion = &inspect.CurrentVersion{Stamp: v.Stamp(), ID: v.ID, Tag: v.Tag, Timestamp: v.Timestamp, Build: v.Build}
 	respond(w, r, http.StatusOK, rep)
 	return nil
 }

@@ -83,7 +83,7 @@ func writeEnvelope(w http.ResponseWriter, status int, success bool, requestID st
 	_, _ = w.Write(b)
 }
 
-// jsonAppender is data that writes its own JSON (dlq.Page: its messages are
+// jsonAppender is data that writes its own JSON (inspect.Page: its messages are
 // JSON built by SQLite, which encoding/json would scan again).
 type jsonAppender interface {
 	AppendJSON(b []byte) []byte

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 )
 
 // Export content types.
@@ -20,8 +21,8 @@ const (
 
 // dlqExport serves GET /admin/dlq/export?format=ndjson|csv with the list's
 // filters: every matching row, newest failure first, read page by page
-// (dlq.Export: at most dlq.ExportMaxPages pages of limit rows per call, and
-// no page read past dlq.ExportMaxBytes). When rows remain, X-Next-Cursor
+// (inspect.Export: at most inspect.ExportMaxPages pages of limit rows per call, and
+// no page read past inspect.ExportMaxBytes). When rows remain, X-Next-Cursor
 // carries the cursor to continue with (?cursor=, same filters); without it
 // the export is complete. database (a binding name) reads that database
 // instead of DB. An NDJSON export with include_raw adds to each row what
@@ -70,18 +71,18 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	}
-	var cw *dlq.CSVExport
+	var cw *inspect.CSVExport
 	if format == "csv" {
-		if cw, err = dlq.NewCSVExport(&buf, p.IncludeRaw); err != nil {
+		if cw, err = inspect.NewCSVExport(&buf, p.IncludeRaw); err != nil {
 			return err
 		}
 		visit = cw.Write
 	}
-	list := dlq.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}
+	list := inspect.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}
 	if named {
-		list = dlq.List{DB: db, Database: dbName, Cursors: a.cursors()}
+		list = inspect.List{DB: db, Database: dbName, Cursors: a.cursors()}
 	}
-	res, err := dlq.Export{List: list}.Run(r.Context(), p, visit)
+	res, err := inspect.Export{List: list}.Run(r.Context(), p, visit)
 	if err != nil {
 		return err
 	}

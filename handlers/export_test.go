@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 )
 
 // exportAll follows X-Next-Cursor until the export is complete and returns
@@ -84,7 +85,7 @@ func TestExportNDJSONAndCSVGiveEveryRowOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := strings.Join(append(append([]string{}, dlq.ExportColumns...), dlq.ExportRawColumns...), ",")
+		want := strings.Join(append(append([]string{}, inspect.ExportColumns...), inspect.ExportRawColumns...), ",")
 		if strings.Join(r[0], ",") != want {
 			t.Fatalf("header %v", r[0])
 		}
@@ -100,7 +101,7 @@ func TestExportNDJSONAndCSVGiveEveryRowOnce(t *testing.T) {
 		want := []string{fmt.Sprint(m.ID), m.MessageID, m.BeerID, deref(m.BeerName), deref(m.Brewer), fmt.Sprint(m.FailedAt)}
 		for j, w := range want {
 			if unneutralize(rec[j]) != w {
-				t.Fatalf("csv row %d col %s: %q, want %q", i, dlq.ExportColumns[j], rec[j], w)
+				t.Fatalf("csv row %d col %s: %q, want %q", i, inspect.ExportColumns[j], rec[j], w)
 			}
 		}
 		if unneutralize(rec[7]) != deref(m.FailureReason) || rec[9] != m.Status || rec[len(rec)-2] != raw {
@@ -124,7 +125,7 @@ func deref(s *string) string {
 	return *s
 }
 
-// unneutralize undoes dlq.NeutralizeCell: one leading ' goes.
+// unneutralize undoes inspect.NeutralizeCell: one leading ' goes.
 func unneutralize(v string) string { return strings.TrimPrefix(v, "'") }
 
 func TestExportHeadersFiltersAndBadInput(t *testing.T) {
@@ -138,7 +139,7 @@ func TestExportHeadersFiltersAndBadInput(t *testing.T) {
 	}
 	rec, _ = do(h, "GET", "/admin/dlq/export?format=csv&status=acknowledged", "", adminHeaders)
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/csv; charset=utf-8" || rec.Header().Get("X-Export-Rows") != "0" ||
-		rec.Body.String() != strings.Join(dlq.ExportColumns, ",")+"\r\n" {
+		rec.Body.String() != strings.Join(inspect.ExportColumns, ",")+"\r\n" {
 		t.Fatalf("empty csv: %d %v %q", rec.Code, rec.Header(), rec.Body)
 	}
 	for _, c := range []struct{ q, code string }{
@@ -177,14 +178,14 @@ func TestExportHeadersFiltersAndBadInput(t *testing.T) {
 func TestNeutralizeCell(t *testing.T) {
 	for in, want := range map[string]string{"": "", "=1+2": "'=1+2", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)",
 		"\tx": "'\tx", "\rx": "'\rx", "'x": "''x", "a=b": "a=b", "Beer": "Beer"} {
-		if got := dlq.NeutralizeCell(in); got != want || unneutralize(got) != in {
+		if got := inspect.NeutralizeCell(in); got != want || unneutralize(got) != in {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}
 }
 
 // With include_raw a response is bounded by bytes, not only rows: 120 rows of 100 KB bodies (12 MB) take more than one response,
-// none larger than dlq.ExportMaxBytes plus one page of raw rows, and the
+// none larger than inspect.ExportMaxBytes plus one page of raw rows, and the
 // responses, followed by X-Next-Cursor, hold every row once, in order.
 func TestExportIsBoundedByBytes(t *testing.T) {
 	api, _ := newDLQAPI(t)
@@ -195,7 +196,7 @@ func TestExportIsBoundedByBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := api.Handler()
-	maxBody := dlq.ExportMaxBytes + dlq.ExportRawPageSize*(size+4<<10)
+	maxBody := inspect.ExportMaxBytes + inspect.ExportRawPageSize*(size+4<<10)
 	for _, format := range []string{"ndjson", "csv"} {
 		bodies := exportAll(t, h, "format="+format+"&include_raw=true&limit=100")
 		if len(bodies) < 2 {

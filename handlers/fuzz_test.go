@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/enrichment"
 	"github.com/redrive/redrive/internal/sqlitetest"
@@ -74,7 +75,7 @@ func FuzzFilter(f *testing.F) {
 		VALUES ('m1', 'b1', 'Hop 100%_off \ Ünï', 'Brewer', 5, 'transient: status 500', '{"beer_id":"b1"}')`); err != nil {
 		f.Fatal(err)
 	}
-	list := dlq.List{DB: db, Cursors: dlq.NewCursors("s")}
+	list := inspect.List{DB: db, Cursors: dlq.NewCursors("s")}
 	replay := resolve.Replay{DB: db, Sender: &queuetest.Sender{}, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 10}
 	ack := resolve.Acknowledge{DB: db, Batch: nil, BulkMax: 10}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -96,7 +97,7 @@ func FuzzFilter(f *testing.F) {
 			}
 			checkMessage(t, string(raw), inputErr.Message)
 		}
-		_, err = list.Page(t.Context(), dlq.ListParams{Filter: *filter})
+		_, err = list.Page(t.Context(), inspect.ListParams{Filter: *filter})
 		internal("list", err)
 		_, err = replay.DryRun(t.Context(), resolve.ReplayRequest{Selection: dlq.Selection{Filter: filter}})
 		internal("replay dry run", err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/version"
 )
 
@@ -24,9 +25,9 @@ func TestGroupsRouteAndFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, env := do(h, "GET", "/admin/dlq/groups?limit=10", "", adminHeaders)
-	var p dlq.GroupsPage
+	var p inspect.GroupsPage
 	if js, _ := json.Marshal(env.Data); rec.Code != 200 || json.Unmarshal(js, &p) != nil || len(p.Groups) != 1 ||
-		p.Groups[0].Counts != (dlq.GroupCounts{Pending: 2, Acknowledged: 1}) || !p.Groups[0].ReplayWillFail || p.Groups[0].Total != 3 {
+		p.Groups[0].Counts != (inspect.GroupCounts{Pending: 2, Acknowledged: 1}) || !p.Groups[0].ReplayWillFail || p.Groups[0].Total != 3 {
 		t.Fatalf("groups: %d %s", rec.Code, rec.Body)
 	}
 	rec, env = do(h, "GET", "/admin/dlq/groups?limit=10&sort=first_seen", "", adminHeaders)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -116,17 +117,17 @@ func TestAPIMergesDatabases(t *testing.T) {
 	if len(tickets.Messages) != 3 || tickets.TotalCount != 3 {
 		t.Fatalf("tickets %+v", tickets)
 	}
-	var stats dlq.StatsReport
+	var stats inspect.StatsReport
 	getData(t, api, "/admin/dlq/stats", &stats)
 	if stats.ByStatus.Pending != 26 || len(stats.ByPipeline) != 3 || stats.ByPipeline[1].Pending != 23 || stats.ByPipeline[2].Pending != 3 {
 		t.Fatalf("stats %+v", stats)
 	}
-	var groups dlq.GroupsPage
+	var groups inspect.GroupsPage
 	getData(t, api, "/admin/dlq/groups?limit=1", &groups)
 	if len(groups.Groups) != 1 || groups.Groups[0].Counts.Pending != 12 || !groups.HasMore {
 		t.Fatalf("groups %+v", groups)
 	}
-	var series dlq.Series
+	var series inspect.Series
 	getData(t, api, "/admin/dlq/timeseries", &series)
 	if series.Total != 26 {
 		t.Fatalf("series total %d", series.Total)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/relocation"
 	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/enrichment"
@@ -107,14 +108,14 @@ func alwaysSent(t reflect.Type) []string {
 func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for schema, v := range map[string]any{
-		"Message": dlq.Message{}, "Page": dlq.Page{}, "StatsReport": dlq.StatsReport{}, "ReplayResult": resolve.ReplayResult{},
+		"Message": dlq.Message{}, "Page": inspect.Page{}, "StatsReport": inspect.StatsReport{}, "ReplayResult": resolve.ReplayResult{},
 		"AcknowledgeResult": resolve.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
 		"AuditPage": dlq.AuditPage{}, "Health": healthData{}, "EnrichResult": enrichment.EnqueueResult{},
-		"BeerState": enrichment.BeerState{}, "MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{},
-		"Series": dlq.Series{}, "Bucket": dlq.Bucket{}, "AlertState": alerts.AlertState{},
+		"BeerState": enrichment.BeerState{}, "MessageDetail": inspect.MessageDetail{}, "RowAuditEntry": inspect.RowAuditEntry{},
+		"Series": inspect.Series{}, "Bucket": inspect.Bucket{}, "AlertState": alerts.AlertState{},
 		"AlertList": alerts.AlertList{}, "JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
-		"Task": resolve.Task{}, "Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
+		"Task": resolve.Task{}, "Group": inspect.Group{}, "GroupsPage": inspect.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 		"ImportResult": relocation.ImportResult{}, "ReleaseResult": relocation.ReleaseResult{}, "ExportSignature": dlq.ImportSignature{},
 	} {
 		required := slices.Clone(doc.Comps.Schemas[schema].Required)
@@ -129,15 +130,15 @@ func TestOpenAPIRequiresWhatIsAlwaysSent(t *testing.T) {
 func TestOpenAPISchemasMatchTheCode(t *testing.T) {
 	doc := loadOpenAPI(t)
 	for schema, v := range map[string]any{
-		"Message": dlq.Message{}, "Page": dlq.Page{}, "StatsReport": dlq.StatsReport{}, "Filter": dlq.Filter{},
+		"Message": dlq.Message{}, "Page": inspect.Page{}, "StatsReport": inspect.StatsReport{}, "Filter": dlq.Filter{},
 		"ReplayRequest": replayBody{}, "ReplayResult": resolve.ReplayResult{}, "AcknowledgeRequest": acknowledgeBody{},
 		"AcknowledgeResult": resolve.AcknowledgeResult{}, "Preview": dlq.Preview{}, "AuditEntry": dlq.AuditEntry{},
 		"AuditPage": dlq.AuditPage{}, "Health": healthData{},
 		"Beer": enrichment.Beer{}, "EnrichRequest": enrichRequest{}, "EnrichResult": enrichment.EnqueueResult{},
 		"BeerState":     enrichment.BeerState{},
-		"MessageDetail": dlq.MessageDetail{}, "RowAuditEntry": dlq.RowAuditEntry{}, "Series": dlq.Series{}, "Bucket": dlq.Bucket{},
+		"MessageDetail": inspect.MessageDetail{}, "RowAuditEntry": inspect.RowAuditEntry{}, "Series": inspect.Series{}, "Bucket": inspect.Bucket{},
 		"AlertState": alerts.AlertState{}, "AlertList": alerts.AlertList{},
-		"Group": dlq.Group{}, "GroupsPage": dlq.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
+		"Group": inspect.Group{}, "GroupsPage": inspect.GroupsPage{}, "HistoryEntry": dlq.HistoryEntry{},
 		"JobStatus": metrics.JobStatus{}, "JobList": metrics.JobList{},
 		"QueueList": QueueList{}, "QueueDepth": QueueDepth{},
 		"TaskRequest": taskBody{}, "Task": resolve.Task{},

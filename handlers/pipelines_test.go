@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
@@ -190,11 +191,11 @@ func TestStatsByPipeline(t *testing.T) {
 	api.DB.Exec(`UPDATE dlq_messages SET replay_count = 2 WHERE id = ?`, ids["e2e-orders"][0])
 	rec, env := do(api.Handler(), "GET", "/admin/dlq/stats", "", adminHeaders)
 	var st struct {
-		ByPipeline     []dlq.PipelineCount `json:"by_pipeline"`
-		RepeatFailures []dlq.RepeatFailure `json:"repeat_failures"`
+		ByPipeline     []inspect.PipelineCount `json:"by_pipeline"`
+		RepeatFailures []inspect.RepeatFailure `json:"repeat_failures"`
 	}
 	json.Unmarshal(mustJSON(env.Data), &st)
-	want := []dlq.PipelineCount{{Pipeline: "beers", Queue: "beer-enrichment", Pending: 1, Total: 1}, {Pipeline: "orders", Queue: "e2e-orders", Pending: 2, Total: 2}}
+	want := []inspect.PipelineCount{{Pipeline: "beers", Queue: "beer-enrichment", Pending: 1, Total: 1}, {Pipeline: "orders", Queue: "e2e-orders", Pending: 2, Total: 2}}
 	if rec.Code != 200 || fmt.Sprint(st.ByPipeline) != fmt.Sprint(want) {
 		t.Errorf("by_pipeline %+v, want %+v (%d)", st.ByPipeline, want, rec.Code)
 	}
@@ -210,10 +211,10 @@ func TestStatsPipelineParameter(t *testing.T) {
 	api, _ := pipelinesAPI(t)
 	rec, env := do(api.Handler(), "GET", "/admin/dlq/stats?pipeline=orders", "", adminHeaders)
 	var st struct {
-		ByStatus    dlq.ByStatus        `json:"by_status"`
-		ByPipeline  []dlq.PipelineCount `json:"by_pipeline"`
-		Pipeline    string              `json:"pipeline"`
-		NotFiltered []string            `json:"not_filtered"`
+		ByStatus    inspect.ByStatus        `json:"by_status"`
+		ByPipeline  []inspect.PipelineCount `json:"by_pipeline"`
+		Pipeline    string                  `json:"pipeline"`
+		NotFiltered []string                `json:"not_filtered"`
 	}
 	json.Unmarshal(mustJSON(env.Data), &st)
 	if rec.Code != 200 || st.ByStatus.Pending != 2 || len(st.ByPipeline) != 1 || st.ByPipeline[0].Pipeline != "orders" ||

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/resolve"
 )
 
@@ -31,7 +32,7 @@ func TestDetailOfAMovedRowShowsItsAuditFromBefore(t *testing.T) {
 	if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{IDs: []int64{id}}}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := dlq.Detail{DB: tickets, Others: []*sql.DB{shared}}.Read(ctx, id)
+	d, err := inspect.Detail{DB: tickets, Others: []*sql.DB{shared}}.Read(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestDetailOfAMovedRowShowsItsAuditFromBefore(t *testing.T) {
 		t.Fatalf("audit of the moved row: %+v", d.Audit)
 	}
 	// Without the other databases only the entry after the move is found.
-	if d, err := (dlq.Detail{DB: tickets}).Read(ctx, id); err != nil || len(d.Audit) != 1 {
+	if d, err := (inspect.Detail{DB: tickets}).Read(ctx, id); err != nil || len(d.Audit) != 1 {
 		t.Fatalf("%+v %v", d.Audit, err)
 	}
 }

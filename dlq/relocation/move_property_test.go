@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/dlq/upkeep"
 	"github.com/redrive/redrive/internal/sqlitetest"
@@ -740,9 +741,9 @@ func (w *moveWorld) export(p string) string {
 	w.t.Helper()
 	old := w.db("DB")
 	var lines [][]byte
-	params := dlq.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: p}, IncludeRaw: true}
+	params := inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: p}, IncludeRaw: true}
 	for {
-		res, err := dlq.Export{List: dlq.List{DB: old.DB, Cursors: dlq.NewCursors("k")}}.Run(ctx, params, func(rows []json.RawMessage) error {
+		res, err := inspect.Export{List: inspect.List{DB: old.DB, Cursors: dlq.NewCursors("k")}}.Run(ctx, params, func(rows []json.RawMessage) error {
 			if err := dlq.AddMoveFields(ctx, old.DB, rows); err != nil {
 				return err
 			}
@@ -944,7 +945,7 @@ func (w *moveWorld) check(final bool) {
 					others = append(others, w.dbs[n])
 				}
 			}
-			d, err := dlq.Detail{DB: w.dbs[r.db], Others: others}.Read(ctx, r.id)
+			d, err := inspect.Detail{DB: w.dbs[r.db], Others: others}.Read(ctx, r.id)
 			if err != nil {
 				w.fail("detail of row %d in %s: %v", r.id, r.db, err)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
@@ -100,8 +101,8 @@ func seedMoved(t *testing.T, db *sql.DB, n int) {
 func exportAll(t *testing.T, db *sql.DB, pipeline string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	p := dlq.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: pipeline}, IncludeRaw: true}
-	res, err := dlq.Export{List: dlq.List{DB: db, Cursors: dlq.NewCursors("k")}}.Run(context.Background(), p, func(rows []json.RawMessage) error {
+	p := inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: pipeline}, IncludeRaw: true}
+	res, err := inspect.Export{List: inspect.List{DB: db, Cursors: dlq.NewCursors("k")}}.Run(context.Background(), p, func(rows []json.RawMessage) error {
 		if err := dlq.AddMoveFields(context.Background(), db, rows); err != nil {
 			return err
 		}

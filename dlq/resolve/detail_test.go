@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/sqlbatch"
 )
@@ -45,7 +46,7 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a, err := dlq.Detail{DB: db}.Read(ctx, ids[0])
+	a, err := inspect.Detail{DB: db}.Read(ctx, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 	if a.Replays == nil || len(a.Replays) != 0 {
 		t.Errorf("row a replays: %s", mustJSON(a.Replays))
 	}
-	b, err := dlq.Detail{DB: db}.Read(ctx, ids[1])
+	b, err := inspect.Detail{DB: db}.Read(ctx, ids[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,24 +72,24 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 	// AuditWindow newer entries push them out of the search.
 	if _, err := db.Exec(`INSERT INTO admin_audit(at, action, request_id, key_fingerprint, ids, outcome)
 		WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)
-		SELECT ?, 'replay', 'noise', 'fp', '[999999]', 'ok' FROM seq`, dlq.AuditWindow, now); err != nil {
+		SELECT ?, 'replay', 'noise', 'fp', '[999999]', 'ok' FROM seq`, inspect.AuditWindow, now); err != nil {
 		t.Fatal(err)
 	}
-	if a, err = (dlq.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(a.Audit) != 0 {
-		t.Errorf("after %d newer entries: %d entries (%v)", dlq.AuditWindow, len(a.Audit), err)
+	if a, err = (inspect.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(a.Audit) != 0 {
+		t.Errorf("after %d newer entries: %d entries (%v)", inspect.AuditWindow, len(a.Audit), err)
 	}
 
 	// Lineage: rows of the same queue and body a replay claimed.
 	db.Exec(`UPDATE dlq_messages SET body_hash = 'h', replay_count = 1 WHERE id IN (?, ?)`, ids[0], ids[1])
 	db.Exec(`UPDATE dlq_messages SET body_hash = 'h' WHERE id = ?`, ids[2]) // never replayed: not in the lineage index
-	if a, err = (dlq.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(a.RelatedIDs) != 1 || a.RelatedIDs[0] != ids[1] || *a.BodyHash != "h" {
+	if a, err = (inspect.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(a.RelatedIDs) != 1 || a.RelatedIDs[0] != ids[1] || *a.BodyHash != "h" {
 		t.Errorf("related %v (%v)", a.RelatedIDs, err)
 	}
 }
 
 // The edges of Detail's bounds and the version: an entry is searched while
 // it is among the newest AuditWindow (and not once AuditWindow newer ones
-// exist), related_ids holds at most dlq.RelatedLimit rows, and the version the
+// exist), related_ids holds at most inspect.RelatedLimit rows, and the version the
 // latest failure happened on is read.
 func TestDetailBoundsAndVersion(t *testing.T) {
 	db := sqlitetest.New(t)
@@ -109,17 +110,17 @@ func TestDetailBoundsAndVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	noise(dlq.AuditWindow - 1)
-	d, err := dlq.Detail{DB: db}.Read(ctx, ids[0])
+	noise(inspect.AuditWindow - 1)
+	d, err := inspect.Detail{DB: db}.Read(ctx, ids[0])
 	if err != nil || len(d.Audit) != 1 || d.Version == nil || *d.Version != "v42" {
-		t.Fatalf("with %d newer entries: audit %s version %v (%v)", dlq.AuditWindow-1, mustJSON(d.Audit), d.Version, err)
+		t.Fatalf("with %d newer entries: audit %s version %v (%v)", inspect.AuditWindow-1, mustJSON(d.Audit), d.Version, err)
 	}
 	noise(1)
-	if d, err = (dlq.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(d.Audit) != 0 {
-		t.Fatalf("with %d newer entries: audit %s (%v)", dlq.AuditWindow, mustJSON(d.Audit), err)
+	if d, err = (inspect.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(d.Audit) != 0 {
+		t.Fatalf("with %d newer entries: audit %s (%v)", inspect.AuditWindow, mustJSON(d.Audit), err)
 	}
-	// dlq.RelatedLimit+2 rows of the same lineage: dlq.RelatedLimit are listed.
-	rows := make([]adminRow, dlq.RelatedLimit+2)
+	// inspect.RelatedLimit+2 rows of the same lineage: inspect.RelatedLimit are listed.
+	rows := make([]adminRow, inspect.RelatedLimit+2)
 	for i := range rows {
 		rows[i] = adminRow{BeerID: "v", FailedAt: now - int64(i+1)}
 	}
@@ -129,7 +130,7 @@ func TestDetailBoundsAndVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d, err = (dlq.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(d.RelatedIDs) != dlq.RelatedLimit {
-		t.Fatalf("related %v (%v), want %d", d.RelatedIDs, err, dlq.RelatedLimit)
+	if d, err = (inspect.Detail{DB: db}).Read(ctx, ids[0]); err != nil || len(d.RelatedIDs) != inspect.RelatedLimit {
+		t.Fatalf("related %v (%v), want %d", d.RelatedIDs, err, inspect.RelatedLimit)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/metrics"
 	"github.com/redrive/redrive/queue"
@@ -72,7 +73,7 @@ func beer(id string) string {
 }
 
 // decoded returns a page's messages.
-func decoded(t *testing.T, p dlq.Page) []dlq.Message {
+func decoded(t *testing.T, p inspect.Page) []dlq.Message {
 	t.Helper()
 	msgs, err := p.Messages.Decode()
 	if err != nil {

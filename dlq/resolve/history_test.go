@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -48,7 +49,7 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 	if len(want) != 3 {
 		t.Fatalf("the test's causes make %d signatures", len(want))
 	}
-	g, err := dlq.Groups{DB: db}.Page(ctx, dlq.GroupsParams{})
+	g, err := inspect.Groups{DB: db}.Page(ctx, inspect.GroupsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 		t.Fatalf("%d groups: %+v", len(g.Groups), g.Groups)
 	}
 	for i, gr := range g.Groups {
-		if gr.Counts != (dlq.GroupCounts{Pending: want[gr.Signature]}) || gr.Total != want[gr.Signature] || len(gr.SampleIDs) != 5 {
+		if gr.Counts != (inspect.GroupCounts{Pending: want[gr.Signature]}) || gr.Total != want[gr.Signature] || len(gr.SampleIDs) != 5 {
 			t.Errorf("group %s %q: %+v, want %d pending", gr.Signature, gr.Text, gr, want[gr.Signature])
 		}
 		if i > 0 && gr.Counts.Pending > g.Groups[i-1].Counts.Pending {
@@ -83,11 +84,11 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND signature <> ?`, target); n != 0 {
 		t.Errorf("%d rows of other groups acknowledged", n)
 	}
-	g, _ = dlq.Groups{DB: db}.Page(ctx, dlq.GroupsParams{})
+	g, _ = inspect.Groups{DB: db}.Page(ctx, inspect.GroupsParams{})
 	for _, gr := range g.Groups {
-		wantCounts := dlq.GroupCounts{Pending: want[gr.Signature]}
+		wantCounts := inspect.GroupCounts{Pending: want[gr.Signature]}
 		if gr.Signature == target {
-			wantCounts = dlq.GroupCounts{Acknowledged: want[gr.Signature]}
+			wantCounts = inspect.GroupCounts{Acknowledged: want[gr.Signature]}
 		}
 		if gr.Counts != wantCounts {
 			t.Errorf("after acknowledge, group %s: %+v, want %+v", gr.Signature, gr.Counts, wantCounts)
@@ -96,10 +97,10 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 
 	// Paging: one group per page, each exactly once.
 	seen := map[string]bool{}
-	p := dlq.GroupsParams{Limit: 1}
+	p := inspect.GroupsParams{Limit: 1}
 	cur := dlq.NewCursors("secret")
 	for pages := 0; ; pages++ {
-		page, err := dlq.Groups{DB: db, Cursors: cur}.Page(ctx, p)
+		page, err := inspect.Groups{DB: db, Cursors: cur}.Page(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,8 +133,8 @@ func TestReplayMovesGroupCounts(t *testing.T) {
 		}
 		consume(t, c, queuetest.New(id, beer(fmt.Sprint(i))))
 	}
-	counts := func() dlq.GroupCounts {
-		g, err := dlq.Groups{DB: db}.Page(ctx, dlq.GroupsParams{})
+	counts := func() inspect.GroupCounts {
+		g, err := inspect.Groups{DB: db}.Page(ctx, inspect.GroupsParams{})
 		if err != nil || len(g.Groups) != 1 {
 			t.Fatalf("groups %+v (%v)", g, err)
 		}
@@ -142,13 +143,13 @@ func TestReplayMovesGroupCounts(t *testing.T) {
 	if _, err := newReplay(db, &queuetest.Sender{}).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: []int64{1, 2}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := counts(); got != (dlq.GroupCounts{Pending: 2, Replayed: 2}) {
+	if got := counts(); got != (inspect.GroupCounts{Pending: 2, Replayed: 2}) {
 		t.Errorf("after a replay: %+v", got)
 	}
 	if _, err := newReplay(db, &queuetest.Sender{Err: errors.New("queue down")}).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: []int64{3}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := counts(); got != (dlq.GroupCounts{Pending: 2, Replayed: 2}) {
+	if got := counts(); got != (inspect.GroupCounts{Pending: 2, Replayed: 2}) {
 		t.Errorf("after a failed send: %+v", got)
 	}
 }

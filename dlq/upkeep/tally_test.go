@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
@@ -159,7 +160,7 @@ func TestCountsFollowEveryChange(t *testing.T) {
 					exactFrom = now.Add(-25*time.Hour).UnixMilli() / dlq.HourMS
 				case 10: // stats agree with counting
 					what = "stats"
-					r, err := dlq.Stats{DB: db, Clock: clock}.Report(ctx)
+					r, err := inspect.Stats{DB: db, Clock: clock}.Report(ctx)
 					if err != nil {
 						t.Fatal(err)
 					}

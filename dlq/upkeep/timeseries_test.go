@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -22,7 +23,7 @@ func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
 	if _, err := dlq.BatchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
 		t.Fatal(err)
 	}
-	s, err := dlq.TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
+	s, err := inspect.TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

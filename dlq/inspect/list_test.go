@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"bytes"
@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
 // decoded returns a page's messages.
-func decoded(t *testing.T, p Page) []Message {
+func decoded(t *testing.T, p Page) []dlq.Message {
 	t.Helper()
 	msgs, err := p.Messages.Decode()
 	if err != nil {
@@ -26,10 +27,10 @@ func decoded(t *testing.T, p Page) []Message {
 func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tie", 257, 4, 1_700_000_000_000) // groups of 4 rows share failed_at
-	insert(t, db, adminRow{BeerID: "other", Status: StatusAcknowledged, FailedAt: 1_800_000_000_000})
-	l := List{DB: db, Cursors: NewCursors("s")}
+	insert(t, db, adminRow{BeerID: "other", Status: dlq.StatusAcknowledged, FailedAt: 1_800_000_000_000})
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	seen := map[int64]bool{}
-	var prev *Message
+	var prev *dlq.Message
 	cursor, pages := "", 0
 	for {
 		p, err := l.Page(ctx, ListParams{Limit: 10, Cursor: cursor})
@@ -47,7 +48,7 @@ func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 				t.Fatalf("id %d returned twice", m.ID)
 			}
 			seen[m.ID] = true
-			if m.Status != StatusPending || m.RawMessage != nil {
+			if m.Status != dlq.StatusPending || m.RawMessage != nil {
 				t.Fatalf("row %+v", m)
 			}
 			if prev != nil && (m.FailedAt > prev.FailedAt || (m.FailedAt == prev.FailedAt && m.ID >= prev.ID)) {
@@ -76,35 +77,35 @@ func TestListFilters(t *testing.T) {
 	ids := insert(t, db,
 		adminRow{BeerID: "b1", BeerName: "Hop Stoopid", Brewer: "Lagunitas", Reason: "transient: status 500", FailedAt: 1000},
 		adminRow{BeerID: "b2", BeerName: "Pliny", Brewer: "Russian River", Reason: "permanent: 404", FailedAt: 2000, Source: "other-queue"},
-		adminRow{BeerID: "b1", BeerName: "Hop Stoopid", Brewer: "Lagunitas", Reason: "rate 100%_off", FailedAt: 3000, Status: StatusReplayed},
-		adminRow{BeerID: "b3", BeerName: "Zombie Dust", Brewer: "3 Floyds", Reason: "unparseable: x", FailedAt: 4000, Status: StatusAcknowledged},
-		adminRow{BeerID: "b4", BeerName: "Heady", Brewer: "Alchemist", FailedAt: 5000, Status: StatusReplaying},
+		adminRow{BeerID: "b1", BeerName: "Hop Stoopid", Brewer: "Lagunitas", Reason: "rate 100%_off", FailedAt: 3000, Status: dlq.StatusReplayed},
+		adminRow{BeerID: "b3", BeerName: "Zombie Dust", Brewer: "3 Floyds", Reason: "unparseable: x", FailedAt: 4000, Status: dlq.StatusAcknowledged},
+		adminRow{BeerID: "b4", BeerName: "Heady", Brewer: "Alchemist", FailedAt: 5000, Status: dlq.StatusReplaying},
 	)
 	i64 := func(v int64) *int64 { return &v }
 	cases := []struct {
 		name string
-		f    Filter
+		f    dlq.Filter
 		want []int64
 	}{
-		{"default pending", Filter{}, []int64{ids[1], ids[0]}},
-		{"all", Filter{Status: StatusAll}, []int64{ids[4], ids[3], ids[2], ids[1], ids[0]}},
-		{"replayed", Filter{Status: StatusReplayed}, []int64{ids[2]}},
-		{"replaying", Filter{Status: StatusReplaying}, []int64{ids[4]}},
-		{"acknowledged", Filter{Status: StatusAcknowledged}, []int64{ids[3]}},
-		{"beer_id", Filter{Status: StatusAll, BeerID: "b1"}, []int64{ids[2], ids[0]}},
-		{"source_queue", Filter{Status: StatusAll, SourceQueue: "other-queue"}, []int64{ids[1]}},
-		{"failed_after inclusive", Filter{Status: StatusAll, FailedAfter: i64(3000)}, []int64{ids[4], ids[3], ids[2]}},
-		{"failed_before exclusive", Filter{Status: StatusAll, FailedBefore: i64(3000)}, []int64{ids[1], ids[0]}},
-		{"window", Filter{Status: StatusAll, FailedAfter: i64(2000), FailedBefore: i64(4000)}, []int64{ids[2], ids[1]}},
-		{"q beer name, any case", Filter{Status: StatusAll, Q: "hop stoop"}, []int64{ids[2], ids[0]}},
-		{"q brewer", Filter{Status: StatusAll, Q: "Floyds"}, []int64{ids[3]}},
-		{"q reason", Filter{Status: StatusAll, Q: "404"}, []int64{ids[1]}},
-		{"q literal % and _", Filter{Status: StatusAll, Q: "100%_"}, []int64{ids[2]}},
-		{"q % is not a wildcard", Filter{Status: StatusAll, Q: "%"}, []int64{ids[2]}},
-		{"combined", Filter{BeerID: "b1", Q: "Lagunitas"}, []int64{ids[0]}},
-		{"nothing", Filter{BeerID: "none"}, nil},
+		{"default pending", dlq.Filter{}, []int64{ids[1], ids[0]}},
+		{"all", dlq.Filter{Status: dlq.StatusAll}, []int64{ids[4], ids[3], ids[2], ids[1], ids[0]}},
+		{"replayed", dlq.Filter{Status: dlq.StatusReplayed}, []int64{ids[2]}},
+		{"replaying", dlq.Filter{Status: dlq.StatusReplaying}, []int64{ids[4]}},
+		{"acknowledged", dlq.Filter{Status: dlq.StatusAcknowledged}, []int64{ids[3]}},
+		{"beer_id", dlq.Filter{Status: dlq.StatusAll, BeerID: "b1"}, []int64{ids[2], ids[0]}},
+		{"source_queue", dlq.Filter{Status: dlq.StatusAll, SourceQueue: "other-queue"}, []int64{ids[1]}},
+		{"failed_after inclusive", dlq.Filter{Status: dlq.StatusAll, FailedAfter: i64(3000)}, []int64{ids[4], ids[3], ids[2]}},
+		{"failed_before exclusive", dlq.Filter{Status: dlq.StatusAll, FailedBefore: i64(3000)}, []int64{ids[1], ids[0]}},
+		{"window", dlq.Filter{Status: dlq.StatusAll, FailedAfter: i64(2000), FailedBefore: i64(4000)}, []int64{ids[2], ids[1]}},
+		{"q beer name, any case", dlq.Filter{Status: dlq.StatusAll, Q: "hop stoop"}, []int64{ids[2], ids[0]}},
+		{"q brewer", dlq.Filter{Status: dlq.StatusAll, Q: "Floyds"}, []int64{ids[3]}},
+		{"q reason", dlq.Filter{Status: dlq.StatusAll, Q: "404"}, []int64{ids[1]}},
+		{"q literal % and _", dlq.Filter{Status: dlq.StatusAll, Q: "100%_"}, []int64{ids[2]}},
+		{"q % is not a wildcard", dlq.Filter{Status: dlq.StatusAll, Q: "%"}, []int64{ids[2]}},
+		{"combined", dlq.Filter{BeerID: "b1", Q: "Lagunitas"}, []int64{ids[0]}},
+		{"nothing", dlq.Filter{BeerID: "none"}, nil},
 	}
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	for _, c := range cases {
 		p, err := l.Page(ctx, ListParams{Filter: c.f})
 		if err != nil {
@@ -132,7 +133,7 @@ func TestListIncludeRawAndFields(t *testing.T) {
 	insert(t, db, adminRow{BeerID: "b1", BeerName: "IPA", FailedAt: 10, Raw: `{"beer_id":"b1"}`})
 	insert(t, db, adminRow{BeerID: "b2", FailedAt: 5})
 	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'b2'`)
-	p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{IncludeRaw: true})
+	p, err := List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{IncludeRaw: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestListIncludeRawAndFields(t *testing.T) {
 			t.Errorf("field %s missing: %s", f, js)
 		}
 	}
-	p, _ = List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{})
+	p, _ = List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{})
 	js, _ = json.Marshal(p.Messages)
 	if strings.Contains(string(js), "raw_message") {
 		t.Fatalf("raw_message without include_raw: %s", js)
@@ -165,7 +166,7 @@ func TestListIncludeRawAndFields(t *testing.T) {
 func TestListRejectsBadInput(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bad", 30, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	first, err := l.Page(ctx, ListParams{Limit: 5})
 	if err != nil || first.NextCursor == nil {
 		t.Fatal(err)
@@ -173,8 +174,8 @@ func TestListRejectsBadInput(t *testing.T) {
 	good := *first.NextCursor
 	tampered := []byte(good)
 	tampered[3] ^= 1
-	otherKey, _ := List{DB: db, Cursors: NewCursors("other secret")}.Page(ctx, ListParams{Limit: 5})
-	otherFilter, _ := l.Page(ctx, ListParams{Limit: 5, Filter: Filter{Status: StatusAll}})
+	otherKey, _ := List{DB: db, Cursors: dlq.NewCursors("other secret")}.Page(ctx, ListParams{Limit: 5})
+	otherFilter, _ := l.Page(ctx, ListParams{Limit: 5, Filter: dlq.Filter{Status: dlq.StatusAll}})
 	i64 := func(v int64) *int64 { return &v }
 	cases := []struct {
 		name string
@@ -183,15 +184,15 @@ func TestListRejectsBadInput(t *testing.T) {
 	}{
 		{"limit 101", ListParams{Limit: 101}, "INVALID_LIMIT"},
 		{"limit -5", ListParams{Limit: -5}, "INVALID_LIMIT"},
-		{"status", ListParams{Filter: Filter{Status: "dead"}}, "INVALID_STATUS"},
+		{"status", ListParams{Filter: dlq.Filter{Status: "dead"}}, "INVALID_STATUS"},
 		{"garbage cursor", ListParams{Cursor: "eyJmYWlsZWRfYXQiOjE3MDIzMDAwMDAwMDAsImlkIjoxfQ=="}, "INVALID_CURSOR"},
 		{"tampered cursor", ListParams{Cursor: string(tampered)}, "INVALID_CURSOR"},
 		{"cursor of another key", ListParams{Cursor: *otherKey.NextCursor}, "INVALID_CURSOR"},
 		{"cursor of other filters", ListParams{Cursor: *otherFilter.NextCursor}, "INVALID_CURSOR"},
 		{"cursor too long", ListParams{Cursor: strings.Repeat("a", 600)}, "INVALID_CURSOR"},
-		{"window backwards", ListParams{Filter: Filter{FailedAfter: i64(5), FailedBefore: i64(5)}}, "INVALID_FILTER"},
-		{"negative time", ListParams{Filter: Filter{FailedAfter: i64(-1)}}, "INVALID_FILTER"},
-		{"long q", ListParams{Filter: Filter{Q: strings.Repeat("q", 201)}}, "INVALID_FILTER"},
+		{"window backwards", ListParams{Filter: dlq.Filter{FailedAfter: i64(5), FailedBefore: i64(5)}}, "INVALID_FILTER"},
+		{"negative time", ListParams{Filter: dlq.Filter{FailedAfter: i64(-1)}}, "INVALID_FILTER"},
+		{"long q", ListParams{Filter: dlq.Filter{Q: strings.Repeat("q", 201)}}, "INVALID_FILTER"},
 	}
 	for _, c := range cases {
 		_, err := l.Page(ctx, c.p)
@@ -209,7 +210,7 @@ func TestListRejectsBadInput(t *testing.T) {
 func TestListTotalCountIsCarriedByTheCursor(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tc", 30, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	first, err := l.Page(ctx, ListParams{Limit: 10})
 	if err != nil || first.TotalCount != 30 || first.NextCursor == nil {
 		t.Fatalf("first page: %+v %v", first, err)
@@ -228,7 +229,7 @@ func TestListTotalCountIsCarriedByTheCursor(t *testing.T) {
 func TestPageAppendJSONIsItsJSON(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "aj", 3, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	more, err := l.Page(ctx, ListParams{Limit: 2})
 	if err != nil || more.NextCursor == nil {
 		t.Fatalf("%+v %v", more, err)
@@ -237,7 +238,7 @@ func TestPageAppendJSONIsItsJSON(t *testing.T) {
 	if err != nil || last.NextCursor != nil {
 		t.Fatalf("%+v %v", last, err)
 	}
-	empty, err := l.Page(ctx, ListParams{Filter: Filter{BeerID: "none"}})
+	empty, err := l.Page(ctx, ListParams{Filter: dlq.Filter{BeerID: "none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,8 +268,8 @@ func TestPageAppendJSONIsItsJSON(t *testing.T) {
 // row of that status (81 ms instead of 0.4 ms for a page at 100k rows).
 func TestBeerIDFilterUsesItsIndex(t *testing.T) {
 	db := sqlitetest.New(t)
-	for _, status := range []string{"", StatusReplayed, StatusAll} {
-		f, err := Filter{Status: status, BeerID: "b"}.Normalize()
+	for _, status := range []string{"", dlq.StatusReplayed, dlq.StatusAll} {
+		f, err := dlq.Filter{Status: status, BeerID: "b"}.Normalize()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,7 +294,7 @@ func TestListShowsContentType(t *testing.T) {
 		adminRow{BeerID: "legacy-null", FailedAt: 1},
 	)
 	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'legacy-null'`)
-	p, err := List{DB: db, Cursors: NewCursors("s")}.Page(ctx, ListParams{})
+	p, err := List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,11 +319,11 @@ func TestListOfEveryStatusPagesEveryRowOnceInOrder(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "all", 300, 3, 1_700_000_000_000)
 	mustExec(t, db, `UPDATE dlq_messages SET status = CASE id % 4 WHEN 1 THEN 'replaying' WHEN 2 THEN 'replayed' WHEN 3 THEN 'acknowledged' ELSE status END`)
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	var got []int64
 	cursor := ""
 	for {
-		p, err := l.Page(ctx, ListParams{Filter: Filter{Status: StatusAll}, Limit: 7, Cursor: cursor})
+		p, err := l.Page(ctx, ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 7, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,20 +358,20 @@ func TestListOfEveryStatusPagesEveryRowOnceInOrder(t *testing.T) {
 func TestListTotalCountIsKeptOrBounded(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tb", ListCountMax+234, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	one := int64(1)
 	for _, c := range []struct {
-		f     Filter
+		f     dlq.Filter
 		total int64
 		exact bool
 	}{
-		{Filter{}, ListCountMax + 234, true},
-		{Filter{Status: StatusAll}, ListCountMax + 234, true},
-		{Filter{SourceQueue: "beer-enrichment"}, ListCountMax + 234, true},
-		{Filter{SourceQueue: "elsewhere"}, 0, true},
-		{Filter{Q: "tb-"}, ListCountMax, false},
-		{Filter{Q: "tb-0000"}, 10, true},
-		{Filter{Status: StatusAll, FailedAfter: &one}, ListCountMax, false},
+		{dlq.Filter{}, ListCountMax + 234, true},
+		{dlq.Filter{Status: dlq.StatusAll}, ListCountMax + 234, true},
+		{dlq.Filter{SourceQueue: "beer-enrichment"}, ListCountMax + 234, true},
+		{dlq.Filter{SourceQueue: "elsewhere"}, 0, true},
+		{dlq.Filter{Q: "tb-"}, ListCountMax, false},
+		{dlq.Filter{Q: "tb-0000"}, 10, true},
+		{dlq.Filter{Status: dlq.StatusAll, FailedAfter: &one}, ListCountMax, false},
 	} {
 		first, err := l.Page(ctx, ListParams{Filter: c.f, Limit: 5})
 		if err != nil || first.TotalCount != c.total || first.TotalCountExact != c.exact {
@@ -395,13 +396,13 @@ func TestListTotalCountIsKeptOrBounded(t *testing.T) {
 // sort of a whole status), and the default total reads dlq_tally.
 func TestListPagesReadBoundedRanges(t *testing.T) {
 	db := sqlitetest.New(t)
-	for _, f := range []Filter{{}, {Status: StatusAll}, {SourceQueue: "q"}, {Status: StatusAcknowledged}} {
+	for _, f := range []dlq.Filter{{}, {Status: dlq.StatusAll}, {SourceQueue: "q"}, {Status: dlq.StatusAcknowledged}} {
 		f, err := f.Normalize()
 		if err != nil {
 			t.Fatal(err)
 		}
-		total, totalArgs := f.totalSQL()
-		rowsSQL, rowsArgs := f.newestRows(&Position{FailedAt: 5, ID: 9}, 51)
+		total, totalArgs := totalSQL(f)
+		rowsSQL, rowsArgs := newestRows(f, &dlq.Position{FailedAt: 5, ID: 9}, 51)
 		for _, q := range []struct {
 			sql  string
 			args []any
@@ -430,9 +431,9 @@ func TestListOfEveryStatusNeverListsARowTwice(t *testing.T) {
 		c.Clock = func() time.Time { return t0.Add(time.Duration(i+1) * time.Hour) }
 		consume(t, c, queuetest.New("m-"+id, beer(id)))
 	}
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	var seen []string
-	p := ListParams{Filter: Filter{Status: StatusAll}, Limit: 1}
+	p := ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 1}
 	for pages := 0; pages < 10; pages++ {
 		page, err := l.Page(ctx, p)
 		if err != nil {
@@ -473,7 +474,7 @@ func TestListHalvesAPageOverD1sValueLimit(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		insert(t, db, adminRow{BeerID: fmt.Sprint("big-", i), Raw: body, ContentType: "text", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	seen := map[int64]bool{}
 	cursor := ""
 	for pages := 1; ; pages++ {
@@ -518,7 +519,7 @@ func TestListTotalOfASignature(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		rows = append(rows, adminRow{BeerID: fmt.Sprint("b", i), Source: "qb", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
-	rows = append(rows, adminRow{BeerID: "a-ack", Source: "qa", Status: StatusAcknowledged, FailedAt: 1_700_000_000_000})
+	rows = append(rows, adminRow{BeerID: "a-ack", Source: "qa", Status: dlq.StatusAcknowledged, FailedAt: 1_700_000_000_000})
 	insert(t, db, rows...)
 	insert(t, db, adminRow{BeerID: "other", Source: "qa", FailedAt: 1_700_000_000_000}) // no signature
 	if _, err := db.Exec(`UPDATE dlq_messages SET signature = ? WHERE beer_id != 'other'`, sig); err != nil {
@@ -527,16 +528,16 @@ func TestListTotalOfASignature(t *testing.T) {
 	if n := count(t, db, `SELECT pending + acknowledged FROM dlq_signatures WHERE signature = ?`, sig); n != 6 {
 		t.Fatalf("kept counts %d, want 6", n)
 	}
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	for _, c := range []struct {
-		f     Filter
+		f     dlq.Filter
 		total int64
 	}{
-		{Filter{Signature: sig}, 5},
-		{Filter{Signature: sig, Status: StatusAll}, 6},
-		{Filter{Signature: sig, Status: StatusAcknowledged}, 1},
-		{Filter{Signature: sig, SourceQueue: "qa"}, 3},
-		{Filter{Signature: sig, SourceQueue: "qb", Status: StatusAll}, 2},
+		{dlq.Filter{Signature: sig}, 5},
+		{dlq.Filter{Signature: sig, Status: dlq.StatusAll}, 6},
+		{dlq.Filter{Signature: sig, Status: dlq.StatusAcknowledged}, 1},
+		{dlq.Filter{Signature: sig, SourceQueue: "qa"}, 3},
+		{dlq.Filter{Signature: sig, SourceQueue: "qb", Status: dlq.StatusAll}, 2},
 	} {
 		p, err := l.Page(ctx, ListParams{Filter: c.f, Limit: 1})
 		if err != nil || p.TotalCount != c.total || !p.TotalCountExact {

@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // A merged cursor signed by the service but naming a negative spot, or a
@@ -15,25 +17,25 @@ import (
 // sound spots is accepted (pins merge.go's spot checks).
 func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
 	d := mergeDatabases(t)
-	c := NewCursors("s")
+	c := dlq.NewCursors("s")
 	const fp = "fp"
-	sound := []spot{{T: 5, I: 9, S: "0123456789abcdef"}, {}, {Done: true}}
-	for _, kind := range []string{cursorList, cursorGroups, cursorAudit} {
-		cursor := func(spots []spot) string {
-			return c.Encode(Position{Kind: merged(kind), Filter: mergedFilter(fp, d), ID: 1, Spots: spots})
+	sound := []dlq.Spot{{T: 5, I: 9, S: "0123456789abcdef"}, {}, {Done: true}}
+	for _, kind := range []string{dlq.CursorList, dlq.CursorGroups, dlq.CursorAudit} {
+		cursor := func(spots []dlq.Spot) string {
+			return c.Encode(dlq.Position{Kind: dlq.Merged(kind), Filter: dlq.MergedFilter(fp, d), ID: 1, Spots: spots})
 		}
-		if p, err := c.decodeSpots(cursor(sound), kind, fp, d); err != nil || fmt.Sprint(p.Spots) != fmt.Sprint(sound) {
+		if p, err := c.DecodeSpots(cursor(sound), kind, fp, d); err != nil || fmt.Sprint(p.Spots) != fmt.Sprint(sound) {
 			t.Fatalf("%s: sound spots %v: %v", kind, p.Spots, err)
 		}
-		for name, bad := range map[string]spot{
+		for name, bad := range map[string]dlq.Spot{
 			"negative id":    {T: 5, I: -1},
 			"negative time":  {T: -1, I: 9},
 			"odd signature":  {I: 3, S: "not-a-signature!"},
 			"upper-case key": {I: 3, S: "0123456789ABCDEF"},
 		} {
-			spots := append([]spot{}, sound...)
+			spots := append([]dlq.Spot{}, sound...)
 			spots[1] = bad
-			_, err := c.decodeSpots(cursor(spots), kind, fp, d)
+			_, err := c.DecodeSpots(cursor(spots), kind, fp, d)
 			if err == nil {
 				t.Fatalf("%s: %s %+v accepted", kind, name, bad)
 			}
@@ -42,10 +44,10 @@ func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
 	}
 	// Through the list itself: the 400 an operator would get.
 	l := List{DBs: d, Cursors: c}
-	f := Filter{Status: StatusAll}
+	f := dlq.Filter{Status: dlq.StatusAll}
 	total := int64(3)
-	_, err := l.Page(ctx, ListParams{Filter: f, Limit: 2, Cursor: c.Encode(Position{Kind: merged(cursorList),
-		Filter: mergedFilter(f.Fingerprint(), d), ID: 1, Total: &total, Spots: []spot{{}, {T: 5, I: -7}, {}}})})
+	_, err := l.Page(ctx, ListParams{Filter: f, Limit: 2, Cursor: c.Encode(dlq.Position{Kind: dlq.Merged(dlq.CursorList),
+		Filter: dlq.MergedFilter(f.Fingerprint(), d), ID: 1, Total: &total, Spots: []dlq.Spot{{}, {T: 5, I: -7}, {}}})})
 	wantInput(t, err, "INVALID_CURSOR")
 }
 
@@ -57,8 +59,8 @@ func TestMergedListTotalIsInexactWhenOneDatabasesIs(t *testing.T) {
 	d := mergeDatabases(t)
 	generate(t, d.All[1].DB, "cap", ListCountMax+1, 1, mergeT0.UnixMilli()) // ORDERS_DB: capped
 	generate(t, d.All[2].DB, "cap", 3, 1, mergeT0.UnixMilli())              // TICKETS_DB: exact
-	l := List{DBs: d, Cursors: NewCursors("s")}
-	f := Filter{Q: "cap-"}
+	l := List{DBs: d, Cursors: dlq.NewCursors("s")}
+	f := dlq.Filter{Q: "cap-"}
 	page, err := l.Page(ctx, ListParams{Filter: f, Limit: 10})
 	if err != nil || page.NextCursor == nil {
 		t.Fatal(page, err)
@@ -71,7 +73,7 @@ func TestMergedListTotalIsInexactWhenOneDatabasesIs(t *testing.T) {
 		t.Fatalf("second page: total %d exact %v, %v", next.TotalCount, next.TotalCountExact, err)
 	}
 	// Each database exact: the sum is exact.
-	page, err = l.Page(ctx, ListParams{Filter: Filter{Q: "cap-0000"}, Limit: 10})
+	page, err = l.Page(ctx, ListParams{Filter: dlq.Filter{Q: "cap-0000"}, Limit: 10})
 	if err != nil || page.TotalCount != 10+3 || !page.TotalCountExact {
 		t.Fatalf("exact sum: total %d exact %v, %v", page.TotalCount, page.TotalCountExact, err)
 	}
@@ -82,13 +84,13 @@ func TestMergedListTotalIsInexactWhenOneDatabasesIs(t *testing.T) {
 // are in two), all at mergeT0, the first ack of them acknowledged.
 func failIn(t *testing.T, db *sql.DB, queue, reason string, n, ack int) {
 	t.Helper()
-	var fs []Failure
+	var fs []dlq.Failure
 	for i := range n {
 		id := fmt.Sprintf("%s-%s-%d", queue, reason, i)
-		fs = append(fs, Failure{MessageID: id, SourceQueue: queue, Body: `{"id":"` + id + `","order":{"id":"` + id + `"}}`,
+		fs = append(fs, dlq.Failure{MessageID: id, SourceQueue: queue, Body: `{"id":"` + id + `","order":{"id":"` + id + `"}}`,
 			Class: "permanent", Reason: "status 400: " + reason, FailedAt: mergeT0})
 	}
-	if err := (Store{DB: db}).Put(ctx, fs); err != nil {
+	if err := (dlq.Store{DB: db}).Put(ctx, fs); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = failed_at
@@ -152,7 +154,7 @@ func TestMergedGroupsTies(t *testing.T) {
 	if twice != 1 {
 		t.Fatalf("fixture: %d signatures in two databases, want 1", twice)
 	}
-	g := Groups{DBs: d, Cursors: NewCursors("s")}
+	g := Groups{DBs: d, Cursors: dlq.NewCursors("s")}
 	for sort, w := range map[string][]tiedGroup{"": want, SortFirstSeen: byFirstSeen} {
 		for _, limit := range []int{1, 2, 3, 100} {
 			var got []tiedGroup
@@ -199,9 +201,9 @@ func TestMergedStatsSumAQueueInTwoDatabases(t *testing.T) {
 func TestListOfASourceQueueReadsItsDatabase(t *testing.T) {
 	d := mergeFixture(t)
 	fail(t, d, "beer-enrichment", 4, 3)
-	l := List{DBs: d, Cursors: NewCursors("s")}
+	l := List{DBs: d, Cursors: dlq.NewCursors("s")}
 	for q, n := range map[string]int{"tickets": 5, "orders": 41, "beer-enrichment": 4} {
-		got := walkList(t, l, Filter{Status: StatusAll, SourceQueue: q}, 3)
+		got := walkList(t, l, dlq.Filter{Status: dlq.StatusAll, SourceQueue: q}, 3)
 		if want := wantRows(t, d, "source_queue = '"+q+"'"); fmt.Sprint(got) != fmt.Sprint(want) || len(got) != n {
 			t.Fatalf("%s: got %v want %v", q, got, want)
 		}

@@ -1,9 +1,10 @@
-package dlq
+package inspect
 
 import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -13,10 +14,10 @@ import (
 func TestListLastFullPageAndTheCountBound(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "lf", ListCountMax, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: NewCursors("s")}
+	l := List{DB: db, Cursors: dlq.NewCursors("s")}
 	cursor, pages, rows := "", 0, 0
 	for {
-		p, err := l.Page(ctx, ListParams{Filter: Filter{Q: "lf-"}, Limit: 100, Cursor: cursor})
+		p, err := l.Page(ctx, ListParams{Filter: dlq.Filter{Q: "lf-"}, Limit: 100, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,14 +57,14 @@ func TestDetailOfTheFirstID(t *testing.T) {
 // An audit page that holds exactly the last entries has no more.
 func TestAuditLastFullPage(t *testing.T) {
 	db := sqlitetest.New(t)
-	a := Audit{DB: db, Cursors: NewCursors("s"), Clock: fixedClock}
+	a := dlq.Audit{DB: db, Cursors: dlq.NewCursors("s"), Clock: fixedClock}
 	for i := 0; i < 3; i++ {
-		if err := a.Record(ctx, AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "r", KeyFingerprint: "fp"}, DryRun: true,
-			IDs: []int64{int64(i + 1)}}, OutcomeOK, nil, nil); err != nil {
+		if err := a.Record(ctx, dlq.AuditStart{Action: dlq.ActionReplay, Requester: dlq.Requester{RequestID: "r", KeyFingerprint: "fp"}, DryRun: true,
+			IDs: []int64{int64(i + 1)}}, dlq.OutcomeOK, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p, err := a.Page(ctx, AuditParams{Limit: 3})
+	p, err := a.Page(ctx, dlq.AuditParams{Limit: 3})
 	if err != nil || len(p.Entries) != 3 || p.HasMore || p.NextCursor != nil {
 		t.Fatalf("3 entries, limit 3: %d entries, has_more %v, cursor %v (%v)", len(p.Entries), p.HasMore, p.NextCursor, err)
 	}
@@ -76,7 +77,7 @@ func TestTimeSeriesLeavesOutHoursAfterNow(t *testing.T) {
 	now := fixedClock()
 	insert(t, db, adminRow{BeerID: "now", FailedAt: now.UnixMilli()}, adminRow{BeerID: "later", FailedAt: now.Add(time.Hour).UnixMilli()})
 	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
-	if err != nil || s.Total != 1 || s.Hourly[SeriesHours-1].Failures != 1 {
-		t.Fatalf("total %d, last hour %+v (%v)", s.Total, s.Hourly[SeriesHours-1], err)
+	if err != nil || s.Total != 1 || s.Hourly[dlq.SeriesHours-1].Failures != 1 {
+		t.Fatalf("total %d, last hour %+v (%v)", s.Total, s.Hourly[dlq.SeriesHours-1], err)
 	}
 }

@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // Every lead character a spreadsheet runs as a formula (=, +, -, @, tab,
@@ -32,7 +34,7 @@ func TestNeutralizeCellEveryLeadCharacter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			row, _ := json.Marshal(Message{ID: 1, MessageID: "m", BeerID: c.in, BeerName: &c.in, Status: StatusPending})
+			row, _ := json.Marshal(dlq.Message{ID: 1, MessageID: "m", BeerID: c.in, BeerName: &c.in, Status: dlq.StatusPending})
 			if err := w.Write([]json.RawMessage{row}); err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +75,7 @@ func TestCSVExportKeepsLineBreaksInCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	reason := "line one\rline two\nline three\r\nend"
-	row, _ := json.Marshal(Message{ID: 7, MessageID: "m7", BeerID: "b", FailureReason: &reason, Status: StatusPending})
+	row, _ := json.Marshal(dlq.Message{ID: 7, MessageID: "m7", BeerID: "b", FailureReason: &reason, Status: dlq.StatusPending})
 	if err := w.Write([]json.RawMessage{row, row}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -45,11 +46,11 @@ func TestRowsOfTodaysSchemaAreInTheBeerPipeline(t *testing.T) {
 	mustExec(t, db, `INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, raw_message, source_queue, last_message_id)
 		VALUES ('new-1', 'b-new', 'New IPA', 2000, '{"beer_id":"b-new"}', 'beer-enrichment', 'new-1')`)
 	for _, q := range []string{"", "beers"} {
-		page, err := List{DB: db}.Page(ctx, ListParams{Limit: 10, Filter: Filter{Status: StatusAll, Pipeline: q}})
+		page, err := List{DB: db}.Page(ctx, ListParams{Limit: 10, Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: q}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rows []Message
+		var rows []dlq.Message
 		if err := json.Unmarshal(page.Messages, &rows); err != nil || len(rows) != 2 {
 			t.Fatalf("pipeline %q: %s %v", q, page.Messages, err)
 		}
@@ -62,7 +63,7 @@ func TestRowsOfTodaysSchemaAreInTheBeerPipeline(t *testing.T) {
 			t.Errorf("rows %+v", rows)
 		}
 	}
-	page, err := List{DB: db}.Page(ctx, ListParams{Limit: 10, Filter: Filter{Status: StatusAll, Pipeline: "orders"}})
+	page, err := List{DB: db}.Page(ctx, ListParams{Limit: 10, Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: "orders"}})
 	if err != nil || string(page.Messages) != "[]" {
 		t.Errorf("orders: %s %v", page.Messages, err)
 	}

@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"context"
@@ -8,12 +8,8 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/dlq"
 )
-
-// SeriesHours is the window of GET /admin/dlq/timeseries: 192 hourly buckets
-// (8 days), enough for the last 24 hours by hour and the last 7 days by day
-// in any time zone.
-const SeriesHours = 192
 
 // hourMillis is one bucket.
 const hourMillis = int64(time.Hour / time.Millisecond)
@@ -27,7 +23,7 @@ type TimeSeries struct {
 	// DBs, when set, are the databases of the rows (DB is then unused): a
 	// pipeline filter reads its database; without one, every database's
 	// hours are added up.
-	DBs Databases
+	DBs dlq.Databases
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
 	// Pipeline, when set, counts only that configured pipeline's failures
@@ -69,14 +65,14 @@ const timeseriesSQL = `SELECT json_group_array(json_array(hour, events)) AS buck
 
 // Read returns the last SeriesHours hours, the current one included.
 func (s TimeSeries) Read(ctx context.Context) (Series, error) {
-	queue, err := PipelineQueue(s.Pipeline)
+	queue, err := dlq.PipelineQueue(s.Pipeline)
 	if err != nil {
 		return Series{}, err
 	}
 	now := s.Clock.Now()
 	current := now.UnixMilli() - now.UnixMilli()%hourMillis
-	from := current - (SeriesHours-1)*hourMillis
-	out := Series{BucketMS: hourMillis, From: from, To: current + hourMillis, Hourly: make([]Bucket, SeriesHours), Pipeline: s.Pipeline}
+	from := current - (dlq.SeriesHours-1)*hourMillis
+	out := Series{BucketMS: hourMillis, From: from, To: current + hourMillis, Hourly: make([]Bucket, dlq.SeriesHours), Pipeline: s.Pipeline}
 	for i := range out.Hourly {
 		out.Hourly[i].Start = from + int64(i)*hourMillis
 	}
@@ -101,7 +97,7 @@ func (s TimeSeries) Read(ctx context.Context) (Series, error) {
 func readSeries(ctx context.Context, db *sql.DB, queue string, out *Series) error {
 	from := out.From
 	var js string
-	if err := db.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, NullIfEmpty(queue)).Scan(&js); err != nil {
+	if err := db.QueryRowContext(ctx, timeseriesSQL, from/hourMillis, dlq.NullIfEmpty(queue)).Scan(&js); err != nil {
 		return fmt.Errorf("dlq timeseries: %w", err)
 	}
 	var rows [][2]float64 // D1 may hand integers back as REAL
@@ -110,7 +106,7 @@ func readSeries(ctx context.Context, db *sql.DB, queue string, out *Series) erro
 	}
 	for _, r := range rows {
 		i := int64(r[0]) - from/hourMillis
-		if i < 0 || i >= SeriesHours {
+		if i < 0 || i >= dlq.SeriesHours {
 			continue // an hour of the future (a clock ahead of this one)
 		}
 		out.Hourly[i].Failures += int64(r[1])

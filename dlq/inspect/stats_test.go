@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -19,10 +20,10 @@ func TestStatsReport(t *testing.T) {
 		adminRow{BeerID: "2", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour, ReplayCount: 3},
 		adminRow{BeerID: "3", BeerName: "Again", Brewer: "Bold", Reason: "permanent: 404", FailedAt: now - 1*hour, ReplayCount: 1},
 		adminRow{BeerID: "4", FailedAt: now - hour, Source: "other"},
-		adminRow{BeerID: "5", Brewer: "Zed", FailedAt: now - 30*hour, Status: StatusReplayed},
-		adminRow{BeerID: "6", Brewer: "Zed", FailedAt: now - 30*hour, Status: StatusAcknowledged},
-		adminRow{BeerID: "7", FailedAt: now - 30*hour, Status: StatusAcknowledged},
-		adminRow{BeerID: "8", FailedAt: now - 30*hour, Status: StatusReplaying},
+		adminRow{BeerID: "5", Brewer: "Zed", FailedAt: now - 30*hour, Status: dlq.StatusReplayed},
+		adminRow{BeerID: "6", Brewer: "Zed", FailedAt: now - 30*hour, Status: dlq.StatusAcknowledged},
+		adminRow{BeerID: "7", FailedAt: now - 30*hour, Status: dlq.StatusAcknowledged},
+		adminRow{BeerID: "8", FailedAt: now - 30*hour, Status: dlq.StatusReplaying},
 	)
 	db.Exec(`UPDATE dlq_messages SET replayed_at = ? WHERE id = ?`, now-hour, ids[4])
 	db.Exec(`UPDATE dlq_messages SET acknowledged_at = ? WHERE id = ?`, now-hour, ids[5])
@@ -120,7 +121,7 @@ func TestStatsPipelineFilter(t *testing.T) {
 		adminRow{BeerID: "1", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 3*hour},
 		adminRow{BeerID: "2", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour},
 		adminRow{BeerID: "3", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders"},
-		adminRow{BeerID: "4", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders", Status: StatusAcknowledged},
+		adminRow{BeerID: "4", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders", Status: dlq.StatusAcknowledged},
 		adminRow{BeerID: "5", Brewer: "Cold", Reason: "odd: 1", FailedAt: now - hour, Source: "odd"},
 	)
 	r, err := Stats{DB: db, Clock: fixedClock, Pipeline: "orders"}.Report(ctx)
@@ -132,7 +133,7 @@ func TestStatsPipelineFilter(t *testing.T) {
 		Brewers       []BrewerCount      `json:"top_failing_brewers"`
 		BySourceQueue []SourceQueueCount `json:"by_source_queue"`
 		ByPipeline    []PipelineCount    `json:"by_pipeline"`
-		Reasons       []ReasonCount      `json:"top_failure_reasons"`
+		Reasons       []dlq.ReasonCount  `json:"top_failure_reasons"`
 		Sample        int64              `json:"top_failure_reasons_sample"`
 		Pipeline      *string            `json:"pipeline"`
 		NotFiltered   []string           `json:"not_filtered"`

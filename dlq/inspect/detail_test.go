@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -22,7 +23,7 @@ func TestDetailReadsEveryFieldAndTheBody(t *testing.T) {
 	}
 	m := d.Message
 	if m.ID != ids[0] || m.BeerID != "1" || *m.BeerName != "<img src=x onerror=alert(1)>" || *m.FailureReason != "permanent: <script>x</script>" ||
-		m.ContentType != "json" || m.RawEncoding != "text" || m.Status != StatusPending {
+		m.ContentType != "json" || m.RawEncoding != "text" || m.Status != dlq.StatusPending {
 		t.Errorf("message: %+v", m)
 	}
 	var raw string
@@ -83,22 +84,22 @@ func TestDetailReplaysAndFinishedAt(t *testing.T) {
 	if d, err := (Detail{DB: db}).Read(ctx, ids[0]); err != nil || !strings.Contains(mustJSON(d), `"replays":[]`) {
 		t.Fatalf("no replays: %s, %v", mustJSON(d), err)
 	}
-	audit := Audit{DB: db, Clock: fixedClock}
-	by := Requester{RequestID: "r", KeyFingerprint: "fp"}
-	if err := audit.Record(ctx, AuditStart{Action: ActionReplay, Requester: by, DryRun: true, IDs: ids}, OutcomeOK, nil, nil); err != nil {
+	audit := dlq.Audit{DB: db, Clock: fixedClock}
+	by := dlq.Requester{RequestID: "r", KeyFingerprint: "fp"}
+	if err := audit.Record(ctx, dlq.AuditStart{Action: dlq.ActionReplay, Requester: by, DryRun: true, IDs: ids}, dlq.OutcomeOK, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := audit.Record(ctx, AuditStart{Action: ActionAcknowledge, Requester: by, IDs: ids}, OutcomeOK, nil, nil); err != nil {
+	if err := audit.Record(ctx, dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: by, IDs: ids}, dlq.OutcomeOK, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	done, err := audit.Begin(ctx, AuditStart{Action: ActionReplay, Requester: by, IDs: ids})
+	done, err := audit.Begin(ctx, dlq.AuditStart{Action: dlq.ActionReplay, Requester: by, IDs: ids})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := audit.Finish(ctx, done, OutcomeOK, nil, nil); err != nil {
+	if err := audit.Finish(ctx, done, dlq.OutcomeOK, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := audit.Begin(ctx, AuditStart{Action: ActionReplay, Requester: by, IDs: ids}); err != nil {
+	if _, err := audit.Begin(ctx, dlq.AuditStart{Action: dlq.ActionReplay, Requester: by, IDs: ids}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := Detail{DB: db}.Read(ctx, ids[0])

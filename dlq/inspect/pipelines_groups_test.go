@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
@@ -23,11 +24,11 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 	db := c.DB
 	ctx := context.Background()
 	// A recorded attempt with the same class and error on each queue.
-	for _, a := range []Attempt{
+	for _, a := range []dlq.Attempt{
 		{MessageID: "b-att", Queue: "beer-enrichment", Attempt: 3, Class: "permanent", Error: "status 400: bad input", At: time.Now()},
 		{MessageID: "o-att", Queue: "orders", Attempt: 3, Class: "permanent", Error: "status 400: bad input", At: time.Now()},
 	} {
-		if err := (Attempts{DB: db}).Record(ctx, a); err != nil {
+		if err := (dlq.Attempts{DB: db}).Record(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +47,7 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 	deliver("odd-dlq", "d-1") // no key at /a~1b/~0: poison
 	deliver("other-dlq", "x-1")
 
-	page, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{})
+	page, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +65,11 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 	if strings.Join(slices.Sorted(slices.Values(got)), " ") != strings.Join(slices.Sorted(slices.Values(strings.Fields(want))), " ") {
 		t.Fatalf("groups\n got %v\nwant %s", got, want)
 	}
-	if keys["beer-enrichment/unknown"] != unknownSignature.Key || keys["beer-enrichment/permanent"] != SignatureOf("permanent", "status 400: bad input").Key {
+	if keys["beer-enrichment/unknown"] != dlq.UnknownSignature.Key || keys["beer-enrichment/permanent"] != dlq.SignatureOf("permanent", "status 400: bad input").Key {
 		t.Errorf("the beer pipeline's keys changed: %v", keys)
 	}
-	if keys["orders/permanent"] != SignatureIn("orders", "permanent", "status 400: bad input").Key ||
-		keys["orders/unknown"] != unknownSignatureIn("orders").Key || keys["orders/unknown"] == keys["other/unknown"] {
+	if keys["orders/permanent"] != dlq.SignatureIn("orders", "permanent", "status 400: bad input").Key ||
+		keys["orders/unknown"] != dlq.UnknownSignatureIn("orders").Key || keys["orders/unknown"] == keys["other/unknown"] {
 		t.Errorf("orders keys %v", keys)
 	}
 	// Each row names its queue's group.
@@ -77,24 +78,24 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 		t.Errorf("%d of 7 rows in a group of their own queue", n)
 	}
 
-	orders, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1})
+	orders, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1})
 	if err != nil || len(orders.Groups) != 1 || !orders.HasMore || orders.Groups[0].SourceQueue != "orders" {
 		t.Fatalf("orders page 1: %+v %v", orders, err)
 	}
-	next, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1, Cursor: *orders.NextCursor})
+	next, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1, Cursor: *orders.NextCursor})
 	if err != nil || len(next.Groups) != 1 || next.HasMore || next.Groups[0].SourceQueue != "orders" || next.Groups[0].Signature == orders.Groups[0].Signature {
 		t.Fatalf("orders page 2: %+v %v", next, err)
 	}
-	if _, err := (Groups{DB: db, Cursors: NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "beers", Limit: 1, Cursor: *orders.NextCursor}); !strings.Contains(fmt.Sprint(err), "INVALID_CURSOR") {
+	if _, err := (Groups{DB: db, Cursors: dlq.NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "beers", Limit: 1, Cursor: *orders.NextCursor}); !strings.Contains(fmt.Sprint(err), "INVALID_CURSOR") {
 		t.Errorf("an orders cursor on the beers groups: %v", err)
 	}
-	if _, err := (Groups{DB: db, Cursors: NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "nope"}); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
+	if _, err := (Groups{DB: db, Cursors: dlq.NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "nope"}); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
 		t.Errorf("unknown pipeline: %v", err)
 	}
 	// A group's total is the sum of its counts (1 + 2 + 4 + 8).
 	mustExec(t, db, `INSERT INTO dlq_signatures(signature, class, text, pending, replaying, replayed, acknowledged, first_seen, last_seen, source_queue)
 		VALUES ('00000000000000ff', 'transient', 'sum', 1, 2, 4, 8, 1, 1, 'odd')`)
-	odd, err := Groups{DB: db, Cursors: NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "odd"})
+	odd, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "odd"})
 	if err != nil || len(odd.Groups) != 2 || odd.Groups[0].Signature != "00000000000000ff" || odd.Groups[0].Total != 15 {
 		t.Fatalf("odd groups: %+v %v", odd.Groups, err)
 	}
@@ -170,11 +171,11 @@ func TestMigration0030CarriesCountsAndGroups(t *testing.T) {
 
 // queueStores keeps the rows of the queues it names in their own store.
 type queueStores struct {
-	shared Store
-	own    map[string]Store
+	shared dlq.Store
+	own    map[string]dlq.Store
 }
 
-func (s queueStores) Of(q string) Store {
+func (s queueStores) Of(q string) dlq.Store {
 	if st, ok := s.own[q]; ok {
 		return st
 	}
@@ -190,7 +191,7 @@ func TestCaptureWritesEachPipelineToItsStore(t *testing.T) {
 	c, _ := pipelineCapture(t)
 	shared := c.DB
 	own := sqlitetest.New(t)
-	c.Stores = queueStores{shared: Store{DB: shared}, own: map[string]Store{"orders": {DB: own}}}
+	c.Stores = queueStores{shared: dlq.Store{DB: shared}, own: map[string]dlq.Store{"orders": {DB: own}}}
 	ctx := context.Background()
 	o := queuetest.New("o-1", `{"order":{"id":"o-1"}}`)
 	b := queuetest.New("b-1", `{"beer_id":"b-1"}`)

@@ -1,10 +1,11 @@
-package dlq
+package inspect
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -21,9 +22,9 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 		adminRow{BeerID: "2", FailedAt: current},
 		adminRow{BeerID: "3", FailedAt: current - 2*hour + 5},
 		adminRow{BeerID: "4", FailedAt: current - 2*hour + 7, Source: "other"},
-		adminRow{BeerID: "5", FailedAt: current - (SeriesHours-1)*hour},  // first bucket
-		adminRow{BeerID: "6", FailedAt: current - SeriesHours*hour},      // just before the window
-		adminRow{BeerID: "7", FailedAt: current - (SeriesHours+48)*hour}, // long before
+		adminRow{BeerID: "5", FailedAt: current - (dlq.SeriesHours-1)*hour},  // first bucket
+		adminRow{BeerID: "6", FailedAt: current - dlq.SeriesHours*hour},      // just before the window
+		adminRow{BeerID: "7", FailedAt: current - (dlq.SeriesHours+48)*hour}, // long before
 	)
 	// Row 3 is replayed and fails again in the current hour: one more failure.
 	if _, err := db.Exec(`UPDATE dlq_messages SET last_message_id = 'again', failed_at = ? WHERE id = ?`, now.UnixMilli(), ids[2]); err != nil {
@@ -37,10 +38,10 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Hourly) != SeriesHours || s.From != current-(SeriesHours-1)*hour || s.To != current+hour || s.BucketMS != hour {
+	if len(s.Hourly) != dlq.SeriesHours || s.From != current-(dlq.SeriesHours-1)*hour || s.To != current+hour || s.BucketMS != hour {
 		t.Fatalf("window: %d buckets from %d to %d", len(s.Hourly), s.From, s.To)
 	}
-	want := map[int]int64{SeriesHours - 1: 3, SeriesHours - 3: 2, 0: 1}
+	want := map[int]int64{dlq.SeriesHours - 1: 3, dlq.SeriesHours - 3: 2, 0: 1}
 	for i, b := range s.Hourly {
 		if b.Start != s.From+int64(i)*hour || b.Failures != want[i] {
 			t.Errorf("bucket %d: %+v, want %d failures", i, b, want[i])

@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // AuditWindow is how many of the newest admin_audit entries GET
@@ -38,7 +40,7 @@ type Detail struct {
 // MessageDetail is the detail response (handlers/openapi.json).
 type MessageDetail struct {
 	// Message is the row with raw_message and raw_encoding.
-	Message Message `json:"message"`
+	Message dlq.Message `json:"message"`
 	// LastMessageID is the queue message id of the latest failure stored
 	// (message_id is the first): they differ once a replay failed again.
 	LastMessageID string `json:"last_message_id"`
@@ -55,7 +57,7 @@ type MessageDetail struct {
 	// History is every failed attempt kept for the message, oldest first,
 	// across its replays: the first 5 and the newest 45 (empty for rows
 	// captured before histories were kept).
-	History []HistoryEntry `json:"history"`
+	History []dlq.HistoryEntry `json:"history"`
 	// HistoryDropped counts the attempts left out between them.
 	HistoryDropped int64 `json:"history_dropped"`
 	// Signature is the failure group of the latest failure (null for rows
@@ -88,7 +90,7 @@ type RowReplay struct {
 
 // RowAuditEntry is an audit entry and how it was tied to the row.
 type RowAuditEntry struct {
-	AuditEntry
+	dlq.AuditEntry
 	// MatchedBy is "ids" when the entry named the row, or "filter" for a
 	// bulk action (not a dry run) whose filter fits the row and whose run
 	// covers the row's latest acknowledge or replay time.
@@ -98,7 +100,7 @@ type RowAuditEntry struct {
 // detailRowSQL reads the row: its Message JSON and the fields the rest of
 // the detail needs.
 func detailRowSQL() string {
-	return `SELECT json_object(` + messageFields(true) + `) AS message, last_message_id, body_hash,
+	return `SELECT json_object(` + dlq.MessageFields(true) + `) AS message, last_message_id, body_hash,
 	source_queue, beer_id, acknowledged_at, replayed_at, replaying_at,
 	COALESCE(history, '[]') AS history_json, history_dropped, signature AS sig, version AS ver,
 	(SELECT json_object('class', s.class, 'text', s.text) FROM dlq_signatures s WHERE s.signature = dlq_messages.signature) AS sig_group
@@ -129,7 +131,7 @@ const detailAuditSQL = `SELECT
 
 // Read returns row id with its lineage and audit entries, or ErrMessageNotFound.
 func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
-	if id < 1 || id > MaxSafeInteger {
+	if id < 1 || id > dlq.MaxSafeInteger {
 		return MessageDetail{}, ErrMessageNotFound
 	}
 	out := MessageDetail{AuditWindow: AuditWindow}
@@ -137,7 +139,7 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 	if err != nil {
 		return MessageDetail{}, err
 	}
-	related, audit, err := d.readAudit(ctx, id, keys)
+	related, audit, err := d.ReadAudit(ctx, id, keys)
 	if err != nil {
 		return MessageDetail{}, err
 	}
@@ -182,7 +184,7 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 	if k.hash.Valid {
 		out.BodyHash = &k.hash.String
 	}
-	out.History = []HistoryEntry{}
+	out.History = []dlq.HistoryEntry{}
 	if err := json.Unmarshal([]byte(history), &out.History); err != nil {
 		return detailKeys{}, fmt.Errorf("dlq detail history: %w", err)
 	}
@@ -191,7 +193,7 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 		if sigGroup.Valid {
 			_ = json.Unmarshal([]byte(sigGroup.String), &rs)
 		}
-		rs.ReplayWillFail = ReplayWillFail(rs.Class)
+		rs.ReplayWillFail = dlq.ReplayWillFail(rs.Class)
 		out.Signature = &rs
 	}
 	return k, nil
@@ -201,7 +203,7 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 // returns its two JSON arrays unparsed: the related row ids and the matching
 // admin_audit entries (reads at most RelatedLimit rows and AuditWindow
 // entries; writes nothing).
-func (d Detail) readAudit(ctx context.Context, id int64, k detailKeys) (related, audit string, err error) {
+func (d Detail) ReadAudit(ctx context.Context, id int64, k detailKeys) (related, audit string, err error) {
 	args := []any{id, k.source, nullable(k.hash), nullable(k.ackAt), nullable(k.replayedAt),
 		nullable(k.claimAt), k.beer, int64(AuditWindow), int64(RelatedLimit)}
 	if err = d.DB.QueryRowContext(ctx, detailAuditSQL, args...).Scan(&related, &audit); err != nil {
@@ -280,16 +282,16 @@ func decodeAudit(audit string, out *MessageDetail) error {
 	}
 	out.Audit = make([]RowAuditEntry, len(entries))
 	for i, e := range entries {
-		a := AuditEntry{ID: int64(e.ID), At: int64(e.At), Action: e.Action, RequestID: e.RequestID,
+		a := dlq.AuditEntry{ID: int64(e.ID), At: int64(e.At), Action: e.Action, RequestID: e.RequestID,
 			KeyFingerprint: e.KeyFingerprint, DryRun: e.DryRun != 0, Note: e.Note, Outcome: e.Outcome,
-			IDs: rawJSON(nullString(e.IDs)), Filter: rawJSON(nullString(e.Filter)), Counts: rawJSON(nullString(e.Counts)),
-			Error: auditErrorOf(nullString(e.Error), e.RequestID)}
+			IDs: dlq.RawJSON(nullString(e.IDs)), Filter: dlq.RawJSON(nullString(e.Filter)), Counts: dlq.RawJSON(nullString(e.Counts)),
+			Error: dlq.AuditErrorOf(nullString(e.Error), e.RequestID)}
 		if e.FinishedAt != nil {
 			f := int64(*e.FinishedAt)
 			a.FinishedAt = &f
 		}
 		out.Audit[i] = RowAuditEntry{AuditEntry: a, MatchedBy: e.MatchedBy}
-		if a.Action == ActionReplay && !a.DryRun {
+		if a.Action == dlq.ActionReplay && !a.DryRun {
 			out.Replays = append(out.Replays, RowReplay{At: a.At, FinishedAt: a.FinishedAt, KeyFingerprint: a.KeyFingerprint,
 				RequestID: a.RequestID, Outcome: a.Outcome, MatchedBy: e.MatchedBy})
 		}

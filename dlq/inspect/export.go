@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // Export reads every row matching a list filter for GET /admin/dlq/export,
@@ -29,7 +31,7 @@ type Export struct {
 // page stays under 8 MB, so a response stays well within the isolate's
 // 128 MB, which the worker's bridge buffers it in (platform/serve.go).
 const (
-	DefaultExportPageSize = MaxListLimit
+	DefaultExportPageSize = dlq.MaxListLimit
 	ExportRawPageSize     = 10
 	ExportMaxPages        = 50
 	ExportMaxBytes        = 8 << 20
@@ -144,7 +146,7 @@ func (c *CSVExport) record(rec []string) error {
 // Write writes one page of rows (Message objects as the list gives them).
 func (c *CSVExport) Write(rows []json.RawMessage) error {
 	for _, js := range rows {
-		var m Message
+		var m dlq.Message
 		if err := json.Unmarshal(js, &m); err != nil {
 			return fmt.Errorf("dlq export: row: %w", err)
 		}

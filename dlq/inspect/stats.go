@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"cmp"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/clock"
+	"github.com/redrive/redrive/dlq"
 )
 
 // Stats computes GET /admin/dlq/stats.
@@ -19,7 +20,7 @@ type Stats struct {
 	// DBs, when set, are the databases of the rows (DB is then unused): a
 	// pipeline filter reads its database; without one, more than one
 	// database are each read and their figures added up (mergeStats).
-	DBs Databases
+	DBs dlq.Databases
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
 	// Pipeline, when not empty, is a configured pipeline's name: the parts
@@ -55,7 +56,7 @@ type StatsReport struct {
 	ByPipeline []PipelineCount `json:"by_pipeline"`
 	// TopFailureReasons: the 10 most frequent failure reasons among the
 	// TopFailureReasonsSample newest pending rows.
-	TopFailureReasons []ReasonCount `json:"top_failure_reasons"`
+	TopFailureReasons []dlq.ReasonCount `json:"top_failure_reasons"`
 	// TopFailureReasonsSample is how many pending rows (the newest failures)
 	// TopFailureReasons counts: every pending row while there are at most
 	// StatsReasonSample of them, else that many.
@@ -124,7 +125,7 @@ type PipelineCount struct {
 // source queue and columns, as pipelineFieldsSQL builds them in SQL.
 func rowPipeline(sourceQueue string, label1, label2 *string) (*string, map[string]*string) {
 	labels := map[string]*string{}
-	p, ok := PipelineOfQueue(sourceQueue)
+	p, ok := dlq.PipelineOfQueue(sourceQueue)
 	if !ok {
 		return nil, labels
 	}
@@ -148,12 +149,6 @@ type SourceQueueCount struct {
 	Total       int64  `json:"total"`
 }
 
-// ReasonCount is one entry of top_failure_reasons (and of a dry run's by_failure_reason).
-type ReasonCount struct {
-	FailureReason *string `json:"failure_reason"`
-	Count         int64   `json:"count"`
-}
-
 // statsTop is the length of each top-N list.
 const statsTop = 10
 
@@ -162,9 +157,6 @@ const statsTop = 10
 // per reason is kept (it would cost a row written per capture); the newest
 // rows are what an operator acts on.
 const StatsReasonSample = 3000
-
-// HourMS is the width of a dlq_activity bucket.
-const HourMS = int64(time.Hour / time.Millisecond)
 
 // statsSQL computes every figure in one statement (one D1 round trip), and
 // what it reads does not grow with the backlog (docs/costs.md "What it costs"):
@@ -227,10 +219,10 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 		return s.reportMerged(ctx)
 	}
 	if len(s.DBs.All) > 0 {
-		if _, err := PipelineQueue(s.Pipeline); err != nil {
+		if _, err := dlq.PipelineQueue(s.Pipeline); err != nil {
 			return StatsReport{}, err
 		}
-		s.DB = dbOf(s.DBs, s.DB, s.Pipeline, "")
+		s.DB = dlq.DBOf(s.DBs, s.DB, s.Pipeline, "")
 	}
 	return s.report(ctx)
 }
@@ -238,7 +230,7 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 // report computes the stats of s.DB.
 func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	now := s.Clock.Now()
-	queue, err := PipelineQueue(s.Pipeline)
+	queue, err := dlq.PipelineQueue(s.Pipeline)
 	if err != nil {
 		return StatsReport{}, err
 	}
@@ -247,7 +239,7 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	var sampled int64
 	var r StatsReport
 	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
-	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/HourMS, int64(StatsReasonSample), NullIfEmpty(queue)).Scan(
+	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/dlq.HourMS, int64(StatsReasonSample), dlq.NullIfEmpty(queue)).Scan(
 		&groups, &oldest, &brewers, &repeats, &r.Last24h.Replayed24h, &r.Last24h.Acknowledged24h,
 		&r.Last24h.NewFailures24h, &reasons, &sampled)
 	if err != nil {
@@ -276,13 +268,13 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	r.BySourceQueue = []SourceQueueCount{}
 	for _, g := range byGroup {
 		switch g.Status {
-		case StatusPending:
+		case dlq.StatusPending:
 			r.ByStatus.Pending += g.Count
-		case StatusReplaying:
+		case dlq.StatusReplaying:
 			r.ByStatus.Replaying += g.Count
-		case StatusReplayed:
+		case dlq.StatusReplayed:
 			r.ByStatus.Replayed += g.Count
-		case StatusAcknowledged:
+		case dlq.StatusAcknowledged:
 			r.ByStatus.Acknowledged += g.Count
 		}
 		sq := bySource[g.SourceQueue]
@@ -291,7 +283,7 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 			bySource[g.SourceQueue] = sq
 		}
 		sq.Total += g.Count
-		if g.Status == StatusPending {
+		if g.Status == dlq.StatusPending {
 			sq.Pending += g.Count
 		}
 	}
@@ -299,7 +291,7 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 		r.BySourceQueue = append(r.BySourceQueue, *sq)
 	}
 	r.ByPipeline = []PipelineCount{}
-	for _, p := range Pipelines() {
+	for _, p := range dlq.Pipelines() {
 		if s.Pipeline != "" && p.Name != s.Pipeline {
 			continue
 		}
@@ -338,19 +330,6 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	slices.SortStableFunc(r.BySourceQueue, func(a, b SourceQueueCount) int {
 		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.SourceQueue, b.SourceQueue))
 	})
-	sortReasons(r.TopFailureReasons)
+	dlq.SortReasons(r.TopFailureReasons)
 	return r, nil
-}
-
-func sortReasons(rs []ReasonCount) {
-	slices.SortStableFunc(rs, func(a, b ReasonCount) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(deref(a.FailureReason), deref(b.FailureReason)))
-	})
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"bytes"
@@ -9,14 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
-func recordAttempts(t *testing.T, a Attempts, msgID string, from, to int, class, errText, version string, at time.Time) {
+func recordAttempts(t *testing.T, a dlq.Attempts, msgID string, from, to int, class, errText, version string, at time.Time) {
 	t.Helper()
 	for n := from; n <= to; n++ {
-		err := a.Record(ctx, Attempt{MessageID: msgID, Queue: "beer-enrichment", Attempt: n, Class: class,
+		err := a.Record(ctx, dlq.Attempt{MessageID: msgID, Queue: "beer-enrichment", Attempt: n, Class: class,
 			Error: fmt.Sprintf(errText, n), At: at.Add(time.Duration(n) * time.Minute), Status: 500, Duration: 1200 * time.Millisecond, Version: version})
 		if err != nil {
 			t.Fatal(err)
@@ -44,7 +45,7 @@ func TestHistoryFollowsTheMessageAcrossReplays(t *testing.T) {
 	var logs bytes.Buffer
 	c := newCapture(db, &logs)
 	c.Version = "v-capture"
-	a := Attempts{DB: db}
+	a := dlq.Attempts{DB: db}
 	recordAttempts(t, a, "m1", 1, 2, "transient", "status 503: upstream busy (req %d)", "v1", t0)
 	recordAttempts(t, a, "m1", 3, 4, "rate_limited", "status 429: slow down, retry in %d s", "v1", t0)
 	consume(t, c, queuetest.New("m1", beer("1")))
@@ -59,7 +60,7 @@ func TestHistoryFollowsTheMessageAcrossReplays(t *testing.T) {
 			t.Errorf("entry %d = %+v, want class %s", i, e, want)
 		}
 	}
-	if want := SignatureOf("rate_limited", "status 429: slow down, retry in 4 s").Key; sig != want || ver != "v1" {
+	if want := dlq.SignatureOf("rate_limited", "status 429: slow down, retry in 4 s").Key; sig != want || ver != "v1" {
 		t.Errorf("signature %q version %q, want %q v1", sig, ver, want)
 	}
 
@@ -93,18 +94,18 @@ func TestHistoryIsBounded(t *testing.T) {
 	db := sqlitetest.New(t)
 	var logs bytes.Buffer
 	c := newCapture(db, &logs)
-	recordAttempts(t, Attempts{DB: db}, "m1", 1, 30, "transient", "boom %d", "v1", t0)
+	recordAttempts(t, dlq.Attempts{DB: db}, "m1", 1, 30, "transient", "boom %d", "v1", t0)
 	consume(t, c, queuetest.New("m1", beer("1")))
 	for r := 0; r < 5; r++ {
 		mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = replay_count + 1 WHERE message_id = 'm1'`)
 		id := fmt.Sprintf("r%d", r)
-		recordAttempts(t, Attempts{DB: db}, id, 1, 30, "transient", "boom %d", "v1", t0)
+		recordAttempts(t, dlq.Attempts{DB: db}, id, 1, 30, "transient", "boom %d", "v1", t0)
 		c.Clock = func() time.Time { return t0.Add(time.Duration(r+1) * time.Hour) }
 		consume(t, c, queuetest.New(id, beer("1")))
 	}
 	h, dropped, _, _ := historyOf(t, db, `message_id = 'm1'`)
-	if len(h) != maxHistory || dropped != 6*30-maxHistory {
-		t.Fatalf("%d entries, %d dropped; want %d and %d", len(h), dropped, maxHistory, 6*30-maxHistory)
+	if len(h) != dlq.MaxHistory || dropped != 6*30-dlq.MaxHistory {
+		t.Fatalf("%d entries, %d dropped; want %d and %d", len(h), dropped, dlq.MaxHistory, 6*30-dlq.MaxHistory)
 	}
 	if h[0].MessageID != "m1" || h[0].Attempt != 1 || h[4].Attempt != 5 || h[5].MessageID != "r3" || h[len(h)-1].MessageID != "r4" || h[len(h)-1].Attempt != 30 {
 		t.Errorf("kept %+v ... %+v", h[:6], h[len(h)-1])
@@ -117,7 +118,7 @@ func TestRedeliveryCreatesNoSignature(t *testing.T) {
 	db := sqlitetest.New(t)
 	var logs bytes.Buffer
 	c := newCapture(db, &logs)
-	if err := (Attempts{DB: db}).Record(ctx, Attempt{MessageID: "m1", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "status 500", At: t0}); err != nil {
+	if err := (dlq.Attempts{DB: db}).Record(ctx, dlq.Attempt{MessageID: "m1", Queue: "beer-enrichment", Attempt: 4, Class: "transient", Error: "status 500", At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	consume(t, c, queuetest.New("m1", beer("1")))
@@ -136,7 +137,7 @@ func TestRedeliveryCreatesNoSignature(t *testing.T) {
 // late write changes nothing.
 func TestAttemptRecordedTwiceIsOneEntry(t *testing.T) {
 	db := sqlitetest.New(t)
-	a := Attempts{DB: db}
+	a := dlq.Attempts{DB: db}
 	recordAttempts(t, a, "m1", 1, 2, "transient", "boom %d", "v1", t0)
 	recordAttempts(t, a, "m1", 2, 2, "rate_limited", "slow %d", "v1", t0)
 	recordAttempts(t, a, "m1", 1, 1, "transient", "late %d", "v1", t0)
@@ -144,7 +145,7 @@ func TestAttemptRecordedTwiceIsOneEntry(t *testing.T) {
 	if err := db.QueryRow(`SELECT history FROM message_attempts WHERE message_id = 'm1'`).Scan(&h); err != nil {
 		t.Fatal(err)
 	}
-	var entries []HistoryEntry
+	var entries []dlq.HistoryEntry
 	if err := json.Unmarshal([]byte(h), &entries); err != nil || len(entries) != 2 || entries[1].Class != "rate_limited" || entries[0].Error != "boom 1" {
 		t.Fatalf("history %s (%v)", h, err)
 	}
@@ -159,7 +160,7 @@ func TestMixedFailureSetGroups(t *testing.T) {
 	var logs bytes.Buffer
 	c := newCapture(db, &logs)
 	c.Version = "8d2c1f7e-capture"
-	a := Attempts{DB: db}
+	a := dlq.Attempts{DB: db}
 	kinds := []struct {
 		n       int
 		class   string
@@ -187,7 +188,7 @@ func TestMixedFailureSetGroups(t *testing.T) {
 			id := fmt.Sprintf("mix-%04d", n)
 			errText := k.error(n)
 			for at := 1; at <= 4; at++ {
-				if err := a.Record(ctx, Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: at, Class: k.class, Error: errText,
+				if err := a.Record(ctx, dlq.Attempt{MessageID: id, Queue: "beer-enrichment", Attempt: at, Class: k.class, Error: errText,
 					At: t0.Add(time.Duration(n) * time.Second), Status: 503, Duration: 300 * time.Millisecond, Version: k.version}); err != nil {
 					t.Fatal(err)
 				}
@@ -229,7 +230,7 @@ func TestMixedFailureSetGroups(t *testing.T) {
 // group a page, each exactly once, and the last page says it is the last.
 func TestGroupsPagesThroughTiesOnce(t *testing.T) {
 	db := sqlitetest.New(t)
-	var fs []Failure
+	var fs []dlq.Failure
 	for g, n := range map[string]int{"a": 2, "b": 2, "c": 1, "d": 1} {
 		for i := range n {
 			f := failure(fmt.Sprintf("%s%d", g, i), fmt.Sprintf(`{"beer_id":"%s%d"}`, g, i), t0)
@@ -237,10 +238,10 @@ func TestGroupsPagesThroughTiesOnce(t *testing.T) {
 			fs = append(fs, f)
 		}
 	}
-	save(t, Store{DB: db}, fs...)
+	save(t, dlq.Store{DB: db}, fs...)
 	seen := map[string]int64{}
 	p := GroupsParams{Limit: 1}
-	cur := NewCursors("secret")
+	cur := dlq.NewCursors("secret")
 	pages := 0
 	for {
 		page, err := Groups{DB: db, Cursors: cur}.Page(ctx, p)
@@ -269,15 +270,15 @@ func TestGroupsPagesThroughTiesOnce(t *testing.T) {
 // The groups page's limit and filters are accepted at their edges and
 // refused one past them.
 func TestGroupsLimitsAtTheirEdges(t *testing.T) {
-	g := Groups{DB: sqlitetest.New(t), Cursors: NewCursors("s")}
-	long := strings.Repeat("v", MaxFilterText)
-	for _, p := range []GroupsParams{{Limit: 1}, {Limit: MaxListLimit}, {Class: long}, {Version: long}} {
+	g := Groups{DB: sqlitetest.New(t), Cursors: dlq.NewCursors("s")}
+	long := strings.Repeat("v", dlq.MaxFilterText)
+	for _, p := range []GroupsParams{{Limit: 1}, {Limit: dlq.MaxListLimit}, {Class: long}, {Version: long}} {
 		if _, err := g.Page(ctx, p); err != nil {
 			t.Errorf("%d %d %d: %v", p.Limit, len(p.Class), len(p.Version), err)
 		}
 	}
-	for _, p := range []GroupsParams{{Limit: -1}, {Limit: MaxListLimit + 1}, {Class: long + "v"}, {Version: long + "v"}} {
-		var ie *InputError
+	for _, p := range []GroupsParams{{Limit: -1}, {Limit: dlq.MaxListLimit + 1}, {Class: long + "v"}, {Version: long + "v"}} {
+		var ie *dlq.InputError
 		if _, err := g.Page(ctx, p); !errors.As(err, &ie) {
 			t.Errorf("%d %d %d: %v, want an input error", p.Limit, len(p.Class), len(p.Version), err)
 		}
@@ -290,16 +291,16 @@ func TestGroupsLimitsAtTheirEdges(t *testing.T) {
 func TestHistoryOfManyAttemptsKeepsTheFirstFive(t *testing.T) {
 	db := sqlitetest.New(t)
 	c := newCapture(db, &bytes.Buffer{})
-	recordAttempts(t, Attempts{DB: db}, "m1", 1, 60, "transient", "boom %d", "v1", t0)
+	recordAttempts(t, dlq.Attempts{DB: db}, "m1", 1, 60, "transient", "boom %d", "v1", t0)
 	consume(t, c, queuetest.New("m1", beer("1")))
 	h, dropped, _, _ := historyOf(t, db, `message_id = 'm1'`)
-	if len(h) != maxHistory || dropped != 10 {
-		t.Fatalf("%d entries, %d dropped; want %d and 10", len(h), dropped, maxHistory)
+	if len(h) != dlq.MaxHistory || dropped != 10 {
+		t.Fatalf("%d entries, %d dropped; want %d and 10", len(h), dropped, dlq.MaxHistory)
 	}
 	for i, e := range h {
 		want := i + 1
-		if i >= historyHead {
-			want = 60 - maxHistory + i + 1
+		if i >= dlq.HistoryHead {
+			want = 60 - dlq.MaxHistory + i + 1
 		}
 		if e.Attempt != want {
 			t.Fatalf("entry %d is attempt %d, want %d", i, e.Attempt, want)
@@ -308,11 +309,11 @@ func TestHistoryOfManyAttemptsKeepsTheFirstFive(t *testing.T) {
 	// A repeat failure of the replayed message with 60 more attempts: the
 	// row still keeps the first 5 of the first message and the newest 45.
 	mustExec(t, db, `UPDATE dlq_messages SET status = 'replayed', replay_count = 1 WHERE message_id = 'm1'`)
-	recordAttempts(t, Attempts{DB: db}, "m2", 1, 60, "transient", "boom %d", "v1", t0)
+	recordAttempts(t, dlq.Attempts{DB: db}, "m2", 1, 60, "transient", "boom %d", "v1", t0)
 	c.Clock = func() time.Time { return t0.Add(time.Hour) }
 	consume(t, c, queuetest.New("m2", beer("1")))
 	h, dropped, _, _ = historyOf(t, db, `message_id = 'm1'`)
-	if len(h) != maxHistory || dropped != 120-maxHistory || h[4].MessageID != "m1" || h[4].Attempt != 5 ||
+	if len(h) != dlq.MaxHistory || dropped != 120-dlq.MaxHistory || h[4].MessageID != "m1" || h[4].Attempt != 5 ||
 		h[5].MessageID != "m2" || h[5].Attempt != 16 || h[len(h)-1].Attempt != 60 {
 		t.Fatalf("after the repeat failure: %d entries, %d dropped; kept %+v ... %+v", len(h), dropped, h[:6], h[len(h)-1])
 	}
@@ -323,7 +324,7 @@ func TestHistoryOfManyAttemptsKeepsTheFirstFive(t *testing.T) {
 // pending count (live) misses a group whose count grew past the cursor.
 func TestGroupsPagingNewestFirstIsStable(t *testing.T) {
 	db := sqlitetest.New(t)
-	var fs []Failure
+	var fs []dlq.Failure
 	for i, g := range []string{"a", "b", "c", "d"} {
 		for j := 0; j < 4-i; j++ { // a: 4 rows, b: 3, c: 2, d: 1; d is the newest group
 			f := failure(fmt.Sprintf("%s%d", g, j), fmt.Sprintf(`{"beer_id":"%s%d"}`, g, j), t0.Add(time.Duration(i)*time.Hour))
@@ -331,8 +332,8 @@ func TestGroupsPagingNewestFirstIsStable(t *testing.T) {
 			fs = append(fs, f)
 		}
 	}
-	save(t, Store{DB: db}, fs...)
-	cur := NewCursors("secret")
+	save(t, dlq.Store{DB: db}, fs...)
+	cur := dlq.NewCursors("secret")
 	// Between the first and the second page, group c (not listed yet) gains
 	// 5 pending rows (moving ahead of every group) and group a, listed on
 	// the first page, loses 3 (moving behind the rest).
@@ -367,7 +368,7 @@ func TestGroupsPagingNewestFirstIsStable(t *testing.T) {
 	if got := strings.Join(walk(""), ","); got != "a,b,d,a" {
 		t.Errorf("by pending count: listed %s; the documented behaviour is a,b,d,a (c missed, a twice)", got)
 	}
-	var ie *InputError
+	var ie *dlq.InputError
 	if _, err := (Groups{DB: db, Cursors: cur}).Page(ctx, GroupsParams{Sort: "size"}); !errors.As(err, &ie) || ie.Code != "INVALID_FILTER" {
 		t.Errorf("sort=size: %v", err)
 	}

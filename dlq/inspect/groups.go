@@ -1,10 +1,12 @@
-package dlq
+package inspect
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // Groups reads GET /admin/dlq/groups: failures grouped by signature, from
@@ -27,8 +29,8 @@ type Groups struct {
 	// DBs, when set, are the databases of the groups (DB is then unused):
 	// a pipeline filter reads its database; without one, more than one
 	// database are read and merged (pageMerged).
-	DBs     Databases
-	Cursors Cursors
+	DBs     dlq.Databases
+	Cursors dlq.Cursors
 }
 
 // GroupsParams are the groups route's query parameters.
@@ -106,53 +108,48 @@ type GroupsPage struct {
 	HasMore    bool    `json:"has_more"`
 }
 
-// ReplayWillFail reports whether failures of class fail again when replayed unchanged.
-func ReplayWillFail(class string) bool {
-	return class == "permanent" || class == "poison"
-}
-
 // Page returns one page of groups, most pending rows first (then by
 // signature), or newest first with SortFirstSeen.
 func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if p.Limit == 0 {
-		p.Limit = DefaultListLimit
+		p.Limit = dlq.DefaultListLimit
 	}
-	if p.Limit < 1 || p.Limit > MaxListLimit {
-		return GroupsPage{}, InputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", MaxListLimit)
+	if p.Limit < 1 || p.Limit > dlq.MaxListLimit {
+		return GroupsPage{}, dlq.InputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", dlq.MaxListLimit)
 	}
 	for _, t := range []struct{ name, v string }{{"class", p.Class}, {"version", p.Version}} {
-		if len(t.v) > MaxFilterText {
-			return GroupsPage{}, InputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
+		if len(t.v) > dlq.MaxFilterText {
+			return GroupsPage{}, dlq.InputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, dlq.MaxFilterText)
 		}
 	}
 	byFirstSeen := p.Sort == SortFirstSeen
 	if p.Sort != "" && p.Sort != SortPending && !byFirstSeen {
-		return GroupsPage{}, InputErr("INVALID_FILTER", "sort must be %s or %s", SortPending, SortFirstSeen)
+		return GroupsPage{}, dlq.InputErr("INVALID_FILTER", "sort must be %s or %s", SortPending, SortFirstSeen)
 	}
 	status := "groups"
 	if byFirstSeen {
 		status = "groups:" + SortFirstSeen
 	}
-	queue, err := PipelineQueue(p.Pipeline)
+	queue, err := dlq.PipelineQueue(p.Pipeline)
 	if err != nil {
 		return GroupsPage{}, err
 	}
-	fp := Filter{Status: status, SourceQueue: p.Class, Version: p.Version, Pipeline: p.Pipeline}.Fingerprint()
+	fp := dlq.Filter{Status: status, SourceQueue: p.Class, Version: p.Version, Pipeline: p.Pipeline}.Fingerprint()
 	if g.DBs.Many() && queue == "" {
 		return g.pageMerged(ctx, p, fp)
 	}
-	var after *spot
+	var after *dlq.Spot
 	if p.Cursor != "" {
-		pos, err := g.Cursors.Decode(p.Cursor, cursorGroups, fp)
+		pos, err := g.Cursors.Decode(p.Cursor, dlq.CursorGroups, fp)
 		if err != nil {
 			return GroupsPage{}, err
 		}
-		if !validSignatureKey(pos.Key) {
-			return GroupsPage{}, InputErr("INVALID_CURSOR", "cursor is not valid here: malformed")
+		if !dlq.ValidSignatureKey(pos.Key) {
+			return GroupsPage{}, dlq.InputErr("INVALID_CURSOR", "cursor is not valid here: malformed")
 		}
-		after = &spot{T: pos.FailedAt, I: pos.ID, S: pos.Key}
+		after = &dlq.Spot{T: pos.FailedAt, I: pos.ID, S: pos.Key}
 	}
-	groups, err := readGroups(ctx, dbOf(g.DBs, g.DB, p.Pipeline, ""), p, queue, after)
+	groups, err := readGroups(ctx, dlq.DBOf(g.DBs, g.DB, p.Pipeline, ""), p, queue, after)
 	if err != nil {
 		return GroupsPage{}, err
 	}
@@ -160,7 +157,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if len(out.Groups) > p.Limit {
 		out.Groups = out.Groups[:p.Limit]
 		last := groupSpot(out.Groups[p.Limit-1], byFirstSeen)
-		next := g.Cursors.Encode(Position{Kind: cursorGroups, Filter: fp, ID: last.I, FailedAt: last.T, Key: last.S})
+		next := g.Cursors.Encode(dlq.Position{Kind: dlq.CursorGroups, Filter: fp, ID: last.I, FailedAt: last.T, Key: last.S})
 		out.NextCursor, out.HasMore = &next, true
 	}
 	return out, nil
@@ -168,16 +165,16 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 
 // groupSpot is the position of group gr in the order of the page: its
 // pending count + 1 (or, by first seen, 1 and its first_seen) and signature.
-func groupSpot(gr Group, byFirstSeen bool) spot {
+func groupSpot(gr Group, byFirstSeen bool) dlq.Spot {
 	if byFirstSeen {
-		return spot{T: gr.FirstSeen, I: 1, S: gr.Signature}
+		return dlq.Spot{T: gr.FirstSeen, I: 1, S: gr.Signature}
 	}
-	return spot{I: gr.Counts.Pending + 1, S: gr.Signature}
+	return dlq.Spot{I: gr.Counts.Pending + 1, S: gr.Signature}
 }
 
 // readGroups reads at most p.Limit + 1 groups of queue ("": every queue)
 // from db, after the group at after (nil: from the first).
-func readGroups(ctx context.Context, db *sql.DB, p GroupsParams, queue string, after *spot) ([]Group, error) {
+func readGroups(ctx context.Context, db *sql.DB, p GroupsParams, queue string, after *dlq.Spot) ([]Group, error) {
 	byFirstSeen := p.Sort == SortFirstSeen
 	cond, args := "1 = 1", []any{}
 	if after != nil {
@@ -226,7 +223,7 @@ func scanGroup(rows *sql.Rows) (Group, error) {
 		return Group{}, fmt.Errorf("dlq groups scan: %w", err)
 	}
 	gr.Total = c.Pending + c.Replaying + c.Replayed + c.Acknowledged
-	if pl, ok := PipelineOfQueue(gr.SourceQueue); ok {
+	if pl, ok := dlq.PipelineOfQueue(gr.SourceQueue); ok {
 		gr.Pipeline = &pl.Name
 	}
 	gr.Versions = []string{}
@@ -240,7 +237,7 @@ func scanGroup(rows *sql.Rows) (Group, error) {
 	if announced.Valid {
 		gr.AnnouncedAt = &announced.Int64
 	}
-	if gr.ReplayWillFail = ReplayWillFail(gr.Class); gr.ReplayWillFail {
+	if gr.ReplayWillFail = dlq.ReplayWillFail(gr.Class); gr.ReplayWillFail {
 		gr.Advice = "these failures are " + gr.Class + ": replaying them unchanged fails again; fix the cause or acknowledge them"
 	}
 	return gr, nil

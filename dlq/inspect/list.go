@@ -1,4 +1,4 @@
-package dlq
+package inspect
 
 import (
 	"context"
@@ -7,32 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redrive/redrive/dlq"
 )
-
-// messageFields is the json_object argument list of a Message; raw adds
-// raw_message and raw_encoding.
-func messageFields(raw bool) string {
-	fields := `'id', id, 'message_id', message_id, 'beer_id', beer_id, 'beer_name', beer_name, 'brewer', brewer,
-		'failed_at', failed_at, 'failure_count', failure_count, 'failure_reason', failure_reason,
-		'source_queue', source_queue, 'status', status, 'replay_count', COALESCE(replay_count, 0),
-		'replayed_at', replayed_at, 'acknowledged_at', acknowledged_at, 'failure_class', failure_class,
-		'first_failed_at', first_failed_at, 'replaying_at', replaying_at, 'acknowledged_note', acknowledged_note,
-		'updated_at', updated_at, 'content_type', ` + ContentTypeSQL + `, ` + pipelineFieldsSQL()
-	if raw {
-		fields += `, 'raw_message', raw_message, 'raw_encoding', raw_encoding`
-	}
-	return fields
-}
-
-// messagesJSON is a scalar subquery that returns the rows matching cond
-// (newest failure first, at most limit: bind it after cond's arguments) as
-// one JSON array of Message objects, built by SQLite. One text value crosses
-// from D1 instead of ~20 cells per row, each a syscall/js round trip in the
-// D1 driver. raw adds raw_message and raw_encoding.
-func messagesJSON(cond string, raw bool) string {
-	return `(SELECT json_group_array(json_object(` + messageFields(raw) + `) ORDER BY failed_at DESC, id DESC)
-		FROM (SELECT * FROM dlq_messages WHERE ` + cond + ` ORDER BY failed_at DESC, id DESC LIMIT ?))`
-}
 
 // Messages is a JSON array of Message objects, newest failure first, as
 // SQLite built it. The admin API writes it out unchanged: decoding and
@@ -49,21 +26,11 @@ func (m Messages) MarshalJSON() ([]byte, error) {
 }
 
 // Decode parses the array.
-func (m Messages) Decode() ([]Message, error) {
+func (m Messages) Decode() ([]dlq.Message, error) {
 	if len(m) == 0 {
-		return []Message{}, nil
+		return []dlq.Message{}, nil
 	}
-	return decodeMessages(string(m))
-}
-
-// decodeMessages reads a messagesJSON array (already in order: the
-// aggregate is ordered).
-func decodeMessages(js string) ([]Message, error) {
-	out := []Message{}
-	if err := json.Unmarshal([]byte(js), &out); err != nil {
-		return nil, fmt.Errorf("decode messages: %w", err)
-	}
-	return out, nil
+	return dlq.DecodeMessages(string(m))
 }
 
 // AppendJSON appends the page's JSON (what json.Marshal gives) to b with
@@ -92,17 +59,17 @@ type List struct {
 	// DBs, when set, are the databases of the rows (DB is then unused): a
 	// pipeline or source_queue filter reads its database alone; without
 	// one, more than one database are read and merged (pageMerged).
-	DBs Databases
+	DBs dlq.Databases
 	// Database is the binding DB is, when DBs is unset and several
 	// databases are bound (an export of one named database): its cursors
 	// are bound to it, as a pipeline's are to its database.
 	Database string
-	Cursors  Cursors
+	Cursors  dlq.Cursors
 }
 
 // ListParams are the list's inputs (the HTTP layer parses the query string).
 type ListParams struct {
-	Filter Filter
+	Filter dlq.Filter
 	// Limit is 1..MaxListLimit; 0 means DefaultListLimit.
 	Limit int
 	// Cursor is next_cursor of the previous page ("" for the first page).
@@ -147,9 +114,9 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 		return Page{}, err
 	}
 	if p.Limit == 0 {
-		p.Limit = DefaultListLimit
+		p.Limit = dlq.DefaultListLimit
 	}
-	if err := CheckLimit(int64(p.Limit), MaxListLimit, ""); err != nil {
+	if err := dlq.CheckLimit(int64(p.Limit), dlq.MaxListLimit, ""); err != nil {
 		return Page{}, err
 	}
 	if l.DBs.Many() && f.SourceQueue == "" {
@@ -163,22 +130,22 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 	}
 	// The first page counts the matches; later pages carry that count in
 	// their cursor instead of counting again.
-	var pos *Position
+	var pos *dlq.Position
 	if p.Cursor != "" {
-		decoded, err := l.Cursors.Decode(p.Cursor, cursorList, fp)
+		decoded, err := l.Cursors.Decode(p.Cursor, dlq.CursorList, fp)
 		if err != nil {
 			return Page{}, err
 		}
 		pos = &decoded
 	}
-	db := dbOf(l.DBs, l.DB, f.Pipeline, f.SourceQueue)
+	db := dlq.DBOf(l.DBs, l.DB, f.Pipeline, f.SourceQueue)
 	r, err := readListPage(ctx, db, f, pos, pos, p.Limit, p.IncludeRaw)
 	if err != nil {
 		return Page{}, err
 	}
 	out := Page{Limit: p.Limit, TotalCount: r.total, TotalCountExact: r.exact, Messages: Messages(r.page), HasMore: r.more}
 	if out.HasMore {
-		next := l.Cursors.Encode(Position{Kind: cursorList, Filter: fp, FailedAt: r.lastFailed, ID: r.lastID,
+		next := l.Cursors.Encode(dlq.Position{Kind: dlq.CursorList, Filter: fp, FailedAt: r.lastFailed, ID: r.lastID,
 			Total: &out.TotalCount, Bounded: !out.TotalCountExact})
 		out.NextCursor = &next
 	}
@@ -187,7 +154,7 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 
 // database is the binding a single-database page of f reads when several
 // databases are bound ("" otherwise).
-func (l List) database(f Filter) string {
+func (l List) database(f dlq.Filter) string {
 	switch {
 	case l.DBs.Many() && f.SourceQueue != "":
 		return l.DBs.OfQueue(f.SourceQueue).Name
@@ -210,8 +177,8 @@ type listRead struct {
 
 // readListPage reads one page of f after pos (nil: the first page) from
 // db in one statement; it counts the total unless carried holds it.
-func readListPage(ctx context.Context, db *sql.DB, f Filter, pos, carried *Position, limit int, raw bool) (listRead, error) {
-	total, totalArgs := f.totalSQL()
+func readListPage(ctx context.Context, db *sql.DB, f dlq.Filter, pos, carried *dlq.Position, limit int, raw bool) (listRead, error) {
+	total, totalArgs := totalSQL(f)
 	r := listRead{exact: true}
 	if carried != nil && carried.Total != nil {
 		total, totalArgs, r.exact = `?`, []any{*carried.Total}, !carried.Bounded
@@ -219,12 +186,12 @@ func readListPage(ctx context.Context, db *sql.DB, f Filter, pos, carried *Posit
 	var rows int
 	var lastFailed, lastID sql.NullInt64
 	for limit := int64(limit); ; limit /= 2 {
-		rowsSQL, rowsArgs := f.newestRows(pos, limit+1)
+		rowsSQL, rowsArgs := newestRows(f, pos, limit+1)
 		// The page is read with one row more than it shows (that row tells
 		// has_more); SQLite numbers them, builds the JSON of the shown ones and
 		// returns the position of the last one for the cursor.
 		query := `SELECT ` + total + `,
-			json_group_array(json_object(` + messageFields(raw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
+			json_group_array(json_object(` + dlq.MessageFields(raw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
 			COUNT(*), MAX(CASE WHEN rn = ? THEN failed_at END), MAX(CASE WHEN rn = ? THEN id END)
 		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (` + rowsSQL + `))`
 		allArgs := append(append([]any(nil), totalArgs...), limit, limit, limit)
@@ -242,7 +209,7 @@ func readListPage(ctx context.Context, db *sql.DB, f Filter, pos, carried *Posit
 		r.more = rows > int(limit)
 		break
 	}
-	if (carried == nil || carried.Total == nil) && !f.countedByTally() {
+	if (carried == nil || carried.Total == nil) && !countedByTally(f) {
 		r.exact = r.total <= ListCountMax
 		r.total = min(r.total, ListCountMax)
 	}
@@ -264,7 +231,7 @@ const ListCountMax = 1000
 // countedByTally reports whether total_count comes from kept counts: the
 // filters are a status (or all) and a source queue at most (dlq_tally), or
 // a status and a signature (dlq_signatures).
-func (f Filter) countedByTally() bool {
+func countedByTally(f dlq.Filter) bool {
 	return f.BeerID == "" && f.FailedAfter == nil && f.FailedBefore == nil && f.Q == "" && f.Version == "" && f.VersionNot == "" &&
 		(f.Signature == "" || f.SourceQueue == "")
 }
@@ -272,18 +239,18 @@ func (f Filter) countedByTally() bool {
 // totalSQL is the list's total_count as an SQL expression, with its
 // arguments: the sum of dlq_tally's counts for the status and source queue,
 // or else the matching rows counted up to ListCountMax + 1.
-func (f Filter) totalSQL() (string, []any) {
-	if f.countedByTally() && f.Signature != "" {
+func totalSQL(f dlq.Filter) (string, []any) {
+	if countedByTally(f) && f.Signature != "" {
 		n := "pending + replaying + replayed + acknowledged"
-		if f.Status != StatusAll {
+		if f.Status != dlq.StatusAll {
 			n = f.Status // a validated status: a column of dlq_signatures
 		}
 		return `(SELECT COALESCE((SELECT ` + n + ` FROM dlq_signatures WHERE signature = ?), 0))`, []any{f.Signature}
 	}
-	if f.countedByTally() {
+	if countedByTally(f) {
 		var conds []string
 		var args []any
-		if f.Status != StatusAll {
+		if f.Status != dlq.StatusAll {
 			conds, args = append(conds, "status = ?"), append(args, f.Status)
 		}
 		if f.SourceQueue != "" {
@@ -300,7 +267,7 @@ func (f Filter) totalSQL() (string, []any) {
 }
 
 // listStatuses are the statuses a row can have, for the list of all of them.
-var listStatuses = []string{StatusPending, StatusReplaying, StatusReplayed, StatusAcknowledged}
+var listStatuses = []string{dlq.StatusPending, dlq.StatusReplaying, dlq.StatusReplayed, dlq.StatusAcknowledged}
 
 // newestRows returns a query for the newest n rows matching f after pos
 // (failed_at DESC, id DESC), with its arguments. Each status is a range of
@@ -308,8 +275,8 @@ var listStatuses = []string{StatusPending, StatusReplaying, StatusReplayed, Stat
 // beer_id, whose index drives the query) takes the n newest rows of each
 // status and keeps the n newest of those: at most 4n rows read, where one
 // index over every row's failed_at would cost a row written per capture.
-func (f Filter) newestRows(pos *Position, n int64) (string, []any) {
-	one := func(g Filter) (string, []any) {
+func newestRows(f dlq.Filter, pos *dlq.Position, n int64) (string, []any) {
+	one := func(g dlq.Filter) (string, []any) {
 		where, args := g.Where()
 		if pos != nil {
 			where += ` AND failed_at <= ? AND (failed_at < ? OR id < ?)`
@@ -317,7 +284,7 @@ func (f Filter) newestRows(pos *Position, n int64) (string, []any) {
 		}
 		return `SELECT * FROM dlq_messages WHERE ` + where + ` ORDER BY failed_at DESC, id DESC LIMIT ?`, append(args, n)
 	}
-	if f.Status != StatusAll || f.BeerID != "" {
+	if f.Status != dlq.StatusAll || f.BeerID != "" {
 		return one(f)
 	}
 	var terms []string

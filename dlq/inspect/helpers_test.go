@@ -1,0 +1,136 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/dlqtest"
+	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/queue/queuetest"
+)
+
+var (
+	ctx     = context.Background()
+	discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	count       = dlqtest.Count
+	counter     = dlqtest.Counter
+	keyed       = dlqtest.Keyed
+	checkCounts = dlqtest.CheckCounts
+	flakyDB     = dlqtest.FlakyDB
+	mustExec    = dlqtest.MustExec
+	seed        = dlqtest.Seed
+	insert      = dlqtest.Insert
+	generate    = dlqtest.Generate
+	fixedClock  = dlqtest.FixedClock
+)
+
+type (
+	row       = dlqtest.Row
+	adminRow  = dlqtest.AdminRow
+	fakeClock = dlqtest.FakeClock
+	taskClock = dlqtest.TaskClock
+)
+
+// wantInput fails unless err is an *dlq.InputError with code.
+func wantInput(t *testing.T, err error, code string) {
+	t.Helper()
+	var in *dlq.InputError
+	if !errors.As(err, &in) || in.Code != code {
+		t.Fatalf("err = %v, want input error %s", err, code)
+	}
+}
+
+const dlqName = "beer-enrichment-dlq"
+
+func newCapture(db *sql.DB, logs *bytes.Buffer) *dlq.Capture {
+	return &dlq.Capture{DB: db, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+		SourceQueue: map[string]string{dlqName: "beer-enrichment"}, Clock: func() time.Time { return t0 }}
+}
+
+func consume(t *testing.T, c *dlq.Capture, msgs ...*queuetest.Message) {
+	t.Helper()
+	if err := c.ConsumeBatch(context.Background(), dlqName, queuetest.Batch(msgs...)); err != nil {
+		t.Fatalf("ConsumeBatch: %v", err)
+	}
+}
+
+func beer(id string) string {
+	return fmt.Sprintf(`{"beer_id":%q,"beer_name":"Beer %s","brewer":"Brewer"}`, id, id)
+}
+
+// historyOf reads a row's history, dropped count, signature and version.
+func historyOf(t *testing.T, db *sql.DB, where string, args ...any) ([]dlq.HistoryEntry, int64, string, string) {
+	t.Helper()
+	return dlqtest.HistoryOf[dlq.HistoryEntry](t, db, where, args...)
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// testPipelinesJSON is the e2e environment's pipelines, with a third one
+// whose key is escaped (RFC 6901 ~0 and ~1) and labels reversed.
+const testPipelinesJSON = `[
+{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[{"name":"beer_name","pointer":"/beer_name"},{"name":"brewer","pointer":"/brewer"}],"consumer":"redrive"},
+{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
+{"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
+
+// withPipelines configures the pipelines of testPipelinesJSON for the test.
+func withPipelines(t testing.TB) []config.Pipeline {
+	t.Helper()
+	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
+	if len(problems) != 0 || len(ps) != 3 {
+		t.Fatalf("pipelines %v %v", ps, problems)
+	}
+	dlq.SetPipelines(ps)
+	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	return ps
+}
+
+func pipelineCapture(t *testing.T) (*dlq.Capture, *bytes.Buffer) {
+	db := sqlitetest.New(t)
+	var logs bytes.Buffer
+	c := newCapture(db, &logs)
+	c.SourceQueue = map[string]string{dlqName: "beer-enrichment", "orders-dlq": "orders", "odd-dlq": "odd", "other-dlq": "other"}
+	return c, &logs
+}
+
+var t0 = time.UnixMilli(1_700_000_000_000)
+
+func failure(id, body string, at time.Time) dlq.Failure {
+	return dlq.Failure{MessageID: id, SourceQueue: "beer-enrichment", Body: body, Attempts: 4,
+		Class: "transient", Reason: "transient: provider status 500 (" + id + ")", FailedAt: at}
+}
+
+func save(t *testing.T, s dlq.Store, fs ...dlq.Failure) map[string]dlq.Outcome {
+	t.Helper()
+	out, err := s.Save(context.Background(), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pageJSON is the JSON array of an n-row list page, as messagesJSON builds it.
+func pageJSON(b *testing.B, n int) []byte {
+	page := make([]dlq.Message, n)
+	for i := range page {
+		name := fmt.Sprint("Beer ", i)
+		page[i] = dlq.Message{ID: int64(i), MessageID: fmt.Sprint("m", i), BeerID: fmt.Sprint(i), BeerName: &name,
+			FailedAt: int64(1_700_000_000_000 - i), SourceQueue: "beer-enrichment", Status: "pending"}
+	}
+	js, err := json.Marshal(page)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return js
+}
