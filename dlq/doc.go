@@ -13,22 +13,20 @@
 // dlq_signatures in step with the rows, and the stats, groups and time
 // series read those.
 //
-// Reading is by one Filter shared by the list, bulk actions, replay tasks
-// and export, paged by signed, opaque cursors. Acting on rows (replay by
-// ids or filter, edited replay, acknowledge, paced replay tasks with a
-// canary) claims them atomically, sends, and settles, each state change
-// one statement or one batch; every admin action is audited with its
-// before and after.
+// The rooms around this core each hold one concern: package inspect reads
+// (list, detail, groups, stats, time series, export), package resolve ends
+// a dead letter (replay, edited replay, replay tasks, acknowledge),
+// package upkeep is the cron's work (retention, rescue, recounts, alert
+// conditions) and package relocation moves a pipeline's rows between
+// databases. They share what is here: one Filter for the list, bulk
+// actions, tasks and export, paged by signed, opaque cursors; the rows of
+// a page and the dry run of a bulk action; the audit of every admin
+// action, with its before and after.
 //
 // A pipeline's rows live in one database: the shared one, or the
-// pipeline's own (Databases). The service answers for every database at
-// once: lists and counts merge them, an action goes to the database that
-// holds its rows, and while a pipeline's rows are being moved (package
-// relocation) the rows left behind are frozen and captures continue them.
-//
-// Upkeep keeps the tables bounded and consistent on the cron, in bounded
-// batches whose cost does not grow with the backlog: retention by age and
-// per key, rescue of rows stuck in replaying, the daily recount of
-// dlq_tally, audit retention, and the alert conditions the alerts engine
-// evaluates.
+// pipeline's own (Databases). Every room answers for all of them at once:
+// listings merge the databases in one order (the Stream machinery here),
+// an action goes to the database that holds its rows, and while a
+// pipeline's rows are being moved the rows left behind are frozen and
+// captures continue them.
 package dlq
