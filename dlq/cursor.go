@@ -65,6 +65,7 @@ func (c Cursors) mac(payload []byte) []byte {
 	return m.Sum(nil)[:16]
 }
 
+// Encode signs p into an opaque cursor (Decode reads it back).
 func (c Cursors) Encode(p Position) string {
 	payload, _ := json.Marshal(p)
 	enc := base64.RawURLEncoding

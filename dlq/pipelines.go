@@ -67,6 +67,8 @@ func PipelineQueue(name string) (string, error) {
 	return p.Queue, nil
 }
 
+// ClipName is s cut to 64 bytes (with an ellipsis), for an error message that
+// quotes a name the caller gave.
 func ClipName(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"

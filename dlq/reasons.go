@@ -11,6 +11,7 @@ type ReasonCount struct {
 	Count         int64   `json:"count"`
 }
 
+// SortReasons orders reason counts by count, most first, then by reason.
 func SortReasons(rs []ReasonCount) {
 	slices.SortStableFunc(rs, func(a, b ReasonCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(deref(a.FailureReason), deref(b.FailureReason)))

@@ -107,6 +107,7 @@ type InputError struct {
 
 func (e *InputError) Error() string { return e.Code + ": " + e.Message }
 
+// InputErr is an *InputError with code and a formatted message.
 func InputErr(code, format string, args ...any) *InputError {
 	return &InputError{Code: code, Message: fmt.Sprintf(format, args...)}
 }

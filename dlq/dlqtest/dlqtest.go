@@ -117,6 +117,7 @@ func (t flakyTx) Commit() error { t.f.inTx = false; return t.Tx.Commit() }
 
 func (t flakyTx) Rollback() error { t.f.inTx = false; return t.Tx.Rollback() }
 
+// Count runs query, which counts something, and returns the count.
 func Count(t *testing.T, db *sql.DB, query string, args ...any) int64 {
 	t.Helper()
 	var n int64
@@ -126,6 +127,7 @@ func Count(t *testing.T, db *sql.DB, query string, args ...any) int64 {
 	return n
 }
 
+// Counter is the value of the durable counter name (0 when unset).
 func Counter(t *testing.T, db *sql.DB, name string) int64 {
 	return Count(t, db, `SELECT COALESCE((SELECT value FROM counters WHERE name = ?), 0)`, name)
 }
@@ -143,12 +145,14 @@ func (c *TaskClock) Now() time.Time {
 	return c.t
 }
 
+// Set moves the clock to t.
 func (c *TaskClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
 }
 
+// Add moves the clock on by d.
 func (c *TaskClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -172,6 +176,7 @@ func RunRecorded(t *testing.T, job interface {
 	return sum
 }
 
+// MustExec runs query and fails the test on an error.
 func MustExec(t *testing.T, db *sql.DB, query string, args ...any) {
 	t.Helper()
 	if _, err := db.Exec(query, args...); err != nil {
@@ -209,6 +214,7 @@ func WantActivity(t *testing.T, db *sql.DB, hour int64) map[string]int64 {
 		WHERE h >= ? GROUP BY k`, hour)
 }
 
+// Keyed runs query, whose rows are a key and a count, and returns them as a map.
 func Keyed(t *testing.T, db *sql.DB, query string, args ...any) map[string]int64 {
 	t.Helper()
 	rows, err := db.Query(query, args...)
@@ -279,6 +285,7 @@ func ms(t time.Time) any {
 	return t.UnixMilli()
 }
 
+// Seed inserts rows into dlq_messages.
 func Seed(t *testing.T, db *sql.DB, rows ...Row) {
 	t.Helper()
 	for _, r := range rows {
