@@ -84,15 +84,77 @@ func start() {
 	// A pipeline may keep its rows in a D1 database of its own (its
 	// `database`); one whose binding is missing is off: its DLQ's messages
 	// are then stored in DB as unroutable, never lost.
-	// One whose binding shares its id range with another's (dlq.IDBase) is
-	// off too: the two databases would give different rows the same ids.
+	var others map[string]dlq.Store
+	cfg.Pipelines, others = openPipelineDatabases(cfg.Pipelines, log, observe)
+	// The version failures are stamped with: the version metadata binding's
+	// id when the runtime gives one, else the build's version string.
+	running := ver.Info{Build: cmp.Or(version, "dev")}
+	running.ID, running.Tag, running.Timestamp = platform.VersionMetadata("CF_VERSION_METADATA")
+	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running,
+		dbs: dlq.NewDatabases(dlq.Store{DB: db, Batch: batch}, others, cfg.Pipelines)}
+	// The pipelines every filter, row object and capture reads (before
+	// anything is served).
+	dlq.SetPipelines(cfg.Pipelines)
+	w.pipelines = config.Wire(cfg.Pipelines, platform.HasBinding)
+	for q, binding := range w.pipelines.Missing {
+		log.Error("config: a pipeline's producer binding is missing; it is capture-only (replay to it is refused)",
+			"queue", q, "binding", binding)
+	}
+	w.sender = platform.Sender{Bindings: w.pipelines.Bindings}
+
+	w.register()
+}
+
+// register builds the queue, cron and fetch routers and registers the
+// fetch, queue and cron entries with the runtime.
+func (w worker) register() {
+	cfg, log := w.cfg, w.log
+	router := w.queueRouter()
+	crons := w.cronRouter()
+	api := w.api()
+	if cfg.DevRoutes {
+		log.Warn("DEV_ROUTES is set: POST /__dev/send, /__dev/sql and /__dev/cron answer requests addressed to a loopback host; never set it in production")
+		// wrangler dev's /cdn-cgi/handler/scheduled stops short of a worker
+		// with static assets: POST /__dev/cron runs a cron at a chosen time.
+		api.DevCron = crons.Run
+	}
+	platform.Serve(routes(api), handlers.MaxBodyBytes)
+	platform.Consume(router.Consume)
+	scheduleCrons(crons, log)
+}
+
+// scheduleCrons registers the cron entry: each scheduled event runs the
+// jobs of its cron. The cron task always returns nil: syumai's cron turns
+// an error into a panic that ends this Go instance. Job failures are logged
+// at ERROR, recorded in job_runs and alerted on by CronRouter.Run and the
+// alerts job.
+func scheduleCrons(crons *jobs.CronRouter, log *slog.Logger) {
+	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
+		ev, err := cron.NewEvent(ctx)
+		if err != nil {
+			log.Error("cron: no event", "error", err.Error())
+			return nil
+		}
+		_ = crons.Run(ctx, ev.Cron, ev.ScheduledTime)
+		return nil
+	})
+}
+
+// openPipelineDatabases opens the D1 database of each pipeline that names
+// its own and returns the pipelines left on with those databases, keyed by
+// binding. A pipeline whose binding is missing is off, and so is one whose
+// binding shares its id range with another's (dlq.IDBase): the two
+// databases would give different rows the same ids. pipelines' backing
+// array is reused (slices.DeleteFunc).
+func openPipelineDatabases(pipelines []config.Pipeline, log *slog.Logger,
+	observe func(context.Context, platform.D1Meta)) ([]config.Pipeline, map[string]dlq.Store) {
 	var named []string
-	for _, p := range cfg.Pipelines {
+	for _, p := range pipelines {
 		named = append(named, p.Database)
 	}
 	clash := dlq.IDRangeCollisions(named)
 	others := map[string]dlq.Store{}
-	cfg.Pipelines = slices.DeleteFunc(cfg.Pipelines, func(p config.Pipeline) bool {
+	pipelines = slices.DeleteFunc(pipelines, func(p config.Pipeline) bool {
 		if p.Database == config.SharedDatabase {
 			return false
 		}
@@ -112,45 +174,7 @@ func start() {
 		others[p.Database] = dlq.Store{DB: odb, Batch: obatch}
 		return false
 	})
-	// The version failures are stamped with: the version metadata binding's
-	// id when the runtime gives one, else the build's version string.
-	running := ver.Info{Build: cmp.Or(version, "dev")}
-	running.ID, running.Tag, running.Timestamp = platform.VersionMetadata("CF_VERSION_METADATA")
-	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running,
-		dbs: dlq.NewDatabases(dlq.Store{DB: db, Batch: batch}, others, cfg.Pipelines)}
-	// The pipelines every filter, row object and capture reads (before
-	// anything is served).
-	dlq.SetPipelines(cfg.Pipelines)
-	w.pipelines = config.Wire(cfg.Pipelines, platform.HasBinding)
-	for q, binding := range w.pipelines.Missing {
-		log.Error("config: a pipeline's producer binding is missing; it is capture-only (replay to it is refused)",
-			"queue", q, "binding", binding)
-	}
-	w.sender = platform.Sender{Bindings: w.pipelines.Bindings}
-
-	router := w.queueRouter()
-	crons := w.cronRouter()
-	api := w.api()
-	if cfg.DevRoutes {
-		log.Warn("DEV_ROUTES is set: POST /__dev/send, /__dev/sql and /__dev/cron answer requests addressed to a loopback host; never set it in production")
-		// wrangler dev's /cdn-cgi/handler/scheduled stops short of a worker
-		// with static assets: POST /__dev/cron runs a cron at a chosen time.
-		api.DevCron = crons.Run
-	}
-	platform.Serve(routes(api), handlers.MaxBodyBytes)
-	platform.Consume(router.Consume)
-	// The cron task always returns nil: syumai's cron turns an error into a
-	// panic that ends this Go instance. Job failures are logged at ERROR,
-	// recorded in job_runs and alerted on by CronRouter.Run and the alerts job.
-	cron.ScheduleTaskNonBlock(func(ctx context.Context) error {
-		ev, err := cron.NewEvent(ctx)
-		if err != nil {
-			log.Error("cron: no event", "error", err.Error())
-			return nil
-		}
-		_ = crons.Run(ctx, ev.Cron, ev.ScheduledTime)
-		return nil
-	})
+	return pipelines, others
 }
 
 // worker holds what the three entry points are built from.

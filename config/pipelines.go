@@ -173,6 +173,9 @@ func entryName(e json.RawMessage) string {
 	return ""
 }
 
+// parsePipeline reads one PIPELINES entry (raw) into a Pipeline, with the
+// global defaults of the thresholds it does not give. The error says what
+// is wrong with the entry.
 func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Duration) (Pipeline, error) {
 	var e pipelineEntry
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -182,25 +185,8 @@ func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Du
 	}
 	p := Pipeline{Name: e.Name, Queue: e.Queue, DLQ: e.DLQ, Producer: e.Producer, Labels: e.Labels, Consumer: e.Consumer,
 		AlertPendingThreshold: pending, AlertOldestPending: oldest, Retention: retention, Database: SharedDatabase}
-	switch {
-	case !validPipelineName(e.Name):
-		return p, fmt.Errorf("name %q: want ^[a-z][a-z0-9_-]{0,31}$", e.Name)
-	case !validQueueName(e.Queue):
-		return p, fmt.Errorf("queue %q: want a queue name", e.Queue)
-	case !validQueueName(e.DLQ):
-		return p, fmt.Errorf("dlq %q: want a queue name", e.DLQ)
-	case e.Queue == e.DLQ:
-		return p, errors.New("queue and dlq are the same queue")
-	case !validBindingName(e.Producer):
-		return p, fmt.Errorf("producer %q: want a binding name", e.Producer)
-	case e.Key == nil:
-		return p, errors.New("key: want a JSON pointer")
-	case len(e.Labels) > MaxLabels:
-		return p, fmt.Errorf("%d labels, at most %d", len(e.Labels), MaxLabels)
-	case e.Consumer != ConsumerRedrive && e.Consumer != ConsumerExternal:
-		return p, fmt.Errorf("consumer %q: want %q or %q", e.Consumer, ConsumerRedrive, ConsumerExternal)
-	case e.Consumer == ConsumerRedrive && e.Queue != BeerQueue:
-		return p, fmt.Errorf("consumer %q: redrive consumes only %s (the beer pipeline); want %q", e.Consumer, BeerQueue, ConsumerExternal)
+	if err := e.checkFields(); err != nil {
+		return p, err
 	}
 	if e.Database != nil {
 		switch {
@@ -211,45 +197,90 @@ func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Du
 		}
 		p.Database = *e.Database
 	}
-	p.Key = *e.Key
+	if err := p.parsePointers(*e.Key, e.Labels); err != nil {
+		return p, err
+	}
+	if err := p.applyThresholds(e); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// checkFields checks the entry's names, queues, producer binding, key,
+// label count and consumer: the first that is wrong is the error.
+func (e pipelineEntry) checkFields() error {
+	switch {
+	case !validPipelineName(e.Name):
+		return fmt.Errorf("name %q: want ^[a-z][a-z0-9_-]{0,31}$", e.Name)
+	case !validQueueName(e.Queue):
+		return fmt.Errorf("queue %q: want a queue name", e.Queue)
+	case !validQueueName(e.DLQ):
+		return fmt.Errorf("dlq %q: want a queue name", e.DLQ)
+	case e.Queue == e.DLQ:
+		return errors.New("queue and dlq are the same queue")
+	case !validBindingName(e.Producer):
+		return fmt.Errorf("producer %q: want a binding name", e.Producer)
+	case e.Key == nil:
+		return errors.New("key: want a JSON pointer")
+	case len(e.Labels) > MaxLabels:
+		return fmt.Errorf("%d labels, at most %d", len(e.Labels), MaxLabels)
+	case e.Consumer != ConsumerRedrive && e.Consumer != ConsumerExternal:
+		return fmt.Errorf("consumer %q: want %q or %q", e.Consumer, ConsumerRedrive, ConsumerExternal)
+	case e.Consumer == ConsumerRedrive && e.Queue != BeerQueue:
+		return fmt.Errorf("consumer %q: redrive consumes only %s (the beer pipeline); want %q", e.Consumer, BeerQueue, ConsumerExternal)
+	}
+	return nil
+}
+
+// parsePointers sets p's Key to key and parses it and the labels' pointers
+// (KeyPointer, LabelPointers); label names must be valid and unique. p's
+// Labels become empty, not nil, when there are none.
+func (p *Pipeline) parsePointers(key string, labels []Label) error {
+	p.Key = key
 	var err error
 	if p.KeyPointer, err = jsonpointer.Parse(p.Key); err != nil {
-		return p, fmt.Errorf("key: %v", err)
+		return fmt.Errorf("key: %v", err)
 	}
 	seen := map[string]bool{}
-	for _, l := range e.Labels {
+	for _, l := range labels {
 		if !validLabelName(l.Name) || seen[l.Name] {
-			return p, fmt.Errorf("label name %q: want ^[a-z][a-z0-9_]{0,31}$, unique", l.Name)
+			return fmt.Errorf("label name %q: want ^[a-z][a-z0-9_]{0,31}$, unique", l.Name)
 		}
 		seen[l.Name] = true
 		lp, err := jsonpointer.Parse(l.Pointer)
 		if err != nil {
-			return p, fmt.Errorf("label %s: %v", l.Name, err)
+			return fmt.Errorf("label %s: %v", l.Name, err)
 		}
 		p.LabelPointers = append(p.LabelPointers, lp)
 	}
 	if p.Labels == nil {
 		p.Labels = []Label{}
 	}
+	return nil
+}
+
+// applyThresholds sets p's alert thresholds and retention to those the
+// entry gives, each checked against the bounds of its global var.
+func (p *Pipeline) applyThresholds(e pipelineEntry) error {
 	if e.AlertPendingThreshold != nil {
 		if v := *e.AlertPendingThreshold; v < minPendingThreshold || v > maxPendingThreshold {
-			return p, fmt.Errorf("alert_pending_threshold %d: want %d..%d", v, minPendingThreshold, maxPendingThreshold)
+			return fmt.Errorf("alert_pending_threshold %d: want %d..%d", v, minPendingThreshold, maxPendingThreshold)
 		}
 		p.AlertPendingThreshold = *e.AlertPendingThreshold
 	}
 	if e.AlertOldestHours != nil {
 		if v := *e.AlertOldestHours; v < minOldestHours || v > maxOldestHours {
-			return p, fmt.Errorf("alert_oldest_hours %d: want %d..%d", v, minOldestHours, maxOldestHours)
+			return fmt.Errorf("alert_oldest_hours %d: want %d..%d", v, minOldestHours, maxOldestHours)
 		}
 		p.AlertOldestPending = time.Duration(*e.AlertOldestHours) * time.Hour
 	}
 	if e.RetentionDays != nil {
 		if v := *e.RetentionDays; v < minRetentionDays || v > maxRetentionDays {
-			return p, fmt.Errorf("retention_days %d: want %d..%d", v, minRetentionDays, maxRetentionDays)
+			return fmt.Errorf("retention_days %d: want %d..%d", v, minRetentionDays, maxRetentionDays)
 		}
 		p.Retention = time.Duration(*e.RetentionDays) * 24 * time.Hour
 	}
-	return p, nil
+	return nil
 }
 
 func mustPointers(p Pipeline) (jsonpointer.Pointer, []jsonpointer.Pointer) {

@@ -31,12 +31,9 @@ const (
 // (platform/serve.go): the byte budget bounds what it holds.
 func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	q := queryValues(r)
-	format := q["format"]
-	if format == "" {
-		format = "ndjson"
-	}
-	if format != "ndjson" && format != "csv" {
-		return badRequest("INVALID_FORMAT", "format must be ndjson or csv")
+	format, err := exportFormat(q["format"])
+	if err != nil {
+		return err
 	}
 	p, err := parseListParams(q)
 	if err != nil {
@@ -44,18 +41,10 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Without database, the rows of the filter's pipeline's database, or
 	// of every database merged (moveFields finds each row's).
-	var db *sql.DB
-	var dbName string
 	named := q["database"] != ""
-	if named {
-		d, err := a.databaseNamed(q["database"])
-		if err != nil {
-			return err
-		}
-		db = d.DB
-		if a.databases().Many() {
-			dbName = d.Name // its cursors are bound to it
-		}
+	db, dbName, err := a.exportDatabase(q["database"])
+	if err != nil {
+		return err
 	}
 	var buf bytes.Buffer
 	visit := func(rows []json.RawMessage) error {
@@ -86,6 +75,43 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return writeExport(w, &buf, cw, res)
+}
+
+// exportFormat is the export's format: ndjson (the default) or csv.
+func exportFormat(format string) (string, error) {
+	if format == "" {
+		format = "ndjson"
+	}
+	if format != "ndjson" && format != "csv" {
+		return "", badRequest("INVALID_FORMAT", "format must be ndjson or csv")
+	}
+	return format, nil
+}
+
+// exportDatabase is the database an export reads when ?database= names one
+// (name): its handle, and its name when there are many (its cursors are
+// bound to it). Without a name, both are empty: the rows of the filter's
+// pipeline's database, or of every database merged.
+func (a *API) exportDatabase(name string) (*sql.DB, string, error) {
+	if name == "" {
+		return nil, "", nil
+	}
+	d, err := a.databaseNamed(name)
+	if err != nil {
+		return nil, "", err
+	}
+	var dbName string
+	if a.databases().Many() {
+		dbName = d.Name // its cursors are bound to it
+	}
+	return d.DB, dbName, nil
+}
+
+// writeExport answers with the exported rows in buf: CSV when cw wrote
+// them (flushed first), else NDJSON, as an attachment, with the row count
+// and, when rows remain, the cursor to continue with.
+func writeExport(w http.ResponseWriter, buf *bytes.Buffer, cw *inspect.CSVExport, res inspect.ExportResult) error {
 	h := w.Header()
 	if cw != nil {
 		if err := cw.Flush(); err != nil {

@@ -46,33 +46,7 @@ func queryParameters(doc []byte) map[string]map[string]bool {
 			components = value
 		}
 	})
-	shared := map[string][]byte{} // "#/components/parameters/NAME" -> its object
-	if len(components) > 0 && components[0] == '{' {
-		jsonscan.Members(components, func(key, value []byte) {
-			if jsonscan.KeyIs(key, "parameters") && len(value) > 0 && value[0] == '{' {
-				jsonscan.Members(value, func(name, p []byte) {
-					shared["#/components/parameters/"+keyText(name)] = p
-				})
-			}
-		})
-	}
-	// query adds the names of the query parameters of a parameters array to into.
-	query := func(list []byte, into map[string]bool) {
-		if len(list) == 0 || list[0] != '[' {
-			return
-		}
-		jsonscan.Elements(list, func(p []byte) {
-			if ref := member(p, "$ref"); ref != nil {
-				s, _ := jsonscan.Text(ref)
-				p = shared[s]
-			}
-			in, _ := jsonscan.Text(member(p, "in"))
-			name, ok := jsonscan.Text(member(p, "name"))
-			if in == "query" && ok {
-				into[name] = true
-			}
-		})
-	}
+	shared := sharedParameters(components)
 	out := map[string]map[string]bool{}
 	if len(paths) == 0 || paths[0] != '{' {
 		return out
@@ -83,7 +57,7 @@ func queryParameters(doc []byte) map[string]map[string]bool {
 		}
 		path := keyText(pathKey)
 		common := map[string]bool{}
-		query(member(item, "parameters"), common)
+		addQueryParameters(member(item, "parameters"), shared, common)
 		jsonscan.Members(item, func(methodKey, op []byte) {
 			method := keyText(methodKey)
 			if !operationMethods[method] || len(op) == 0 || op[0] != '{' {
@@ -93,11 +67,48 @@ func queryParameters(doc []byte) map[string]map[string]bool {
 			for k := range common {
 				params[k] = true
 			}
-			query(member(op, "parameters"), params)
+			addQueryParameters(member(op, "parameters"), shared, params)
 			out[strings.ToUpper(method)+" "+path] = params
 		})
 	})
 	return out
+}
+
+// sharedParameters are the parameters of an OpenAPI document's components
+// (its "components" object), keyed by the reference that names each
+// ("#/components/parameters/NAME").
+func sharedParameters(components []byte) map[string][]byte {
+	shared := map[string][]byte{} // "#/components/parameters/NAME" -> its object
+	if len(components) > 0 && components[0] == '{' {
+		jsonscan.Members(components, func(key, value []byte) {
+			if jsonscan.KeyIs(key, "parameters") && len(value) > 0 && value[0] == '{' {
+				jsonscan.Members(value, func(name, p []byte) {
+					shared["#/components/parameters/"+keyText(name)] = p
+				})
+			}
+		})
+	}
+	return shared
+}
+
+// addQueryParameters adds the names of the query parameters of a
+// parameters array (list) to into; a parameter given by reference is read
+// from shared (sharedParameters).
+func addQueryParameters(list []byte, shared map[string][]byte, into map[string]bool) {
+	if len(list) == 0 || list[0] != '[' {
+		return
+	}
+	jsonscan.Elements(list, func(p []byte) {
+		if ref := member(p, "$ref"); ref != nil {
+			s, _ := jsonscan.Text(ref)
+			p = shared[s]
+		}
+		in, _ := jsonscan.Text(member(p, "in"))
+		name, ok := jsonscan.Text(member(p, "name"))
+		if in == "query" && ok {
+			into[name] = true
+		}
+	})
 }
 
 // operationMethods are the keys of an OpenAPI path item that are operations.
