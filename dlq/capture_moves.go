@@ -65,57 +65,88 @@ func (c *Capture) lookAside(ctx context.Context, q string, fs []Failure, encs []
 	if len(others) == 0 {
 		return fs, encs, nil, nil
 	}
-	dup := map[string]bool{}
-	borrow := map[string][]byte{}
+	a := asideAnswers{dup: map[string]bool{}, borrow: map[string][]byte{}}
 	for _, o := range others {
-		keys := make([][]byte, 0, len(encs))
-		for i, e := range encs {
-			if !dup[fs[i].MessageID] && borrow[fs[i].MessageID] == nil {
-				keys = append(keys, e.key)
-			}
-		}
+		keys := a.unanswered(fs, encs)
 		if len(keys) == 0 {
 			break
 		}
-		rows, err := o.DB.QueryContext(ctx, lookAsideSQL, string(joinJSON(keys)))
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
-		}
-		for rows.Next() {
-			var id string
-			var stored bool
-			var lineage sql.NullString
-			if err := rows.Scan(&id, &stored, &lineage); err != nil {
-				rows.Close()
-				return nil, nil, nil, fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
-			}
-			switch {
-			case stored:
-				dup[id] = true
-			case lineage.Valid:
-				borrow[id] = []byte(lineage.String)
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
+		if err := a.lookIn(ctx, o, keys); err != nil {
+			return nil, nil, nil, err
 		}
 	}
+	keptF, keptE, dups := a.apply(fs, encs)
+	return keptF, keptE, dups, nil
+}
+
+// asideAnswers are what the other databases answered about a batch's
+// failures, by message_id: stored there already (dup), or the lineage row
+// there that the failure continues (borrow, lookAsideSQL's).
+type asideAnswers struct {
+	dup    map[string]bool
+	borrow map[string][]byte
+}
+
+// unanswered is the key elements (see encoded) of the failures of fs
+// (encoded as encs) that no database has answered about yet.
+func (a asideAnswers) unanswered(fs []Failure, encs []encoded) [][]byte {
+	keys := make([][]byte, 0, len(encs))
+	for i, e := range encs {
+		if !a.dup[fs[i].MessageID] && a.borrow[fs[i].MessageID] == nil {
+			keys = append(keys, e.key)
+		}
+	}
+	return keys
+}
+
+// lookIn asks database o about the failures of keys (lookAsideSQL) and
+// records its answers in a; an error is errLookAside's.
+func (a asideAnswers) lookIn(ctx context.Context, o Database, keys [][]byte) error {
+	rows, err := o.DB.QueryContext(ctx, lookAsideSQL, string(joinJSON(keys)))
+	if err != nil {
+		return fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
+	}
+	for rows.Next() {
+		var id string
+		var stored bool
+		var lineage sql.NullString
+		if err := rows.Scan(&id, &stored, &lineage); err != nil {
+			rows.Close()
+			return fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
+		}
+		switch {
+		case stored:
+			a.dup[id] = true
+		case lineage.Valid:
+			a.borrow[id] = []byte(lineage.String)
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("%w: dlq store: look in %s: %w", errLookAside, o.Name, err)
+	}
+	return nil
+}
+
+// apply is fs and encs without the duplicates, each repeat failure's
+// element borrowing its lineage row (encoded.borrowing), and the
+// duplicates' message_ids.
+func (a asideAnswers) apply(fs []Failure, encs []encoded) ([]Failure, []encoded, []string) {
 	var dups []string
 	keptF, keptE := fs[:0:0], encs[:0:0]
 	for i, f := range fs {
-		if dup[f.MessageID] {
+		if a.dup[f.MessageID] {
 			dups = append(dups, f.MessageID)
 			continue
 		}
 		e := encs[i]
-		if b := borrow[f.MessageID]; b != nil {
+		if b := a.borrow[f.MessageID]; b != nil {
 			e = e.borrowing(f.MessageID, b)
 		}
 		keptF, keptE = append(keptF, f), append(keptE, e)
 	}
-	return keptF, keptE, dups, nil
+	return keptF, keptE, dups
 }
 
 // borrowing is e with the lineage row b (lookAsideSQL's) as its put

@@ -442,14 +442,7 @@ func encodeFailure(f Failure) (encoded, error) {
 		p := parseBody(f.Body, ct == queue.Bytes, shapeOf(f.SourceQueue))
 		b = &p
 	}
-	raw, enc := f.Body, "text"
-	switch {
-	case ct == queue.Bytes:
-		enc = "base64" // the text form of bytes is base64 already
-	case f.asBase64 || !utf8.ValidString(raw):
-		// JSON cannot carry invalid UTF-8: keep the exact bytes as base64.
-		raw, enc = base64.StdEncoding.EncodeToString([]byte(raw)), "base64"
-	}
+	raw, enc := storedBody(f, ct)
 	beerID := b.BeerID
 	if b.Problem != "" {
 		beerID = UnparseableBeerID
@@ -457,8 +450,35 @@ func encodeFailure(f Failure) (encoded, error) {
 	failedAt := f.FailedAt.UnixMilli()
 	hash := BodyHash(ct, f.Body)
 
-	// The members put and key share: message_id, source, hash, failed_at
-	// and the signature's.
+	common := commonMembers(f, b, hash, failedAt)
+	key := append(common[:len(common):len(common)], '}')
+	put, err := putElement(f, b, ct, common, beerID, raw, enc)
+	if err != nil {
+		return encoded{}, err
+	}
+	return encoded{put: put, key: key, group: tallyGroup(f.SourceQueue, b.Brewer), hour: failedAt / 3_600_000}, nil
+}
+
+// storedBody is f's body as put's raw member holds it and that member's
+// encoding: the text as it is, or base64 for bytes and for text JSON
+// cannot carry.
+func storedBody(f Failure, ct queue.ContentType) (raw, enc string) {
+	raw, enc = f.Body, "text"
+	switch {
+	case ct == queue.Bytes:
+		enc = "base64" // the text form of bytes is base64 already
+	case f.asBase64 || !utf8.ValidString(raw):
+		// JSON cannot carry invalid UTF-8: keep the exact bytes as base64.
+		raw, enc = base64.StdEncoding.EncodeToString([]byte(raw)), "base64"
+	}
+	return raw, enc
+}
+
+// commonMembers opens the JSON object of the members put and key share:
+// message_id, source, hash, failed_at and the signature's (sig, sig_class
+// and sig_text when Go knows it, else usig for a queue whose unknown
+// signature is not the beer queue's). The object is left unclosed.
+func commonMembers(f Failure, b *body, hash string, failedAt int64) []byte {
 	common := make([]byte, 0, 256)
 	common = member(common, '{', "message_id", f.MessageID)
 	common = member(common, ',', "source", f.SourceQueue)
@@ -471,8 +491,14 @@ func encodeFailure(f Failure) (encoded, error) {
 	} else if u := UnknownSignatureIn(f.SourceQueue); u.Key != UnknownSignature.Key {
 		common = member(common, ',', "usig", u.Key)
 	}
-	key := append(common[:len(common):len(common)], '}')
+	return common
+}
 
+// putElement is f's element of putSQL's parameter (see encoded): the
+// common members, then the row's own (beer, attempts, the body as raw in
+// encoding enc, class, reason, problem, version, and the history entry
+// when f carries one), closed.
+func putElement(f Failure, b *body, ct queue.ContentType, common []byte, beerID, raw, enc string) ([]byte, error) {
 	put := make([]byte, 0, len(common)+len(raw)+len(raw)/8+256)
 	put = append(put, common...)
 	put = member(put, ',', "beer_id", beerID)
@@ -489,18 +515,24 @@ func encodeFailure(f Failure) (encoded, error) {
 	if f.Attempt != nil {
 		entries, err := json.Marshal([]HistoryEntry{f.Attempt.entry()})
 		if err != nil {
-			return encoded{}, err
+			return nil, err
 		}
 		put = append(append(put, `,"entries":`...), entries...)
 		put = optMember(put, "entry_version", nonEmpty(f.Attempt.Version))
 	}
 	put = append(put, '}')
+	return put, nil
+}
 
-	group := f.SourceQueue + "\x00"
-	if b.Brewer != nil {
-		group += "=" + *b.Brewer
+// tallyGroup is the dlq_tally group of a new row of source queue
+// sourceQueue and brewer (see encoded.group): the queue, a NUL, and "="
+// and the brewer when there is one.
+func tallyGroup(sourceQueue string, brewer *string) string {
+	group := sourceQueue + "\x00"
+	if brewer != nil {
+		group += "=" + *brewer
 	}
-	return encoded{put: put, key: key, group: group, hour: failedAt / 3_600_000}, nil
+	return group
 }
 
 // member appends sep, then "name": and the JSON string of value.

@@ -234,36 +234,93 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	if err != nil {
 		return StatsReport{}, err
 	}
-	var groups, brewers, repeats, reasons string
-	var oldest sql.NullInt64
-	var sampled int64
 	var r StatsReport
-	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
-	err = s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/dlq.HourMS, int64(StatsReasonSample), dlq.NullIfEmpty(queue)).Scan(
-		&groups, &oldest, &brewers, &repeats, &r.Last24h.Replayed24h, &r.Last24h.Acknowledged24h,
-		&r.Last24h.NewFailures24h, &reasons, &sampled)
+	cols, err := s.queryStats(ctx, now, queue, &r.Last24h)
 	if err != nil {
-		return StatsReport{}, fmt.Errorf("dlq stats: %w", err)
+		return StatsReport{}, err
 	}
-	// Each repeat failure with what gives its pipeline and labels.
-	var repeatRows []struct {
-		RepeatFailure
-		SourceQueue string  `json:"source_queue"`
-		Brewer      *string `json:"brewer"`
+	byGroup, repeatRows, err := cols.decode(&r)
+	if err != nil {
+		return StatsReport{}, err
 	}
-	var byGroup []struct {
-		Status      string `json:"status"`
-		SourceQueue string `json:"source_queue"`
-		Count       int64  `json:"count"`
+	bySource := r.tallyGroups(byGroup)
+	r.ByPipeline = s.pipelineCounts(bySource)
+	r.RepeatFailures = repeatFailures(repeatRows)
+	if s.Pipeline != "" {
+		r.Pipeline = &s.Pipeline
+		r.NotFiltered = statsNotFiltered
+		r.TopFailureReasonsSample = cols.sampled
+	} else {
+		r.TopFailureReasonsSample = min(r.ByStatus.Pending, StatsReasonSample)
 	}
+	if cols.oldest.Valid {
+		hours := float64(now.UnixMilli()-cols.oldest.Int64) / float64(time.Hour.Milliseconds())
+		r.OldestPendingAgeHours = math.Max(0, math.Round(hours*10)/10)
+	}
+	r.sortLists()
+	return r, nil
+}
+
+// statsColumns are statsSQL's columns other than last_24h's, as read: the
+// lists (groups, brewers, repeats, reasons) still JSON arrays.
+type statsColumns struct {
+	groups, brewers, repeats, reasons string
+	// oldest is the oldest pending row's failed_at (NULL when none).
+	oldest sql.NullInt64
+	// sampled is how many of the sampled pending rows are the pipeline
+	// filter's queue's (0 without one).
+	sampled int64
+}
+
+// statsGroup is one entry of statsSQL's groups: the rows of a status and
+// source queue.
+type statsGroup struct {
+	Status      string `json:"status"`
+	SourceQueue string `json:"source_queue"`
+	Count       int64  `json:"count"`
+}
+
+// repeatRow is one entry of statsSQL's repeats: a repeat failure with what
+// gives its pipeline and labels.
+type repeatRow struct {
+	RepeatFailure
+	SourceQueue string  `json:"source_queue"`
+	Brewer      *string `json:"brewer"`
+}
+
+// queryStats runs statsSQL on s.DB at now, narrowed to queue when not
+// empty: it scans last_24h into last24h and returns the other columns.
+func (s Stats) queryStats(ctx context.Context, now time.Time, queue string, last24h *Last24h) (statsColumns, error) {
+	var c statsColumns
+	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
+	err := s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/dlq.HourMS, int64(StatsReasonSample), dlq.NullIfEmpty(queue)).Scan(
+		&c.groups, &c.oldest, &c.brewers, &c.repeats, &last24h.Replayed24h, &last24h.Acknowledged24h,
+		&last24h.NewFailures24h, &c.reasons, &c.sampled)
+	if err != nil {
+		return statsColumns{}, fmt.Errorf("dlq stats: %w", err)
+	}
+	return c, nil
+}
+
+// decode decodes c's JSON lists, in column order: the top brewers and
+// failure reasons into r, the groups and repeat rows returned.
+func (c statsColumns) decode(r *StatsReport) ([]statsGroup, []repeatRow, error) {
+	var repeatRows []repeatRow
+	var byGroup []statsGroup
 	for _, part := range []struct {
 		js string
 		v  any
-	}{{groups, &byGroup}, {brewers, &r.TopFailingBrewers}, {repeats, &repeatRows}, {reasons, &r.TopFailureReasons}} {
+	}{{c.groups, &byGroup}, {c.brewers, &r.TopFailingBrewers}, {c.repeats, &repeatRows}, {c.reasons, &r.TopFailureReasons}} {
 		if err := json.Unmarshal([]byte(part.js), part.v); err != nil {
-			return StatsReport{}, fmt.Errorf("dlq stats decode: %w", err)
+			return nil, nil, fmt.Errorf("dlq stats decode: %w", err)
 		}
 	}
+	return byGroup, repeatRows, nil
+}
+
+// tallyGroups adds the groups up into r's by_status and by_source_queue
+// (not yet sorted), and returns each source queue's counts by its name.
+func (r *StatsReport) tallyGroups(byGroup []statsGroup) map[string]*SourceQueueCount {
 	bySource := map[string]*SourceQueueCount{}
 	r.BySourceQueue = []SourceQueueCount{}
 	for _, g := range byGroup {
@@ -290,7 +347,14 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	for _, sq := range bySource {
 		r.BySourceQueue = append(r.BySourceQueue, *sq)
 	}
-	r.ByPipeline = []PipelineCount{}
+	return bySource
+}
+
+// pipelineCounts is by_pipeline: each configured pipeline (only the
+// filter's, with one) with its queue's counts in bySource, in
+// configuration order.
+func (s Stats) pipelineCounts(bySource map[string]*SourceQueueCount) []PipelineCount {
+	byPipeline := []PipelineCount{}
 	for _, p := range dlq.Pipelines() {
 		if s.Pipeline != "" && p.Name != s.Pipeline {
 			continue
@@ -299,26 +363,27 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 		if sq := bySource[p.Queue]; sq != nil {
 			c.Pending, c.Total = sq.Pending, sq.Total
 		}
-		r.ByPipeline = append(r.ByPipeline, c)
+		byPipeline = append(byPipeline, c)
 	}
-	r.RepeatFailures = make([]RepeatFailure, len(repeatRows))
-	for i, row := range repeatRows {
+	return byPipeline
+}
+
+// repeatFailures is repeat_failures from the repeat rows: each keyed by
+// its beer_id, with its pipeline and labels (rowPipeline).
+func repeatFailures(rows []repeatRow) []RepeatFailure {
+	out := make([]RepeatFailure, len(rows))
+	for i, row := range rows {
 		rf := row.RepeatFailure
 		rf.Key = rf.BeerID
 		rf.Pipeline, rf.Labels = rowPipeline(row.SourceQueue, rf.BeerName, row.Brewer)
-		r.RepeatFailures[i] = rf
+		out[i] = rf
 	}
-	if s.Pipeline != "" {
-		r.Pipeline = &s.Pipeline
-		r.NotFiltered = statsNotFiltered
-		r.TopFailureReasonsSample = sampled
-	} else {
-		r.TopFailureReasonsSample = min(r.ByStatus.Pending, StatsReasonSample)
-	}
-	if oldest.Valid {
-		hours := float64(now.UnixMilli()-oldest.Int64) / float64(time.Hour.Milliseconds())
-		r.OldestPendingAgeHours = math.Max(0, math.Round(hours*10)/10)
-	}
+	return out
+}
+
+// sortLists sorts r's lists: top_failing_brewers, repeat_failures,
+// by_source_queue and top_failure_reasons.
+func (r *StatsReport) sortLists() {
 	// json_group_array keeps the subquery's order in practice; sort anyway,
 	// since SQL does not promise it.
 	slices.SortStableFunc(r.TopFailingBrewers, func(a, b BrewerCount) int {
@@ -331,5 +396,4 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.SourceQueue, b.SourceQueue))
 	})
 	dlq.SortReasons(r.TopFailureReasons)
-	return r, nil
 }

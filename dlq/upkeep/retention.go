@@ -146,43 +146,71 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 	if err != nil {
 		errs = append(errs, err)
 	}
+	res, ruleErrs := r.applyRules(ctx, now, prev)
+	errs = append(errs, ruleErrs...)
+
+	sum := r.summary(now, prev, res, rescanSeq)
+	if err := (metrics.Counters{DB: r.DB}).Add(ctx, map[string]int64{
+		CounterRetentionAge: res.age, CounterRetentionCap: res.capped, CounterAttemptsExpired: res.attempts,
+	}); err != nil {
+		errs = append(errs, fmt.Errorf("retention: %w", err))
+	}
+	if res.capped > 0 {
+		r.Log.WarnContext(ctx, "dlq: per-key cap evicted rows", "rows", res.capped, "max_rows_per_key", r.MaxRowsPerKey, "keys", sum["cap_keys"])
+	}
+	if res.more {
+		r.Log.WarnContext(ctx, "dlq: retention budget spent with rows left; the frequent cron continues", "budget_ms", r.Limits.Budget.Milliseconds(),
+			"expired_left", res.expiredLeft, "behind_since", sum["behind_since"])
+	}
+	return sum, errors.Join(errs...)
+}
+
+// ruleResults is what one run's three rules did: the rows each deleted,
+// whether rows are left (more), and where the next run continues.
+type ruleResults struct {
+	age, capped, attempts int64
+	// expiredLeft is the summary's expired_left (see Run).
+	expiredLeft any
+	more        bool
+	// capScannedTo is where the cap rule continues (cap_scanned_to).
+	capScannedTo int64
+	// ageScannedTo is where each shorter retention's window continues
+	// (age_scanned_to).
+	ageScannedTo map[string]int64
+	// keys are the queues and keys this run evicted from (capKey).
+	keys map[string]bool
+}
+
+// applyRules starts the run's budget and applies the age, cap and attempts
+// rules at now, continuing from prev, in that order. It returns what they
+// did and the errors they met, in the order met; a rule that failed counts
+// as having rows left.
+func (r *Retention) applyRules(ctx context.Context, now time.Time, prev backlog) (ruleResults, []error) {
+	var errs []error
+	var res ruleResults
 	b := r.Limits.Start()
 
 	cutoff := now.Add(-r.longest()).UnixMilli()
-	age, moreAge, err := b.Drain(ctx, steps(
-		expireAcknowledged.step(r.DB, cutoff),
-		expireReplayed.step(r.DB, cutoff),
-		func(ctx context.Context, limit int) (int64, error) {
-			return exec(ctx, r.DB, "delete by age", deleteByAgeUntimedSQL, cutoff, limit)
-		}))
-	var expiredLeft any
+	age, expiredLeft, moreAge, err := r.expireByAge(ctx, b, cutoff)
 	if err != nil {
 		errs = append(errs, err)
-		moreAge = true // unknown: let the next run look again soon
-	} else if moreAge {
-		n, err := countUpTo(ctx, r.DB, "expired DLQ rows", expiredRowsSelect, cutoff, ExpiredLeftCountMax)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("retention: %w", err))
-		} else {
-			expiredLeft, moreAge = n, n > 0
-		}
-	} else {
-		expiredLeft = int64(0)
 	}
+	res.expiredLeft = expiredLeft
 
 	windowed, windowsTo, moreWindows, err := r.expireWindows(ctx, b, now, cutoff, prev.AgeScannedTo)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	age += windowed
+	res.age, res.ageScannedTo = age+windowed, windowsTo
 
-	keys := map[string]bool{}
+	res.keys = map[string]bool{}
 	from := r.capScanFrom(prev, now, cutoff)
-	capped, scannedTo, moreCap, err := r.trimOverCap(ctx, b, from, now.UnixMilli(), keys)
+	capped, scannedTo, moreCap, err := r.trimOverCap(ctx, b, from, now.UnixMilli(), res.keys)
 	if err != nil {
 		errs = append(errs, err)
 		moreCap = true
 	}
+	res.capped, res.capScannedTo = capped, scannedTo
 
 	attemptCutoff := now.Add(-r.AttemptMaxAge).UnixMilli()
 	attempts, moreAttempts, err := b.Drain(ctx, expireAttempts.step(r.DB, attemptCutoff))
@@ -190,36 +218,57 @@ func (r *Retention) Run(ctx context.Context, now time.Time) (map[string]any, err
 		errs = append(errs, err)
 		moreAttempts = true
 	}
+	res.attempts = attempts
 
-	more := moreAge || moreWindows || moreCap || moreAttempts
-	cycleCap := capped
+	res.more = moreAge || moreWindows || moreCap || moreAttempts
+	return res, errs
+}
+
+// expireByAge applies the age rule past the longest retention (cutoff):
+// it deletes expired acknowledged and replayed rows, then those without an
+// action time, under the budget. It returns the rows deleted, expired_left
+// (the expired rows still there, counted up to ExpiredLeftCountMax when the
+// budget ran out, else 0; nil when unknown), and whether rows are left
+// (true when unknown).
+func (r *Retention) expireByAge(ctx context.Context, b *jobs.Budget, cutoff int64) (age int64, expiredLeft any, more bool, err error) {
+	age, more, err = b.Drain(ctx, steps(
+		expireAcknowledged.step(r.DB, cutoff),
+		expireReplayed.step(r.DB, cutoff),
+		func(ctx context.Context, limit int) (int64, error) {
+			return exec(ctx, r.DB, "delete by age", deleteByAgeUntimedSQL, cutoff, limit)
+		}))
+	if err != nil {
+		return age, nil, true, err // unknown: let the next run look again soon
+	}
+	if !more {
+		return age, int64(0), false, nil
+	}
+	n, err := countUpTo(ctx, r.DB, "expired DLQ rows", expiredRowsSelect, cutoff, ExpiredLeftCountMax)
+	if err != nil {
+		return age, nil, true, fmt.Errorf("retention: %w", err)
+	}
+	return age, n, n > 0, nil
+}
+
+// summary is the run's summary (see Run) from what the rules did (res):
+// a run that continues an unfinished cycle (prev.More) adds the cycle's
+// earlier evictions and their keys to cycle_deleted_cap and cap_keys.
+func (r *Retention) summary(now time.Time, prev backlog, res ruleResults, rescanSeq int64) map[string]any {
+	cycleCap := res.capped
 	if prev.More { // this run continues an unfinished cycle
 		cycleCap += prev.CycleDeletedCap
 		for _, k := range prev.CapKeys {
-			keys[k] = true
+			res.keys[k] = true
 		}
 	}
-	capKeys := sortedKeys(keys, 10)
-	sum := map[string]any{
-		"deleted_age": age, "deleted_cap": capped, "attempts_expired": attempts,
-		"more": more, "expired_left": expiredLeft, "behind_since": prev.behindSince(now, more),
+	capKeys := sortedKeys(res.keys, 10)
+	return map[string]any{
+		"deleted_age": res.age, "deleted_cap": res.capped, "attempts_expired": res.attempts,
+		"more": res.more, "expired_left": res.expiredLeft, "behind_since": prev.behindSince(now, res.more),
 		"cycle_deleted_cap": cycleCap, "cap_keys": capKeys,
-		"cap_scanned_to": scannedTo, "cap_max_rows": r.MaxRowsPerKey,
-		"age_scanned_to": windowsTo, "rescan_seq": rescanSeq,
+		"cap_scanned_to": res.capScannedTo, "cap_max_rows": r.MaxRowsPerKey,
+		"age_scanned_to": res.ageScannedTo, "rescan_seq": rescanSeq,
 	}
-	if err := (metrics.Counters{DB: r.DB}).Add(ctx, map[string]int64{
-		CounterRetentionAge: age, CounterRetentionCap: capped, CounterAttemptsExpired: attempts,
-	}); err != nil {
-		errs = append(errs, fmt.Errorf("retention: %w", err))
-	}
-	if capped > 0 {
-		r.Log.WarnContext(ctx, "dlq: per-key cap evicted rows", "rows", capped, "max_rows_per_key", r.MaxRowsPerKey, "keys", capKeys)
-	}
-	if more {
-		r.Log.WarnContext(ctx, "dlq: retention budget spent with rows left; the frequent cron continues", "budget_ms", r.Limits.Budget.Milliseconds(),
-			"expired_left", expiredLeft, "behind_since", sum["behind_since"])
-	}
-	return sum, errors.Join(errs...)
 }
 
 // The age rule's records: terminal rows by their action time, through
