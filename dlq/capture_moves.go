@@ -49,8 +49,8 @@ var errLookAside = errors.New("another database holding rows of the queue did no
 // failures (lookAsideSQL, one statement each): a failure stored there
 // already is a duplicate (dups: acked without a write); a repeat failure
 // of a row there is stored in q's database as that row's continuation
-// (its encoded element gets borrow: see borrowed and rekeySQL), so that
-// the frozen row there (Databases.Frozen) stays what its export copied,
+// (its encoded element borrows the row: see encoded.borrowing and
+// rekeySQL), so that the frozen row there (Databases.Frozen) stays what its export copied,
 // and the import merges the two by message_id and id. fs and encs come
 // back without the duplicates.
 func (c *Capture) lookAside(ctx context.Context, q string, fs []Failure, encs []encoded) ([]Failure, []encoded, []string, error) {
