@@ -123,6 +123,60 @@ type Worker struct {
 // StartWorker applies the migrations to a fresh local D1, starts wrangler dev
 // on free ports and waits (polling /health) until it answers 200.
 func StartWorker(opts Options) (*Worker, error) {
+	w, err := newWorker(opts)
+	if err != nil {
+		return nil, err
+	}
+	readyPath := opts.ReadyPath
+	if readyPath == "" {
+		readyPath = "/health"
+	}
+	if w.Provider == nil {
+		if w.Provider, err = StartFakeProvider(); err != nil {
+			return nil, err
+		}
+		w.ownProvider = true
+	}
+	if err := w.migrate(); err != nil {
+		w.Stop()
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	inspector, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args, err := w.devArgs(opts, port, inspector)
+	if err != nil {
+		w.Stop()
+		return nil, err
+	}
+	started, err := w.startWrangler(args)
+	if err != nil {
+		return nil, err
+	}
+	w.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	if w.redrive {
+		if err := contractWorker(w.URL); err != nil {
+			w.Stop()
+			return nil, err
+		}
+	}
+
+	if err := w.awaitReady(readyPath, started); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// newWorker makes the worker opts describe, not started yet: the project
+// root, its local state directory (a fresh one unless Options.Persist),
+// the path of its wrangler log and the arguments that select its wrangler
+// configs and environment.
+func newWorker(opts Options) (*Worker, error) {
 	root, err := sqlitetest.Root()
 	if err != nil {
 		return nil, err
@@ -153,42 +207,28 @@ func StartWorker(opts Options) (*Worker, error) {
 			w.extraArgs = append(w.extraArgs, "--config", c)
 		}
 	}
-	readyPath := opts.ReadyPath
-	if readyPath == "" {
-		readyPath = "/health"
-	}
-	if w.Provider == nil {
-		if w.Provider, err = StartFakeProvider(); err != nil {
-			return nil, err
-		}
-		w.ownProvider = true
-	}
-	if err := w.migrate(); err != nil {
-		w.Stop()
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	inspector, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	return w, nil
+}
+
+// devArgs is the wrangler dev command line: the entry module
+// (Options.Main), local mode on the worker's state directory, the ports,
+// the test credentials and the provider's URL, the configs, then the --var
+// values (PIPELINES with tickets on TICKETS_DB for OwnDatabases in the e2e
+// environment, then Options.Vars).
+func (w *Worker) devArgs(opts Options, port, inspector int) ([]string, error) {
 	args := []string{"dev"}
 	if opts.Main != "" {
 		args = append(args, opts.Main)
 	}
-	args = append(args, "--local", "--persist-to", persist, "--ip", "127.0.0.1",
+	args = append(args, "--local", "--persist-to", w.persist, "--ip", "127.0.0.1",
 		"--port", fmt.Sprint(port), "--inspector-port", fmt.Sprint(inspector), "--test-scheduled",
 		"--show-interactive-dev-session=false",
 		"--var", "API_KEY:"+TestAPIKey, "--var", "ADMIN_SECRET:"+TestAdminSecret, "--var", "REPORT_TOKEN:"+TestReportToken,
 		"--var", "ENRICHMENT_API_URL:"+w.Provider.URL, "--var", "ENRICHMENT_API_KEY:e2e-Zq8wX3vN7tR2kP5m")
 	args = append(append(args, w.configArgs...), w.extraArgs...)
 	if w.redrive && opts.OwnDatabases && opts.Vars["PIPELINES"] == "" && w.env() == "e2e" {
-		own, err := ticketsOnOwnDatabase(root)
+		own, err := ticketsOnOwnDatabase(w.root)
 		if err != nil {
-			w.Stop()
 			return nil, err
 		}
 		args = append(args, "--var", "PIPELINES:"+own)
@@ -196,29 +236,35 @@ func StartWorker(opts Options) (*Worker, error) {
 	for k, v := range opts.Vars {
 		args = append(args, "--var", k+":"+v)
 	}
+	return args, nil
+}
+
+// startWrangler starts wrangler dev with args in the project root, in a
+// process group of its own (Stop ends the group) with its output in the
+// worker's log, and returns when it was started.
+func (w *Worker) startWrangler(args []string) (time.Time, error) {
 	logFile, err := os.Create(w.logPath)
 	if err != nil {
-		return nil, err
+		return time.Time{}, err
 	}
-	w.cmd = exec.Command(filepath.Join(root, "node_modules", ".bin", "wrangler"), args...)
-	w.cmd.Dir = root
+	w.cmd = exec.Command(filepath.Join(w.root, "node_modules", ".bin", "wrangler"), args...)
+	w.cmd.Dir = w.root
 	w.cmd.Stdout, w.cmd.Stderr = logFile, logFile
 	w.cmd.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false", "CI=true", "NO_COLOR=1")
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	started := time.Now()
 	if err := w.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start wrangler dev: %w", err)
+		return time.Time{}, fmt.Errorf("start wrangler dev: %w", err)
 	}
 	go func() { w.cmd.Wait(); logFile.Close() }()
-	w.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	if w.redrive {
-		if err := contractWorker(w.URL); err != nil {
-			w.Stop()
-			return nil, err
-		}
-	}
+	return started, nil
+}
 
-	err = Poll(readyTimeout, func() (bool, error) {
+// awaitReady polls readyPath with admin credentials until it answers 200
+// (readyTimeout) and sets ReadyAfter from started. When it does not, the
+// worker is stopped and the error carries the end of the wrangler log.
+func (w *Worker) awaitReady(readyPath string, started time.Time) error {
+	err := Poll(readyTimeout, func() (bool, error) {
 		resp, err := w.Do(http.MethodGet, readyPath, nil, AdminHeaders())
 		if err != nil {
 			return false, nil
@@ -229,9 +275,9 @@ func StartWorker(opts Options) (*Worker, error) {
 	if err != nil {
 		log := w.Log()
 		w.Stop()
-		return nil, fmt.Errorf("worker not ready: %v\n--- wrangler log ---\n%s", err, tail(log, 4000))
+		return fmt.Errorf("worker not ready: %v\n--- wrangler log ---\n%s", err, tail(log, 4000))
 	}
-	return w, nil
+	return nil
 }
 
 // Stop ends wrangler and workerd (the whole process group, by PID), closes

@@ -166,26 +166,52 @@ func scanPairs(rows *sql.Rows) (map[string]string, error) {
 // (the catch-up sends them), and ErrQueueSend is returned.
 func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (EnqueueResult, error) {
 	res := EnqueueResult{Received: len(beers), Queued: []string{}, AlreadyQueued: []string{}, AlreadyDone: []string{}}
-	js, err := json.Marshal(beers)
-	if err != nil {
-		return res, fmt.Errorf("encode beers: %w", err)
-	}
 	// The upsert registers the beers and returns their status; then one
 	// conditional UPDATE claims those to send (pending or failed -> queued),
 	// like the catch-up's claim: whatever claimed a beer first sends it,
 	// and nothing else does.
+	status, err := r.register(ctx, beers, now)
+	if err != nil {
+		return res, err
+	}
+	claimed, err := r.claim(ctx, beers, status, now)
+	if err != nil {
+		return res, err
+	}
+
+	out, err := res.sortBeers(beers, status, claimed)
+	if err != nil {
+		return res, err
+	}
+	err = r.sendClaimed(ctx, &res, out, now)
+	return res, err
+}
+
+// register upserts the beers in one statement (new ones pending, known
+// ones keep their status) and returns each beer's status by beer_id.
+func (r Registry) register(ctx context.Context, beers []Beer, now time.Time) (map[string]string, error) {
+	js, err := json.Marshal(beers)
+	if err != nil {
+		return nil, fmt.Errorf("encode beers: %w", err)
+	}
 	rows, err := r.DB.QueryContext(ctx, `INSERT INTO beers(beer_id, name, brewer, status, created_at, updated_at)
 		SELECT value ->> '$.beer_id', value ->> '$.beer_name', COALESCE(value ->> '$.brewer', ''), 'pending', ?2, ?2
 		FROM json_each(?1) WHERE true
 		ON CONFLICT(beer_id) DO UPDATE SET name = excluded.name, brewer = excluded.brewer, updated_at = excluded.updated_at
 		RETURNING beer_id, status`, string(js), now.UnixMilli())
 	if err != nil {
-		return res, fmt.Errorf("upsert beers: %w", err)
+		return nil, fmt.Errorf("upsert beers: %w", err)
 	}
 	status, err := scanPairs(rows)
 	if err != nil {
-		return res, fmt.Errorf("upsert beers: %w", err)
+		return nil, fmt.Errorf("upsert beers: %w", err)
 	}
+	return status, nil
+}
+
+// claim moves the beers whose status is pending or failed to queued in
+// one statement (claimBeersSQL) and returns those it claimed, by beer_id.
+func (r Registry) claim(ctx context.Context, beers []Beer, status map[string]string, now time.Time) (map[string]string, error) {
 	var candidates []string
 	for _, b := range beers {
 		if st := status[b.BeerID]; st == StatusPending || st == StatusFailed {
@@ -197,13 +223,19 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 		ids, _ := json.Marshal(candidates)
 		rows, err := r.DB.QueryContext(ctx, claimBeersSQL, string(ids), now.UnixMilli())
 		if err != nil {
-			return res, fmt.Errorf("claim beers: %w", err)
+			return nil, fmt.Errorf("claim beers: %w", err)
 		}
 		if claimed, err = scanPairs(rows); err != nil {
-			return res, fmt.Errorf("claim beers: %w", err)
+			return nil, fmt.Errorf("claim beers: %w", err)
 		}
 	}
+	return claimed, nil
+}
 
+// sortBeers files each beer under AlreadyDone, AlreadyQueued or (claimed
+// by this registration) Queued, and returns the messages of the queued
+// ones, in the order of beers.
+func (res *EnqueueResult) sortBeers(beers []Beer, status, claimed map[string]string) ([]queue.Outgoing, error) {
 	var out []queue.Outgoing
 	for _, b := range beers {
 		_, mine := claimed[b.BeerID]
@@ -215,12 +247,19 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 		default:
 			m, err := b.message()
 			if err != nil {
-				return res, err
+				return nil, err
 			}
 			out = append(out, m)
 			res.Queued = append(res.Queued, b.BeerID)
 		}
 	}
+	return out, nil
+}
+
+// sendClaimed sends the messages of res.Queued in SendBatch calls. When a
+// send fails, the beers not sent go back to pending (unclaimBeersSQL),
+// res.Queued keeps only those sent, and the error wraps ErrQueueSend.
+func (r Registry) sendClaimed(ctx context.Context, res *EnqueueResult, out []queue.Outgoing, now time.Time) error {
 	sent := 0
 	for _, group := range queue.Batches(out) {
 		if err := r.Sender.SendBatch(ctx, queue.Enrichment, group); err != nil {
@@ -231,11 +270,11 @@ func (r Registry) Enqueue(ctx context.Context, beers []Beer, now time.Time) (Enq
 				err = fmt.Errorf("%w (and putting the beers back failed: %v)", err, perr)
 			}
 			res.Queued = res.Queued[:sent]
-			return res, fmt.Errorf("%w: %w", ErrQueueSend, err)
+			return fmt.Errorf("%w: %w", ErrQueueSend, err)
 		}
 		sent += len(group)
 	}
-	return res, nil
+	return nil
 }
 
 // Statements on a list of beer ids (?1, one JSON parameter) write their

@@ -184,34 +184,79 @@ type catchUpRun struct {
 
 // Run claims and sends the due and the lost beers at now.
 func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error) {
-	switch {
-	case c.MaxAttempts <= 0:
-		return nil, errors.New("catch-up: MaxAttempts must be positive")
-	case c.LostAfter <= 0:
-		return nil, errors.New("catch-up: LostAfter must be positive")
-	case c.Sender == nil:
-		return nil, errors.New("catch-up: no queue sender")
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
 	upSince, err := c.upSince(ctx, now)
 	if err != nil {
 		return nil, err
 	}
 	run := &catchUpRun{c: c, now: now, sent: map[string]int64{}}
+	keyProbe, err := run.readProvider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lostFrom := upSince + c.LostAfter.Milliseconds()
+	more, errs := run.sendRules(ctx, lostFrom)
+	total := run.sent["due"] + run.sent["lost"] + run.sent["released"] + run.sent["probe"]
+	if err := run.addCounters(ctx, total); err != nil {
+		errs = append(errs, fmt.Errorf("catch-up: %w", err))
+	}
+	maxLate, medianLate := latenessStats(run.lateness)
+	sum := map[string]any{"enqueued": total, "due": run.sent["due"], "lost": run.sent["lost"],
+		"released": run.sent["released"], "probe": run.sent["probe"], "put_back": run.putBack,
+		"lateness_max_ms": maxLate, "lateness_median_ms": medianLate, "more": more, "up_since": upSince}
+	if keyProbe != "" {
+		sum["key_probe"] = keyProbe
+	}
+	if now.UnixMilli() < lostFrom {
+		sum["lost_check_from"] = lostFrom
+	}
+	return sum, errors.Join(errs...)
+}
+
+// validate rejects a catch-up that cannot run: MaxAttempts and LostAfter
+// must be positive and a queue sender set.
+func (c *CatchUp) validate() error {
+	switch {
+	case c.MaxAttempts <= 0:
+		return errors.New("catch-up: MaxAttempts must be positive")
+	case c.LostAfter <= 0:
+		return errors.New("catch-up: LostAfter must be positive")
+	case c.Sender == nil:
+		return errors.New("catch-up: no queue sender")
+	}
+	return nil
+}
+
+// readProvider, when the provider's key is set, reads the breaker for the
+// run and, when the key probe is this run's probe and due, probes the key.
+// It returns the key probe's outcome ("" when there was none).
+func (run *catchUpRun) readProvider(ctx context.Context) (string, error) {
+	c := run.c
 	keyProbe := ""
 	if c.Configured {
+		var err error
 		if run.breaker, err = (Breaker{DB: c.DB}).Read(ctx); err != nil {
-			return nil, fmt.Errorf("catch-up: %w", err)
+			return "", fmt.Errorf("catch-up: %w", err)
 		}
 		if run.keyProbed = run.keyProbes(); run.keyProbed && run.breaker.ProbeDue(c.clock()) {
 			if keyProbe, err = run.keyProbe(ctx); err != nil {
-				return nil, fmt.Errorf("catch-up: key probe: %w", err)
+				return "", fmt.Errorf("catch-up: key probe: %w", err)
 			}
 		}
 	}
-	lostFrom := upSince + c.LostAfter.Milliseconds()
-	budget := c.Limits.Start()
-	more := false
-	var errs []error
+	return keyProbe, nil
+}
+
+// sendRules claims and sends the beers of each rule that applies to this
+// run, in catchUpRules order, within the budget of c.Limits (started
+// here); the lost rule only once the run is at or past lostFrom. It stops
+// at the first rule that fails, and returns whether beers were left for a
+// later run and the errors.
+func (run *catchUpRun) sendRules(ctx context.Context, lostFrom int64) (more bool, errs []error) {
+	now := run.now
+	budget := run.c.Limits.Start()
 	for _, r := range catchUpRules {
 		if (r.afterUptime && now.UnixMilli() < lostFrom) || (r.when != nil && !r.when(run)) {
 			continue
@@ -232,28 +277,20 @@ func (c *CatchUp) Run(ctx context.Context, now time.Time) (map[string]any, error
 			break
 		}
 	}
-	total := run.sent["due"] + run.sent["lost"] + run.sent["released"] + run.sent["probe"]
+	return more, errs
+}
+
+// addCounters adds the run's counters: total beers enqueued, those of the
+// lost rule, those put back, and the sum of their lateness in seconds.
+func (run *catchUpRun) addCounters(ctx context.Context, total int64) error {
 	var lateSum int64
 	for _, l := range run.lateness {
 		lateSum += l / 1000
 	}
-	if err := (metrics.Counters{DB: c.DB}).Add(ctx, map[string]int64{
+	return (metrics.Counters{DB: run.c.DB}).Add(ctx, map[string]int64{
 		CounterCatchUpEnqueued: total, CounterCatchUpLost: run.sent["lost"],
 		CounterCatchUpSendFailed: run.putBack, CounterCatchUpLateness: lateSum,
-	}); err != nil {
-		errs = append(errs, fmt.Errorf("catch-up: %w", err))
-	}
-	maxLate, medianLate := latenessStats(run.lateness)
-	sum := map[string]any{"enqueued": total, "due": run.sent["due"], "lost": run.sent["lost"],
-		"released": run.sent["released"], "probe": run.sent["probe"], "put_back": run.putBack,
-		"lateness_max_ms": maxLate, "lateness_median_ms": medianLate, "more": more, "up_since": upSince}
-	if keyProbe != "" {
-		sum["key_probe"] = keyProbe
-	}
-	if now.UnixMilli() < lostFrom {
-		sum["lost_check_from"] = lostFrom
-	}
-	return sum, errors.Join(errs...)
+	})
 }
 
 // upSince is when the job's current stretch of runs began: the previous

@@ -327,34 +327,8 @@ type admission struct {
 // breaker admitted the call and a quota unit is reserved for it.
 func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admission, bool) {
 	t := b.t
-	if st := d.tb.status; Done(st) {
-		d.m.Ack()
-		t[CounterStale]++
-		d.log.InfoContext(ctx, "enrichment: beer already done; acked without a provider call", "status", st)
-		return admission{}, false
-	}
-	now := c.Clock.Now()
-	if d.tb.attempts >= c.Policy.MaxAttempts {
-		// Its attempts are spent (the store of its last one failed and the
-		// message was retried): store it now, without another call.
-		if !c.deadLetter(ctx, b, d, ClassTransient, "attempts exhausted", d.tb.attempts, false, now) {
-			d.m.Retry(queueDelay(c.backoff(d.tb.attempts)))
-			t[CounterRetried]++
-		}
-		return admission{}, false
-	}
-	if !c.Provider.Configured() {
-		t[CounterConfigErrors]++
-		d.log.ErrorContext(ctx, "enrichment: ENRICHMENT_API_KEY is not set; message deferred (set the secret with wrangler secret put)", "class", ClassConfig)
-		// Nothing changes until an operator sets the secret: the beer
-		// waits, and the catch-up sends it once the key is set.
-		c.deferMessage(ctx, b, d, ClassConfig, "ENRICHMENT_API_KEY is not set", StatusWaiting, now, now)
-		return admission{}, false
-	}
-	if now.Add(c.Provider.Timeout).After(b.start.Add(batchCallWindow)) {
-		// The call could end past the batch's call window: park it for the
-		// catch-up (due at once) so the batch settles in time.
-		c.deferMessage(ctx, b, d, ClassDeadline, "the batch ran out of time before this call", StatusPending, now, now)
+	now, ok := c.callDue(ctx, b, d)
+	if !ok {
 		return admission{}, false
 	}
 	breaker := c.Breaker()
@@ -364,13 +338,7 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 		return admission{}, false
 	}
 	if !adm.Allowed {
-		t[CounterBreakerBlocked]++
-		cause := ""
-		if adm.Cause != "" {
-			cause = " (" + adm.Cause + ")"
-		}
-		c.deferMessage(ctx, b, d, ClassBreakerOpen,
-			"circuit breaker open"+cause+"; provider not called before "+adm.RetryAt.UTC().Format(time.RFC3339), StatusWaiting, now, now)
+		c.deferForBreaker(ctx, b, d, adm, now)
 		return admission{}, false
 	}
 	if adm.Probe {
@@ -386,18 +354,77 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 		return admission{}, false
 	}
 	if !ok {
-		reset := ResetAt(now)
-		t[CounterQuotaRefused]++
-		// Due after the reset, spread over its first QuotaSpread so the
-		// waiting beers do not all come back at midnight together.
-		due := reset.Add(time.Duration(c.rnd() * float64(QuotaSpread)))
-		c.deferMessage(ctx, b, d, ClassQuota,
-			fmt.Sprintf("daily limit of %d provider calls reached; resets at %s", c.Policy.DailyLimit, reset.Format(time.RFC3339)),
-			StatusPending, due, now)
+		c.deferForQuota(ctx, b, d, now)
 		return admission{}, false
 	}
 	d.log = d.log.With("quota_used", used)
 	return admission{Admission: adm, breaker: breaker, now: now}, true
+}
+
+// callDue runs the checks that come before the breaker and returns the
+// time the message is handled at, or settles the message itself (false):
+// the beer is already done (ack), its attempts are spent (stored or
+// retried), there is no API key, or the batch's call window has no room
+// for the call (deferred).
+func (c *Consumer) callDue(ctx context.Context, b *batchRun, d delivery) (time.Time, bool) {
+	t := b.t
+	if st := d.tb.status; Done(st) {
+		d.m.Ack()
+		t[CounterStale]++
+		d.log.InfoContext(ctx, "enrichment: beer already done; acked without a provider call", "status", st)
+		return time.Time{}, false
+	}
+	now := c.Clock.Now()
+	if d.tb.attempts >= c.Policy.MaxAttempts {
+		// Its attempts are spent (the store of its last one failed and the
+		// message was retried): store it now, without another call.
+		if !c.deadLetter(ctx, b, d, ClassTransient, "attempts exhausted", d.tb.attempts, false, now) {
+			d.m.Retry(queueDelay(c.backoff(d.tb.attempts)))
+			t[CounterRetried]++
+		}
+		return time.Time{}, false
+	}
+	if !c.Provider.Configured() {
+		t[CounterConfigErrors]++
+		d.log.ErrorContext(ctx, "enrichment: ENRICHMENT_API_KEY is not set; message deferred (set the secret with wrangler secret put)", "class", ClassConfig)
+		// Nothing changes until an operator sets the secret: the beer
+		// waits, and the catch-up sends it once the key is set.
+		c.deferMessage(ctx, b, d, ClassConfig, "ENRICHMENT_API_KEY is not set", StatusWaiting, now, now)
+		return time.Time{}, false
+	}
+	if now.Add(c.Provider.Timeout).After(b.start.Add(batchCallWindow)) {
+		// The call could end past the batch's call window: park it for the
+		// catch-up (due at once) so the batch settles in time.
+		c.deferMessage(ctx, b, d, ClassDeadline, "the batch ran out of time before this call", StatusPending, now, now)
+		return time.Time{}, false
+	}
+	return now, true
+}
+
+// deferForBreaker counts a call the breaker refused and parks the
+// message's work: the beer waits, and the reason names the breaker's cause
+// and the time before which the provider is not called.
+func (c *Consumer) deferForBreaker(ctx context.Context, b *batchRun, d delivery, adm Admission, now time.Time) {
+	b.t[CounterBreakerBlocked]++
+	cause := ""
+	if adm.Cause != "" {
+		cause = " (" + adm.Cause + ")"
+	}
+	c.deferMessage(ctx, b, d, ClassBreakerOpen,
+		"circuit breaker open"+cause+"; provider not called before "+adm.RetryAt.UTC().Format(time.RFC3339), StatusWaiting, now, now)
+}
+
+// deferForQuota counts a call the day's spent quota refused and parks the
+// message's work: the beer is pending, due after the quota's reset.
+func (c *Consumer) deferForQuota(ctx context.Context, b *batchRun, d delivery, now time.Time) {
+	reset := ResetAt(now)
+	b.t[CounterQuotaRefused]++
+	// Due after the reset, spread over its first QuotaSpread so the
+	// waiting beers do not all come back at midnight together.
+	due := reset.Add(time.Duration(c.rnd() * float64(QuotaSpread)))
+	c.deferMessage(ctx, b, d, ClassQuota,
+		fmt.Sprintf("daily limit of %d provider calls reached; resets at %s", c.Policy.DailyLimit, reset.Format(time.RFC3339)),
+		StatusPending, due, now)
 }
 
 // call makes the one provider call and classifies its answer (secrets

@@ -44,9 +44,10 @@ func Key(name string, labels ...string) string {
 // are unique, names, escapes and values are valid. Timestamps are rejected
 // (redrive does not emit them).
 func Parse(text string) (*Exposition, error) {
-	e := &Exposition{Samples: map[string]float64{}, Types: map[string]string{}, Help: map[string]string{}}
-	done := map[string]bool{} // families whose samples are over
-	current := ""
+	p := &parser{
+		e:    &Exposition{Samples: map[string]float64{}, Types: map[string]string{}, Help: map[string]string{}},
+		done: map[string]bool{},
+	}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -54,60 +55,19 @@ func Parse(text string) (*Exposition, error) {
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("line %d %q: %s", n, line, fmt.Sprintf(format, args...))
 		}
+		var err error
 		switch {
 		case line == "":
 			return nil, fail("empty line")
 		case strings.HasPrefix(line, "# HELP ") || strings.HasPrefix(line, "# TYPE "):
-			parts := strings.SplitN(line[7:], " ", 2)
-			if len(parts) != 2 || !metricName.MatchString(parts[0]) {
-				return nil, fail("bad HELP/TYPE")
-			}
-			name := parts[0]
-			if name != current {
-				if done[name] {
-					return nil, fail("family %s is not contiguous", name)
-				}
-				if current != "" {
-					done[current] = true
-				}
-				current = name
-			}
-			if line[2] == 'H' {
-				if _, dup := e.Help[name]; dup {
-					return nil, fail("second HELP")
-				}
-				h, err := unescape(parts[1], false)
-				if err != nil {
-					return nil, fail("%v", err)
-				}
-				e.Help[name] = h
-			} else {
-				if _, dup := e.Types[name]; dup {
-					return nil, fail("second TYPE")
-				}
-				if !types[parts[1]] {
-					return nil, fail("unknown type")
-				}
-				e.Types[name] = parts[1]
-			}
+			err = p.declaration(line)
 		case strings.HasPrefix(line, "#"):
 			continue // comment
 		default:
-			name, labels, value, err := sample(line)
-			if err != nil {
-				return nil, fail("%v", err)
-			}
-			if name != current {
-				return nil, fail("sample of %s outside its family (current %q)", name, current)
-			}
-			if _, ok := e.Types[name]; !ok {
-				return nil, fail("sample before TYPE")
-			}
-			k := Key(name, labels...)
-			if _, dup := e.Samples[k]; dup {
-				return nil, fail("duplicate series")
-			}
-			e.Samples[k] = value
+			err = p.sampleLine(line)
+		}
+		if err != nil {
+			return nil, fail("%v", err)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -116,7 +76,77 @@ func Parse(text string) (*Exposition, error) {
 	if !strings.HasSuffix(text, "\n") {
 		return nil, fmt.Errorf("no final newline")
 	}
-	return e, nil
+	return p.e, nil
+}
+
+// parser is what Parse has read so far: the exposition, the family whose
+// lines are being read, and the families whose samples are over.
+type parser struct {
+	e       *Exposition
+	done    map[string]bool
+	current string
+}
+
+// declaration reads a "# HELP name text" or "# TYPE name type" line: the
+// family it names becomes the current one (it must not have ended
+// before), and its help or type is recorded once.
+func (p *parser) declaration(line string) error {
+	e := p.e
+	parts := strings.SplitN(line[7:], " ", 2)
+	if len(parts) != 2 || !metricName.MatchString(parts[0]) {
+		return fmt.Errorf("bad HELP/TYPE")
+	}
+	name := parts[0]
+	if name != p.current {
+		if p.done[name] {
+			return fmt.Errorf("family %s is not contiguous", name)
+		}
+		if p.current != "" {
+			p.done[p.current] = true
+		}
+		p.current = name
+	}
+	if line[2] == 'H' {
+		if _, dup := e.Help[name]; dup {
+			return fmt.Errorf("second HELP")
+		}
+		h, err := unescape(parts[1], false)
+		if err != nil {
+			return err
+		}
+		e.Help[name] = h
+	} else {
+		if _, dup := e.Types[name]; dup {
+			return fmt.Errorf("second TYPE")
+		}
+		if !types[parts[1]] {
+			return fmt.Errorf("unknown type")
+		}
+		e.Types[name] = parts[1]
+	}
+	return nil
+}
+
+// sampleLine reads a sample line and records its series, which must be
+// new and belong to the current family, already typed.
+func (p *parser) sampleLine(line string) error {
+	e := p.e
+	name, labels, value, err := sample(line)
+	if err != nil {
+		return err
+	}
+	if name != p.current {
+		return fmt.Errorf("sample of %s outside its family (current %q)", name, p.current)
+	}
+	if _, ok := e.Types[name]; !ok {
+		return fmt.Errorf("sample before TYPE")
+	}
+	k := Key(name, labels...)
+	if _, dup := e.Samples[k]; dup {
+		return fmt.Errorf("duplicate series")
+	}
+	e.Samples[k] = value
+	return nil
 }
 
 // sample parses name{labels} value.
@@ -129,49 +159,9 @@ func sample(line string) (name string, labels []string, value float64, err error
 	if !metricName.MatchString(name) {
 		return "", nil, 0, fmt.Errorf("bad metric name")
 	}
-	seen := map[string]bool{}
 	if rest[0] == '{' {
-		rest = rest[1:]
-		for {
-			if strings.HasPrefix(rest, "}") {
-				rest = rest[1:]
-				break
-			}
-			eq := strings.Index(rest, `="`)
-			if eq <= 0 || !labelName.MatchString(rest[:eq]) || seen[rest[:eq]] {
-				return "", nil, 0, fmt.Errorf("bad or repeated label name")
-			}
-			ln := rest[:eq]
-			seen[ln] = true
-			rest = rest[eq+2:]
-			var raw strings.Builder
-			closed := false
-			for j := 0; j < len(rest); j++ {
-				if rest[j] == '\\' && j+1 < len(rest) {
-					raw.WriteString(rest[j : j+2])
-					j++
-					continue
-				}
-				if rest[j] == '"' {
-					rest = rest[j+1:]
-					closed = true
-					break
-				}
-				raw.WriteByte(rest[j])
-			}
-			if !closed {
-				return "", nil, 0, fmt.Errorf("unterminated label value")
-			}
-			v, err := unescape(raw.String(), true)
-			if err != nil {
-				return "", nil, 0, err
-			}
-			labels = append(labels, ln, v)
-			if strings.HasPrefix(rest, ",") {
-				rest = rest[1:]
-			} else if !strings.HasPrefix(rest, "}") {
-				return "", nil, 0, fmt.Errorf("expected , or }")
-			}
+		if labels, rest, err = labelSet(rest[1:]); err != nil {
+			return "", nil, 0, err
 		}
 	}
 	if !strings.HasPrefix(rest, " ") || strings.Contains(rest[1:], " ") {
@@ -182,6 +172,65 @@ func sample(line string) (name string, labels []string, value float64, err error
 		return "", nil, 0, fmt.Errorf("bad value: %v", err)
 	}
 	return name, labels, value, nil
+}
+
+// labelSet parses a sample's labels, rest being the text after its "{":
+// name="value" pairs, each name once, separated by commas, up to the
+// closing "}". It returns the labels as name, value pairs and the text
+// after the "}".
+func labelSet(rest string) ([]string, string, error) {
+	var labels []string
+	seen := map[string]bool{}
+	for {
+		if strings.HasPrefix(rest, "}") {
+			rest = rest[1:]
+			break
+		}
+		eq := strings.Index(rest, `="`)
+		if eq <= 0 || !labelName.MatchString(rest[:eq]) || seen[rest[:eq]] {
+			return nil, "", fmt.Errorf("bad or repeated label name")
+		}
+		ln := rest[:eq]
+		seen[ln] = true
+		raw, next, closed := labelValue(rest[eq+2:])
+		if !closed {
+			return nil, "", fmt.Errorf("unterminated label value")
+		}
+		rest = next
+		v, err := unescape(raw, true)
+		if err != nil {
+			return nil, "", err
+		}
+		labels = append(labels, ln, v)
+		if strings.HasPrefix(rest, ",") {
+			rest = rest[1:]
+		} else if !strings.HasPrefix(rest, "}") {
+			return nil, "", fmt.Errorf("expected , or }")
+		}
+	}
+	return labels, rest, nil
+}
+
+// labelValue scans a label value, rest being the text after its opening
+// quote: it returns the value's raw (still escaped) text, the text after
+// its closing quote, and whether there was one (when not, rest unchanged).
+func labelValue(rest string) (string, string, bool) {
+	var raw strings.Builder
+	closed := false
+	for j := 0; j < len(rest); j++ {
+		if rest[j] == '\\' && j+1 < len(rest) {
+			raw.WriteString(rest[j : j+2])
+			j++
+			continue
+		}
+		if rest[j] == '"' {
+			rest = rest[j+1:]
+			closed = true
+			break
+		}
+		raw.WriteByte(rest[j])
+	}
+	return raw.String(), rest, closed
 }
 
 // unescape decodes \\ and \n (and \" in label values); any other escape is an error.
