@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -149,6 +150,47 @@ func (b *Browser) Wait(what, expr string) {
 func (b *Browser) Click(css string) {
 	b.t.Helper()
 	b.Do(chromedp.Click(chromedp.CSS(css)))
+}
+
+// Hold makes the page's first n requests whose URL matches pattern (a
+// DevTools pattern: * for anything) go unanswered, as a worker that hangs
+// would; later ones go through. The returned stop ends the interception
+// and says how many matching requests the page sent.
+func (b *Browser) Hold(pattern string, n int) (stop func() int) {
+	b.t.Helper()
+	paused := make(chan fetch.RequestID, 64)
+	ctx, cancel := context.WithCancel(b.ctx)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- e.RequestID
+		}
+	}); err != nil {
+		b.fail("listen: %v", err)
+	}
+	seen := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case id := <-paused:
+				if seen++; seen > n {
+					_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: pattern}}}); err != nil {
+		b.fail("intercept %s: %v", pattern, err)
+	}
+	return func() int {
+		_, _ = chromedp.Call(b.ctx, fetch.Disable, cdp.Empty{})
+		cancel()
+		<-done
+		return seen
+	}
 }
 
 // ClickText clicks the first visible element of tag whose text is text.

@@ -354,6 +354,30 @@ func TestConsole(t *testing.T) {
 		b.Check()
 	})
 
+	t.Run("a read that hangs is asked again, then shown as an error", func(t *testing.T) {
+		b := browser.In(t)
+		b.Do(chromedp.Navigate(w.URL + "/#/audit"))
+		b.Wait("audit page", `document.querySelector('h1').textContent === 'Audit log'`)
+		// The first answer never comes: the second asking loads the page.
+		stop := b.Hold("*/admin/alerts*", 1)
+		b.Do(chromedp.Navigate(w.URL + "/#/"))
+		b.Wait("overview after one silence", `document.querySelectorAll('.card-value').length === 6`)
+		if n := stop(); n != 2 {
+			t.Errorf("GET /admin/alerts was sent %d times, want 2 (once more after the silence)", n)
+		}
+		// Two silences: an error, not "Loading…" for ever; the next tick loads.
+		b.Do(chromedp.Navigate(w.URL + "/#/audit"))
+		b.Wait("audit page", `document.querySelector('h1').textContent === 'Audit log'`)
+		stop = b.Hold("*/admin/alerts*", 2)
+		b.Do(chromedp.Navigate(w.URL + "/#/"))
+		b.Wait("timeout shown", `document.querySelector('p.error[role=alert]')?.textContent.startsWith('TIMEOUT: The worker did not answer')`)
+		b.Wait("overview at the next tick", `document.querySelectorAll('.card-value').length === 6`)
+		if n := stop(); n != 3 {
+			t.Errorf("GET /admin/alerts was sent %d times, want 3", n)
+		}
+		b.Check()
+	})
+
 	t.Run("dry run then bulk replay a filter", func(t *testing.T) {
 		b := browser.In(t)
 		b.Do(chromedp.Navigate(w.URL + "/#/"))

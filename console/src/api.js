@@ -44,6 +44,12 @@ export function authMessage(e) {
   return e.message;
 }
 
+// A read that has not answered within READ_TIMEOUT_MS is asked once more
+// (a GET changes nothing, so repeating it is safe); a second silence is a
+// TIMEOUT error the page shows, rather than "Loading…" for ever. Writes wait
+// as long as the worker takes: their outcome must not be guessed.
+const READ_TIMEOUT_MS = 8_000;
+
 // request sends one call and returns the envelope's data, or throws an
 // ApiError with the envelope's code and message. A refused credential
 // signs the tab out.
@@ -53,23 +59,29 @@ export async function request(method, path, body) {
   if (!key || !secret) throw new ApiError(401, "UNAUTHORIZED", "Signed out.");
   const headers = { "X-API-Key": key, "X-Admin-Secret": secret };
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  const read = method === "GET";
   let res;
-  try {
-    res = await fetch(path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      cache: "no-store",
-      credentials: "omit",
-      referrerPolicy: "no-referrer",
-    });
-  } catch {
-    throw new ApiError(0, "NETWORK", "The worker did not answer (network error).");
+  for (let attempt = 1; !res; attempt++) {
+    try {
+      res = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        cache: "no-store",
+        credentials: "omit",
+        referrerPolicy: "no-referrer",
+        signal: read ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined,
+      });
+    } catch (e) {
+      if (e?.name !== "TimeoutError") throw new ApiError(0, "NETWORK", "The worker did not answer (network error).");
+      if (attempt === 2) throw new ApiError(0, "TIMEOUT", `The worker did not answer within ${READ_TIMEOUT_MS / 1000} s, twice.`);
+    }
   }
   let env = null;
   try {
     env = await res.json();
-  } catch {
+  } catch (e) {
+    if (e?.name === "TimeoutError") throw new ApiError(0, "TIMEOUT", `The worker's answer did not arrive within ${READ_TIMEOUT_MS / 1000} s.`);
     /* not an envelope */
   }
   if (!res.ok || !env || !env.success) {

@@ -20,10 +20,15 @@ async function loadOverview(name) {
     get("/admin/dlq/timeseries", name ? { pipeline: name } : undefined),
     get("/admin/alerts"),
     get("/admin/jobs"),
-    get("/admin/queues").catch(() => null), // the backlogs are a bonus: the page shows without them
+    bonus(get("/admin/queues")), // the backlogs are a bonus: the page shows without them
   ]);
   return { stats, series, alerts, jobs, queues, at: Date.now() };
 }
+
+// bonus is what p resolves to within BONUS_MS, else null (a late or failed
+// answer does not hold the page back).
+const BONUS_MS = 4_000;
+const bonus = (p) => Promise.race([p.catch(() => null), new Promise((done) => setTimeout(() => done(null), BONUS_MS))]);
 
 export function Overview() {
   const [data, setData] = useState(null);
@@ -45,6 +50,7 @@ export function Overview() {
       setError(null);
     } catch (e) {
       setError(e);
+      last.current = 0; // asked again at the next tick, not in a minute
     } finally {
       busy.current = false;
     }
