@@ -92,9 +92,6 @@ func start() {
 	running.ID, running.Tag, running.Timestamp = platform.VersionMetadata("CF_VERSION_METADATA")
 	w := worker{cfg: cfg, log: log, db: db, batch: batch, meter: meter, version: running,
 		dbs: dlq.NewDatabases(dlq.Store{DB: db, Batch: batch}, others, cfg.Pipelines)}
-	// The pipelines every filter, row object and capture reads (before
-	// anything is served).
-	dlq.SetPipelines(cfg.Pipelines)
 	w.pipelines = config.Wire(cfg.Pipelines, platform.HasBinding)
 	for q, binding := range w.pipelines.Missing {
 		log.Error("config: a pipeline's producer binding is missing; it is capture-only (replay to it is refused)",
@@ -291,7 +288,7 @@ func (w worker) queueRouter() *consume.Router {
 // breaker and quota are also the catch-up's key probe).
 func (w worker) enrichmentConsumer() *enrichment.Consumer {
 	cfg := w.cfg
-	return &enrichment.Consumer{DB: w.db, Batch: w.batch, Version: w.version.Stamp(), Log: w.log, Sender: w.sender,
+	return &enrichment.Consumer{DB: w.db, Batch: w.batch, Pipelines: w.dbs.Pipelines(), Version: w.version.Stamp(), Log: w.log, Sender: w.sender,
 		Provider: enrichment.ChatProvider{
 			URL:     cfg.EnrichmentAPIURL,
 			Model:   cfg.EnrichmentModel,
@@ -331,7 +328,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	sched := upkeep.Schedule{DBs: w.dbs, Pipelines: cfg.Pipelines,
 		Rescue: upkeep.Rescue{Log: log, StuckAfter: cfg.ReplayStuckAfter, Limits: limits},
 		Tasks: resolve.ReplayTasks{Limits: limits, Replay: resolve.Replay{Sender: w.sender,
-			Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing}},
+			Log: log, BulkMax: cfg.BulkReplayMax, Destinations: w.destinations(), MissingProducers: w.pipelines.Missing, Pipelines: w.dbs.Pipelines()}},
 		Retention: upkeep.Retention{Log: log, MaxAge: cfg.DLQRetention, MaxRowsPerKey: cfg.DLQMaxRowsPerKey,
 			AttemptMaxAge: cfg.AttemptRetention, Limits: jobs.Limits{ChunkRows: cfg.RetentionBatchSize, Budget: cfg.CronJobBudget}},
 		AuditRetention:        upkeep.AuditRetention{MaxAge: cfg.AuditRetention, Limits: limits},

@@ -15,7 +15,7 @@ import (
 // orders message carries their history, failure count, reason and
 // signature, and its group is the reported failure's.
 func TestRecordAllReportsLandInHistoryAndSignature(t *testing.T) {
-	withPipelines(t) // orders: queue "orders", key /order/id, label customer
+	ps := withPipelines(t) // orders: queue "orders", key /order/id, label customer
 	db := sqlitetest.New(t)
 	a := Attempts{DB: db}
 	long := strings.Repeat("x", MaxReportError)
@@ -33,7 +33,7 @@ func TestRecordAllReportsLandInHistoryAndSignature(t *testing.T) {
 		t.Fatalf("records = %+v", got)
 	}
 
-	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
+	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"}, Stores: Single(Store{DB: db, Pipelines: ps}),
 		Clock: func() time.Time { return t0.Add(time.Minute) }}
 	body := `{"order":{"id":1001,"customer":"acme","fail":"card declined"}}`
 	m := queuetest.New("o1", body)
@@ -90,7 +90,7 @@ func TestRecordAllIsOneBatch(t *testing.T) {
 // odd's record) and removes only that one, as does a repeat failure that
 // takes a new message id.
 func TestAttemptRecordsArePerQueue(t *testing.T) {
-	withPipelines(t)
+	ps := withPipelines(t)
 	db := sqlitetest.New(t)
 	a := Attempts{DB: db}
 	ctx := context.Background()
@@ -124,7 +124,7 @@ func TestAttemptRecordsArePerQueue(t *testing.T) {
 	if len(got) != 2 || got["orders"].Attempt != 3 || got["orders"].Error != "card declined" || got["odd"].Attempt != 8 {
 		t.Fatalf("records of m1 = %+v, want one per queue, orders' untouched", got)
 	}
-	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
+	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"}, Stores: Single(Store{DB: db, Pipelines: ps}),
 		Clock: func() time.Time { return t0.Add(time.Minute) }}
 	m := queuetest.New("m1", `{"order":{"id":7,"customer":"acme"}}`)
 	m.Attempt = 1
@@ -169,7 +169,7 @@ func TestAttemptRecordsArePerQueue(t *testing.T) {
 // own, and a capture on the records' queue still reads and removes its
 // own.
 func TestMigration0033KeepsAttemptRecords(t *testing.T) {
-	withPipelines(t)
+	ps := withPipelines(t)
 	db := sqlitetest.Migrated(t, "0033")
 	// A record as the code before 0033 wrote it (keyed by message id).
 	mustExec(t, db, `INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at, history, signature, signature_text)
@@ -188,7 +188,7 @@ func TestMigration0033KeepsAttemptRecords(t *testing.T) {
 	if n != 2 || attempt != 4 || !strings.Contains(history, `"error":"card declined"`) {
 		t.Fatalf("after 0033: %d records, orders' attempt %d history %s", n, attempt, history)
 	}
-	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"},
+	c := &Capture{DB: db, Log: discard, SourceQueue: map[string]string{"orders-dlq": "orders"}, Stores: Single(Store{DB: db, Pipelines: ps}),
 		Clock: func() time.Time { return t0.Add(time.Minute) }}
 	if err := c.ConsumeBatch(context.Background(), "orders-dlq", queuetest.Batch(queuetest.New("m1", `{"order":{"id":1}}`))); err != nil {
 		t.Fatal(err)

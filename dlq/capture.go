@@ -159,7 +159,7 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 	// Class and Reason stay empty: the store statement takes them (and the
 	// true attempt count) from the message's attempt record.
 	f := Failure{MessageID: m.ID(), SourceQueue: source, Body: text, ContentType: ct, Attempts: m.Attempts(), FailedAt: now, Version: c.Version}
-	b := parseBody(text, ct == queue.Bytes, shapeOf(source))
+	b := parseBody(text, ct == queue.Bytes, c.store(source).Pipelines.shapeOf(source))
 	f.parsed = &b
 	cm := &captured{msg: m, failure: f}
 	if b.Problem != "" {
@@ -173,7 +173,7 @@ func (c *Capture) prepare(m queue.Message, source string, now time.Time) *captur
 // sends it).
 func (cm *captured) encoding() (encoded, error) {
 	if cm.enc == nil && cm.encErr == nil {
-		e, err := encodeFailure(cm.failure)
+		e, err := encodeFailure(cm.failure, nil) // parsed by prepare
 		cm.enc, cm.encErr = &e, err
 	}
 	if cm.encErr != nil {

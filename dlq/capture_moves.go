@@ -180,7 +180,7 @@ func (c *Capture) save(ctx context.Context, q string, fs []Failure, encs []encod
 
 // saveOne is save of one failure, encoded here.
 func (c *Capture) saveOne(ctx context.Context, f Failure) (map[string]Outcome, error) {
-	e, err := encodeFailure(f)
+	e, err := encodeFailure(f, c.store(f.SourceQueue).Pipelines)
 	if err != nil {
 		return nil, fmt.Errorf("dlq store encode: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +50,8 @@ type Database struct {
 // pipeline naming a binding absent from others stays in shared; main.go
 // turns such a pipeline off first).
 func NewDatabases(shared Store, others map[string]Store, ps []config.Pipeline) Databases {
+	lines := Pipelines(slices.Clone(ps)) // nil stays nil: the beer pipeline
+	shared.Pipelines = lines
 	d := Databases{All: []Database{{Name: config.SharedDatabase, Store: shared}}, byQueue: map[string]int{}, absent: &sync.Map{}}
 	index := map[string]int{}
 	for _, p := range ps {
@@ -59,6 +62,7 @@ func NewDatabases(shared Store, others map[string]Store, ps []config.Pipeline) D
 		}
 		i, seen := index[p.Database]
 		if !seen {
+			s.Pipelines = lines
 			d.All = append(d.All, Database{Name: p.Database, Store: s})
 			i = len(d.All) - 1
 			index[p.Database] = i
@@ -72,6 +76,15 @@ func NewDatabases(shared Store, others map[string]Store, ps []config.Pipeline) D
 // deployment whose pipelines name no database).
 func Single(s Store) Databases {
 	return Databases{All: []Database{{Name: config.SharedDatabase, Store: s}}, byQueue: map[string]int{}, absent: &sync.Map{}}
+}
+
+// Pipelines are the configured pipelines (those NewDatabases was given;
+// nil for the zero Databases: the beer one).
+func (d Databases) Pipelines() Pipelines {
+	if len(d.All) == 0 {
+		return nil
+	}
+	return d.All[0].Pipelines
 }
 
 // Shared is the shared database.
@@ -96,7 +109,7 @@ func (d Databases) Of(q string) Store { return d.OfQueue(q).Store }
 // ("" or an unknown name: the shared one; the services refuse an unknown
 // name themselves).
 func (d Databases) OfPipeline(name string) Database {
-	if p, ok := PipelineByName(name); ok {
+	if p, ok := d.Pipelines().ByName(name); ok {
 		return d.OfQueue(p.Queue)
 	}
 	return d.All[0]

@@ -17,10 +17,9 @@ func TestDatabasesRouteEachPipeline(t *testing.T) {
 	orders := config.Pipeline{Name: "orders", Queue: "orders", Database: "ORDERS_DB"}
 	tickets := config.Pipeline{Name: "tickets", Queue: "tickets", Database: "ORDERS_DB"}
 	lost := config.Pipeline{Name: "lost", Queue: "lost", Database: "NOT_BOUND"}
-	SetPipelines([]config.Pipeline{beers, orders, tickets, lost})
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	ps := []config.Pipeline{beers, orders, tickets, lost}
 	shared, own := Store{DB: sqlitetest.New(t)}, Store{DB: sqlitetest.New(t)}
-	d := NewDatabases(shared, map[string]Store{"ORDERS_DB": own}, Pipelines())
+	d := NewDatabases(shared, map[string]Store{"ORDERS_DB": own}, ps)
 	if len(d.All) != 2 || !d.Many() || d.Shared().Name != config.SharedDatabase || d.All[1].Name != "ORDERS_DB" {
 		t.Fatalf("databases %+v", d.All)
 	}
@@ -98,8 +97,7 @@ func TestIDBaseOfTicketsDB(t *testing.T) {
 func TestHoldingAndOfFilterRouteOrRefuse(t *testing.T) {
 	orders := config.Pipeline{Name: "orders", Queue: "orders", Database: "ORDERS_DB"}
 	tickets := config.Pipeline{Name: "tickets", Queue: "tickets", Database: "TICKETS_DB"}
-	SetPipelines([]config.Pipeline{config.BeerPipeline(), orders, tickets})
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
+	ps := []config.Pipeline{config.BeerPipeline(), orders, tickets}
 	ctx := context.Background()
 	shared, o, tk := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
 	for db, name := range map[*sql.DB]string{o: "ORDERS_DB", tk: "TICKETS_DB"} {
@@ -114,7 +112,7 @@ func TestHoldingAndOfFilterRouteOrRefuse(t *testing.T) {
 	s1 := count(t, shared, `SELECT id FROM dlq_messages`)
 	o1, o2 := count(t, o, `SELECT MIN(id) FROM dlq_messages`), count(t, o, `SELECT MAX(id) FROM dlq_messages`)
 	t1 := count(t, tk, `SELECT id FROM dlq_messages`)
-	d := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: o}, "TICKETS_DB": {DB: tk}}, Pipelines())
+	d := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: o}, "TICKETS_DB": {DB: tk}}, ps)
 	for _, c := range []struct {
 		ids  []int64
 		want string // a database, or an error code
@@ -146,11 +144,11 @@ func TestHoldingAndOfFilterRouteOrRefuse(t *testing.T) {
 	// the ids, not all; nothing for no ids (closed databases would fail).
 	closed := sqlitetest.New(t)
 	closed.Close()
-	if got, err := NewDatabases(Store{DB: closed}, map[string]Store{"ORDERS_DB": {DB: o}}, Pipelines()).
+	if got, err := NewDatabases(Store{DB: closed}, map[string]Store{"ORDERS_DB": {DB: o}}, ps).
 		Holding(ctx, "dlq_messages", []int64{o1, o2}); err != nil || got.Name != "ORDERS_DB" {
 		t.Errorf("ids all in ORDERS_DB read the shared database: %+v %v", got, err)
 	}
-	if got, err := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: closed}}, Pipelines()).
+	if got, err := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: closed}}, ps).
 		Holding(ctx, "dlq_messages", nil); err != nil || got.DB != shared {
 		t.Errorf("no ids read another database: %+v %v", got, err)
 	}

@@ -29,4 +29,11 @@
 // an action goes to the database that holds its rows, and while a
 // pipeline's rows are being moved the rows left behind are frozen and
 // captures continue them.
+//
+// The configured pipelines (Pipelines) are a value, not a global: main.go
+// hands them to NewDatabases, every database's Store carries them, and a
+// service reads them from its Databases (or its own Pipelines field). A
+// filter names a pipeline through them, a row object shows its pipeline,
+// key and labels through them, and a capture reads a body's key and labels
+// through its queue's pointers. Nil Pipelines are the beer pipeline alone.
 package dlq

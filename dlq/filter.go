@@ -72,7 +72,8 @@ func CheckLimit(n int64, max int, setting string) error {
 }
 
 // Normalize fills the default status and validates every field.
-func (f Filter) Normalize() (Filter, error) {
+// ps are the configured pipelines (the pipeline filter names one).
+func (f Filter) Normalize(ps Pipelines) (Filter, error) {
 	if f.Status == "" {
 		f.Status = StatusPending
 	}
@@ -85,7 +86,7 @@ func (f Filter) Normalize() (Filter, error) {
 		return f, InputErr("INVALID_FILTER", "signature must be 16 lowercase hex digits (a signature of GET /admin/dlq/groups)")
 	}
 	if f.Pipeline != "" {
-		q, err := PipelineQueue(f.Pipeline)
+		q, err := ps.Queue(f.Pipeline)
 		if err != nil {
 			return f, err
 		}
@@ -115,11 +116,11 @@ func (f Filter) Normalize() (Filter, error) {
 }
 
 // NormalizePending is Normalize for bulk actions, which act on pending rows only.
-func (f Filter) NormalizePending() (Filter, error) {
+func (f Filter) NormalizePending(ps Pipelines) (Filter, error) {
 	if f.Status != "" && f.Status != StatusPending {
 		return f, InputErr("INVALID_FILTER", "bulk actions act on pending rows only; filter.status must be pending or absent")
 	}
-	return f.Normalize()
+	return f.Normalize(ps)
 }
 
 // Fingerprint identifies the filter's meaning, binding cursors to it.

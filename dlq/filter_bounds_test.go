@@ -26,7 +26,7 @@ func TestFilterBounds(t *testing.T) {
 		{"beer_id of 201 bytes", Filter{BeerID: strings.Repeat("b", 201)}, "beer_id is longer than 200 bytes"},
 		{"source_queue of 201 bytes", Filter{SourceQueue: strings.Repeat("s", 201)}, "source_queue is longer than 200 bytes"},
 	} {
-		got, err := c.f.Normalize()
+		got, err := c.f.Normalize(nil)
 		if c.msg == "" {
 			if err != nil || got.Status != StatusPending {
 				t.Errorf("%s: %+v %v", c.name, got, err)

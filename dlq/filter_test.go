@@ -30,14 +30,14 @@ func TestCheckLimitNamesTheSetting(t *testing.T) {
 // A pipeline filter sets the source queue to the pipeline's queue; a
 // source_queue given with it must be that queue, any other is INVALID_FILTER.
 func TestPipelineFilterAndSourceQueueMustAgree(t *testing.T) {
-	withPipelines(t)
+	ps := withPipelines(t)
 	for _, sq := range []string{"", "orders"} {
-		f, err := Filter{Pipeline: "orders", SourceQueue: sq}.Normalize()
+		f, err := Filter{Pipeline: "orders", SourceQueue: sq}.Normalize(ps)
 		if err != nil || f.SourceQueue != "orders" {
 			t.Errorf("source_queue %q: %+v %v, want source_queue orders", sq, f, err)
 		}
 	}
-	_, err := Filter{Pipeline: "orders", SourceQueue: "beer-enrichment"}.Normalize()
+	_, err := Filter{Pipeline: "orders", SourceQueue: "beer-enrichment"}.Normalize(ps)
 	wantInput(t, err, "INVALID_FILTER")
 }
 
@@ -47,7 +47,7 @@ func TestPipelineFilterAndSourceQueueMustAgree(t *testing.T) {
 func TestFilterOfEveryStatusReadsStatusRanges(t *testing.T) {
 	db := sqlitetest.New(t)
 	after := int64(1_700_000_000_000)
-	f, err := Filter{Status: StatusAll, FailedAfter: &after}.Normalize()
+	f, err := Filter{Status: StatusAll, FailedAfter: &after}.Normalize(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,13 +10,13 @@ import (
 
 // messageFields is the json_object argument list of a Message; raw adds
 // raw_message and raw_encoding.
-func MessageFields(raw bool) string {
+func MessageFields(ps Pipelines, raw bool) string {
 	fields := `'id', id, 'message_id', message_id, 'beer_id', beer_id, 'beer_name', beer_name, 'brewer', brewer,
 		'failed_at', failed_at, 'failure_count', failure_count, 'failure_reason', failure_reason,
 		'source_queue', source_queue, 'status', status, 'replay_count', COALESCE(replay_count, 0),
 		'replayed_at', replayed_at, 'acknowledged_at', acknowledged_at, 'failure_class', failure_class,
 		'first_failed_at', first_failed_at, 'replaying_at', replaying_at, 'acknowledged_note', acknowledged_note,
-		'updated_at', updated_at, 'content_type', ` + ContentTypeSQL + `, ` + PipelineFieldsSQL()
+		'updated_at', updated_at, 'content_type', ` + ContentTypeSQL + `, ` + ps.FieldsSQL()
 	if raw {
 		fields += `, 'raw_message', raw_message, 'raw_encoding', raw_encoding`
 	}
@@ -28,8 +28,8 @@ func MessageFields(raw bool) string {
 // one JSON array of Message objects, built by SQLite. One text value crosses
 // from D1 instead of ~20 cells per row, each a syscall/js round trip in the
 // D1 driver. raw adds raw_message and raw_encoding.
-func MessagesJSON(cond string, raw bool) string {
-	return `(SELECT json_group_array(json_object(` + MessageFields(raw) + `) ORDER BY failed_at DESC, id DESC)
+func MessagesJSON(ps Pipelines, cond string, raw bool) string {
+	return `(SELECT json_group_array(json_object(` + MessageFields(ps, raw) + `) ORDER BY failed_at DESC, id DESC)
 		FROM (SELECT * FROM dlq_messages WHERE ` + cond + ` ORDER BY failed_at DESC, id DESC LIMIT ?))`
 }
 

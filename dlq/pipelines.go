@@ -4,34 +4,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"github.com/redrive/redrive/config"
 )
 
-// The configured pipelines (var PIPELINES, config.Pipeline): a pipeline's
-// rows are the rows whose source_queue is its queue; the row key is stored
-// in beer_id, its first label in beer_name, its second in brewer.
-//
-// They are set once per isolate, before it serves anything (SetPipelines,
-// from main.go), and read by every filter, row object and capture; until
-// then (and in tests that do not set them) the beer pipeline alone.
-var pipelines atomic.Pointer[[]config.Pipeline]
+// Pipelines are the configured pipelines (var PIPELINES, config.Pipeline),
+// in configuration order: a pipeline's rows are the rows whose
+// source_queue is its queue; the row key is stored in beer_id, its first
+// label in beer_name, its second in brewer. A Store carries them to every
+// filter, row object and capture it serves, and each service has them;
+// main.go gives them to NewDatabases, which hands them to each database's
+// store. Nil Pipelines are the beer pipeline alone (native tests, and
+// every deployment before pipelines); an empty non-nil list is none.
+type Pipelines []config.Pipeline
 
-func init() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) }
-
-// SetPipelines sets the configured pipelines (validated by config).
-func SetPipelines(ps []config.Pipeline) {
-	cp := append([]config.Pipeline(nil), ps...)
-	pipelines.Store(&cp)
+// All returns the pipelines in configuration order (nil: the beer one).
+func (ps Pipelines) All() []config.Pipeline {
+	if ps == nil {
+		return []config.Pipeline{config.BeerPipeline()}
+	}
+	return ps
 }
 
-// Pipelines returns the configured pipelines, in configuration order.
-func Pipelines() []config.Pipeline { return *pipelines.Load() }
-
-// PipelineByName returns the configured pipeline named name.
-func PipelineByName(name string) (config.Pipeline, bool) {
-	for _, p := range Pipelines() {
+// ByName returns the pipeline named name.
+func (ps Pipelines) ByName(name string) (config.Pipeline, bool) {
+	for _, p := range ps.All() {
 		if p.Name == name {
 			return p, true
 		}
@@ -39,9 +36,9 @@ func PipelineByName(name string) (config.Pipeline, bool) {
 	return config.Pipeline{}, false
 }
 
-// PipelineOfQueue returns the pipeline whose main queue is q.
-func PipelineOfQueue(q string) (config.Pipeline, bool) {
-	for _, p := range Pipelines() {
+// OfQueue returns the pipeline whose main queue is q.
+func (ps Pipelines) OfQueue(q string) (config.Pipeline, bool) {
+	for _, p := range ps.All() {
 		if p.Queue == q {
 			return p, true
 		}
@@ -49,16 +46,16 @@ func PipelineOfQueue(q string) (config.Pipeline, bool) {
 	return config.Pipeline{}, false
 }
 
-// PipelineQueue resolves a pipeline filter: its queue ("" for no filter,
-// name ""), or UNKNOWN_PIPELINE.
-func PipelineQueue(name string) (string, error) {
+// Queue resolves a pipeline filter: its queue ("" for no filter, name
+// ""), or UNKNOWN_PIPELINE.
+func (ps Pipelines) Queue(name string) (string, error) {
 	if name == "" {
 		return "", nil
 	}
-	p, ok := PipelineByName(name)
+	p, ok := ps.ByName(name)
 	if !ok {
 		var names []string
-		for _, p := range Pipelines() {
+		for _, p := range ps.All() {
 			names = append(names, p.Name)
 		}
 		return "", InputErr("UNKNOWN_PIPELINE", "pipeline must be a configured pipeline (%s); got %q",
@@ -81,22 +78,21 @@ func ClipName(s string) string {
 // it doubles quotes all the same.
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// pipelineFieldsSQL is the json_object arguments of a row's pipeline, key
+// FieldsSQL is the json_object arguments of a row's pipeline, key
 // and labels (the row object's additions; see Message): the pipeline whose
 // queue is source_queue (null when none), beer_id as the key, and the
 // pipeline's label names over beer_name and brewer ({} for an
 // unconfigured queue). Built from the configured pipelines: at most
 // config.MaxPipelines WHEN terms.
-func PipelineFieldsSQL() string {
-	ps := Pipelines()
-	if len(ps) == 0 {
+func (ps Pipelines) FieldsSQL() string {
+	if len(ps.All()) == 0 {
 		return `'pipeline', NULL, 'key', beer_id, 'labels', json_object()`
 	}
 	var name, labels strings.Builder
 	name.WriteString("CASE source_queue")
 	labels.WriteString("CASE source_queue")
 	cols := [config.MaxLabels]string{"beer_name", "brewer"}
-	for _, p := range ps {
+	for _, p := range ps.All() {
 		fmt.Fprintf(&name, " WHEN %s THEN %s", sqlString(p.Queue), sqlString(p.Name))
 		var args []string
 		for i, l := range p.Labels {
@@ -112,8 +108,8 @@ func PipelineFieldsSQL() string {
 // shapeOf is how the bodies of source queue q give their key and labels:
 // its pipeline's pointers, or the beer pipeline's for a queue no pipeline
 // names (what every queue got before pipelines).
-func shapeOf(q string) config.Pipeline {
-	if p, ok := PipelineOfQueue(q); ok {
+func (ps Pipelines) shapeOf(q string) config.Pipeline {
+	if p, ok := ps.OfQueue(q); ok {
 		return p
 	}
 	return config.BeerPipeline()

@@ -22,22 +22,21 @@ const testPipelinesJSON = `[
 {"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
 {"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
 
-// withPipelines configures the pipelines of testPipelinesJSON for the test.
-func withPipelines(t testing.TB) []config.Pipeline {
+// withPipelines returns the pipelines of testPipelinesJSON.
+func withPipelines(t testing.TB) Pipelines {
 	t.Helper()
 	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
 	if len(problems) != 0 || len(ps) != 3 {
 		t.Fatalf("pipelines %v %v", ps, problems)
 	}
-	SetPipelines(ps)
-	t.Cleanup(func() { SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	return ps
 }
 
-func pipelineCapture(t *testing.T) (*Capture, *bytes.Buffer) {
+func pipelineCapture(t *testing.T, ps Pipelines) (*Capture, *bytes.Buffer) {
 	db := sqlitetest.New(t)
 	var logs bytes.Buffer
 	c := newCapture(db, &logs)
+	c.Stores = Single(Store{DB: db, Pipelines: ps})
 	c.SourceQueue = map[string]string{dlqName: "beer-enrichment", "orders-dlq": "orders", "odd-dlq": "odd", "other-dlq": "other"}
 	return c, &logs
 }
@@ -47,8 +46,7 @@ func pipelineCapture(t *testing.T) (*Capture, *bytes.Buffer) {
 // (stored, never dropped); labels in beer_name then brewer. A queue of no
 // pipeline is read as the beer pipeline, as before pipelines.
 func TestCaptureReadsEachPipelinesPointers(t *testing.T) {
-	withPipelines(t)
-	c, logs := pipelineCapture(t)
+	c, logs := pipelineCapture(t, withPipelines(t))
 	db := c.DB
 	msgs := []struct {
 		dlq, id, body              string
@@ -191,7 +189,7 @@ func TestUnknownPipelineNameIsClippedPast64Bytes(t *testing.T) {
 		{strings.Repeat("p", 64), strings.Repeat("p", 64)},
 		{strings.Repeat("p", 65), strings.Repeat("p", 64) + "…"},
 	} {
-		_, err := Filter{Pipeline: c.name}.Normalize()
+		_, err := Filter{Pipeline: c.name}.Normalize(nil)
 		wantInput(t, err, "UNKNOWN_PIPELINE")
 		if msg := err.(*InputError).Message; !strings.HasSuffix(msg, `got "`+c.quoted+`"`) {
 			t.Errorf("%d-byte name: message %q, want it quoted as %q", len(c.name), msg, c.quoted)
@@ -205,8 +203,7 @@ func TestUnknownPipelineNameIsClippedPast64Bytes(t *testing.T) {
 // is stored as usual (not poison: a label is shown, not a row's identity),
 // in every pipeline, the beer one included.
 func TestCaptureBoundsLabels(t *testing.T) {
-	withPipelines(t)
-	c, _ := pipelineCapture(t)
+	c, _ := pipelineCapture(t, withPipelines(t))
 	long := strings.Repeat("é", 4_000)
 	obj := `{"lines":[` + strings.Repeat(`{"sku":"x","qty":1},`, 500) + `{"sku":"y"}]}`
 	msgs := []struct{ dlq, id, body, prefix1, prefix2 string }{

@@ -15,7 +15,7 @@ func TestQReadsTheRowsLikeDid(t *testing.T) {
 	five := int64(5)
 	like := ` AND (beer_name LIKE ? OR brewer LIKE ? OR failure_reason LIKE ?)`
 	for _, f := range []Filter{{}, {Status: StatusAll}, {BeerID: "b"}, {SourceQueue: "s", FailedAfter: &five}} {
-		f, err := f.Normalize()
+		f, err := f.Normalize(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,12 +17,12 @@ type Selection struct {
 }
 
 // Normalize checks that exactly one form is used and validates it.
-func (s Selection) Normalize(maxIDs int) (Selection, error) {
+func (s Selection) Normalize(ps Pipelines, maxIDs int) (Selection, error) {
 	switch {
 	case s.IDs != nil && s.Filter != nil:
 		return s, InputErr("INVALID_REQUEST", "give either ids or filter, not both")
 	case s.Filter != nil:
-		f, err := s.Filter.NormalizePending()
+		f, err := s.Filter.NormalizePending(ps)
 		if err != nil {
 			return s, err
 		}
@@ -88,7 +88,7 @@ const (
 // PreviewRows runs the dry run of an action over sel in one statement. The
 // per-reason groups are computed once (a CTE used several times is
 // materialized); for a replay that is the one pass that checks bodies.
-func PreviewRows(ctx context.Context, db *sql.DB, sel Selection, replay bool, pos *Position) (Preview, error) {
+func PreviewRows(ctx context.Context, db *sql.DB, ps Pipelines, sel Selection, replay bool, pos *Position) (Preview, error) {
 	base, baseArgs := sel.Where(false, pos)
 	cond, args := sel.Where(replay, pos)
 	ok := "1"
@@ -101,7 +101,7 @@ func PreviewRows(ctx context.Context, db *sql.DB, sel Selection, replay bool, po
 			(SELECT COALESCE(SUM(total) - SUM(ok), 0) FROM g),
 			(SELECT json_group_array(json_object('failure_reason', failure_reason, 'count', ok)) FROM (
 				SELECT failure_reason, ok FROM g WHERE ok > 0 ORDER BY ok DESC, failure_reason LIMIT ?)),
-			` + MessagesJSON(cond, false)
+			` + MessagesJSON(ps, cond, false)
 	var all []any
 	all = append(all, baseArgs...)
 	all = append(all, int64(previewReasons))

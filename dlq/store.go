@@ -107,6 +107,8 @@ type Store struct {
 	// Batch runs Save's statements in one round trip (D1's batch() in the
 	// worker); nil: a transaction on DB (native tests).
 	Batch sqlbatch.Runner
+	// Pipelines are the configured pipelines (nil: the beer one).
+	Pipelines Pipelines
 }
 
 // Put stores failures in one statement (see Save) and discards the outcomes.
@@ -435,11 +437,14 @@ type encoded struct {
 
 // encodeFailure builds f's elements of the store statements' parameters
 // (see encoded), without reflection unless f carries a history entry.
-func encodeFailure(f Failure) (encoded, error) {
+//
+// A failure not parsed yet is parsed through the pipeline of its source
+// queue in ps.
+func encodeFailure(f Failure, ps Pipelines) (encoded, error) {
 	ct := f.contentType()
 	b := f.parsed
 	if b == nil {
-		p := parseBody(f.Body, ct == queue.Bytes, shapeOf(f.SourceQueue))
+		p := parseBody(f.Body, ct == queue.Bytes, ps.shapeOf(f.SourceQueue))
 		b = &p
 	}
 	raw, enc := storedBody(f, ct)
@@ -554,7 +559,7 @@ func optMember(dst []byte, name string, value *string) []byte {
 func encodeBatch(fs []Failure) ([]byte, error) {
 	put := make([][]byte, len(fs))
 	for i, f := range fs {
-		e, err := encodeFailure(f)
+		e, err := encodeFailure(f, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -610,7 +615,7 @@ func nonEmpty(s string) *string {
 func (s Store) Save(ctx context.Context, fs []Failure) (map[string]Outcome, error) {
 	encs := make([]encoded, len(fs))
 	for i, f := range fs {
-		e, err := encodeFailure(f)
+		e, err := encodeFailure(f, s.Pipelines)
 		if err != nil {
 			return nil, fmt.Errorf("dlq store encode: %w", err)
 		}

@@ -888,3 +888,27 @@ func TestUnknownQueryParameterIsRefused(t *testing.T) {
 		t.Fatalf("import wrote %d rows, want 1: %s", n, r.Raw)
 	}
 }
+
+// POST /__dev/send refuses with a 400, sending nothing, a queue the worker
+// has no producer binding for (the platform sender's own check) and a body
+// its content type does not fit; the queues it knows still take messages.
+func TestDevSendRefusesWhatCannotBeSent(t *testing.T) {
+	for _, c := range []struct {
+		queue string
+		msg   map[string]any
+		code  string
+	}{
+		{"nowhere", map[string]any{"body": "x"}, "UNKNOWN_QUEUE"},
+		{"beer-enrichment-dlq", map[string]any{"body": "{no", "content_type": "json"}, "INVALID_REQUEST"},
+		{"beer-enrichment-dlq", map[string]any{"body": "%%%", "content_type": "bytes"}, "INVALID_REQUEST"},
+		{"beer-enrichment-dlq", map[string]any{"body": "x", "delay_seconds": 43201}, "INVALID_REQUEST"},
+	} {
+		r, err := shared.Do(http.MethodPost, "/__dev/send", map[string]any{"queue": c.queue, "messages": []any{c.msg}}, AdminHeaders())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != 400 || r.Success || r.Error == nil || r.Error.Code != c.code {
+			t.Errorf("%s %v: %d %s, want 400 %s", c.queue, c.msg, r.Status, r.Raw, c.code)
+		}
+	}
+}

@@ -112,10 +112,13 @@ const MaxProviderTimeout = 120 * time.Second
 // the original is acked only once that send succeeded; if the send fails
 // the message is retried instead: never lost.
 type Consumer struct {
-	DB       *sql.DB
-	Log      *slog.Logger
-	Provider ChatProvider
-	Policy   Policy
+	DB *sql.DB
+	// Pipelines are the configured pipelines: a failure stored here is
+	// read through its queue's (nil: the beer pipeline alone).
+	Pipelines dlq.Pipelines
+	Log       *slog.Logger
+	Provider  ChatProvider
+	Policy    Policy
 	// Sender sends the fresh copies of deferred messages (to the queue they
 	// came from: the ENRICHMENT_QUEUE binding). Nil: they are retried instead.
 	Sender queue.Sender
@@ -132,7 +135,9 @@ type Consumer struct {
 }
 
 // store is the DLQ store of permanent and poison failures.
-func (c *Consumer) store() dlq.Store { return dlq.Store{DB: c.DB, Batch: c.Batch} }
+func (c *Consumer) store() dlq.Store {
+	return dlq.Store{DB: c.DB, Batch: c.Batch, Pipelines: c.Pipelines}
+}
 
 func (c *Consumer) rnd() float64 {
 	if c.Rand != nil {

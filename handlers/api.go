@@ -71,7 +71,7 @@ type API struct {
 	// DevSender, when non-nil, enables POST /__dev/send (admin auth): raw,
 	// poison or any messages onto a bound queue. Set only with DEV_ROUTES
 	// (local runs and the e2e tests), never in production.
-	DevSender queue.Sender
+	DevSender DevSender
 	// DevCron, when non-nil, enables POST /__dev/cron (admin auth): a cron's
 	// jobs at a chosen scheduled time (CronRouter.Run). DEV_ROUTES only.
 	DevCron func(ctx context.Context, cron string, at time.Time) error

@@ -24,8 +24,6 @@ func databasesAPI(t *testing.T) (*API, *sql.DB, map[string][]int64) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	api, _ := newDLQAPI(t)
 	orders := sqlitetest.New(t)
 	if _, err := orders.Exec(dlq.SeedIDsSQL("ORDERS_DB")); err != nil {

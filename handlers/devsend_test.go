@@ -19,31 +19,45 @@ func devSendBody(q string, n int) string {
 	return `{"queue":"` + q + `","messages":[` + strings.Join(msgs, ",") + `]}`
 }
 
-func TestDevSendRejectsMissingQueueOrMessages(t *testing.T) {
+// Every bad request is a 400 naming what is wrong, and sends nothing: a
+// missing queue or message list, more than 100 messages, a queue without a
+// producer binding, an unknown content type, a json body that is not JSON,
+// a bytes body that is not base64, a delay outside 0..43,200 s.
+func TestDevSendRejectsBadRequests(t *testing.T) {
 	api := newAPI(t)
-	sender := &queuetest.Sender{}
+	sender := &queuetest.Sender{Unbound: []string{"nowhere"}}
 	api.DevSender = sender
 	h := api.Handler()
-	for name, body := range map[string]string{
-		"no queue":         `{"messages":[{"body":"x"}]}`,
-		"empty queue":      devSendBody("", 1),
-		"no messages":      `{"queue":"q"}`,
-		"empty messages":   devSendBody("q", 0),
-		"101 messages":     devSendBody("q", 101),
-		"bad content type": `{"queue":"q","messages":[{"body":"x"},{"body":"y","content_type":"v8"}]}`,
-		"unknown type":     `{"queue":"q","messages":[{"body":"x","content_type":"xml"}]}`,
+	msgs := func(m ...string) string { return `{"queue":"q","messages":[` + strings.Join(m, ",") + `]}` }
+	required := "queue and 1..100 messages are required"
+	for _, c := range []struct{ name, body, code, message string }{
+		{"no queue", `{"messages":[{"body":"x"}]}`, "INVALID_REQUEST", required},
+		{"empty queue", devSendBody("", 1), "INVALID_REQUEST", required},
+		{"no messages", `{"queue":"q"}`, "INVALID_REQUEST", required},
+		{"empty messages", devSendBody("q", 0), "INVALID_REQUEST", required},
+		{"101 messages", devSendBody("q", 101), "INVALID_REQUEST", required},
+		{"unbound queue", devSendBody("nowhere", 1), "UNKNOWN_QUEUE",
+			`queue "nowhere" has no producer binding here (a pipeline's queue, or one DEV_SEND_QUEUES names)`},
+		{"bad content type", msgs(`{"body":"x"}`, `{"body":"y","content_type":"v8"}`), "INVALID_REQUEST",
+			"message 1: content_type must be text, json or bytes"},
+		{"unknown type", msgs(`{"body":"x","content_type":"xml"}`), "INVALID_REQUEST", "message 0: content_type must be text, json or bytes"},
+		{"json that is not", msgs(`{"body":"{not json","content_type":"json"}`), "INVALID_REQUEST", "message 0: body is not JSON (content_type json)"},
+		{"bytes not base64", msgs(`{"body":"%%%","content_type":"bytes"}`), "INVALID_REQUEST", "message 0: body is not base64 (content_type bytes)"},
+		{"negative delay", msgs(`{"body":"x","delay_seconds":-1}`), "INVALID_REQUEST", "message 0: delay_seconds must be 0..43200"},
+		{"delay past 12 h", msgs(`{"body":"x"}`, `{"body":"x","delay_seconds":43201}`), "INVALID_REQUEST", "message 1: delay_seconds must be 0..43200"},
 	} {
-		rec, env := do(h, "POST", "/__dev/send", body, adminHeaders)
-		want := "queue and 1..100 messages are required"
-		if strings.Contains(name, "type") {
-			want = "content_type must be text, json or bytes"
-		}
-		if rec.Code != 400 || env.Error == nil || env.Error.Code != "INVALID_REQUEST" || env.Error.Message != want {
-			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
+		rec, env := do(h, "POST", "/__dev/send", c.body, adminHeaders)
+		if rec.Code != 400 || env.Error == nil || env.Error.Code != c.code || env.Error.Message != c.message {
+			t.Errorf("%s: %d %s, want 400 %s %q", c.name, rec.Code, rec.Body, c.code, c.message)
 		}
 	}
 	if sender.Calls != 0 {
 		t.Fatalf("rejected requests sent %d batches", sender.Calls)
+	}
+	// The edges themselves go out.
+	rec, _ := do(h, "POST", "/__dev/send", msgs(`{"body":"x","delay_seconds":43200}`, `{"body":"","content_type":"bytes"}`), adminHeaders)
+	if rec.Code != 200 || sender.Calls != 1 {
+		t.Fatalf("a 12-hour delay and an empty bytes body: %d %s", rec.Code, rec.Body)
 	}
 }
 

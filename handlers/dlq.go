@@ -69,11 +69,12 @@ func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) 
 
 func (a *API) replayService() resolve.Replay {
 	return resolve.Replay{DB: a.DB, Batch: a.Batch, Sender: a.Sender, Log: a.Log, Cursors: a.cursors(), BulkMax: a.BulkReplayMax, Clock: a.Clock,
-		Destinations: a.ReplayDestinations, MissingProducers: a.MissingProducers}
+		Destinations: a.ReplayDestinations, MissingProducers: a.MissingProducers, Pipelines: a.databases().Pipelines()}
 }
 
 func (a *API) acknowledgeService() resolve.Acknowledge {
-	return resolve.Acknowledge{DB: a.DB, Batch: a.Batch, BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock}
+	return resolve.Acknowledge{DB: a.DB, Batch: a.Batch, BulkMax: a.BulkAcknowledgeMax, Clock: a.Clock,
+		Pipelines: a.databases().Pipelines()}
 }
 
 func (a *API) auditLog() dlq.Audit {

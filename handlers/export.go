@@ -69,7 +69,9 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	list := inspect.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}
 	if named {
-		list = inspect.List{DB: db, Database: dbName, Cursors: a.cursors()}
+		// That database alone, read as the configured pipelines say.
+		one := dlq.Single(dlq.Store{DB: db, Pipelines: a.databases().Pipelines()})
+		list = inspect.List{DB: db, DBs: one, Database: dbName, Cursors: a.cursors()}
 	}
 	res, err := inspect.Export{List: list}.Run(r.Context(), p, visit)
 	if err != nil {

@@ -28,8 +28,6 @@ func mergeAPI(t *testing.T) *API {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	api := newAPI(t)
 	others := map[string]dlq.Store{}
 	for _, name := range []string{"ORDERS_DB", "TICKETS_DB"} {

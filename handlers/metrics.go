@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/metrics"
 )
 
@@ -24,7 +23,7 @@ func (a *API) metrics(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	snap.Pipelines = map[string]string{}
-	for _, p := range dlq.Pipelines() {
+	for _, p := range a.databases().Pipelines().All() {
 		snap.Pipelines[p.Queue] = p.Name
 	}
 	var buf bytes.Buffer

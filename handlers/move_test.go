@@ -25,8 +25,6 @@ func moveAPI(t *testing.T) (*API, map[string]string) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	api := newAPI(t)
 	tickets := sqlitetest.New(t)
 	if _, err := tickets.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/config"
-	"github.com/redrive/redrive/dlq"
 )
 
 // pipelineView is one configured pipeline as GET /admin/pipelines shows it
@@ -33,7 +32,7 @@ type pipelineView struct {
 // pipeline selector. It reads nothing from D1.
 func (a *API) pipelinesList(w http.ResponseWriter, r *http.Request) error {
 	out := []pipelineView{}
-	for _, p := range dlq.Pipelines() {
+	for _, p := range a.databases().Pipelines().All() {
 		_, missing := a.MissingProducers[p.Queue]
 		labels := p.Labels
 		if labels == nil {

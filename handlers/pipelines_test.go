@@ -26,9 +26,8 @@ func pipelinesAPI(t *testing.T) (*API, map[string][]int64) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	api, _ := newDLQAPI(t)
+	api.DBs = dlq.NewDatabases(dlq.Store{DB: api.DB, Batch: api.Batch}, nil, ps)
 	ids := map[string][]int64{}
 	for i, r := range []struct{ queue, key, l1, l2, body string }{
 		{"beer-enrichment", "b1", "Beer 1", "Brewer", `{"beer_id":"b1"}`},

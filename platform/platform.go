@@ -54,6 +54,12 @@ type Sender struct {
 	Bindings map[string]string
 }
 
+// Sends reports whether queueName has a producer binding in s.
+func (s Sender) Sends(queueName string) bool {
+	binding, ok := s.Bindings[queueName]
+	return ok && HasBinding(binding)
+}
+
 // SendBatch implements queue.Sender with one sendBatch call. Each body is
 // sent with its content type: JSON as the parsed value, Text as a string,
 // Bytes as a Uint8Array; V8 cannot be sent (an error, nothing sent).

@@ -35,6 +35,8 @@ type Detail struct {
 	// the database it came from, so the audit is searched there too (one
 	// more statement per database, at most AuditWindow entries each).
 	Others []*sql.DB
+	// Pipelines are the configured pipelines (nil: the beer one).
+	Pipelines dlq.Pipelines
 }
 
 // MessageDetail is the detail response (handlers/openapi.json).
@@ -99,8 +101,8 @@ type RowAuditEntry struct {
 
 // detailRowSQL reads the row: its Message JSON and the fields the rest of
 // the detail needs.
-func detailRowSQL() string {
-	return `SELECT json_object(` + dlq.MessageFields(true) + `) AS message, last_message_id, body_hash,
+func detailRowSQL(ps dlq.Pipelines) string {
+	return `SELECT json_object(` + dlq.MessageFields(ps, true) + `) AS message, last_message_id, body_hash,
 	source_queue, beer_id, acknowledged_at, replayed_at, replaying_at,
 	COALESCE(history, '[]') AS history_json, history_dropped, signature AS sig, version AS ver,
 	(SELECT json_object('class', s.class, 'text', s.text) FROM dlq_signatures s WHERE s.signature = dlq_messages.signature) AS sig_group
@@ -170,7 +172,7 @@ func (d Detail) readRow(ctx context.Context, id int64, out *MessageDetail) (deta
 		msg, history  string
 		sig, sigGroup sql.NullString
 	)
-	err := d.DB.QueryRowContext(ctx, detailRowSQL(), id).Scan(&msg, &out.LastMessageID, &k.hash, &k.source, &k.beer, &k.ackAt, &k.replayedAt, &k.claimAt,
+	err := d.DB.QueryRowContext(ctx, detailRowSQL(d.Pipelines), id).Scan(&msg, &out.LastMessageID, &k.hash, &k.source, &k.beer, &k.ackAt, &k.replayedAt, &k.claimAt,
 		&history, &out.HistoryDropped, &sig, &out.Version, &sigGroup)
 	if errors.Is(err, sql.ErrNoRows) {
 		return detailKeys{}, ErrMessageNotFound

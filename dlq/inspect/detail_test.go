@@ -49,7 +49,7 @@ func TestDetailPlanIsBounded(t *testing.T) {
 	if !strings.Contains(plan, "idx_dlq_replay_lineage") || !strings.Contains(plan, "SCAN admin_audit") {
 		t.Errorf("plan:\n%s", plan)
 	}
-	if plan := strings.Join(sqlitetest.Plan(t, db, detailRowSQL(), 1), "\n"); !strings.Contains(plan, "USING INTEGER PRIMARY KEY") {
+	if plan := strings.Join(sqlitetest.Plan(t, db, detailRowSQL(nil), 1), "\n"); !strings.Contains(plan, "USING INTEGER PRIMARY KEY") {
 		t.Errorf("row plan:\n%s", plan)
 	}
 }

@@ -130,7 +130,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	if byFirstSeen {
 		status = "groups:" + SortFirstSeen
 	}
-	queue, err := dlq.PipelineQueue(p.Pipeline)
+	queue, err := g.DBs.Pipelines().Queue(p.Pipeline)
 	if err != nil {
 		return GroupsPage{}, err
 	}
@@ -149,7 +149,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		}
 		after = &dlq.Spot{T: pos.FailedAt, I: pos.ID, S: pos.Key}
 	}
-	groups, err := readGroups(ctx, dlq.DBOf(g.DBs, g.DB, p.Pipeline, ""), p, queue, after)
+	groups, err := readGroups(ctx, dlq.DBOf(g.DBs, g.DB, p.Pipeline, ""), g.DBs.Pipelines(), p, queue, after)
 	if err != nil {
 		return GroupsPage{}, err
 	}
@@ -174,7 +174,7 @@ func groupSpot(gr Group, byFirstSeen bool) dlq.Spot {
 
 // readGroups reads at most p.Limit + 1 groups of queue ("": every queue)
 // from db, after the group at after (nil: from the first).
-func readGroups(ctx context.Context, db *sql.DB, p GroupsParams, queue string, after *dlq.Spot) ([]Group, error) {
+func readGroups(ctx context.Context, db *sql.DB, ps dlq.Pipelines, p GroupsParams, queue string, after *dlq.Spot) ([]Group, error) {
 	byFirstSeen := p.Sort == SortFirstSeen
 	cond, args := "1 = 1", []any{}
 	if after != nil {
@@ -200,7 +200,7 @@ func readGroups(ctx context.Context, db *sql.DB, p GroupsParams, queue string, a
 	defer rows.Close()
 	groups := []Group{}
 	for rows.Next() {
-		gr, err := scanGroup(rows)
+		gr, err := scanGroup(rows, ps)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +213,7 @@ func readGroups(ctx context.Context, db *sql.DB, p GroupsParams, queue string, a
 }
 
 // scanGroup reads one row of groupsSQL.
-func scanGroup(rows *sql.Rows) (Group, error) {
+func scanGroup(rows *sql.Rows, ps dlq.Pipelines) (Group, error) {
 	var gr Group
 	var versions, samples string
 	var announced sql.NullInt64
@@ -223,7 +223,7 @@ func scanGroup(rows *sql.Rows) (Group, error) {
 		return Group{}, fmt.Errorf("dlq groups scan: %w", err)
 	}
 	gr.Total = c.Pending + c.Replaying + c.Replayed + c.Acknowledged
-	if pl, ok := dlq.PipelineOfQueue(gr.SourceQueue); ok {
+	if pl, ok := ps.OfQueue(gr.SourceQueue); ok {
 		gr.Pipeline = &pl.Name
 	}
 	gr.Versions = []string{}

@@ -84,22 +84,25 @@ const testPipelinesJSON = `[
 {"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
 {"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
 
-// withPipelines configures the pipelines of testPipelinesJSON for the test.
+// withPipelines returns the pipelines of testPipelinesJSON, for a test to
+// hand to what it builds (a service's DBs, Detail.Pipelines, a Store).
 func withPipelines(t testing.TB) []config.Pipeline {
 	t.Helper()
 	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
 	if len(problems) != 0 || len(ps) != 3 {
 		t.Fatalf("pipelines %v %v", ps, problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	return ps
 }
 
-func pipelineCapture(t *testing.T) (*dlq.Capture, *bytes.Buffer) {
+// pipelineCapture is a capture of testPipelinesJSON's pipelines (and a
+// queue no pipeline names) into a database of its own; its Stores are
+// the Databases of that one database, whose Pipelines are ps.
+func pipelineCapture(t *testing.T, ps []config.Pipeline) (*dlq.Capture, *bytes.Buffer) {
 	db := sqlitetest.New(t)
 	var logs bytes.Buffer
 	c := newCapture(db, &logs)
+	c.Stores = dlq.NewDatabases(dlq.Store{DB: db}, nil, ps)
 	c.SourceQueue = map[string]string{dlqName: "beer-enrichment", "orders-dlq": "orders", "odd-dlq": "odd", "other-dlq": "other"}
 	return c, &logs
 }

@@ -109,7 +109,7 @@ type Page struct {
 // failed_at the walk has passed: a new first page lists them. Every other
 // row that matches when its page is read is listed once.
 func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
-	f, err := p.Filter.Normalize()
+	f, err := p.Filter.Normalize(l.DBs.Pipelines())
 	if err != nil {
 		return Page{}, err
 	}
@@ -139,7 +139,7 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 		pos = &decoded
 	}
 	db := dlq.DBOf(l.DBs, l.DB, f.Pipeline, f.SourceQueue)
-	r, err := readListPage(ctx, db, f, pos, pos, p.Limit, p.IncludeRaw)
+	r, err := readListPage(ctx, db, l.DBs.Pipelines(), f, pos, pos, p.Limit, p.IncludeRaw)
 	if err != nil {
 		return Page{}, err
 	}
@@ -177,7 +177,7 @@ type listRead struct {
 
 // readListPage reads one page of f after pos (nil: the first page) from
 // db in one statement; it counts the total unless carried holds it.
-func readListPage(ctx context.Context, db *sql.DB, f dlq.Filter, pos, carried *dlq.Position, limit int, raw bool) (listRead, error) {
+func readListPage(ctx context.Context, db *sql.DB, ps dlq.Pipelines, f dlq.Filter, pos, carried *dlq.Position, limit int, raw bool) (listRead, error) {
 	total, totalArgs := totalSQL(f)
 	r := listRead{exact: true}
 	if carried != nil && carried.Total != nil {
@@ -191,7 +191,7 @@ func readListPage(ctx context.Context, db *sql.DB, f dlq.Filter, pos, carried *d
 		// has_more); SQLite numbers them, builds the JSON of the shown ones and
 		// returns the position of the last one for the cursor.
 		query := `SELECT ` + total + `,
-			json_group_array(json_object(` + dlq.MessageFields(raw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
+			json_group_array(json_object(` + dlq.MessageFields(ps, raw) + `) ORDER BY rn) FILTER (WHERE rn <= ?),
 			COUNT(*), MAX(CASE WHEN rn = ? THEN failed_at END), MAX(CASE WHEN rn = ? THEN id END)
 		FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY failed_at DESC, id DESC) AS rn FROM (` + rowsSQL + `))`
 		allArgs := append(append([]any(nil), totalArgs...), limit, limit, limit)

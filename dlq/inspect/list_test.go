@@ -269,7 +269,7 @@ func TestPageAppendJSONIsItsJSON(t *testing.T) {
 func TestBeerIDFilterUsesItsIndex(t *testing.T) {
 	db := sqlitetest.New(t)
 	for _, status := range []string{"", dlq.StatusReplayed, dlq.StatusAll} {
-		f, err := dlq.Filter{Status: status, BeerID: "b"}.Normalize()
+		f, err := dlq.Filter{Status: status, BeerID: "b"}.Normalize(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,7 +397,7 @@ func TestListTotalCountIsKeptOrBounded(t *testing.T) {
 func TestListPagesReadBoundedRanges(t *testing.T) {
 	db := sqlitetest.New(t)
 	for _, f := range []dlq.Filter{{}, {Status: dlq.StatusAll}, {SourceQueue: "q"}, {Status: dlq.StatusAcknowledged}} {
-		f, err := f.Normalize()
+		f, err := f.Normalize(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func (l List) pageMerged(ctx context.Context, f dlq.Filter, p ListParams) (Page,
 		if s.Started() {
 			after = &dlq.Position{FailedAt: s.T, ID: s.I}
 		}
-		r, err := readListPage(ctx, d.DB, f, after, carried, p.Limit, p.IncludeRaw)
+		r, err := readListPage(ctx, d.DB, l.DBs.Pipelines(), f, after, carried, p.Limit, p.IncludeRaw)
 		if err != nil {
 			return Page{}, fmt.Errorf("%s: %w", d.Name, err)
 		}
@@ -116,7 +116,7 @@ func (g Groups) pageMerged(ctx context.Context, p GroupsParams, fp string) (Grou
 		if s.Started() {
 			after = &s
 		}
-		groups, err := readGroups(ctx, d.DB, p, "", after)
+		groups, err := readGroups(ctx, d.DB, g.DBs.Pipelines(), p, "", after)
 		if err != nil {
 			return GroupsPage{}, fmt.Errorf("%s: %w", d.Name, err)
 		}
@@ -185,7 +185,7 @@ func (s Stats) reportMerged(ctx context.Context) (StatsReport, error) {
 			reasons[k].Count += rc.Count
 		}
 	}
-	mergeStatsLists(&out, bySource, brewers, reasons)
+	mergeStatsLists(&out, s.DBs.Pipelines(), bySource, brewers, reasons)
 	return out, nil
 }
 
@@ -198,7 +198,7 @@ func addStatus(to *ByStatus, b ByStatus) {
 
 // mergeStatsLists sets the lists of a merged report from the summed
 // counts, sorted as Report sorts them and cut to statsTop.
-func mergeStatsLists(out *StatsReport, bySource map[string]SourceQueueCount, brewers map[string]int64, reasons map[string]*dlq.ReasonCount) {
+func mergeStatsLists(out *StatsReport, ps dlq.Pipelines, bySource map[string]SourceQueueCount, brewers map[string]int64, reasons map[string]*dlq.ReasonCount) {
 	out.BySourceQueue = []SourceQueueCount{}
 	for _, c := range bySource {
 		out.BySourceQueue = append(out.BySourceQueue, c)
@@ -207,7 +207,7 @@ func mergeStatsLists(out *StatsReport, bySource map[string]SourceQueueCount, bre
 		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.SourceQueue, b.SourceQueue))
 	})
 	out.ByPipeline = []PipelineCount{}
-	for _, p := range dlq.Pipelines() {
+	for _, p := range ps.All() {
 		c := bySource[p.Queue]
 		out.ByPipeline = append(out.ByPipeline, PipelineCount{Pipeline: p.Name, Queue: p.Queue, Pending: c.Pending, Total: c.Total})
 	}

@@ -16,6 +16,7 @@ import (
 // every merged listing, each of its checks alone; the same cursor with
 // sound spots is accepted (pins merge.go's spot checks).
 func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
+	t.Parallel()
 	d := mergeDatabases(t)
 	c := dlq.NewCursors("s")
 	const fp = "fp"
@@ -56,6 +57,7 @@ func TestMergedCursorRefusesMalformedSpots(t *testing.T) {
 // is exact; the first page says so and its cursor carries it (pins
 // merge.go's TotalCountExact &&).
 func TestMergedListTotalIsInexactWhenOneDatabasesIs(t *testing.T) {
+	t.Parallel()
 	d := mergeDatabases(t)
 	generate(t, d.All[1].DB, "cap", ListCountMax+1, 1, mergeT0.UnixMilli()) // ORDERS_DB: capped
 	generate(t, d.All[2].DB, "cap", 3, 1, mergeT0.UnixMilli())              // TICKETS_DB: exact
@@ -112,6 +114,7 @@ type tiedGroup struct {
 // release) the shared database's copy first, at every page size (pins
 // merge.go's group tie-breaks).
 func TestMergedGroupsTies(t *testing.T) {
+	t.Parallel()
 	d := mergeDatabases(t)
 	shared, orders, tickets := d.All[0].DB, d.All[1].DB, d.All[2].DB
 	failIn(t, orders, "orders", "bad order", 3, 1)       // pending 2
@@ -175,6 +178,7 @@ func TestMergedGroupsTies(t *testing.T) {
 // databases (imported, not yet released) are the sums of both databases'
 // pending and total counts (pins merge.go's by_source_queue sum).
 func TestMergedStatsSumAQueueInTwoDatabases(t *testing.T) {
+	t.Parallel()
 	d := mergeDatabases(t)
 	failIn(t, d.All[0].DB, "orders", "bad order", 5, 2)   // shared: 3 pending of 5
 	failIn(t, d.All[1].DB, "orders", "bad order", 4, 1)   // ORDERS_DB: 3 pending of 4
@@ -199,6 +203,7 @@ func TestMergedStatsSumAQueueInTwoDatabases(t *testing.T) {
 // queue's rows (pins merge.go's dbOf source-queue case, checked by hand:
 // no test failed without it).
 func TestListOfASourceQueueReadsItsDatabase(t *testing.T) {
+	t.Parallel()
 	d := mergeFixture(t)
 	fail(t, d, "beer-enrichment", 4, 3)
 	l := List{DBs: d, Cursors: dlq.NewCursors("s")}

@@ -19,16 +19,15 @@ const mergePipelinesJSON = `[
 {"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","database":"ORDERS_DB"},
 {"name":"tickets","queue":"tickets","dlq":"tickets-dlq","producer":"TICKETS","key":"/id","labels":[],"consumer":"external","database":"TICKETS_DB"}]`
 
-// mergeDatabases configures mergePipelinesJSON and opens its three
-// databases (each other database's ids seeded from its IDBase).
+// mergeDatabases opens the three databases of mergePipelinesJSON's
+// pipelines (each other database's ids seeded from its IDBase), each
+// store carrying those pipelines.
 func mergeDatabases(t *testing.T) dlq.Databases {
 	t.Helper()
 	ps, problems := config.ParsePipelines(mergePipelinesJSON, 100, 24*time.Hour, 30*24*time.Hour)
 	if len(problems) != 0 || len(ps) != 3 {
 		t.Fatalf("pipelines %v %v", ps, problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	others := map[string]dlq.Store{}
 	for _, name := range []string{"ORDERS_DB", "TICKETS_DB"} {
 		db := sqlitetest.New(t)
@@ -166,6 +165,7 @@ func sortListed(rs []listed) {
 // whatever the page size, with one empty database and uneven others; its
 // total_count is the databases' counts added up.
 func TestMergedListWalksEveryDatabaseOnce(t *testing.T) {
+	t.Parallel()
 	d := mergeFixture(t)
 	l := List{DBs: d, Cursors: dlq.NewCursors("s")}
 	for _, tc := range []struct {
@@ -192,6 +192,7 @@ func TestMergedListWalksEveryDatabaseOnce(t *testing.T) {
 // A pipeline filter reads its database alone, with the single-database
 // cursor; the merged list's cursors refuse tampering and other filters.
 func TestMergedListFilterAndCursors(t *testing.T) {
+	t.Parallel()
 	d := mergeFixture(t)
 	l := List{DBs: d, Cursors: dlq.NewCursors("s")}
 	got := walkList(t, l, dlq.Filter{Status: dlq.StatusAll, Pipeline: "tickets"}, 2)
@@ -240,6 +241,7 @@ func TestMergedListFilterAndCursors(t *testing.T) {
 
 // Export pages through the merged list: every row of every database once.
 func TestMergedExport(t *testing.T) {
+	t.Parallel()
 	d := mergeFixture(t)
 	var ids []int64
 	res, err := Export{List: List{DBs: d, Cursors: dlq.NewCursors("s")}}.Run(ctx, ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 4},
@@ -290,6 +292,7 @@ func walkGroups(t *testing.T, g Groups, p GroupsParams) []Group {
 // (then by signature), or newest first; a pipeline filter reads its
 // database; a tampered cursor is refused.
 func TestMergedGroups(t *testing.T) {
+	t.Parallel()
 	d := mergeFixture(t)
 	g := Groups{DBs: d, Cursors: dlq.NewCursors("s")}
 	for _, sort := range []string{"", SortFirstSeen} {
@@ -333,6 +336,7 @@ func TestMergedGroups(t *testing.T) {
 
 // The audit log merged: every database's entries once, newest first.
 func TestMergedAudit(t *testing.T) {
+	t.Parallel()
 	// First the shared database has none; then it has the oldest and the
 	// smallest ids among entries of the same minutes as the others'.
 	for _, counts := range [][]int{{0, 9, 2}, {4, 9, 2}} {
@@ -390,6 +394,7 @@ func mergedAudit(t *testing.T, counts []int) {
 // Stats and the time series add every database's figures up; a pipeline
 // filter reads its database.
 func TestMergedStatsAndSeries(t *testing.T) {
+	t.Parallel()
 	d := mergeFixture(t)
 	fail(t, d, "beer-enrichment", 4, 3)
 	clk := func() time.Time { return mergeT0.Add(2 * time.Hour) }
@@ -440,6 +445,7 @@ func TestMergedStatsAndSeries(t *testing.T) {
 // some of another database's and older than others, the merged list is
 // still newest failure first, ties by id, at every page size.
 func TestMergedListOrdersTheSharedDatabasesRowsAmongTheOthers(t *testing.T) {
+	t.Parallel()
 	d := mergeFixture(t)
 	fail(t, d, "beer-enrichment", 9, 5) // 0..40 s, interleaved with orders' and tickets'
 	l := List{DBs: d, Cursors: dlq.NewCursors("s")}

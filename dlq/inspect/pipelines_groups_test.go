@@ -19,9 +19,11 @@ import (
 // the beer pipeline keeps the keys it had before pipelines; groups and
 // timeseries take a pipeline filter and read only that queue's rows.
 func TestGroupsAndSeriesPerPipeline(t *testing.T) {
-	withPipelines(t)
-	c, _ := pipelineCapture(t)
+	t.Parallel()
+	ps := withPipelines(t)
+	c, _ := pipelineCapture(t, ps)
 	db := c.DB
+	dbs := dlq.NewDatabases(dlq.Store{DB: db}, nil, ps)
 	ctx := context.Background()
 	// A recorded attempt with the same class and error on each queue.
 	for _, a := range []dlq.Attempt{
@@ -47,7 +49,7 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 	deliver("odd-dlq", "d-1") // no key at /a~1b/~0: poison
 	deliver("other-dlq", "x-1")
 
-	page, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{})
+	page, err := Groups{DBs: dbs, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,24 +80,24 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 		t.Errorf("%d of 7 rows in a group of their own queue", n)
 	}
 
-	orders, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1})
+	orders, err := Groups{DBs: dbs, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1})
 	if err != nil || len(orders.Groups) != 1 || !orders.HasMore || orders.Groups[0].SourceQueue != "orders" {
 		t.Fatalf("orders page 1: %+v %v", orders, err)
 	}
-	next, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1, Cursor: *orders.NextCursor})
+	next, err := Groups{DBs: dbs, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "orders", Limit: 1, Cursor: *orders.NextCursor})
 	if err != nil || len(next.Groups) != 1 || next.HasMore || next.Groups[0].SourceQueue != "orders" || next.Groups[0].Signature == orders.Groups[0].Signature {
 		t.Fatalf("orders page 2: %+v %v", next, err)
 	}
-	if _, err := (Groups{DB: db, Cursors: dlq.NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "beers", Limit: 1, Cursor: *orders.NextCursor}); !strings.Contains(fmt.Sprint(err), "INVALID_CURSOR") {
+	if _, err := (Groups{DBs: dbs, Cursors: dlq.NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "beers", Limit: 1, Cursor: *orders.NextCursor}); !strings.Contains(fmt.Sprint(err), "INVALID_CURSOR") {
 		t.Errorf("an orders cursor on the beers groups: %v", err)
 	}
-	if _, err := (Groups{DB: db, Cursors: dlq.NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "nope"}); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
+	if _, err := (Groups{DBs: dbs, Cursors: dlq.NewCursors("s")}).Page(ctx, GroupsParams{Pipeline: "nope"}); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
 		t.Errorf("unknown pipeline: %v", err)
 	}
 	// A group's total is the sum of its counts (1 + 2 + 4 + 8).
 	mustExec(t, db, `INSERT INTO dlq_signatures(signature, class, text, pending, replaying, replayed, acknowledged, first_seen, last_seen, source_queue)
 		VALUES ('00000000000000ff', 'transient', 'sum', 1, 2, 4, 8, 1, 1, 'odd')`)
-	odd, err := Groups{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "odd"})
+	odd, err := Groups{DBs: dbs, Cursors: dlq.NewCursors("s")}.Page(ctx, GroupsParams{Pipeline: "odd"})
 	if err != nil || len(odd.Groups) != 2 || odd.Groups[0].Signature != "00000000000000ff" || odd.Groups[0].Total != 15 {
 		t.Fatalf("odd groups: %+v %v", odd.Groups, err)
 	}
@@ -107,12 +109,12 @@ func TestGroupsAndSeriesPerPipeline(t *testing.T) {
 	}
 
 	for pl, want := range map[string]int64{"": 7, "orders": 2, "beers": 3, "odd": 1} {
-		s, err := TimeSeries{DB: db, Clock: c.Clock, Pipeline: pl}.Read(ctx)
+		s, err := TimeSeries{DBs: dbs, Clock: c.Clock, Pipeline: pl}.Read(ctx)
 		if err != nil || s.Total != want || s.Pipeline != pl {
 			t.Errorf("timeseries %q: total %d, want %d (%v)", pl, s.Total, want, err)
 		}
 	}
-	if _, err := (TimeSeries{DB: db, Clock: c.Clock, Pipeline: "nope"}).Read(ctx); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
+	if _, err := (TimeSeries{DBs: dbs, Clock: c.Clock, Pipeline: "nope"}).Read(ctx); !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
 		t.Errorf("timeseries of an unknown pipeline: %v", err)
 	}
 }
@@ -187,11 +189,12 @@ func (s queueStores) Of(q string) dlq.Store {
 // and none in the shared database, and a store that fails there is retried
 // as D1 unavailable while the other pipelines' rows are stored.
 func TestCaptureWritesEachPipelineToItsStore(t *testing.T) {
-	withPipelines(t)
-	c, _ := pipelineCapture(t)
+	t.Parallel()
+	ps := withPipelines(t)
+	c, _ := pipelineCapture(t, ps)
 	shared := c.DB
 	own := sqlitetest.New(t)
-	c.Stores = queueStores{shared: dlq.Store{DB: shared}, own: map[string]dlq.Store{"orders": {DB: own}}}
+	c.Stores = queueStores{shared: dlq.Store{DB: shared, Pipelines: ps}, own: map[string]dlq.Store{"orders": {DB: own, Pipelines: ps}}}
 	ctx := context.Background()
 	o := queuetest.New("o-1", `{"order":{"id":"o-1"}}`)
 	b := queuetest.New("b-1", `{"beer_id":"b-1"}`)

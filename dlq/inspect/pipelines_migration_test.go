@@ -17,7 +17,8 @@ import (
 // (every migration applied), lists every row as pipeline beers, key =
 // beer_id, labels beer_name and brewer, and ?pipeline=beers finds them all.
 func TestRowsOfTodaysSchemaAreInTheBeerPipeline(t *testing.T) {
-	withPipelines(t)
+	t.Parallel()
+	ps := withPipelines(t)
 	root, err := sqlitetest.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +46,9 @@ func TestRowsOfTodaysSchemaAreInTheBeerPipeline(t *testing.T) {
 	// Today's schema, every migration applied: a row as today's capture writes it.
 	mustExec(t, db, `INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, raw_message, source_queue, last_message_id)
 		VALUES ('new-1', 'b-new', 'New IPA', 2000, '{"beer_id":"b-new"}', 'beer-enrichment', 'new-1')`)
+	dbs := dlq.NewDatabases(dlq.Store{DB: db}, nil, ps)
 	for _, q := range []string{"", "beers"} {
-		page, err := List{DB: db}.Page(ctx, ListParams{Limit: 10, Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: q}})
+		page, err := List{DBs: dbs}.Page(ctx, ListParams{Limit: 10, Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: q}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +65,7 @@ func TestRowsOfTodaysSchemaAreInTheBeerPipeline(t *testing.T) {
 			t.Errorf("rows %+v", rows)
 		}
 	}
-	page, err := List{DB: db}.Page(ctx, ListParams{Limit: 10, Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: "orders"}})
+	page, err := List{DBs: dbs}.Page(ctx, ListParams{Limit: 10, Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: "orders"}})
 	if err != nil || string(page.Messages) != "[]" {
 		t.Errorf("orders: %s %v", page.Messages, err)
 	}

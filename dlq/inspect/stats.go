@@ -123,9 +123,9 @@ type PipelineCount struct {
 
 // rowPipeline is a row's pipeline, key and labels (see Message) from its
 // source queue and columns, as pipelineFieldsSQL builds them in SQL.
-func rowPipeline(sourceQueue string, label1, label2 *string) (*string, map[string]*string) {
+func rowPipeline(ps dlq.Pipelines, sourceQueue string, label1, label2 *string) (*string, map[string]*string) {
 	labels := map[string]*string{}
-	p, ok := dlq.PipelineOfQueue(sourceQueue)
+	p, ok := ps.OfQueue(sourceQueue)
 	if !ok {
 		return nil, labels
 	}
@@ -219,7 +219,7 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 		return s.reportMerged(ctx)
 	}
 	if len(s.DBs.All) > 0 {
-		if _, err := dlq.PipelineQueue(s.Pipeline); err != nil {
+		if _, err := s.DBs.Pipelines().Queue(s.Pipeline); err != nil {
 			return StatsReport{}, err
 		}
 		s.DB = dlq.DBOf(s.DBs, s.DB, s.Pipeline, "")
@@ -230,7 +230,7 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 // report computes the stats of s.DB.
 func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	now := s.Clock.Now()
-	queue, err := dlq.PipelineQueue(s.Pipeline)
+	queue, err := s.DBs.Pipelines().Queue(s.Pipeline)
 	if err != nil {
 		return StatsReport{}, err
 	}
@@ -245,7 +245,7 @@ func (s Stats) report(ctx context.Context) (StatsReport, error) {
 	}
 	bySource := r.tallyGroups(byGroup)
 	r.ByPipeline = s.pipelineCounts(bySource)
-	r.RepeatFailures = repeatFailures(repeatRows)
+	r.RepeatFailures = repeatFailures(s.DBs.Pipelines(), repeatRows)
 	if s.Pipeline != "" {
 		r.Pipeline = &s.Pipeline
 		r.NotFiltered = statsNotFiltered
@@ -355,7 +355,7 @@ func (r *StatsReport) tallyGroups(byGroup []statsGroup) map[string]*SourceQueueC
 // configuration order.
 func (s Stats) pipelineCounts(bySource map[string]*SourceQueueCount) []PipelineCount {
 	byPipeline := []PipelineCount{}
-	for _, p := range dlq.Pipelines() {
+	for _, p := range s.DBs.Pipelines().All() {
 		if s.Pipeline != "" && p.Name != s.Pipeline {
 			continue
 		}
@@ -370,12 +370,12 @@ func (s Stats) pipelineCounts(bySource map[string]*SourceQueueCount) []PipelineC
 
 // repeatFailures is repeat_failures from the repeat rows: each keyed by
 // its beer_id, with its pipeline and labels (rowPipeline).
-func repeatFailures(rows []repeatRow) []RepeatFailure {
+func repeatFailures(ps dlq.Pipelines, rows []repeatRow) []RepeatFailure {
 	out := make([]RepeatFailure, len(rows))
 	for i, row := range rows {
 		rf := row.RepeatFailure
 		rf.Key = rf.BeerID
-		rf.Pipeline, rf.Labels = rowPipeline(row.SourceQueue, rf.BeerName, row.Brewer)
+		rf.Pipeline, rf.Labels = rowPipeline(ps, row.SourceQueue, rf.BeerName, row.Brewer)
 		out[i] = rf
 	}
 	return out

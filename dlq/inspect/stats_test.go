@@ -113,8 +113,10 @@ func TestStatsLast24hComesFromTheHourlyCounts(t *testing.T) {
 // pipeline's queue, names the parts it leaves covering every pipeline, and
 // an unknown name is UNKNOWN_PIPELINE.
 func TestStatsPipelineFilter(t *testing.T) {
-	withPipelines(t)
+	t.Parallel()
+	ps := withPipelines(t)
 	db := sqlitetest.New(t)
+	dbs := dlq.NewDatabases(dlq.Store{DB: db}, nil, ps)
 	now := fixedClock().UnixMilli()
 	hour := time.Hour.Milliseconds()
 	insert(t, db,
@@ -124,7 +126,7 @@ func TestStatsPipelineFilter(t *testing.T) {
 		adminRow{BeerID: "4", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders", Status: dlq.StatusAcknowledged},
 		adminRow{BeerID: "5", Brewer: "Cold", Reason: "odd: 1", FailedAt: now - hour, Source: "odd"},
 	)
-	r, err := Stats{DB: db, Clock: fixedClock, Pipeline: "orders"}.Report(ctx)
+	r, err := Stats{DBs: dbs, Clock: fixedClock, Pipeline: "orders"}.Report(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestStatsPipelineFilter(t *testing.T) {
 	if string(js) != want {
 		t.Fatalf("orders stats\n got %s\nwant %s", js, want)
 	}
-	all, err := Stats{DB: db, Clock: fixedClock}.Report(ctx)
+	all, err := Stats{DBs: dbs, Clock: fixedClock}.Report(ctx)
 	if err != nil || all.ByStatus.Pending != 4 || len(all.ByPipeline) != 3 || all.Pipeline != nil || all.NotFiltered != nil || all.TopFailureReasonsSample != 4 {
 		t.Fatalf("unfiltered: %+v %v", all, err)
 	}
@@ -155,7 +157,7 @@ func TestStatsPipelineFilter(t *testing.T) {
 	if r.Last24h.NewFailures24h != 2 || all.Last24h.NewFailures24h != 5 {
 		t.Fatalf("last_24h failures: orders %d (want 2), all %d (want 5)", r.Last24h.NewFailures24h, all.Last24h.NewFailures24h)
 	}
-	_, err = Stats{DB: db, Clock: fixedClock, Pipeline: "nope"}.Report(ctx)
+	_, err = Stats{DBs: dbs, Clock: fixedClock, Pipeline: "nope"}.Report(ctx)
 	if !strings.Contains(fmt.Sprint(err), "UNKNOWN_PIPELINE") {
 		t.Fatalf("unknown pipeline: %v", err)
 	}

@@ -65,7 +65,7 @@ const timeseriesSQL = `SELECT json_group_array(json_array(hour, events)) AS buck
 
 // Read returns the last SeriesHours hours, the current one included.
 func (s TimeSeries) Read(ctx context.Context) (Series, error) {
-	queue, err := dlq.PipelineQueue(s.Pipeline)
+	queue, err := s.DBs.Pipelines().Queue(s.Pipeline)
 	if err != nil {
 		return Series{}, err
 	}

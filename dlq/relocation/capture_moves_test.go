@@ -23,8 +23,9 @@ import (
 
 // movingTicket stores, in the shared database (tickets still on it), one
 // tickets message that was replayed and is now replayed (replay_count 1,
-// a history entry): the row a move leaves in DB until its release.
-func movingTicket(t *testing.T, shared *sql.DB) (id int64, body string) {
+// a history entry): the row a move leaves in DB until its release. The
+// body is read as the pipelines ps say.
+func movingTicket(t *testing.T, shared *sql.DB, ps dlq.Pipelines) (id int64, body string) {
 	t.Helper()
 	body = `{"ticket":"T-9","team":"infra"}`
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -33,7 +34,8 @@ func movingTicket(t *testing.T, shared *sql.DB) (id int64, body string) {
 		`[{"at":1,"attempt":1,"class":"transient","error":"status 503","message_id":"t-first"}]`); err != nil {
 		t.Fatal(err)
 	}
-	c := &dlq.Capture{DB: shared, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{"tickets-dlq": "tickets"}}
+	c := &dlq.Capture{DB: shared, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{"tickets-dlq": "tickets"},
+		Stores: dlq.Store{DB: shared, Pipelines: ps}}
 	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(&queuetest.Message{MsgID: "t-first", Attempt: 1, SentAt: now, Text: body, Type: queue.JSON})); err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +57,9 @@ func movingTicket(t *testing.T, shared *sql.DB) (id int64, body string) {
 // is stored once, pending, replayed once, with every attempt in its
 // history. Kept counts match the rows at every step.
 func TestCaptureDuringAMoveContinuesTheRowLeftInDB(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	id, body := movingTicket(t, shared)
+	id, body := movingTicket(t, shared, dbs.Pipelines())
 	before := rowJSON(t, shared, id)
 	now := time.Date(2030, 1, 3, 3, 4, 5, 0, time.UTC)
 	var logs bytes.Buffer
@@ -117,7 +120,7 @@ func TestCaptureDuringAMoveContinuesTheRowLeftInDB(t *testing.T) {
 	}
 
 	// The move ends: import merges, release deletes DB's row.
-	imported, skipped := importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	imported, skipped := importLines(t, dbs, exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if imported != 0 || skipped != 0 {
 		t.Fatalf("import: %d imported, %d skipped, want the line merged", imported, skipped)
 	}
@@ -144,9 +147,10 @@ func TestCaptureDuringAMoveContinuesTheRowLeftInDB(t *testing.T) {
 // own, as in one database: an acknowledged message is never reopened,
 // whatever DB's stale row says.
 func TestCaptureDuringAMoveDoesNotReopenAnAcknowledgedCopy(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	id, body := movingTicket(t, shared)
-	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	id, body := movingTicket(t, shared, dbs.Pipelines())
+	importLines(t, dbs, exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	// The copy (replayed) is acknowledged there.
 	if _, err := tickets.Exec(`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = updated_at WHERE id = ?`, id); err != nil {
 		t.Fatal(err)
@@ -168,6 +172,7 @@ func TestCaptureDuringAMoveDoesNotReopenAnAcknowledgedCopy(t *testing.T) {
 // other database again (per isolate): the lookup costs one dlq_tally read
 // per other database, once.
 func TestCaptureAsksOtherDatabasesOnlyWhileAMoveIsUnderWay(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
 	c := &dlq.Capture{DB: shared, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs}
 	if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(&queuetest.Message{MsgID: "t-1", Attempt: 1, SentAt: time.Now(), Text: `{"ticket":"T-1"}`, Type: queue.JSON})); err != nil {
@@ -200,12 +205,14 @@ func rowJSON(t *testing.T, db *sql.DB, id int64) string {
 // move; rescue leaves those rows as they are (their copies are rescued in
 // the new database); DB's own pipelines' rows are not affected.
 func TestTasksAndRescueLeaveMovingRowsAlone(t *testing.T) {
+	t.Parallel()
 	shared, _, dbs := moveTickets(t)
-	seedMoved(t, shared, 10)
+	seedMoved(t, shared, dbs.Pipelines(), 10)
 	snd := &queueRecorder{}
 	var logs bytes.Buffer
 	now := time.Date(2030, 1, 3, 0, 0, 0, 0, time.UTC) // after seedMoved's failures
-	r := resolve.Replay{DB: shared, Sender: snd, Log: slog.New(slog.NewTextHandler(&logs, nil)), Cursors: dlq.NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB")}
+	r := resolve.Replay{DB: shared, Sender: snd, Log: slog.New(slog.NewTextHandler(&logs, nil)), Cursors: dlq.NewCursors("k"), BulkMax: 5, Clock: func() time.Time { return now }, Frozen: dbs.Frozen("DB"),
+		Pipelines: dbs.Pipelines()}
 	if !slices.Equal(r.Frozen, []string{"tickets"}) {
 		t.Fatalf("DB's frozen queues %v, want [tickets]", r.Frozen)
 	}
@@ -279,12 +286,14 @@ func (r *queueRecorder) SendBatch(_ context.Context, q string, msgs []queue.Outg
 // old database answers again, the retried delivery is stored once, as the
 // continuation of its row there.
 func TestCaptureDuringAMoveWaitsForTheOldDatabase(t *testing.T) {
-	_, tickets, _ := moveTickets(t)
+	t.Parallel()
+	_, tickets, moving := moveTickets(t)
+	ps := moving.Pipelines()
 	plain, down, _ := flakyDB(t, 0) // DB: every statement through down fails
-	id, body := movingTicket(t, plain)
+	id, body := movingTicket(t, plain, ps)
 	capture := func(shared *sql.DB, m *queuetest.Message) {
 		t.Helper()
-		dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}}, dlq.Pipelines())
+		dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}}, ps)
 		c := &dlq.Capture{DB: tickets, Log: discard, Clock: time.Now, SourceQueue: map[string]string{"tickets-dlq": "tickets"}, Stores: dbs,
 			RetryBase: time.Minute}
 		if err := c.ConsumeBatch(context.Background(), "tickets-dlq", queuetest.Batch(m)); err != nil {
@@ -313,6 +322,7 @@ func TestCaptureDuringAMoveWaitsForTheOldDatabase(t *testing.T) {
 // the first database that holds a failure's row answers for it, the next
 // is not asked about that failure again.
 func TestCaptureDuringTwoMovesTakesTheFirstDatabasesRow(t *testing.T) {
+	t.Parallel()
 	ps, problems := config.ParsePipelines(`[
 {"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","consumer":"redrive"},
 {"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order","consumer":"external","database":"ORDERS_DB"},
@@ -321,8 +331,6 @@ func TestCaptureDuringTwoMovesTakesTheFirstDatabasesRow(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	shared, orders, tickets := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
 	for db, name := range map[*sql.DB]string{orders: "ORDERS_DB", tickets: "TICKETS_DB"} {
 		if _, err := db.Exec(dlq.SeedIDsSQL(name)); err != nil {
@@ -330,8 +338,8 @@ func TestCaptureDuringTwoMovesTakesTheFirstDatabasesRow(t *testing.T) {
 		}
 	}
 	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"ORDERS_DB": {DB: orders}, "TICKETS_DB": {DB: tickets}}, ps)
-	first, body := movingTicket(t, shared)
-	movingTicket(t, orders) // the same body, replayed, in ORDERS_DB too
+	first, body := movingTicket(t, shared, ps)
+	movingTicket(t, orders, ps) // the same body, replayed, in ORDERS_DB too
 	if _, err := orders.Exec(`UPDATE dlq_messages SET replay_count = 2`); err != nil {
 		t.Fatal(err)
 	}

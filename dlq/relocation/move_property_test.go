@@ -30,7 +30,7 @@ import (
 	"github.com/redrive/redrive/sqlbatch"
 )
 
-// moveSeed reruns one sequence of TestMoveProperties: go test ./dlq -run
+// moveSeed reruns one sequence of TestMoveProperties: go test ./dlq/relocation -run
 // TestMoveProperties -args -move.seed 17 (or MOVE_PROPERTY_SEED=17).
 var moveSeed = flag.Int64("move.seed", -1, "run only this seed of TestMoveProperties")
 
@@ -67,6 +67,7 @@ var movePropertySequences = 200
 // MOVE_PROPERTY_SEQUENCES sets how many sequences (default 200, 30 under
 // the mutation build tag); a failure prints the seed and the trace.
 func TestMoveProperties(t *testing.T) {
+	t.Parallel()
 	n := movePropertySequences
 	if testing.Short() {
 		n = 30
@@ -185,7 +186,7 @@ type moveWorld struct {
 	dbs   map[string]*sql.DB // by binding
 	names []string           // DB, ORDERS_DB, TICKETS_DB
 	d     dlq.Databases
-	ps    []config.Pipeline
+	ps    dlq.Pipelines
 	snd   *moveSender
 	msgs  map[string]*mmsg // by first message id
 	// deleted are the messages retention deleted (an import may bring one back).
@@ -202,7 +203,7 @@ type moveWorld struct {
 
 func (w *moveWorld) fail(format string, args ...any) {
 	w.t.Helper()
-	w.t.Fatalf("seed %d (rerun: MOVE_PROPERTY_SEED=%d go test ./dlq -run TestMoveProperties)\ntrace: %s\n%s", w.seed, w.seed,
+	w.t.Fatalf("seed %d (rerun: MOVE_PROPERTY_SEED=%d go test ./dlq/relocation -run TestMoveProperties)\ntrace: %s\n%s", w.seed, w.seed,
 		strings.Join(w.trace, "\n  "), fmt.Sprintf(format, args...))
 }
 
@@ -220,7 +221,6 @@ func (w *moveWorld) configure() {
 	if len(problems) != 0 {
 		w.t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
 	w.ps = ps
 	others := map[string]dlq.Store{}
 	for _, n := range w.names[1:] {
@@ -235,7 +235,7 @@ func (w *moveWorld) db(name string) dlq.Database {
 			return d
 		}
 	}
-	return dlq.Database{Name: name, Store: dlq.Store{DB: w.dbs[name], Batch: sqlbatch.Tx{DB: w.dbs[name]}}}
+	return dlq.Database{Name: name, Store: dlq.Store{DB: w.dbs[name], Batch: sqlbatch.Tx{DB: w.dbs[name]}, Pipelines: w.ps}}
 }
 
 // rows reads every row of every database.
@@ -317,7 +317,7 @@ func (w *moveWorld) applySent(from int) {
 
 func (w *moveWorld) replay(d dlq.Database) resolve.Replay {
 	return resolve.Replay{DB: d.DB, Batch: d.Batch, Sender: w.snd, Log: discard, Cursors: dlq.NewCursors("k"), BulkMax: 1 + w.rng.IntN(8), Clock: w.clk.Now,
-		Frozen: w.d.Frozen(d.Name)}
+		Frozen: w.d.Frozen(d.Name), Pipelines: w.ps}
 }
 
 // pickRows picks up to 5 rows of status (any database).
@@ -397,7 +397,6 @@ func moveSequence(t *testing.T, seed uint64) {
 		dbs: map[string]*sql.DB{}, names: []string{"DB", "ORDERS_DB", "TICKETS_DB"}, msgs: map[string]*mmsg{}, deleted: map[string]*mmsg{}, alias: map[string]*mmsg{}, byBody: map[string]*mmsg{},
 		moves: map[string]*moveState{"beers": {}, "orders": {}, "tickets": {}}}
 	w.snd = &moveSender{rng: w.rng}
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	for _, n := range w.names {
 		w.dbs[n] = sqlitetest.New(t)
 		if s := dlq.SeedIDsSQL(n); s != "" {
@@ -554,7 +553,7 @@ func (w *moveWorld) step() string {
 		if err != nil {
 			w.fail("ack: %v", err)
 		}
-		ack := resolve.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 50, Clock: w.clk.Now}
+		ack := resolve.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 50, Clock: w.clk.Now, Pipelines: w.ps}
 		if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{IDs: idsOf(rs)}}); err != nil {
 			w.fail("ack %v in %s: %v", idsOf(rs), d.Name, err)
 		}
@@ -587,7 +586,7 @@ func (w *moveWorld) step() string {
 			w.fail("ack filter: %v", err)
 		}
 		before := w.rowsIn(d.Name)
-		ack := resolve.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 1 + w.rng.IntN(5), Clock: w.clk.Now}
+		ack := resolve.Acknowledge{DB: d.DB, Batch: d.Batch, BulkMax: 1 + w.rng.IntN(5), Clock: w.clk.Now, Pipelines: w.ps}
 		if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{Filter: f}}); err != nil {
 			w.fail("ack %s in %s: %v", p, d.Name, err)
 		}
@@ -715,7 +714,7 @@ func (w *moveWorld) due(r moveRow, rows []moveRow, now time.Time) string {
 		return "it is " + r.status
 	}
 	keep := moveMaxAge
-	if p, ok := dlq.PipelineByName(w.pipelineOf(r.queue)); ok && p.Retention > 0 {
+	if p, ok := w.ps.ByName(w.pipelineOf(r.queue)); ok && p.Retention > 0 {
 		keep = p.Retention
 	}
 	if r.actionAt <= now.Add(-keep).UnixMilli() {
@@ -743,7 +742,7 @@ func (w *moveWorld) export(p string) string {
 	var lines [][]byte
 	params := inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: p}, IncludeRaw: true}
 	for {
-		res, err := inspect.Export{List: inspect.List{DB: old.DB, Cursors: dlq.NewCursors("k")}}.Run(ctx, params, func(rows []json.RawMessage) error {
+		res, err := inspect.Export{List: inspect.List{DB: old.DB, DBs: dlq.Single(old.Store), Cursors: dlq.NewCursors("k")}}.Run(ctx, params, func(rows []json.RawMessage) error {
 			if err := dlq.AddMoveFields(ctx, old.DB, rows); err != nil {
 				return err
 			}
@@ -945,7 +944,7 @@ func (w *moveWorld) check(final bool) {
 					others = append(others, w.dbs[n])
 				}
 			}
-			d, err := inspect.Detail{DB: w.dbs[r.db], Others: others}.Read(ctx, r.id)
+			d, err := inspect.Detail{DB: w.dbs[r.db], Others: others, Pipelines: w.ps}.Read(ctx, r.id)
 			if err != nil {
 				w.fail("detail of row %d in %s: %v", r.id, r.db, err)
 			}

@@ -23,7 +23,8 @@ import (
 
 // moveTickets configures the beer pipeline and a tickets pipeline whose
 // own database is TICKETS_DB, and returns the shared database (holding the
-// tickets rows captured before the move, and beer rows) and the tickets one.
+// tickets rows captured before the move, and beer rows) and the tickets one;
+// dbs carries the pipelines (dbs.Pipelines()).
 func moveTickets(t *testing.T) (shared, tickets *sql.DB, dbs dlq.Databases) {
 	t.Helper()
 	ps, problems := config.ParsePipelines(`[
@@ -33,8 +34,6 @@ func moveTickets(t *testing.T) (shared, tickets *sql.DB, dbs dlq.Databases) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	shared, tickets = sqlitetest.New(t), sqlitetest.New(t)
 	if _, err := tickets.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
 		t.Fatal(err)
@@ -47,12 +46,13 @@ func moveTickets(t *testing.T) (shared, tickets *sql.DB, dbs dlq.Databases) {
 // failures of every kind — three failure groups with histories and
 // versions, JSON, text and binary bodies, unicode, control characters and
 // a body without a trailing newline — then acknowledges, replays and
-// claims some, and adds beer rows that must stay where they are.
-func seedMoved(t *testing.T, db *sql.DB, n int) {
+// claims some, and adds beer rows that must stay where they are. The
+// bodies are read as the pipelines ps say.
+func seedMoved(t *testing.T, db *sql.DB, ps dlq.Pipelines, n int) {
 	t.Helper()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return now }
-	capture := &dlq.Capture{DB: db, Log: discard, Clock: clock, Version: "v-capture",
+	capture := &dlq.Capture{DB: db, Log: discard, Clock: clock, Version: "v-capture", Stores: dlq.Store{DB: db, Pipelines: ps},
 		SourceQueue: map[string]string{"tickets-dlq": "tickets", dlqName: "beer-enrichment"}}
 	var msgs []*queuetest.Message
 	for i := range n {
@@ -97,12 +97,13 @@ func seedMoved(t *testing.T, db *sql.DB, n int) {
 }
 
 // exportAll is GET /admin/dlq/export?format=ndjson&include_raw=true&status=all
-// of pipeline on db, as the handler writes it.
-func exportAll(t *testing.T, db *sql.DB, pipeline string) []byte {
+// of pipeline on db (the pipelines ps configured), as the handler writes it.
+func exportAll(t *testing.T, db *sql.DB, ps dlq.Pipelines, pipeline string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	p := inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: pipeline}, IncludeRaw: true}
-	res, err := inspect.Export{List: inspect.List{DB: db, Cursors: dlq.NewCursors("k")}}.Run(context.Background(), p, func(rows []json.RawMessage) error {
+	one := dlq.Single(dlq.Store{DB: db, Pipelines: ps})
+	res, err := inspect.Export{List: inspect.List{DB: db, DBs: one, Cursors: dlq.NewCursors("k")}}.Run(context.Background(), p, func(rows []json.RawMessage) error {
 		if err := dlq.AddMoveFields(context.Background(), db, rows); err != nil {
 			return err
 		}
@@ -163,9 +164,10 @@ func checkMoveCounts(t *testing.T, db *sql.DB, step string) {
 // new database's kept counts match its rows; a second import writes
 // nothing.
 func TestImportCopiesEveryFieldAndIsIdempotent(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 40)
-	before := exportAll(t, shared, "tickets")
+	seedMoved(t, shared, dbs.Pipelines(), 40)
+	before := exportAll(t, shared, dbs.Pipelines(), "tickets")
 	if n := bytes.Count(before, []byte("\n")); n != 40 {
 		t.Fatalf("%d lines exported, want 40", n)
 	}
@@ -179,7 +181,7 @@ func TestImportCopiesEveryFieldAndIsIdempotent(t *testing.T) {
 	if imported != 40 || skipped != 0 {
 		t.Fatalf("imported %d skipped %d", imported, skipped)
 	}
-	after := exportAll(t, tickets, "tickets")
+	after := exportAll(t, tickets, dbs.Pipelines(), "tickets")
 	if !bytes.Equal(before, after) {
 		t.Fatalf("export after import differs:\nbefore %s\nafter  %s", before, after)
 	}
@@ -199,7 +201,7 @@ func TestImportCopiesEveryFieldAndIsIdempotent(t *testing.T) {
 	if imported != 0 || skipped != 40 {
 		t.Fatalf("again: imported %d skipped %d", imported, skipped)
 	}
-	if again := exportAll(t, tickets, "tickets"); !bytes.Equal(again, before) {
+	if again := exportAll(t, tickets, dbs.Pipelines(), "tickets"); !bytes.Equal(again, before) {
 		t.Fatal("a second import changed rows")
 	}
 	checkMoveCounts(t, tickets, "second import")
@@ -215,9 +217,10 @@ func TestImportCopiesEveryFieldAndIsIdempotent(t *testing.T) {
 // the groups left empty and the queue's attempt records, and leaves the
 // other pipelines' rows.
 func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 30)
-	lines := bytes.SplitAfter(exportAll(t, shared, "tickets"), []byte("\n"))
+	seedMoved(t, shared, dbs.Pipelines(), 30)
+	lines := bytes.SplitAfter(exportAll(t, shared, dbs.Pipelines(), "tickets"), []byte("\n"))
 	importLines(t, dbs, bytes.Join(lines[:20], nil), 20) // 10 rows not imported
 	if _, err := shared.Exec(`INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at) VALUES ('inflight', 'tickets', 1, 'transient', 'x', 1), ('beer', 'beer-enrichment', 1, 'transient', 'x', 1)`); err != nil {
 		t.Fatal(err)
@@ -278,7 +281,7 @@ func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
 	// again: the changed row's newer version is merged into its copy
 	// (acknowledged there too), the others' versions were taken already.
 	importLines(t, dbs, bytes.Join(lines[20:], nil), 100)
-	again, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	again, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,12 +306,13 @@ func TestReleaseDeletesOnlyImportedRows(t *testing.T) {
 // A release whose window holds more than limit rows continues after the
 // last one it read; one whose window holds none continues after the window.
 func TestReleaseWindows(t *testing.T) {
+	t.Parallel()
 	shared, _, dbs := moveTickets(t)
-	seedMoved(t, shared, 3)
+	seedMoved(t, shared, dbs.Pipelines(), 3)
 	if _, err := shared.Exec(`UPDATE sqlite_sequence SET seq = seq + 12000 WHERE name = 'dlq_messages'`); err != nil {
 		t.Fatal(err)
 	}
-	seedMoved(t, shared, 0)
+	seedMoved(t, shared, dbs.Pipelines(), 0)
 	if _, err := shared.Exec(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue) VALUES ('late', 'k', 1, 'tickets')`); err != nil {
 		t.Fatal(err)
 	}
@@ -336,10 +340,11 @@ func TestReleaseWindows(t *testing.T) {
 
 // Lines from two databases are refused: a request is one batch.
 func TestImportRefusesLinesOfTwoDatabases(t *testing.T) {
+	t.Parallel()
 	shared, _, dbs := moveTickets(t)
-	seedMoved(t, shared, 2)
-	beers := exportAll(t, shared, "beers")
-	ticketLines := exportAll(t, shared, "tickets")
+	seedMoved(t, shared, dbs.Pipelines(), 2)
+	beers := exportAll(t, shared, dbs.Pipelines(), "beers")
+	ticketLines := exportAll(t, shared, dbs.Pipelines(), "tickets")
 	rows, err := ParseImport(append(append([]byte{}, ticketLines...), beers...), ImportMaxLines)
 	if err != nil {
 		t.Fatal(err)
@@ -353,9 +358,10 @@ func TestImportRefusesLinesOfTwoDatabases(t *testing.T) {
 
 // Every bad line is refused with the line's number, and nothing is written.
 func TestParseImportRefusesBadLines(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 2)
-	good := bytes.Split(bytes.TrimSuffix(exportAll(t, shared, "tickets"), []byte("\n")), []byte("\n"))
+	seedMoved(t, shared, dbs.Pipelines(), 2)
+	good := bytes.Split(bytes.TrimSuffix(exportAll(t, shared, dbs.Pipelines(), "tickets"), []byte("\n")), []byte("\n"))
 	edit := func(f func(m map[string]any)) string {
 		var m map[string]any
 		json.Unmarshal(good[1], &m)
@@ -416,9 +422,10 @@ func TestParseImportRefusesBadLines(t *testing.T) {
 // What an import and a release statement read and write, per row moved
 // (natively; the e2e test measures D1's own figures).
 func TestImportBatchIsSixStatements(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 5)
-	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 5)
+	rows, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,9 +456,10 @@ func (r recordingBatch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]js
 // seeded to its own range takes nothing, and no id past the target's range
 // is taken (it would move the target's sequence into another range).
 func TestImportKeepsIDRangesApart(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 2)
-	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 2)
+	rows, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,15 +493,16 @@ func TestImportKeepsIDRangesApart(t *testing.T) {
 // skipped. The kept counts (dlq_tally, dlq_activity, dlq_signatures) add
 // nothing for either (pins import.go's NOT EXISTS guards).
 func TestImportMergesARedeliveryAndSkipsAnotherMessagesID(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 3)
-	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 3)
+	rows, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if err != nil || len(rows) != 3 {
 		t.Fatal(len(rows), err)
 	}
 	// rows[1]'s message, captured again in TICKETS_DB: a row of its own range.
 	reason := "status 400: captured again"
-	if err := (dlq.Store{DB: tickets}).Put(context.Background(), []dlq.Failure{{MessageID: rows[1].MessageID, SourceQueue: "tickets",
+	if err := (dlq.Store{DB: tickets, Pipelines: dbs.Pipelines()}).Put(context.Background(), []dlq.Failure{{MessageID: rows[1].MessageID, SourceQueue: "tickets",
 		Body: `{"ticket":"T-1"}`, Class: "permanent", Reason: reason, FailedAt: time.UnixMilli(rows[1].FailedAt)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -537,6 +546,7 @@ func TestImportMergesARedeliveryAndSkipsAnotherMessagesID(t *testing.T) {
 // every field as exported, and its kept counts, the per-brewer pending
 // count included, equal counting its rows.
 func TestImportBeerRowsKeepsTheBrewerCounts(t *testing.T) {
+	t.Parallel()
 	from, to := sqlitetest.New(t), sqlitetest.New(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	capture := &dlq.Capture{DB: from, Log: discard, Clock: func() time.Time { return now }, SourceQueue: map[string]string{dlqName: "beer-enrichment"}}
@@ -563,12 +573,12 @@ func TestImportBeerRowsKeepsTheBrewerCounts(t *testing.T) {
 	if brewers := count(t, from, `SELECT COUNT(DISTINCT brewer) FROM dlq_messages WHERE status = 'pending'`); brewers < 2 {
 		t.Fatalf("fixture: %d brewers pending", brewers)
 	}
-	before := exportAll(t, from, "beers")
+	before := exportAll(t, from, nil, "beers")
 	imported, skipped := importLines(t, dlq.Single(dlq.Store{DB: to}), before, ImportMaxLines)
 	if imported != 12 || skipped != 0 {
 		t.Fatalf("imported %d skipped %d", imported, skipped)
 	}
-	if after := exportAll(t, to, "beers"); !bytes.Equal(before, after) {
+	if after := exportAll(t, to, nil, "beers"); !bytes.Equal(before, after) {
 		t.Fatalf("export after import differs:\nbefore %s\nafter  %s", before, after)
 	}
 	checkMoveCounts(t, to, "import")
@@ -581,6 +591,7 @@ func TestImportBeerRowsKeepsTheBrewerCounts(t *testing.T) {
 // the lines'; a line without a signature (a row captured before
 // signatures) makes no group (pins import.go's dlq_signatures upsert).
 func TestImportMergesIntoTheGroupsTheDatabaseHas(t *testing.T) {
+	t.Parallel()
 	from, to := sqlitetest.New(t), sqlitetest.New(t)
 	t0 := time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC)
 	put := func(db *sql.DB, id, reason string, at time.Duration) {
@@ -648,7 +659,7 @@ func TestImportMergesIntoTheGroupsTheDatabaseHas(t *testing.T) {
 	}
 	// Five lines a request: c's newest two lines (7 h, 4 h) come in the
 	// first, its oldest in the last; a's and b's meet the database's copy.
-	imported, skipped := importLines(t, dlq.Single(dlq.Store{DB: to}), exportAll(t, from, "beers"), 5)
+	imported, skipped := importLines(t, dlq.Single(dlq.Store{DB: to}), exportAll(t, from, nil, "beers"), 5)
 	if imported != 12 || skipped != 0 {
 		t.Fatalf("imported %d skipped %d", imported, skipped)
 	}

@@ -139,9 +139,10 @@ const (
 
 // Run releases one window.
 func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, error) {
-	pl, ok := dlq.PipelineByName(p.Pipeline)
+	ps := rl.DBs.Pipelines()
+	pl, ok := ps.ByName(p.Pipeline)
 	if !ok {
-		if _, err := dlq.PipelineQueue(p.Pipeline); err != nil {
+		if _, err := ps.Queue(p.Pipeline); err != nil {
 			return ReleaseResult{}, err
 		}
 		return ReleaseResult{}, dlq.InputErr("UNKNOWN_PIPELINE", "pipeline is required")

@@ -19,9 +19,10 @@ import (
 // nothing; the bounds themselves (limit 500, after 0 and 2^53-1, limit 0
 // as the default) are accepted.
 func TestReleaseRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 6)
-	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 6)
+	importLines(t, dbs, exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	before := count(t, shared, `SELECT COUNT(*) FROM dlq_messages`)
 	for _, c := range []struct {
 		name string
@@ -79,6 +80,7 @@ func TestReleaseRefusesBadRequests(t *testing.T) {
 // last; one ending an id before it is not. A window holds the row at its
 // end and not the row at its start (the previous window's end).
 func TestReleaseScanEndsAtTheLastID(t *testing.T) {
+	t.Parallel()
 	shared, _, dbs := moveTickets(t)
 	insert := func(id int64, queue string) {
 		t.Helper()
@@ -114,9 +116,10 @@ func TestReleaseScanEndsAtTheLastID(t *testing.T) {
 // window even when that window deletes no row; a window that is not the
 // last and deletes nothing runs no batch at all (no rows read or written).
 func TestReleaseDeletesAttemptRecordsWithTheLastWindow(t *testing.T) {
+	t.Parallel()
 	shared, _, dbs := moveTickets(t)
-	seedMoved(t, shared, 4)
-	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 4)
+	rows, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,9 +178,10 @@ func TestReleaseDeletesAttemptRecordsWithTheLastWindow(t *testing.T) {
 // A row the own database holds under the same id but another message id is
 // not the row's copy: it is not deleted and counts as not imported.
 func TestReleaseNeedsTheSameMessageID(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 2)
-	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 2)
+	importLines(t, dbs, exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if _, err := tickets.Exec(`UPDATE dlq_messages SET message_id = 'other' WHERE id = 1`); err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +198,7 @@ func TestReleaseNeedsTheSameMessageID(t *testing.T) {
 // A failure group keeps its row in the old database while any of its rows
 // stays there, in whichever status: only a group left with no row goes.
 func TestReleaseKeepsAGroupWithRowsLeft(t *testing.T) {
+	t.Parallel()
 	for status, set := range map[string]string{
 		dlq.StatusPending:      `status = 'pending'`,
 		dlq.StatusReplaying:    `status = 'replaying', replaying_at = failed_at + 9`,
@@ -201,12 +206,13 @@ func TestReleaseKeepsAGroupWithRowsLeft(t *testing.T) {
 		dlq.StatusAcknowledged: `status = 'acknowledged', acknowledged_at = failed_at + 5`,
 	} {
 		t.Run(status, func(t *testing.T) {
+			t.Parallel()
 			shared, _, dbs := moveTickets(t)
-			seedMoved(t, shared, 6) // ids 1..6 in groups id % 3
+			seedMoved(t, shared, dbs.Pipelines(), 6) // ids 1..6 in groups id % 3
 			if _, err := shared.Exec(`UPDATE dlq_messages SET ` + set + ` WHERE source_queue = 'tickets'`); err != nil {
 				t.Fatal(err)
 			}
-			rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+			rows, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,9 +256,10 @@ func (h hookBatch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.Ra
 // for the exact version the copy took, and the batch's counts move for
 // exactly the rows it deleted.
 func TestReleaseKeepsRowsChangedBeforeTheDelete(t *testing.T) {
+	t.Parallel()
 	shared, _, dbs := moveTickets(t)
-	seedMoved(t, shared, 8)
-	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 8)
+	importLines(t, dbs, exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	pending := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'pending'`)
 	replayed := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'replayed'`)
 	d := dbs
@@ -284,9 +291,10 @@ func TestReleaseKeepsRowsChangedBeforeTheDelete(t *testing.T) {
 // joins the copy (replay_count), the newer acknowledge stays, and the
 // release deletes it.
 func TestReleaseKeepsARowReplayedAfterItsExport(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 4)
-	importLines(t, dbs, exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 4)
+	importLines(t, dbs, exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	id := count(t, shared, `SELECT MIN(id) FROM dlq_messages WHERE source_queue = 'tickets' AND status = 'pending'`)
 	rc := count(t, shared, `SELECT replay_count FROM dlq_messages WHERE id = ?`, id)
 	if _, err := shared.Exec(`UPDATE dlq_messages SET status = 'replayed', replay_count = replay_count + 1, replayed_at = updated_at + 1, updated_at = updated_at + 1 WHERE id = ?`, id); err != nil {
@@ -301,7 +309,7 @@ func TestReleaseKeepsARowReplayedAfterItsExport(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	checkMoveCounts(t, shared, "release")
-	again, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	again, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,9 +337,10 @@ func TestReleaseKeepsARowReplayedAfterItsExport(t *testing.T) {
 // import merges the old row into the captured one (one row per message,
 // the old replays on it) and the release deletes the old row.
 func TestMoveFinishesWithARedeliveryCapturedInTheNewDatabase(t *testing.T) {
+	t.Parallel()
 	shared, tickets, dbs := moveTickets(t)
-	seedMoved(t, shared, 3)
-	rows, err := ParseImport(exportAll(t, shared, "tickets"), ImportMaxLines)
+	seedMoved(t, shared, dbs.Pipelines(), 3)
+	rows, err := ParseImport(exportAll(t, shared, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +353,7 @@ func TestMoveFinishesWithARedeliveryCapturedInTheNewDatabase(t *testing.T) {
 	if line.ID == 0 {
 		t.Fatal("no replayed row seeded")
 	}
-	if err := (dlq.Store{DB: tickets}).Put(context.Background(), []dlq.Failure{{MessageID: line.MessageID, SourceQueue: "tickets",
+	if err := (dlq.Store{DB: tickets, Pipelines: dbs.Pipelines()}).Put(context.Background(), []dlq.Failure{{MessageID: line.MessageID, SourceQueue: "tickets",
 		Body: `{"ticket":"T-x"}`, Class: "permanent", Reason: "status 400: again", FailedAt: time.UnixMilli(line.FailedAt + 1000)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,6 +379,7 @@ func TestMoveFinishesWithARedeliveryCapturedInTheNewDatabase(t *testing.T) {
 // A release from a database other than DB, whose ids start at its own
 // range (k·2^40), walks from its first id: one call reaches every row.
 func TestReleaseFromAnotherDatabaseReachesItsRows(t *testing.T) {
+	t.Parallel()
 	ps, problems := config.ParsePipelines(`[
 {"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[],"consumer":"redrive"},
 {"name":"tickets","queue":"tickets","dlq":"tickets-dlq","producer":"TICKETS","key":"/ticket","labels":[],"consumer":"external","database":"TICKETS_DB"},
@@ -378,8 +388,6 @@ func TestReleaseFromAnotherDatabaseReachesItsRows(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatal(problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	shared, tickets, archive := sqlitetest.New(t), sqlitetest.New(t), sqlitetest.New(t)
 	for db, name := range map[*sql.DB]string{tickets: "TICKETS_DB", archive: "ARCHIVE_DB"} {
 		if _, err := db.Exec(dlq.SeedIDsSQL(name)); err != nil {
@@ -387,11 +395,11 @@ func TestReleaseFromAnotherDatabaseReachesItsRows(t *testing.T) {
 		}
 	}
 	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}, "ARCHIVE_DB": {DB: archive}}, ps)
-	seedMoved(t, archive, 6) // the tickets rows, in ARCHIVE_DB before their switch
+	seedMoved(t, archive, dbs.Pipelines(), 6) // the tickets rows, in ARCHIVE_DB before their switch
 	if first := count(t, archive, `SELECT MIN(id) FROM dlq_messages`); first != dlq.IDBase("ARCHIVE_DB")+1 {
 		t.Fatalf("first id %d", first)
 	}
-	importLines(t, dbs, exportAll(t, archive, "tickets"), ImportMaxLines)
+	importLines(t, dbs, exportAll(t, archive, dbs.Pipelines(), "tickets"), ImportMaxLines)
 	res, err := Release{DBs: dbs}.Run(context.Background(), ReleaseParams{Pipeline: "tickets", Database: "ARCHIVE_DB"})
 	if err != nil || res.Scanned != 6 || res.Released != 6 || res.NextAfter != nil || res.Remaining != 0 {
 		t.Fatalf("%+v %v", res, err)

@@ -29,8 +29,6 @@ func movingPipelines(t *testing.T) (shared, own *sql.DB, u upkeep.Schedule) {
 	pages := config.Pipeline{Name: "pages", Queue: "pages", DLQ: "pages-dlq", Key: "/page", Consumer: config.ConsumerExternal,
 		Database: "TICKETS_DB", Retention: 7 * day}
 	ps := []config.Pipeline{config.BeerPipeline(), tickets, pages}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: own}}, ps)
 	u = upkeep.Schedule{DBs: dbs, Pipelines: ps, Retention: upkeep.Retention{Log: discard, MaxAge: 30 * day, MaxRowsPerKey: 1000,
 		AttemptMaxAge: 7 * day, Limits: jobs.Limits{ChunkRows: 100, Budget: 10 * time.Second}}}
@@ -80,6 +78,7 @@ func leftIDs(t *testing.T, db *sql.DB) []string {
 // and rows of the shared database's own queues, or of queues no pipeline
 // names, in another database follow DLQ_RETENTION_DAYS there too.
 func TestRetentionAppliesEachPipelinesRetentionInEveryDatabase(t *testing.T) {
+	t.Parallel()
 	shared, own, u := movingPipelines(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	for _, db := range []*sql.DB{shared, own} {
@@ -128,6 +127,7 @@ func TestRetentionAppliesEachPipelinesRetentionInEveryDatabase(t *testing.T) {
 // before. The shared database's retention meanwhile deletes what is due,
 // moving rows included.
 func TestRetentionWaitsWhileAMoveIntoItsDatabaseIsUnderWay(t *testing.T) {
+	t.Parallel()
 	shared, own, u := movingPipelines(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	insertActed(t, shared, "t-ack-91d", "tickets", "T-1", dlq.StatusAcknowledged, now.Add(-91*day))
@@ -201,6 +201,7 @@ func TestRetentionCapIsPerQueueAndKey(t *testing.T) {
 // still deletes the imported rows past a shorter retention and trims
 // imported keys over the cap, then goes back to reading only what changed.
 func TestRetentionCoversImportedRows(t *testing.T) {
+	t.Parallel()
 	shared, own, u := movingPipelines(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	var r *upkeep.Retention
@@ -221,7 +222,7 @@ func TestRetentionCoversImportedRows(t *testing.T) {
 		insertActed(t, shared, "p-cap-"+string(rune('a'+i)), "pages", "P-4", dlq.StatusAcknowledged, now.Add(-at))
 	}
 	insertActed(t, shared, "p-pending", "pages", "P-4", dlq.StatusPending, now.Add(-20*day))
-	if imported, _ := importLines(t, u.DBs, exportAll(t, shared, "pages"), 100); imported != 7 {
+	if imported, _ := importLines(t, u.DBs, exportAll(t, shared, u.DBs.Pipelines(), "pages"), 100); imported != 7 {
 		t.Fatalf("imported %d", imported)
 	}
 	later := now.Add(time.Hour)
@@ -251,7 +252,7 @@ func TestRetentionCoversImportedRows(t *testing.T) {
 	insertActed(t, shared, "p-cap2-a", "pages", "P-5", dlq.StatusAcknowledged, now.Add(-30*time.Hour))
 	insertActed(t, shared, "p-cap2-b", "pages", "P-5", dlq.StatusAcknowledged, now.Add(-29*time.Hour))
 	insertActed(t, shared, "p-cap2-c", "pages", "P-5", dlq.StatusAcknowledged, now.Add(-28*time.Hour))
-	if imported, skipped := importLines(t, u.DBs, exportAll(t, shared, "pages"), 100); imported != 3 || skipped != 0 {
+	if imported, skipped := importLines(t, u.DBs, exportAll(t, shared, u.DBs.Pipelines(), "pages"), 100); imported != 3 || skipped != 0 {
 		t.Fatalf("second import: %d imported, %d skipped", imported, skipped)
 	}
 	third := later.Add(2 * time.Hour)

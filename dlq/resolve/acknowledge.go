@@ -32,6 +32,8 @@ type Acknowledge struct {
 	BulkMax int
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
+	// Pipelines are the configured pipelines (nil: the beer one).
+	Pipelines dlq.Pipelines
 }
 
 // AcknowledgeRequest is one acknowledge.
@@ -67,7 +69,7 @@ func (a Acknowledge) validate(req AcknowledgeRequest) (dlq.Selection, error) {
 	if len(req.Note) > dlq.MaxNoteLength {
 		return req.Selection, dlq.InputErr("INVALID_REQUEST", "note is longer than %d bytes", dlq.MaxNoteLength)
 	}
-	return req.Selection.Normalize(dlq.MaxAcknowledgeIDs)
+	return req.Selection.Normalize(a.Pipelines, dlq.MaxAcknowledgeIDs)
 }
 
 // Run acknowledges the selection's pending rows and records the request in
@@ -181,5 +183,5 @@ func (a Acknowledge) DryRun(ctx context.Context, req AcknowledgeRequest) (dlq.Pr
 	if err != nil {
 		return dlq.Preview{}, err
 	}
-	return dlq.PreviewRows(ctx, a.DB, sel, false, nil)
+	return dlq.PreviewRows(ctx, a.DB, a.Pipelines, sel, false, nil)
 }

@@ -89,15 +89,14 @@ const testPipelinesJSON = `[
 {"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
 {"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
 
-// withPipelines configures the pipelines of testPipelinesJSON for the test.
-func withPipelines(t testing.TB) []config.Pipeline {
+// withPipelines returns the pipelines of testPipelinesJSON, for a test to
+// give what it builds (there is no package-wide configuration to set).
+func withPipelines(t testing.TB) dlq.Pipelines {
 	t.Helper()
 	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
 	if len(problems) != 0 || len(ps) != 3 {
 		t.Fatalf("pipelines %v %v", ps, problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	return ps
 }
 

@@ -67,6 +67,8 @@ type Replay struct {
 	// Frozen are the queues whose rows in DB belong to a pipeline stored
 	// in another database (Databases.Frozen): replay tasks skip them.
 	Frozen []string
+	// Pipelines are the configured pipelines (nil: the beer one).
+	Pipelines dlq.Pipelines
 }
 
 // checkProducer refuses a replay sent to queue q when q's pipeline has no
@@ -267,7 +269,7 @@ func (r Replay) DryRun(ctx context.Context, req ReplayRequest) (dlq.Preview, err
 	if err != nil {
 		return dlq.Preview{}, err
 	}
-	return dlq.PreviewRows(ctx, r.DB, sel, true, pos)
+	return dlq.PreviewRows(ctx, r.DB, r.Pipelines, sel, true, pos)
 }
 
 // BulkLimit is the most rows one bulk request claims: BulkMax, at least 1.
@@ -281,7 +283,7 @@ func (r Replay) Check(req ReplayRequest) error {
 }
 
 func (r Replay) validate(req ReplayRequest) (dlq.Selection, *dlq.Position, int, error) {
-	sel, err := req.Selection.Normalize(dlq.MaxReplayIDs)
+	sel, err := req.Selection.Normalize(r.Pipelines, dlq.MaxReplayIDs)
 	if err != nil {
 		return sel, nil, 0, err
 	}

@@ -237,7 +237,7 @@ func (ts ReplayTasks) window() time.Duration {
 
 // Check validates req without touching anything.
 func (ts ReplayTasks) Check(req TaskRequest) (dlq.Filter, error) {
-	f, err := req.Filter.NormalizePending()
+	f, err := req.Filter.NormalizePending(ts.Replay.Pipelines)
 	if err != nil {
 		return f, err
 	}
@@ -287,7 +287,7 @@ func taskCond(f dlq.Filter, id, posFailedAt, posID int64, frozen []string) (stri
 // pipeline is stored in another database, its rows here move), else "".
 func (st *taskStep) frozenQueue() string {
 	q := st.f.SourceQueue
-	if p, ok := dlq.PipelineByName(st.f.Pipeline); ok {
+	if p, ok := st.r.Pipelines.ByName(st.f.Pipeline); ok {
 		q = p.Queue
 	}
 	if q != "" && slices.Contains(st.r.Frozen, q) {
@@ -353,7 +353,7 @@ func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by dlq.Reques
 // queue; it reads the tasks newer than the last one returned (a table that
 // grows by one row per task an operator creates).
 func (ts ReplayTasks) List(ctx context.Context, limit int, pipeline string) ([]Task, error) {
-	queue, err := dlq.PipelineQueue(pipeline)
+	queue, err := ts.Replay.Pipelines.Queue(pipeline)
 	if err != nil {
 		return nil, err
 	}

@@ -110,11 +110,13 @@ func TestReplayTaskCanaryIsJudgedOnItsSize(t *testing.T) {
 // again within observe_minutes": a beer that happens to share a row's key
 // and was enriched says nothing about an order.
 func TestReplayTaskCanaryOfAnotherPipeline(t *testing.T) {
-	withPipelines(t)
+	t.Parallel()
+	ps := withPipelines(t)
 	db := sqlitetest.New(t)
 	seedPending(t, db, 4, taskT0.UnixMilli()-1_000_000)
 	mustExec(t, db, `UPDATE dlq_messages SET source_queue = 'orders'`)
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
+	ts.Replay.Pipelines = ps
 	task, err := ts.Create(ctx, TaskRequest{Filter: dlq.Filter{Pipeline: "orders"}, RatePerMinute: 60,
 		Canary: &Canary{Size: 2, MinSuccessRatio: 1, ObserveMinutes: 10}}, dlq.Requester{RequestID: "r", KeyFingerprint: "k"})
 	if err != nil || task.State != TaskCanary {

@@ -14,6 +14,7 @@ import (
 // thresholds (orders: 2 rows, 1 hour); the beer pipeline's keep their names
 // and cover the beer queue and every queue no other pipeline names.
 func TestPipelineAlerts(t *testing.T) {
+	t.Parallel()
 	ps := withPipelines(t)
 	db := sqlitetest.New(t)
 	now := alertT0

@@ -90,15 +90,14 @@ func beer(id string) string {
 	return fmt.Sprintf(`{"beer_id":%q,"beer_name":"Beer %s","brewer":"Brewer"}`, id, id)
 }
 
-// withPipelines configures the pipelines of testPipelinesJSON for the test.
-func withPipelines(t testing.TB) []config.Pipeline {
+// withPipelines returns the pipelines of testPipelinesJSON, for a test to
+// give what it builds (there is no package-wide configuration to set).
+func withPipelines(t testing.TB) dlq.Pipelines {
 	t.Helper()
 	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
 	if len(problems) != 0 || len(ps) != 3 {
 		t.Fatalf("pipelines %v %v", ps, problems)
 	}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	return ps
 }
 

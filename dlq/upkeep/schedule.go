@@ -174,7 +174,7 @@ func (u Schedule) RetentionBehindAlerts() []alerts.Condition {
 func (u Schedule) Announcers() []alerts.Announcer {
 	var out []alerts.Announcer
 	for _, d := range u.DBs.All {
-		out = append(out, NewFailureSignature{DB: d.DB, Database: d.Name})
+		out = append(out, NewFailureSignature{DB: d.DB, Database: d.Name, Pipelines: u.DBs.Pipelines()})
 	}
 	return out
 }

@@ -25,6 +25,8 @@ type NewFailureSignature struct {
 	DB *sql.DB
 	// Database is DB's binding (JobName names the announcement).
 	Database string
+	// Pipelines name the queues in the announcement (nil: the beer one).
+	Pipelines dlq.Pipelines
 }
 
 // announceBatch bounds the signatures announced per run (the rest next run).
@@ -69,7 +71,7 @@ func (n NewFailureSignature) Claim(ctx context.Context, now time.Time) ([]alerts
 			sample = fmt.Sprintf("e.g. row %d", int64(ids[0]))
 		}
 		where := "queue " + queue
-		if p, ok := dlq.PipelineOfQueue(queue); ok {
+		if p, ok := n.Pipelines.OfQueue(queue); ok {
 			where = "pipeline " + p.Name
 		}
 		d := fmt.Sprintf("new failure signature %s (%s) in %s: %q, %s (%d rows so far)", sig, class, where, text.Clip(txt, 200), sample, total)

@@ -87,6 +87,7 @@ func TestUpkeepOfOneDatabaseKeepsTheNames(t *testing.T) {
 // repeat-failures alert, each read in the database of its rows, and
 // announces its new signatures.
 func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
+	t.Parallel()
 	shared, own := sqlitetest.New(t), sqlitetest.New(t)
 	if _, err := own.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
 		t.Fatal(err)
@@ -94,8 +95,6 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 	tickets := config.Pipeline{Name: "tickets", Queue: "e2e-tickets", DLQ: "e2e-tickets-dlq", Key: "/ticket", Consumer: config.ConsumerExternal,
 		Database: "TICKETS_DB", Retention: 7 * 24 * time.Hour, AlertPendingThreshold: 1, AlertOldestPending: 24 * time.Hour}
 	ps := []config.Pipeline{config.BeerPipeline(), tickets}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: own}}, ps)
 	u := testUpkeep(dbs, ps)
 	runs := metrics.JobRuns{DB: shared}
@@ -221,6 +220,7 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 // recorded: a backlog that lasts two runs keeps the first run's
 // behind_since (pins upkeep.go's Runs of AuditRetentions).
 func TestUpkeepAuditRetentionOfAnotherDatabaseContinuesItsBacklog(t *testing.T) {
+	t.Parallel()
 	shared, own := sqlitetest.New(t), sqlitetest.New(t)
 	if _, err := own.Exec(dlq.SeedIDsSQL("TICKETS_DB")); err != nil {
 		t.Fatal(err)
@@ -228,8 +228,6 @@ func TestUpkeepAuditRetentionOfAnotherDatabaseContinuesItsBacklog(t *testing.T) 
 	tickets := config.Pipeline{Name: "tickets", Queue: "e2e-tickets", DLQ: "e2e-tickets-dlq", Key: "/ticket", Consumer: config.ConsumerExternal,
 		Database: "TICKETS_DB"}
 	ps := []config.Pipeline{config.BeerPipeline(), tickets}
-	dlq.SetPipelines(ps)
-	t.Cleanup(func() { dlq.SetPipelines([]config.Pipeline{config.BeerPipeline()}) })
 	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: own}}, ps)
 	u := testUpkeep(dbs, ps)
 	// One record a chunk, and each budget check finds the budget spent: a

@@ -4,6 +4,7 @@ package queuetest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,7 +61,12 @@ type Sender struct {
 	Err  error
 	// Calls counts SendBatch calls.
 	Calls int
+	// Unbound are the queues Sends denies (every other has a binding).
+	Unbound []string
 }
+
+// Sends reports whether queueName is not one of Unbound.
+func (s *Sender) Sends(queueName string) bool { return !slices.Contains(s.Unbound, queueName) }
 
 // SendBatch implements queue.Sender.
 func (s *Sender) SendBatch(_ context.Context, queueName string, msgs []queue.Outgoing) error {
