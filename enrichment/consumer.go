@@ -315,6 +315,7 @@ func (c *Consumer) process(ctx context.Context, b *batchRun, d delivery) {
 	if !ok {
 		return
 	}
+	d.log = adm.log // with the quota the call takes
 	v, after := c.call(ctx, b, d, adm)
 	c.settle(ctx, b, d, adm, v, after)
 }
@@ -324,6 +325,9 @@ type admission struct {
 	Admission
 	breaker Breaker
 	now     time.Time
+	// log is the message's logger with quota_used (the day's calls,
+	// this one included).
+	log *slog.Logger
 }
 
 // admit settles the message itself (false) when no call is due or allowed:
@@ -362,8 +366,7 @@ func (c *Consumer) admit(ctx context.Context, b *batchRun, d delivery) (admissio
 		c.deferForQuota(ctx, b, d, now)
 		return admission{}, false
 	}
-	d.log = d.log.With("quota_used", used)
-	return admission{Admission: adm, breaker: breaker, now: now}, true
+	return admission{Admission: adm, breaker: breaker, now: now, log: d.log.With("quota_used", used)}, true
 }
 
 // callDue runs the checks that come before the breaker and returns the

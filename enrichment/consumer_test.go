@@ -231,6 +231,31 @@ func TestConsumerStoresABVAndAcks(t *testing.T) {
 	}
 }
 
+// The line of a provider call carries the day's quota used, this call
+// included: 1, then 2 for the next message.
+func TestConsumerLogsTheQuotaItsCallsUse(t *testing.T) {
+	f := newFixture(t)
+	var logs strings.Builder
+	f.c.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+	f.provider.set(func(w http.ResponseWriter, _ *http.Request) { w.Write(answer("5.2")) })
+	f.consume(t, msg("m1", "b1", "One", 1))
+	f.consume(t, msg("m2", "b2", "Two", 1))
+	var used []float64
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if e["msg"] == "enrichment: provider answered" {
+			n, _ := e["quota_used"].(float64)
+			used = append(used, n)
+		}
+	}
+	if len(used) != 2 || used[0] != 1 || used[1] != 2 {
+		t.Fatalf("quota_used of the provider calls: %v, want [1 2]\n%s", used, logs.String())
+	}
+}
+
 func TestConsumerUnknownIsNotFound(t *testing.T) {
 	f := newFixture(t)
 	for i, content := range []string{"unknown", "85"} {
