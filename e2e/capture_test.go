@@ -261,11 +261,7 @@ func TestCaptureOneBadMessageDoesNotHoldBackItsNeighbours(t *testing.T) {
 // it but the queue never saw the ack; then the trigger is dropped. Runs on
 // its own worker so that the message's attempt record is the only one.
 func TestCaptureRedeliveryAfterAcknowledgeStaysAcknowledged(t *testing.T) {
-	w, err := StartWorker(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := startWorkerWith(t, Options{})
 	token := unique("cap-redeliver")
 	body := beerBody(t, token, token, nil)
 	w.Exec(t, fmt.Sprintf(`CREATE TRIGGER e2e_block BEFORE INSERT ON dlq_messages WHEN NEW.raw_message IN (%s, %s)

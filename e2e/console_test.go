@@ -99,11 +99,7 @@ const hostileReason = `permanent: <script>window.__pwned=2</script><img src=x on
 
 func TestConsole(t *testing.T) {
 	chromiumPath(t)
-	w, err := StartWorker(Options{Vars: map[string]string{"ALERT_PENDING_THRESHOLD": "50"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := startWorkerWith(t, Options{Vars: map[string]string{"ALERT_PENDING_THRESHOLD": "50"}})
 	now := time.Now()
 	w.ExecDirect(t, demoSQL(160, now))
 	// Jobs and alerts have run once (two alerts fire: more than 50 pending, oldest over 24 h).

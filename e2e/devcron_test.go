@@ -30,11 +30,7 @@ func TestDevCronTickerRunsBothCrons(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/devcron: %v\n%s", err, out)
 	}
-	w, err := StartWorker(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := startWorkerWith(t, Options{})
 	ticker := exec.Command(bin, "-url", w.URL, "-root", root, "-speed", "3000")
 	ticker.Stdout, ticker.Stderr = os.Stderr, os.Stderr
 	ticker.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -121,16 +122,20 @@ type Worker struct {
 }
 
 // StartWorker applies the migrations to a fresh local D1, starts wrangler dev
-// on free ports and waits (polling /health) until it answers 200.
-func StartWorker(opts Options) (*Worker, error) {
+// on free ports and waits (polling /health) until it answers 200. On any
+// error what it started is stopped (wrangler, the fake provider it owns,
+// the local state).
+func StartWorker(opts Options) (_ *Worker, err error) {
 	w, err := newWorker(opts)
 	if err != nil {
 		return nil, err
 	}
-	readyPath := opts.ReadyPath
-	if readyPath == "" {
-		readyPath = "/health"
-	}
+	defer func() {
+		if err != nil {
+			w.Stop()
+		}
+	}()
+	readyPath := cmp.Or(opts.ReadyPath, "/health")
 	if w.Provider == nil {
 		if w.Provider, err = StartFakeProvider(); err != nil {
 			return nil, err
@@ -138,7 +143,6 @@ func StartWorker(opts Options) (*Worker, error) {
 		w.ownProvider = true
 	}
 	if err := w.migrate(); err != nil {
-		w.Stop()
 		return nil, err
 	}
 	port, err := freePort()
@@ -151,7 +155,6 @@ func StartWorker(opts Options) (*Worker, error) {
 	}
 	args, err := w.devArgs(opts, port, inspector)
 	if err != nil {
-		w.Stop()
 		return nil, err
 	}
 	started, err := w.startWrangler(args)
@@ -161,11 +164,9 @@ func StartWorker(opts Options) (*Worker, error) {
 	w.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	if w.redrive {
 		if err := contractWorker(w.URL); err != nil {
-			w.Stop()
 			return nil, err
 		}
 	}
-
 	if err := w.awaitReady(readyPath, started); err != nil {
 		return nil, err
 	}
@@ -262,7 +263,7 @@ func (w *Worker) startWrangler(args []string) (time.Time, error) {
 
 // awaitReady polls readyPath with admin credentials until it answers 200
 // (readyTimeout) and sets ReadyAfter from started. When it does not, the
-// worker is stopped and the error carries the end of the wrangler log.
+// error carries the end of the wrangler log (StartWorker stops the worker).
 func (w *Worker) awaitReady(readyPath string, started time.Time) error {
 	err := Poll(readyTimeout, func() (bool, error) {
 		resp, err := w.Do(http.MethodGet, readyPath, nil, AdminHeaders())
@@ -273,9 +274,7 @@ func (w *Worker) awaitReady(readyPath string, started time.Time) error {
 	})
 	w.ReadyAfter = time.Since(started)
 	if err != nil {
-		log := w.Log()
-		w.Stop()
-		return fmt.Errorf("worker not ready: %v\n--- wrangler log ---\n%s", err, tail(log, 4000))
+		return fmt.Errorf("worker not ready: %v\n--- wrangler log ---\n%s", err, tail(w.Log(), 4000))
 	}
 	return nil
 }

@@ -61,19 +61,10 @@ func seedExpiredDLQ(t *testing.T, w *Worker, prefix string, at time.Time, n int)
 func TestRetentionBacklogIsWorkedOffByTheFrequentCron(t *testing.T) {
 	hook := startFakeWebhook(t)
 	defer hook.Close()
-	w, err := StartWorker(Options{Vars: map[string]string{
+	w := startWorkerWith(t, Options{Vars: map[string]string{
 		"CRON_BATCH_SIZE": "10", "DLQ_RETENTION_BATCH_SIZE": "100", "CRON_JOB_BUDGET_SECONDS": "1",
 		"DLQ_MAX_ROWS_PER_KEY": "50", "RETENTION_BEHIND_ALERT_MINUTES": "5", "ALERT_WEBHOOK_URL": hook.URL + "/hook",
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("--- worker log (tail) ---\n%s", tail(w.Log(), 6000))
-		}
-	}()
 	t0 := cronTime()
 	now := t0.UnixMilli()
 	seedExpiredDLQ(t, w, "exp", t0, 30_000)

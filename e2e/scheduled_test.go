@@ -242,16 +242,7 @@ func (h *fakeWebhook) calls() []webhookCall {
 func TestAlertReachesWebhookOnceAndResolves(t *testing.T) {
 	hook := startFakeWebhook(t)
 	defer hook.Close()
-	w, err := StartWorker(Options{Vars: map[string]string{"ALERT_WEBHOOK_URL": hook.URL + "/hook", "ALERT_PENDING_THRESHOLD": "5"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("--- worker log (tail) ---\n%s", tail(w.Log(), 6000))
-		}
-	}()
+	w := startWorkerWith(t, Options{Vars: map[string]string{"ALERT_WEBHOOK_URL": hook.URL + "/hook", "ALERT_PENDING_THRESHOLD": "5"}})
 	t0 := cronTime()
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6)
 		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at)
