@@ -70,7 +70,10 @@ export function makeAnswers(limitMs = answerLimitMs, log = console.error) {
       return new Response(JSON.stringify({
         success: false, requestId,
         error: { message: `the worker did not answer within ${limitMs / 1000} s; try again`, code: "TIMEOUT" },
-      }) + "\n", { status: 503, headers: { "Content-Type": "application/json; charset=utf-8", "Retry-After": "1" } });
+      }) + "\n", {
+        status: 503,
+        headers: { "Content-Type": "application/json; charset=utf-8", "Retry-After": "1", "X-Request-ID": requestId },
+      });
     },
   };
 }

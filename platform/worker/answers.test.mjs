@@ -39,6 +39,7 @@ test("a call Go never answers ends at the limit with 503 TIMEOUT, and Go's late 
   assert.equal(body.success, false);
   assert.equal(body.error.code, "TIMEOUT");
   assert.match(body.requestId, /^[0-9a-f-]{36}$/);
+  assert.equal(r.headers.get("x-request-id"), body.requestId);
   assert.equal(logged.length, 1);
   assert.equal(logged[0].level, "ERROR");
   assert.equal(logged[0].request_id, body.requestId);
