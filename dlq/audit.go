@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -78,6 +79,8 @@ type Audit struct {
 	Cursors Cursors
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
+	// Log says when Run could not record an action (slog.Default when nil).
+	Log *slog.Logger
 }
 
 // AuditStart describes an action about to run.

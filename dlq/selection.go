@@ -80,6 +80,15 @@ type Preview struct {
 	ByFailureReason []ReasonCount `json:"by_failure_reason"`
 }
 
+// AuditOutcome is ok: a dry run changes nothing.
+func (p Preview) AuditOutcome() string { return OutcomeOK }
+
+// AuditCounts are the counts of a dry run's audit entry.
+func (p Preview) AuditCounts() any {
+	return map[string]any{"requested_count": p.RequestedCount, "matched_count": p.MatchedCount,
+		"not_replayable_count": p.NotReplayableCount}
+}
+
 const (
 	previewSample  = 10
 	previewReasons = 25

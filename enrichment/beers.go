@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/queue"
 )
 
@@ -143,6 +144,15 @@ type EnqueueResult struct {
 	AlreadyQueued []string `json:"already_queued"`
 	// AlreadyDone are enriched or not_found: no provider call is spent on them.
 	AlreadyDone []string `json:"already_done"`
+}
+
+// AuditOutcome is ok.
+func (EnqueueResult) AuditOutcome() string { return dlq.OutcomeOK }
+
+// AuditCounts are the beers received and what became of them.
+func (r EnqueueResult) AuditCounts() any {
+	return map[string]any{"received": r.Received, "queued": len(r.Queued),
+		"already_queued": len(r.AlreadyQueued), "already_done": len(r.AlreadyDone)}
 }
 
 // scanPairs reads (beer_id, status) rows.

@@ -26,11 +26,7 @@ func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err == nil {
 		var d inspect.MessageDetail
-		var in *API
-		if in, err = a.inHolding(r.Context(), "dlq_messages", id); err != nil {
-			return err
-		}
-		if d, err = (inspect.Detail{DB: in.DB, Others: a.otherDatabases(in.DB), Pipelines: a.databases().Pipelines()}).Read(r.Context(), id); err == nil {
+		if d, err = inspect.ReadDetail(r.Context(), a.databases(), id); err == nil {
 			respond(w, r, http.StatusOK, d)
 			return nil
 		}

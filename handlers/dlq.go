@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,44 +25,6 @@ func (a *API) databases() dlq.Databases {
 	return a.DBs
 }
 
-// in is a copy of a whose DB and Batch are database d's: an action on one
-// database's rows (its service, its audit entries) runs on it.
-func (a *API) in(d dlq.Database) *API {
-	b := *a
-	b.DB, b.Batch = d.DB, d.Batch
-	return &b
-}
-
-// inSelection is a on the database of a selection's rows
-// (dlq.Databases.OfSelection).
-func (a *API) inSelection(ctx context.Context, sel dlq.Selection) (*API, error) {
-	d, err := a.databases().OfSelection(ctx, sel)
-	if err != nil {
-		return nil, err
-	}
-	return a.in(d), nil
-}
-
-// otherDatabases are the bound databases but db.
-func (a *API) otherDatabases(db *sql.DB) []*sql.DB {
-	var out []*sql.DB
-	for _, d := range a.databases().All {
-		if d.DB != db {
-			out = append(out, d.DB)
-		}
-	}
-	return out
-}
-
-// inHolding is a on the database whose table holds the row id.
-func (a *API) inHolding(ctx context.Context, table string, id int64) (*API, error) {
-	d, err := a.databases().Holding(ctx, table, []int64{id})
-	if err != nil {
-		return nil, err
-	}
-	return a.in(d), nil
-}
-
 func (a *API) cursors() dlq.Cursors { return dlq.NewCursors(a.Auth.AdminSecret) }
 
 func (a *API) replayService() resolve.Replay {
@@ -78,7 +38,13 @@ func (a *API) acknowledgeService() resolve.Acknowledge {
 }
 
 func (a *API) auditLog() dlq.Audit {
-	return dlq.Audit{DB: a.DB, DBs: a.databases(), Cursors: a.cursors(), Clock: a.Clock}
+	return dlq.Audit{DB: a.DB, DBs: a.databases(), Cursors: a.cursors(), Clock: a.Clock, Log: a.Log}
+}
+
+// actions are the DLQ row and replay task actions: each chooses its
+// database and records itself in the audit log.
+func (a *API) actions() resolve.Actions {
+	return resolve.Actions{DBs: a.databases(), Replay: a.replayService(), Acknowledge: a.acknowledgeService(), Audit: a.auditLog()}
 }
 
 // pageQuery is the prologue of every paged listing: its query parameters
@@ -307,41 +273,18 @@ func (a *API) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	svc := a.replayService()
 	if given {
-		if err := dlq.CheckLimit(limit, svc.BulkLimit(), "DLQ_BULK_REPLAY_MAX"); err != nil {
+		if err := dlq.CheckLimit(limit, a.replayService().BulkLimit(), "DLQ_BULK_REPLAY_MAX"); err != nil {
 			return err
 		}
 	}
 	req.Limit = int(limit)
-	if err := svc.Check(req); err != nil {
+	res, err := a.actions().ReplayRows(r.Context(), req, a.requester(r), body.DryRun)
+	if err != nil {
 		return err
 	}
-	if a, err = a.inSelection(r.Context(), sel); err != nil {
-		return err
-	}
-	svc = a.replayService()
-	start := dlq.AuditStart{Action: dlq.ActionReplay, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter}
-	if body.DryRun {
-		return a.audited(w, r, start, auditAfter, func(ctx context.Context) (any, string, any, error) {
-			p, err := svc.DryRun(ctx, req)
-			return p, dlq.OutcomeOK, previewCounts(p), err
-		})
-	}
-	return a.audited(w, r, start, auditAround,
-		func(ctx context.Context) (any, string, any, error) {
-			res, err := svc.Run(ctx, req)
-			counts := map[string]any{"requested_count": res.RequestedCount, "claimed_count": res.ClaimedCount,
-				"replayed_count": res.ReplayedCount, "failed_count": res.FailedCount, "skipped_count": res.SkippedCount,
-				"queued_to": res.QueuedTo, "delay_seconds": res.DelaySeconds}
-			if req.Destination != "" {
-				counts["destination"] = req.Destination
-			}
-			if res.BulkProgress != nil {
-				counts["has_more"] = res.HasMore
-			}
-			return res, resolve.ReplayOutcome(res), counts, err
-		})
+	respond(w, r, http.StatusOK, res)
+	return nil
 }
 
 type acknowledgeBody struct {
@@ -362,112 +305,17 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := resolve.AcknowledgeRequest{Selection: sel, Note: body.Note}
-	svc := a.acknowledgeService()
-	if err := svc.Check(req); err != nil {
-		return err
-	}
-	if a, err = a.inSelection(r.Context(), sel); err != nil {
-		return err
-	}
-	svc = a.acknowledgeService()
-	start := dlq.AuditStart{Action: dlq.ActionAcknowledge, DryRun: body.DryRun, IDs: sel.IDs, Filter: sel.Filter, Note: body.Note}
-	if body.DryRun {
-		return a.audited(w, r, start, auditAfter, func(ctx context.Context) (any, string, any, error) {
-			p, err := svc.DryRun(ctx, req)
-			return p, dlq.OutcomeOK, previewCounts(p), err
-		})
-	}
-	return a.audited(w, r, start, auditWithin, func(ctx context.Context) (any, string, any, error) {
-		req.By = a.requester(r)
-		res, err := svc.Run(ctx, req)
-		return res, dlq.OutcomeOK, nil, err
-	})
-}
-
-func previewCounts(p dlq.Preview) map[string]any {
-	return map[string]any{"requested_count": p.RequestedCount, "matched_count": p.MatchedCount,
-		"not_replayable_count": p.NotReplayableCount}
-}
-
-// auditMode says how an admin action reaches admin_audit.
-type auditMode int
-
-const (
-	// auditAround: a row before the action runs ("started"), completed after
-	// with its outcome. For actions with effects outside D1 (replay sends).
-	auditAround auditMode = iota
-	// auditWithin: the action writes its finished row itself, in the same
-	// batch as its change; only a failure (nothing changed) is recorded here.
-	auditWithin
-	// auditAfter: one finished row once the action has answered. For dry
-	// runs, which change nothing.
-	auditAfter
-)
-
-func (a *API) requester(r *http.Request) dlq.Requester {
-	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(r.Header.Get("X-API-Key"))}
-}
-
-// audited runs an admin action and records it in admin_audit as mode says,
-// then answers with its result. With auditAround, if the start cannot be
-// recorded the action does not run (500); if the outcome cannot be
-// recorded, the result is still returned and the row stays "started". A
-// record that cannot be written after the action is logged.
-func (a *API) audited(w http.ResponseWriter, r *http.Request, start dlq.AuditStart, mode auditMode,
-	run func(ctx context.Context) (result any, outcome string, counts any, err error)) error {
-	return a.auditedStatus(w, r, http.StatusOK, start, mode, run)
-}
-
-// auditedStatus is audited answering with status on success.
-func (a *API) auditedStatus(w http.ResponseWriter, r *http.Request, status int, start dlq.AuditStart, mode auditMode,
-	run func(ctx context.Context) (result any, outcome string, counts any, err error)) error {
-	ctx := context.WithoutCancel(r.Context())
-	start.Requester = a.requester(r)
-	audit := a.auditLog()
-	var id int64
-	if mode == auditAround {
-		var err error
-		if id, err = audit.Begin(ctx, start); err != nil {
-			return err
-		}
-	}
-	result, outcome, counts, runErr := run(ctx)
-	var auditErr *dlq.AuditError
-	if runErr != nil {
-		outcome, auditErr = dlq.OutcomeError, auditError(runErr, start.RequestID)
-	}
-	var err error
-	switch {
-	case mode == auditAround:
-		err = audit.Finish(ctx, id, outcome, counts, auditErr)
-	case mode == auditAfter || runErr != nil:
-		err = audit.Record(ctx, start, outcome, counts, auditErr)
-	}
+	req := resolve.AcknowledgeRequest{Selection: sel, Note: body.Note, By: a.requester(r)}
+	res, err := a.actions().AcknowledgeRows(r.Context(), req, body.DryRun)
 	if err != nil {
-		a.Log.ErrorContext(ctx, "audit: could not record the action", "request_id", start.RequestID, "audit_id", id, "error", err.Error())
+		return err
 	}
-	if runErr != nil {
-		return runErr
-	}
-	respond(w, r, status, result)
+	respond(w, r, http.StatusOK, res)
 	return nil
 }
 
-// auditError is what the audit entry of an action that failed with err
-// says: the code and message of the response's envelope (see fail). An
-// internal error's own text (D1's, say) goes to the log line fail writes
-// with the request id, never to the audit log.
-func auditError(err error, requestID string) *dlq.AuditError {
-	var apiErr *APIError
-	var inputErr *dlq.InputError
-	switch {
-	case errors.As(err, &apiErr):
-		return &dlq.AuditError{Code: apiErr.Code, Message: apiErr.Message}
-	case errors.As(err, &inputErr):
-		return &dlq.AuditError{Code: inputErr.Code, Message: inputErr.Message}
-	}
-	return &dlq.AuditError{Code: "INTERNAL_ERROR", Message: "internal error; see the worker log for request " + requestID}
+func (a *API) requester(r *http.Request) dlq.Requester {
+	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(r.Header.Get("X-API-Key"))}
 }
 
 // auditList serves GET /admin/audit: the audit log, newest first.
@@ -516,35 +364,16 @@ func (a *API) dlqReplayEdited(w http.ResponseWriter, r *http.Request) error {
 		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
 		return err
 	}
-	if a, err = a.inSelection(r.Context(), dlq.Selection{IDs: []int64{id}}); err != nil {
+	res, err := a.actions().ReplayEdited(r.Context(), req, a.requester(r))
+	var se *resolve.RowStateError
+	switch {
+	case errors.Is(err, resolve.ErrRowNotFound):
+		return rowNotFound(raw)
+	case errors.As(err, &se):
+		return &APIError{Status: http.StatusConflict, Code: "INVALID_STATE", Message: se.Error()}
+	case err != nil:
 		return err
 	}
-	svc := a.replayService()
-	if _, err := svc.CheckEdited(req); err != nil {
-		if errors.Is(err, resolve.ErrRowNotFound) {
-			return rowNotFound(raw)
-		}
-		return err
-	}
-	start := dlq.AuditStart{Action: dlq.ActionReplayEdited, IDs: []int64{id}, Note: body.Note}
-	return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-		res, err := svc.RunEdited(ctx, req)
-		var se *resolve.RowStateError
-		switch {
-		case errors.Is(err, resolve.ErrRowNotFound):
-			err = rowNotFound(raw)
-		case errors.As(err, &se):
-			err = &APIError{Status: http.StatusConflict, Code: "INVALID_STATE", Message: se.Error()}
-		}
-		counts := map[string]any{"replayed": res.Replayed, "queued_to": res.QueuedTo, "delay_seconds": res.DelaySeconds,
-			"original_body_hash": res.OriginalBodyHash, "edited_body_hash": res.EditedBodyHash}
-		if req.Destination != "" {
-			counts["destination"] = req.Destination
-		}
-		outcome := dlq.OutcomeOK
-		if err == nil && !res.Replayed {
-			outcome = dlq.OutcomeFailed
-		}
-		return res, outcome, counts, err
-	})
+	respond(w, r, http.StatusOK, res)
+	return nil
 }

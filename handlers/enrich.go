@@ -31,20 +31,24 @@ func (a *API) enrich(w http.ResponseWriter, r *http.Request) error {
 	if err := enrichment.Validate(req.Beers); err != nil {
 		return badRequest("INVALID_REQUEST", err.Error())
 	}
-	start := dlq.AuditStart{Action: dlq.ActionEnrich}
-	return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
+	start := dlq.AuditStart{Action: dlq.ActionEnrich, Requester: a.requester(r)}
+	res, err := a.auditLog().Run(r.Context(), start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {
 		res, err := a.Beers.Enqueue(ctx, req.Beers, a.Clock.Now())
 		if errors.Is(err, enrichment.ErrQueueSend) {
 			a.Log.ErrorContext(ctx, "enrich: queue send failed", "request_id", RequestID(ctx), "error", err.Error())
-			return nil, "", nil, &APIError{Status: http.StatusServiceUnavailable, Code: "QUEUE_UNAVAILABLE",
+			return nil, &APIError{Status: http.StatusServiceUnavailable, Code: "QUEUE_UNAVAILABLE",
 				Message: "the beers are registered but could not be enqueued; repeat the request"}
 		}
 		if err != nil {
-			return nil, "", nil, err
+			return nil, err
 		}
-		return res, dlq.OutcomeOK, map[string]any{"received": res.Received, "queued": len(res.Queued),
-			"already_queued": len(res.AlreadyQueued), "already_done": len(res.AlreadyDone)}, nil
+		return res, nil
 	})
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, res)
+	return nil
 }
 
 // beer shows one beer's enrichment state (GET /admin/beers/{id}).
@@ -75,6 +79,12 @@ type breakerResetData struct {
 	State string `json:"state"`
 }
 
+// AuditOutcome is ok.
+func (breakerResetData) AuditOutcome() string { return dlq.OutcomeOK }
+
+// AuditCounts are the state before the reset.
+func (b breakerResetData) AuditCounts() any { return map[string]any{"previous_state": b.PreviousState} }
+
 // breakerReset closes the provider's circuit breaker at once (POST
 // /admin/enrichment/breaker/reset, audited as breaker_reset): an
 // operator's way out when the breaker waits for a probe that cannot
@@ -87,14 +97,18 @@ func (a *API) breakerReset(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	start := dlq.AuditStart{Action: dlq.ActionBreakerReset}
-	return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
+	start := dlq.AuditStart{Action: dlq.ActionBreakerReset, Requester: a.requester(r)}
+	res, err := a.auditLog().Run(r.Context(), start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {
 		prev, err := (enrichment.Breaker{DB: a.DB}).Reset(ctx, a.Clock.Now())
 		if err != nil {
-			return nil, "", nil, err
+			return nil, err
 		}
 		a.Log.WarnContext(ctx, "enrichment: circuit breaker reset by an operator", "request_id", RequestID(ctx), "previous_state", prev)
-		return breakerResetData{PreviousState: prev, State: enrichment.BreakerClosed}, dlq.OutcomeOK,
-			map[string]any{"previous_state": prev}, nil
+		return breakerResetData{PreviousState: prev, State: enrichment.BreakerClosed}, nil
 	})
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, res)
+	return nil
 }

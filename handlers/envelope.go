@@ -25,6 +25,12 @@ type APIError struct {
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
 
+// AuditError is what an action's audit entry records when it ends with e:
+// the envelope's code and message.
+func (e *APIError) AuditError() *dlq.AuditError {
+	return &dlq.AuditError{Code: e.Code, Message: e.Message}
+}
+
 // Errorf-style constructors for the common cases.
 func badRequest(code, msg string) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Code: code, Message: msg}

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -36,18 +35,12 @@ func (a *API) dlqImport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Audited in the database the lines go to (that of the first line's
-	// queue; the service refuses lines of several databases).
-	in := a.in(a.databases().OfQueue(rows[0].SourceQueue))
-	start := dlq.AuditStart{Action: dlq.ActionImport}
-	return in.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-		res, err := relocation.Import{DBs: a.databases()}.Run(ctx, rows)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		return res, dlq.OutcomeOK, map[string]any{"database": res.Database, "lines": res.Lines,
-			"imported": res.Imported, "merged": res.Merged, "skipped": res.Skipped}, nil
-	})
+	res, err := relocation.Import{DBs: a.databases()}.Audited(r.Context(), rows, a.auditLog(), a.requester(r))
+	if err != nil {
+		return err
+	}
+	respond(w, r, http.StatusOK, res)
+	return nil
 }
 
 // dlqRelease serves POST /admin/dlq/release (relocation.Release).
@@ -56,22 +49,12 @@ func (a *API) dlqRelease(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &p); err != nil {
 		return err
 	}
-	// Audited in the database the rows are deleted from (DB when the
-	// name is not a bound database: the service refuses it).
-	in := a
-	if d, err := a.databaseNamed(p.Database); err == nil {
-		in = a.in(d)
+	res, err := relocation.Release{DBs: a.databases()}.Audited(r.Context(), p, a.auditLog(), a.requester(r))
+	if err != nil {
+		return err
 	}
-	start := dlq.AuditStart{Action: dlq.ActionRelease}
-	return in.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-		res, err := relocation.Release{DBs: a.databases()}.Run(ctx, p)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		return res, dlq.OutcomeOK, map[string]any{"pipeline": res.Pipeline, "database": res.Database, "into": res.Into,
-			"after": p.After, "limit": p.Limit, "next_after": res.NextAfter, "scanned": res.Scanned, "released": res.Released,
-			"not_imported": res.NotImported, "changed": res.Changed, "remaining": res.Remaining}, nil
-	})
+	respond(w, r, http.StatusOK, res)
+	return nil
 }
 
 // databaseNamed returns the bound database named name (400 UNKNOWN_DATABASE

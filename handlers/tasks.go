@@ -2,13 +2,10 @@ package handlers
 
 import (
 	"bytes"
-	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
@@ -17,10 +14,6 @@ import (
 
 // The replay task routes (docs/admin-api.md "Replay tasks"): create, list, get, pause,
 // resume, cancel. Every action is audited (dlq.Audit) like a replay.
-
-func (a *API) replayTasks() resolve.ReplayTasks {
-	return resolve.ReplayTasks{Replay: a.replayService()}
-}
 
 type taskBody struct {
 	Filter        json.RawMessage `json:"filter"`
@@ -87,29 +80,12 @@ func (a *API) taskCreate(w http.ResponseWriter, r *http.Request) error {
 		fmt.Sprintf("delay_seconds must be an integer in 0..%d", dlq.MaxDelaySeconds)); err != nil {
 		return err
 	}
-	svc := a.replayTasks()
-	nf, err := svc.Check(req)
+	res, err := a.actions().CreateTask(r.Context(), req, a.requester(r))
 	if err != nil {
 		return err
 	}
-	// A task lives in the database of the rows it replays (its cron step
-	// runs there).
-	d, err := a.databases().OfFilter(&nf)
-	if err != nil {
-		return err
-	}
-	a = a.in(d)
-	svc = a.replayTasks()
-	start := dlq.AuditStart{Action: dlq.ActionReplayTask, Filter: &nf}
-	return a.auditedStatus(w, r, http.StatusAccepted, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-		t, err := svc.Create(ctx, req, a.requester(r))
-		counts := map[string]any{"task_id": t.ID, "matched": t.Matched, "rate_per_minute": req.RatePerMinute,
-			"delay_seconds": req.DelaySeconds, "destination": req.Destination}
-		if req.Canary != nil {
-			counts["canary"] = req.Canary
-		}
-		return t, dlq.OutcomeOK, counts, err
-	})
+	respond(w, r, http.StatusAccepted, res)
+	return nil
 }
 
 // taskList serves GET /admin/dlq/replay-tasks: the newest tasks first.
@@ -121,7 +97,7 @@ func (a *API) taskList(w http.ResponseWriter, r *http.Request) error {
 	if limit == 0 {
 		limit = dlq.DefaultListLimit
 	}
-	tasks, err := a.tasksOf(r.Context(), limit, q["pipeline"])
+	tasks, err := a.actions().Tasks(r.Context(), limit, q["pipeline"])
 	if err != nil {
 		return err
 	}
@@ -161,10 +137,7 @@ func (a *API) taskGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if a, err = a.inHolding(r.Context(), "replay_tasks", id); err != nil {
-		return err
-	}
-	t, err := a.replayTasks().Get(r.Context(), id)
+	t, err := a.actions().Task(r.Context(), id)
 	if err != nil {
 		return taskError(err, r.PathValue("id"))
 	}
@@ -179,36 +152,11 @@ func (a *API) taskAction(action string) handlerFunc {
 		if err != nil {
 			return err
 		}
-		a, err := a.inHolding(r.Context(), "replay_tasks", id)
+		t, err := a.actions().ActOnTask(r.Context(), id, action, a.requester(r))
 		if err != nil {
-			return err
+			return taskError(err, r.PathValue("id"))
 		}
-		start := dlq.AuditStart{Action: dlq.ActionReplayTask + "_" + action}
-		return a.audited(w, r, start, auditAround, func(ctx context.Context) (any, string, any, error) {
-			t, err := a.replayTasks().Act(ctx, id, action)
-			return t, dlq.OutcomeOK, map[string]any{"task_id": id, "state": t.State}, taskError(err, r.PathValue("id"))
-		})
+		respond(w, r, http.StatusOK, t)
+		return nil
 	}
-}
-
-// tasksOf lists the newest limit tasks that can replay pipeline's rows
-// (every pipeline's when ""): from its database, or from every database,
-// merged newest first (each reads at most limit rows).
-func (a *API) tasksOf(ctx context.Context, limit int, pipeline string) ([]resolve.Task, error) {
-	dbs := a.databases()
-	if pipeline != "" || !dbs.Many() {
-		return a.in(dbs.OfPipeline(pipeline)).replayTasks().List(ctx, limit, pipeline)
-	}
-	var all []resolve.Task
-	for _, d := range dbs.All {
-		ts, err := a.in(d).replayTasks().List(ctx, limit, "")
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, ts...)
-	}
-	slices.SortStableFunc(all, func(x, y resolve.Task) int {
-		return cmp.Or(cmp.Compare(y.CreatedAt, x.CreatedAt), cmp.Compare(y.ID, x.ID))
-	})
-	return all[:min(limit, len(all))], nil
 }

@@ -154,6 +154,22 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 	return out, nil
 }
 
+// ReadDetail reads row id from the database that holds it
+// (Databases.Holding), with the audit entries of the others (Detail.Read).
+func ReadDetail(ctx context.Context, dbs dlq.Databases, id int64) (MessageDetail, error) {
+	d, err := dbs.Holding(ctx, "dlq_messages", []int64{id})
+	if err != nil {
+		return MessageDetail{}, err
+	}
+	var others []*sql.DB
+	for _, o := range dbs.All {
+		if o.DB != d.DB {
+			others = append(others, o.DB)
+		}
+	}
+	return Detail{DB: d.DB, Others: others, Pipelines: dbs.Pipelines()}.Read(ctx, id)
+}
+
 // detailKeys are the columns of a row that detailAuditSQL matches related
 // rows and audit entries by; readRow reads them, readAudit binds them.
 type detailKeys struct {

@@ -93,6 +93,9 @@ type ReleaseResult struct {
 	// (dlq_tally; retention's deletions of replayed and acknowledged rows
 	// are counted out by the daily dlq_tally job).
 	Remaining int64 `json:"remaining"`
+
+	// params are the request's, for the audit entry (Audited).
+	params ReleaseParams
 }
 
 const (

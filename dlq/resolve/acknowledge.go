@@ -58,6 +58,13 @@ type AcknowledgeResult struct {
 	HasMore *bool `json:"has_more,omitempty"`
 }
 
+// AuditOutcome is ok: the rows named were acknowledged (or were not pending).
+func (AcknowledgeResult) AuditOutcome() string { return dlq.OutcomeOK }
+
+// AuditCounts is nil: an acknowledge writes its entry, with its counts,
+// in the batch of its change (Run).
+func (AcknowledgeResult) AuditCounts() any { return nil }
+
 // Check validates req without touching anything: the error Run would return
 // for bad input, or nil.
 func (a Acknowledge) Check(req AcknowledgeRequest) error {
@@ -82,6 +89,11 @@ func (a Acknowledge) Run(ctx context.Context, req AcknowledgeRequest) (Acknowled
 	if err != nil {
 		return AcknowledgeResult{}, err
 	}
+	return a.run(ctx, req, sel)
+}
+
+// run is Run of a validated request (sel from validate).
+func (a Acknowledge) run(ctx context.Context, req AcknowledgeRequest, sel dlq.Selection) (AcknowledgeResult, error) {
 	now := a.Clock.Now()
 	var note any
 	if req.Note != "" {

@@ -140,6 +140,26 @@ type ReplayResult struct {
 	Skipped      []Skipped `json:"skipped"`
 	// BulkProgress is present for bulk calls only.
 	*BulkProgress
+
+	// destination is the request's, for the audit entry.
+	destination string
+}
+
+// AuditOutcome is ReplayOutcome(r).
+func (r ReplayResult) AuditOutcome() string { return ReplayOutcome(r) }
+
+// AuditCounts are the counts of r's audit entry.
+func (r ReplayResult) AuditCounts() any {
+	counts := map[string]any{"requested_count": r.RequestedCount, "claimed_count": r.ClaimedCount,
+		"replayed_count": r.ReplayedCount, "failed_count": r.FailedCount, "skipped_count": r.SkippedCount,
+		"queued_to": r.QueuedTo, "delay_seconds": r.DelaySeconds}
+	if r.destination != "" {
+		counts["destination"] = r.destination
+	}
+	if r.BulkProgress != nil {
+		counts["has_more"] = r.HasMore
+	}
+	return counts
 }
 
 // Skipped is a named id a replay did not claim.
@@ -198,17 +218,22 @@ func (r Replay) Run(ctx context.Context, req ReplayRequest) (ReplayResult, error
 	if err != nil {
 		return ReplayResult{}, err
 	}
+	return r.run(ctx, req, sel, pos, limit)
+}
+
+// run is Run of a validated request (sel, pos and limit from validate).
+func (r Replay) run(ctx context.Context, req ReplayRequest, sel dlq.Selection, pos *dlq.Position, limit int) (ReplayResult, error) {
 	cond, args := sel.Where(true, pos)
 	if sel.Filter != nil {
 		cond, args = dlq.NewestFirst(cond), append(args, int64(limit))
 	}
 	cs, claimAt, err := r.claim(ctx, cond, args)
 	if err != nil {
-		return ReplayResult{}, err
+		return ReplayResult{destination: req.Destination}, err
 	}
 
 	res := ReplayResult{RequestedCount: len(sel.IDs), ClaimedCount: len(cs), DelaySeconds: req.DelaySeconds,
-		ReplayedIDs: []int64{}, FailedIDs: []int64{}, Skipped: []Skipped{}}
+		ReplayedIDs: []int64{}, FailedIDs: []int64{}, Skipped: []Skipped{}, destination: req.Destination}
 	if sel.Filter != nil {
 		res.RequestedCount = len(cs)
 	}
@@ -269,6 +294,11 @@ func (r Replay) DryRun(ctx context.Context, req ReplayRequest) (dlq.Preview, err
 	if err != nil {
 		return dlq.Preview{}, err
 	}
+	return r.dryRun(ctx, sel, pos)
+}
+
+// dryRun is DryRun of a validated request.
+func (r Replay) dryRun(ctx context.Context, sel dlq.Selection, pos *dlq.Position) (dlq.Preview, error) {
 	return dlq.PreviewRows(ctx, r.DB, r.Pipelines, sel, true, pos)
 }
 

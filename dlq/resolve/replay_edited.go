@@ -61,6 +61,27 @@ type EditedReplayResult struct {
 	// this row.
 	OriginalBodyHash string `json:"original_body_hash"`
 	EditedBodyHash   string `json:"edited_body_hash"`
+
+	// destination is the request's, for the audit entry.
+	destination string
+}
+
+// AuditOutcome is ok when the edited body was sent, failed when not.
+func (r EditedReplayResult) AuditOutcome() string {
+	if !r.Replayed {
+		return dlq.OutcomeFailed
+	}
+	return dlq.OutcomeOK
+}
+
+// AuditCounts are the counts of r's audit entry, with both body hashes.
+func (r EditedReplayResult) AuditCounts() any {
+	counts := map[string]any{"replayed": r.Replayed, "queued_to": r.QueuedTo, "delay_seconds": r.DelaySeconds,
+		"original_body_hash": r.OriginalBodyHash, "edited_body_hash": r.EditedBodyHash}
+	if r.destination != "" {
+		counts["destination"] = r.destination
+	}
+	return counts
 }
 
 // CheckEdited validates req and returns the compact body.
@@ -103,15 +124,21 @@ func (r Replay) RunEdited(ctx context.Context, req EditedReplayRequest) (EditedR
 	if err != nil {
 		return EditedReplayResult{}, err
 	}
+	return r.runEdited(ctx, req, body)
+}
+
+// runEdited is RunEdited of a checked request (body from CheckEdited).
+func (r Replay) runEdited(ctx context.Context, req EditedReplayRequest, body string) (EditedReplayResult, error) {
+	res := EditedReplayResult{destination: req.Destination}
 	cs, claimAt, err := r.claim(ctx, `id = ? AND status = 'pending' AND `+dlq.ContentTypeSQL+` = 'json'`, []any{req.ID})
 	if err != nil {
-		return EditedReplayResult{}, err
+		return res, err
 	}
 	if len(cs) == 0 {
-		return EditedReplayResult{}, r.notClaimed(ctx, req.ID)
+		return res, r.notClaimed(ctx, req.ID)
 	}
 	c := &cs[0]
-	res := EditedReplayResult{ID: req.ID, DelaySeconds: req.DelaySeconds, EditedBodyHash: dlq.BodyHash(queue.JSON, body)}
+	res.ID, res.DelaySeconds, res.EditedBodyHash = req.ID, req.DelaySeconds, dlq.BodyHash(queue.JSON, body)
 	if c.hash != "" && !c.wasEdited {
 		res.OriginalBodyHash = c.hash
 	} else if text, err := c.body(); err == nil {

@@ -166,6 +166,40 @@ type Task struct {
 	slotOrigin, slotBase int64
 }
 
+// CreatedTask is a task just created (its JSON is the task's), with what
+// the audit entry of its creation records.
+type CreatedTask struct {
+	Task
+	request TaskRequest
+}
+
+// AuditOutcome is ok.
+func (CreatedTask) AuditOutcome() string { return dlq.OutcomeOK }
+
+// AuditCounts are the task's id, matched rows and the request's rate,
+// delay, destination and canary.
+func (t CreatedTask) AuditCounts() any {
+	counts := map[string]any{"task_id": t.ID, "matched": t.Matched, "rate_per_minute": t.request.RatePerMinute,
+		"delay_seconds": t.request.DelaySeconds, "destination": t.request.Destination}
+	if t.request.Canary != nil {
+		counts["canary"] = t.request.Canary
+	}
+	return counts
+}
+
+// ActedTask is a task just paused, resumed or cancelled (its JSON is the
+// task's), with what the audit entry of the action records.
+type ActedTask struct {
+	Task
+	id int64
+}
+
+// AuditOutcome is ok.
+func (ActedTask) AuditOutcome() string { return dlq.OutcomeOK }
+
+// AuditCounts are the task's id and its state after the action.
+func (t ActedTask) AuditCounts() any { return map[string]any{"task_id": t.id, "state": t.State} }
+
 const taskColumns = `id, state, filter, rate_per_minute, delay_seconds, destination, matched, sent, send_failed,
 	steps, created_at, updated_at, last_step_at, finished_at, created_by, slot_origin, slot_base, canary, canary_result`
 
@@ -319,6 +353,11 @@ func (ts ReplayTasks) Create(ctx context.Context, req TaskRequest, by dlq.Reques
 	if err != nil {
 		return Task{}, err
 	}
+	return ts.create(ctx, req, f, by)
+}
+
+// create is Create of a checked request (f, its normalized filter, from Check).
+func (ts ReplayTasks) create(ctx context.Context, req TaskRequest, f dlq.Filter, by dlq.Requester) (Task, error) {
 	now := ts.Replay.Clock.Now().UnixMilli()
 	fjs, _ := json.Marshal(f)
 	sel := dlq.Selection{Filter: &f}
