@@ -15,6 +15,13 @@
 // A replay task works through a filter in steps on the cron, each step
 // bounded, pausable and resumable; its first rows are a canary that must
 // succeed often enough before the rest are sent. Acknowledge marks rows
-// dealt with and keeps them until retention. Each action is audited with
-// its counts, in the database it acted on.
+// dealt with and keeps them until retention.
+//
+// Actions is the admin API's door to all of this. Each of its methods is
+// one action: it validates its request once, chooses the database it acts
+// on (that of its rows, its filter's pipeline or its task), runs there,
+// and records itself in that database's audit log through dlq.Audit.Run
+// with its typed result, whose AuditOutcome and AuditCounts say what the
+// entry holds. The HTTP handlers parse, authorise and call one method;
+// they never choose a database.
 package resolve
