@@ -212,6 +212,20 @@ func seedIDs(base int64) string {
 	return b.String()
 }
 
+// Named returns the bound database named name (400 UNKNOWN_DATABASE,
+// naming the bound ones, otherwise).
+func (d Databases) Named(name string) (Database, error) {
+	var names []string
+	for _, db := range d.All {
+		if db.Name == name {
+			return db, nil
+		}
+		names = append(names, db.Name)
+	}
+	sort.Strings(names)
+	return Database{}, InputErr("UNKNOWN_DATABASE", "database must be a bound database (%s); got %q", strings.Join(names, ", "), ClipName(name))
+}
+
 // OfFilter returns the database of the rows a bulk filter selects: its
 // pipeline's or its source queue's. With more than one database a filter
 // naming neither is refused (400 PIPELINE_REQUIRED): a bulk action or a

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/internal/text"
 )
 
 // Pipelines are the configured pipelines (var PIPELINES, config.Pipeline),
@@ -64,14 +65,9 @@ func (ps Pipelines) Queue(name string) (string, error) {
 	return p.Queue, nil
 }
 
-// ClipName is s cut to 64 bytes (with an ellipsis), for an error message that
+// ClipName is s cut to at most 64 bytes at a character boundary (with an ellipsis), for an error message that
 // quotes a name the caller gave.
-func ClipName(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+func ClipName(s string) string { return text.Clip(s, 64) }
 
 // sqlString is s as an SQL string literal. Only names config validated
 // reach it (pipeline, queue and label names: letters, digits, - and _), and

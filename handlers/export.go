@@ -2,14 +2,10 @@ package handlers
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/inspect"
 )
 
@@ -39,21 +35,13 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Without database, the rows of the filter's pipeline's database, or
-	// of every database merged (moveFields finds each row's).
-	named := q["database"] != ""
-	db, dbName, err := a.exportDatabase(q["database"])
+	exp, err := inspect.ExportFrom(a.databases(), q["database"], a.cursors())
 	if err != nil {
 		return err
 	}
+	exp.MoveFields = format == "ndjson"
 	var buf bytes.Buffer
 	visit := func(rows []json.RawMessage) error {
-		if p.IncludeRaw {
-			// What a copy of each row needs (POST /admin/dlq/import).
-			if err := a.moveFields(r.Context(), db, p.Filter, rows); err != nil {
-				return err
-			}
-		}
 		for _, row := range rows {
 			buf.Write(row)
 			buf.WriteByte('\n')
@@ -67,13 +55,7 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 		}
 		visit = cw.Write
 	}
-	list := inspect.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}
-	if named {
-		// That database alone, read as the configured pipelines say.
-		one := dlq.Single(dlq.Store{DB: db, Pipelines: a.databases().Pipelines()})
-		list = inspect.List{DB: db, DBs: one, Database: dbName, Cursors: a.cursors()}
-	}
-	res, err := inspect.Export{List: list}.Run(r.Context(), p, visit)
+	res, err := exp.Run(r.Context(), p, visit)
 	if err != nil {
 		return err
 	}
@@ -89,25 +71,6 @@ func exportFormat(format string) (string, error) {
 		return "", badRequest("INVALID_FORMAT", "format must be ndjson or csv")
 	}
 	return format, nil
-}
-
-// exportDatabase is the database an export reads when ?database= names one
-// (name): its handle, and its name when there are many (its cursors are
-// bound to it). Without a name, both are empty: the rows of the filter's
-// pipeline's database, or of every database merged.
-func (a *API) exportDatabase(name string) (*sql.DB, string, error) {
-	if name == "" {
-		return nil, "", nil
-	}
-	d, err := a.databaseNamed(name)
-	if err != nil {
-		return nil, "", err
-	}
-	var dbName string
-	if a.databases().Many() {
-		dbName = d.Name // its cursors are bound to it
-	}
-	return d.DB, dbName, nil
 }
 
 // writeExport answers with the exported rows in buf: CSV when cw wrote
@@ -131,43 +94,5 @@ func writeExport(w http.ResponseWriter, buf *bytes.Buffer, cw *inspect.CSVExport
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
-	return nil
-}
-
-// moveFields adds to rows what a copy of each needs (dlq.AddMoveFields),
-// read from db, or, when db is nil, from the database of the filter's
-// pipeline or source queue, or from each database in turn for the rows
-// the ones before it did not hold (a merged export).
-func (a *API) moveFields(ctx context.Context, db *sql.DB, f dlq.Filter, rows []json.RawMessage) error {
-	dbs := a.databases()
-	switch {
-	case db != nil:
-		return dlq.AddMoveFields(ctx, db, rows)
-	case !dbs.Many() || f.Pipeline != "":
-		return dlq.AddMoveFields(ctx, dbs.OfPipeline(f.Pipeline).DB, rows)
-	case f.SourceQueue != "":
-		return dlq.AddMoveFields(ctx, dbs.OfQueue(f.SourceQueue).DB, rows)
-	}
-	left := slices.Clone(rows)
-	at := make([]int, len(rows))
-	for i := range at {
-		at[i] = i
-	}
-	for _, d := range dbs.All {
-		before := slices.Clone(left)
-		if err := dlq.AddMoveFields(ctx, d.DB, left); err != nil {
-			return err
-		}
-		var nextLeft []json.RawMessage
-		var nextAt []int
-		for i := range left {
-			if len(left[i]) != len(before[i]) {
-				rows[at[i]] = left[i]
-				continue
-			}
-			nextLeft, nextAt = append(nextLeft, left[i]), append(nextAt, at[i])
-		}
-		left, at = nextLeft, nextAt
-	}
 	return nil
 }

@@ -4,10 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sort"
-	"strings"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/relocation"
 )
 
@@ -55,18 +52,4 @@ func (a *API) dlqRelease(w http.ResponseWriter, r *http.Request) error {
 	}
 	respond(w, r, http.StatusOK, res)
 	return nil
-}
-
-// databaseNamed returns the bound database named name (400 UNKNOWN_DATABASE
-// naming the bound ones otherwise).
-func (a *API) databaseNamed(name string) (dlq.Database, error) {
-	var names []string
-	for _, d := range a.databases().All {
-		if d.Name == name {
-			return d, nil
-		}
-		names = append(names, d.Name)
-	}
-	sort.Strings(names)
-	return dlq.Database{}, badRequest("UNKNOWN_DATABASE", "database must be a bound database ("+strings.Join(names, ", ")+"); got "+quote(name))
 }

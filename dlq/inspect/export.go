@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/redrive/redrive/dlq"
@@ -20,6 +21,67 @@ import (
 // that row): the admin API sends it as the X-Next-Cursor header.
 type Export struct {
 	List List
+	// MoveFields adds to each row, with IncludeRaw, what a copy of it
+	// needs (dlq.AddMoveFields), read from the database that holds it:
+	// the NDJSON that POST /admin/dlq/import reads.
+	MoveFields bool
+}
+
+// ExportFrom is the export of the rows of dbs: those of the filter's
+// pipeline's database, or of every database merged; or, when database
+// names one (Databases.Named), those of that database alone, whatever
+// their pipeline (a pipeline's move: docs/operations.md), read as the
+// configured pipelines say, its cursors bound to it.
+func ExportFrom(dbs dlq.Databases, database string, cursors dlq.Cursors) (Export, error) {
+	if database == "" {
+		return Export{List: List{DBs: dbs, Cursors: cursors}}, nil
+	}
+	d, err := dbs.Named(database)
+	if err != nil {
+		return Export{}, err
+	}
+	var name string
+	if dbs.Many() {
+		name = d.Name
+	}
+	one := dlq.Single(dlq.Store{DB: d.DB, Pipelines: dbs.Pipelines()})
+	return Export{List: List{DB: d.DB, DBs: one, Database: name, Cursors: cursors}}, nil
+}
+
+// moveFields adds to rows what a copy of each needs (dlq.AddMoveFields),
+// read from the database of the filter's pipeline or source queue, or
+// from each database in turn for the rows the ones before it did not hold
+// (a merged export).
+func (e Export) moveFields(ctx context.Context, f dlq.Filter, rows []json.RawMessage) error {
+	dbs := e.List.DBs
+	switch {
+	case !dbs.Many() || f.Pipeline != "":
+		return dlq.AddMoveFields(ctx, dbs.OfPipeline(f.Pipeline).DB, rows)
+	case f.SourceQueue != "":
+		return dlq.AddMoveFields(ctx, dbs.OfQueue(f.SourceQueue).DB, rows)
+	}
+	left := slices.Clone(rows)
+	at := make([]int, len(rows))
+	for i := range at {
+		at[i] = i
+	}
+	for _, d := range dbs.All {
+		before := slices.Clone(left)
+		if err := dlq.AddMoveFields(ctx, d.DB, left); err != nil {
+			return err
+		}
+		var nextLeft []json.RawMessage
+		var nextAt []int
+		for i := range left {
+			if len(left[i]) != len(before[i]) {
+				rows[at[i]] = left[i]
+				continue
+			}
+			nextLeft, nextAt = append(nextLeft, left[i]), append(nextAt, at[i])
+		}
+		left, at = nextLeft, nextAt
+	}
+	return nil
 }
 
 // Export budget: pages of ListParams.Limit rows (DefaultExportPageSize
@@ -73,6 +135,11 @@ func (e Export) Run(ctx context.Context, p ListParams, visit func([]json.RawMess
 		if len(page.Messages) > 0 {
 			if err := json.Unmarshal(page.Messages, &rows); err != nil {
 				return res, fmt.Errorf("dlq export: page: %w", err)
+			}
+		}
+		if p.IncludeRaw && e.MoveFields {
+			if err := e.moveFields(ctx, p.Filter, rows); err != nil {
+				return res, err
 			}
 		}
 		if err := visit(rows); err != nil {

@@ -37,10 +37,8 @@ func (r ImportResult) AuditCounts() any {
 // database the rows are deleted from (audit's DB when p names no bound
 // database: Run refuses it).
 func (rl Release) Audited(ctx context.Context, p ReleaseParams, audit dlq.Audit, by dlq.Requester) (dlq.Audited, error) {
-	for _, d := range rl.DBs.All {
-		if d.Name == p.Database {
-			audit.DB = d.DB
-		}
+	if d, err := rl.DBs.Named(p.Database); err == nil {
+		audit.DB = d.DB
 	}
 	start := dlq.AuditStart{Action: dlq.ActionRelease, Requester: by}
 	return audit.Run(ctx, start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/sqlbatch"
@@ -151,18 +149,10 @@ func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, erro
 		return ReleaseResult{}, dlq.InputErr("UNKNOWN_PIPELINE", "pipeline is required")
 	}
 	own := rl.DBs.OfQueue(pl.Queue)
-	var old *dlq.Database
-	var names []string
-	for i, d := range rl.DBs.All {
-		names = append(names, d.Name)
-		if d.Name == p.Database {
-			old = &rl.DBs.All[i]
-		}
-	}
+	old, err := rl.DBs.Named(p.Database)
 	switch {
-	case old == nil:
-		sort.Strings(names)
-		return ReleaseResult{}, dlq.InputErr("UNKNOWN_DATABASE", "database must be a bound database (%s); got %q", strings.Join(names, ", "), dlq.ClipName(p.Database))
+	case err != nil:
+		return ReleaseResult{}, err
 	case old.Name == own.Name:
 		return ReleaseResult{}, dlq.InputErr("OWN_DATABASE", "%s is pipeline %s's own database: there is nothing to release from it", old.Name, pl.Name)
 	case p.Limit < 0 || p.Limit > ReleaseMaxLimit:
@@ -174,7 +164,7 @@ func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, erro
 		p.Limit = DefaultReleaseLimit
 	}
 	res := ReleaseResult{Pipeline: pl.Name, Database: old.Name, Into: own.Name}
-	found, next, err := rl.scan(ctx, *old, pl.Queue, p)
+	found, next, err := rl.scan(ctx, old, pl.Queue, p)
 	if err != nil {
 		return res, err
 	}
@@ -183,7 +173,7 @@ func (rl Release) Run(ctx context.Context, p ReleaseParams) (ReleaseResult, erro
 	if err != nil {
 		return res, err
 	}
-	if res.Released, err = rl.delete(ctx, *old, pl.Queue, found, held, next == nil); err != nil {
+	if res.Released, err = rl.delete(ctx, old, pl.Queue, found, held, next == nil); err != nil {
 		return res, err
 	}
 	// A row held whose delete matched nothing changed after its export
