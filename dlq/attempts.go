@@ -167,6 +167,27 @@ const MaxReportError = 2000
 // MaxReportAttempts bounds the attempts of one report.
 const MaxReportAttempts = 100
 
+// RecordAttempts records each attempt in its queue's database
+// (Attempts.RecordAll): one batch per database that gets any, one in all
+// when every queue shares a database. A batch that fails ends the call;
+// the batches before it stay written.
+func (d Databases) RecordAttempts(ctx context.Context, ats []Attempt) error {
+	byDB := map[string][]Attempt{}
+	for _, at := range ats {
+		name := d.OfQueue(at.Queue).Name
+		byDB[name] = append(byDB[name], at)
+	}
+	for _, db := range d.All {
+		if len(byDB[db.Name]) == 0 {
+			continue
+		}
+		if err := (Attempts{DB: db.DB}).RecordAll(ctx, db.Batch, byDB[db.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RecordAll upserts every attempt with one batch (one RecordSQL statement
 // per attempt, all or nothing), so a report from a consumer outside redrive
 // lands in the same attempt history and failure signatures as the beer

@@ -65,21 +65,8 @@ func (a *API) attempts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// Each attempt is recorded in its queue's database (one batch each;
-	// one batch in all when every queue shares a database).
-	byDB := map[string][]dlq.Attempt{}
-	dbs := a.databases()
-	for _, at := range ats {
-		name := dbs.OfQueue(at.Queue).Name
-		byDB[name] = append(byDB[name], at)
-	}
-	for _, d := range dbs.All {
-		if len(byDB[d.Name]) == 0 {
-			continue
-		}
-		if err := (dlq.Attempts{DB: d.DB}).RecordAll(r.Context(), d.Batch, byDB[d.Name]); err != nil {
-			return err
-		}
+	if err := a.databases().RecordAttempts(r.Context(), ats); err != nil {
+		return err
 	}
 	respond(w, r, http.StatusAccepted, attemptsData{Recorded: len(ats)})
 	return nil
