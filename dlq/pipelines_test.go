@@ -10,27 +10,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/config"
+	"github.com/redrive/redrive/dlq/dlqtest"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/queue"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
-// testPipelinesJSON is the e2e environment's pipelines, with a third one
-// whose key is escaped (RFC 6901 ~0 and ~1) and labels reversed.
-const testPipelinesJSON = `[
-{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[{"name":"beer_name","pointer":"/beer_name"},{"name":"brewer","pointer":"/brewer"}],"consumer":"redrive"},
-{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
-{"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
-
-// withPipelines returns the pipelines of testPipelinesJSON.
-func withPipelines(t testing.TB) Pipelines {
-	t.Helper()
-	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
-	if len(problems) != 0 || len(ps) != 3 {
-		t.Fatalf("pipelines %v %v", ps, problems)
-	}
-	return ps
-}
+// withPipelines returns the pipelines of dlqtest.PipelinesJSON.
+func withPipelines(t testing.TB) Pipelines { return dlqtest.Pipelines(t) }
 
 func pipelineCapture(t *testing.T, ps Pipelines) (*Capture, *bytes.Buffer) {
 	db := sqlitetest.New(t)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/metrics"
 )
@@ -379,3 +380,21 @@ func Generate(t *testing.T, db *sql.DB, prefix string, n, ties int, base int64) 
 
 // FixedClock is a clock that always reads the same time.
 func FixedClock() time.Time { return time.UnixMilli(1_750_000_000_000) }
+
+// PipelinesJSON is the e2e environment's pipelines, with a third one
+// whose key is escaped (RFC 6901 ~0 and ~1) and labels reversed.
+const PipelinesJSON = `[
+{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[{"name":"beer_name","pointer":"/beer_name"},{"name":"brewer","pointer":"/brewer"}],"consumer":"redrive"},
+{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
+{"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
+
+// Pipelines returns the pipelines of PipelinesJSON, for a test to give
+// what it builds (there is no package-wide configuration to set).
+func Pipelines(t testing.TB) []config.Pipeline {
+	t.Helper()
+	ps, problems := config.ParsePipelines(PipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
+	if len(problems) != 0 || len(ps) != 3 {
+		t.Fatalf("pipelines %v %v", ps, problems)
+	}
+	return ps
+}

@@ -19,9 +19,15 @@ import (
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
+// testPipelinesJSON is the e2e environment's pipelines and one more.
+const testPipelinesJSON = dlqtest.PipelinesJSON
+
 var (
 	ctx     = context.Background()
 	discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	// withPipelines are the pipelines of testPipelinesJSON.
+	withPipelines = dlqtest.Pipelines
 
 	count       = dlqtest.Count
 	counter     = dlqtest.Counter
@@ -76,24 +82,6 @@ func historyOf(t *testing.T, db *sql.DB, where string, args ...any) ([]dlq.Histo
 }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
-
-// testPipelinesJSON is the e2e environment's pipelines, with a third one
-// whose key is escaped (RFC 6901 ~0 and ~1) and labels reversed.
-const testPipelinesJSON = `[
-{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[{"name":"beer_name","pointer":"/beer_name"},{"name":"brewer","pointer":"/brewer"}],"consumer":"redrive"},
-{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
-{"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
-
-// withPipelines returns the pipelines of testPipelinesJSON, for a test to
-// hand to what it builds (a service's DBs, Detail.Pipelines, a Store).
-func withPipelines(t testing.TB) []config.Pipeline {
-	t.Helper()
-	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
-	if len(problems) != 0 || len(ps) != 3 {
-		t.Fatalf("pipelines %v %v", ps, problems)
-	}
-	return ps
-}
 
 // pipelineCapture is a capture of testPipelinesJSON's pipelines (and a
 // queue no pipeline names) into a database of its own; its Stores are

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/dlqtest"
 	"github.com/redrive/redrive/dlq/resolve"
@@ -20,9 +19,15 @@ import (
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
+// testPipelinesJSON is the e2e environment's pipelines and one more.
+const testPipelinesJSON = dlqtest.PipelinesJSON
+
 var (
 	ctx     = context.Background()
 	discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	// withPipelines are the pipelines of testPipelinesJSON.
+	withPipelines = dlqtest.Pipelines
 
 	count        = dlqtest.Count
 	counter      = dlqtest.Counter
@@ -63,13 +68,6 @@ func wantInput(t *testing.T, err error, code string) {
 	}
 }
 
-// testPipelinesJSON is the e2e environment's pipelines, with a third one
-// whose key is escaped (RFC 6901 ~0 and ~1) and labels reversed.
-const testPipelinesJSON = `[
-{"name":"beers","queue":"beer-enrichment","dlq":"beer-enrichment-dlq","producer":"ENRICHMENT_QUEUE","key":"/beer_id","labels":[{"name":"beer_name","pointer":"/beer_name"},{"name":"brewer","pointer":"/brewer"}],"consumer":"redrive"},
-{"name":"orders","queue":"orders","dlq":"orders-dlq","producer":"ORDERS","key":"/order/id","labels":[{"name":"customer","pointer":"/order/customer"}],"consumer":"external","alert_pending_threshold":2,"alert_oldest_hours":1,"retention_days":2},
-{"name":"odd","queue":"odd","dlq":"odd-dlq","producer":"ODD","key":"/a~1b/~0","labels":[{"name":"second","pointer":"/2"},{"name":"first","pointer":"/1"}],"consumer":"external"}]`
-
 var t0 = time.UnixMilli(1_700_000_000_000)
 
 const dlqName = "beer-enrichment-dlq"
@@ -88,17 +86,6 @@ func consume(t *testing.T, c *dlq.Capture, msgs ...*queuetest.Message) {
 
 func beer(id string) string {
 	return fmt.Sprintf(`{"beer_id":%q,"beer_name":"Beer %s","brewer":"Brewer"}`, id, id)
-}
-
-// withPipelines returns the pipelines of testPipelinesJSON, for a test to
-// give what it builds (there is no package-wide configuration to set).
-func withPipelines(t testing.TB) dlq.Pipelines {
-	t.Helper()
-	ps, problems := config.ParsePipelines(testPipelinesJSON, 100, 24*3600e9, 30*24*3600e9)
-	if len(problems) != 0 || len(ps) != 3 {
-		t.Fatalf("pipelines %v %v", ps, problems)
-	}
-	return ps
 }
 
 var taskT0 = time.UnixMilli(1_750_000_000_000)
