@@ -137,17 +137,23 @@ func Advance[T any](spots []Spot, streams []Stream[T], taken []int, at func(T) S
 	}
 }
 
-// dbOf is the connection of the database a view with a pipeline or source
+// DBOf is the connection of the database a view with a pipeline or source
 // queue filter reads (d empty: db, the services' own DB).
 func DBOf(d Databases, db *sql.DB, pipeline, sourceQueue string) *sql.DB {
-	switch {
-	case len(d.All) == 0:
+	if len(d.All) == 0 {
 		return db
-	case sourceQueue != "":
-		return d.OfQueue(sourceQueue).DB
-	default:
-		return d.OfPipeline(pipeline).DB
 	}
+	return d.Viewed(pipeline, sourceQueue).DB
+}
+
+// Viewed is the database a view with a pipeline or source queue filter
+// reads: the source queue's, else the pipeline's (the shared one when
+// neither is set).
+func (d Databases) Viewed(pipeline, sourceQueue string) Database {
+	if sourceQueue != "" {
+		return d.OfQueue(sourceQueue)
+	}
+	return d.OfPipeline(pipeline)
 }
 
 // pageMerged is Audit.Page over every database: at most p.Limit + 1

@@ -61,7 +61,7 @@ func (a *API) otherMethods(path string) string {
 // dlqTimeseries serves GET /admin/dlq/timeseries: failures per hour over
 // the last dlq.SeriesHours hours, of every pipeline or of ?pipeline=.
 func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
-	s, err := inspect.TimeSeries{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Read(r.Context())
+	s, err := inspect.TimeSeries{DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Read(r.Context())
 	if err != nil {
 		return err
 	}

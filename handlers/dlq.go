@@ -117,7 +117,7 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := inspect.List{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
+	page, err := inspect.List{DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := inspect.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: q["pipeline"], Limit: limit}
-	page, err := inspect.Groups{DB: a.DB, DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
+	page, err := inspect.Groups{DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 
 // dlqStats serves GET /admin/dlq/stats.
 func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
-	rep, err := inspect.Stats{DB: a.DB, DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Report(r.Context())
+	rep, err := inspect.Stats{DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Report(r.Context())
 	if err != nil {
 		return err
 	}

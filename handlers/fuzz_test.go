@@ -75,7 +75,7 @@ func FuzzFilter(f *testing.F) {
 		VALUES ('m1', 'b1', 'Hop 100%_off \ Ünï', 'Brewer', 5, 'transient: status 500', '{"beer_id":"b1"}')`); err != nil {
 		f.Fatal(err)
 	}
-	list := inspect.List{DB: db, Cursors: dlq.NewCursors("s")}
+	list := inspect.List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	replay := resolve.Replay{DB: db, Sender: &queuetest.Sender{}, Log: discard, Cursors: dlq.NewCursors("s"), BulkMax: 10}
 	ack := resolve.Acknowledge{DB: db, Batch: nil, BulkMax: 10}
 	f.Fuzz(func(t *testing.T, raw []byte) {

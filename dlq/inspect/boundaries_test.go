@@ -14,7 +14,7 @@ import (
 func TestListLastFullPageAndTheCountBound(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "lf", ListCountMax, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	cursor, pages, rows := "", 0, 0
 	for {
 		p, err := l.Page(ctx, ListParams{Filter: dlq.Filter{Q: "lf-"}, Limit: 100, Cursor: cursor})
@@ -76,7 +76,7 @@ func TestTimeSeriesLeavesOutHoursAfterNow(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock()
 	insert(t, db, adminRow{BeerID: "now", FailedAt: now.UnixMilli()}, adminRow{BeerID: "later", FailedAt: now.Add(time.Hour).UnixMilli()})
-	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
+	s, err := TimeSeries{DBs: dlq.Single(dlq.Store{DB: db}), Clock: fixedClock}.Read(ctx)
 	if err != nil || s.Total != 1 || s.Hourly[dlq.SeriesHours-1].Failures != 1 {
 		t.Fatalf("total %d, last hour %+v (%v)", s.Total, s.Hourly[dlq.SeriesHours-1], err)
 	}

@@ -45,7 +45,7 @@ func ExportFrom(dbs dlq.Databases, database string, cursors dlq.Cursors) (Export
 		name = d.Name
 	}
 	one := dlq.Single(dlq.Store{DB: d.DB, Pipelines: dbs.Pipelines()})
-	return Export{List: List{DB: d.DB, DBs: one, Database: name, Cursors: cursors}}, nil
+	return Export{List: List{DBs: one, Database: name, Cursors: cursors}}, nil
 }
 
 // moveFields adds to rows what a copy of each needs (dlq.AddMoveFields),

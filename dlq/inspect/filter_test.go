@@ -16,7 +16,7 @@ func TestFilterVersionNotKeepsOtherAndUnknownVersions(t *testing.T) {
 	if _, err := db.Exec(`UPDATE dlq_messages SET version = CASE id WHEN ? THEN 'v1' WHEN ? THEN 'v2' END`, ids[0], ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	for _, c := range []struct {
 		f    dlq.Filter
 		want []string

@@ -25,10 +25,9 @@ import (
 // page was read is listed exactly once, and groups first seen later are
 // not (they are on a new first page).
 type Groups struct {
-	DB *sql.DB
-	// DBs, when set, are the databases of the groups (DB is then unused):
-	// a pipeline filter reads its database; without one, more than one
-	// database are read and merged (pageMerged).
+	// DBs are the databases of the groups: a pipeline filter reads its
+	// database; without one, more than one database are read and merged
+	// (pageMerged).
 	DBs     dlq.Databases
 	Cursors dlq.Cursors
 }
@@ -149,7 +148,7 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 		}
 		after = &dlq.Spot{T: pos.FailedAt, I: pos.ID, S: pos.Key}
 	}
-	groups, err := readGroups(ctx, dlq.DBOf(g.DBs, g.DB, p.Pipeline, ""), g.DBs.Pipelines(), p, queue, after)
+	groups, err := readGroups(ctx, g.DBs.OfPipeline(p.Pipeline).DB, g.DBs.Pipelines(), p, queue, after)
 	if err != nil {
 		return GroupsPage{}, err
 	}

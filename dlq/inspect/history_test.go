@@ -76,7 +76,7 @@ func TestHistoryFollowsTheMessageAcrossReplays(t *testing.T) {
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
 		t.Fatalf("%d rows, want 1", n)
 	}
-	g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+	g, err := Groups{DBs: dlq.Single(dlq.Store{DB: db})}.Page(ctx, GroupsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestMixedFailureSetGroups(t *testing.T) {
 		poison = append(poison, queuetest.New(fmt.Sprintf("poison-%d", i), fmt.Sprintf("Beer #%d, no JSON", i)))
 	}
 	consume(t, c, poison...)
-	g, err := Groups{DB: db}.Page(ctx, GroupsParams{})
+	g, err := Groups{DBs: dlq.Single(dlq.Store{DB: db})}.Page(ctx, GroupsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestGroupsPagesThroughTiesOnce(t *testing.T) {
 	cur := dlq.NewCursors("secret")
 	pages := 0
 	for {
-		page, err := Groups{DB: db, Cursors: cur}.Page(ctx, p)
+		page, err := Groups{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: cur}.Page(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +270,7 @@ func TestGroupsPagesThroughTiesOnce(t *testing.T) {
 // The groups page's limit and filters are accepted at their edges and
 // refused one past them.
 func TestGroupsLimitsAtTheirEdges(t *testing.T) {
-	g := Groups{DB: sqlitetest.New(t), Cursors: dlq.NewCursors("s")}
+	g := Groups{DBs: dlq.Single(dlq.Store{DB: sqlitetest.New(t)}), Cursors: dlq.NewCursors("s")}
 	long := strings.Repeat("v", dlq.MaxFilterText)
 	for _, p := range []GroupsParams{{Limit: 1}, {Limit: dlq.MaxListLimit}, {Class: long}, {Version: long}} {
 		if _, err := g.Page(ctx, p); err != nil {
@@ -342,7 +342,7 @@ func TestGroupsPagingNewestFirstIsStable(t *testing.T) {
 		var seen []string
 		p := GroupsParams{Limit: 1, Sort: sort}
 		for pages := 0; ; pages++ {
-			page, err := Groups{DB: db, Cursors: cur}.Page(ctx, p)
+			page, err := Groups{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: cur}.Page(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,7 +369,7 @@ func TestGroupsPagingNewestFirstIsStable(t *testing.T) {
 		t.Errorf("by pending count: listed %s; the documented behaviour is a,b,d,a (c missed, a twice)", got)
 	}
 	var ie *dlq.InputError
-	if _, err := (Groups{DB: db, Cursors: cur}).Page(ctx, GroupsParams{Sort: "size"}); !errors.As(err, &ie) || ie.Code != "INVALID_FILTER" {
+	if _, err := (Groups{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: cur}).Page(ctx, GroupsParams{Sort: "size"}); !errors.As(err, &ie) || ie.Code != "INVALID_FILTER" {
 		t.Errorf("sort=size: %v", err)
 	}
 }

@@ -55,14 +55,13 @@ func (p Page) AppendJSON(b []byte) []byte {
 
 // List pages through dlq_messages for GET /admin/dlq.
 type List struct {
-	DB *sql.DB
-	// DBs, when set, are the databases of the rows (DB is then unused): a
-	// pipeline or source_queue filter reads its database alone; without
-	// one, more than one database are read and merged (pageMerged).
+	// DBs are the databases of the rows: a pipeline or source_queue filter
+	// reads its database alone; without one, more than one database are
+	// read and merged (pageMerged).
 	DBs dlq.Databases
-	// Database is the binding DB is, when DBs is unset and several
-	// databases are bound (an export of one named database): its cursors
-	// are bound to it, as a pipeline's are to its database.
+	// Database names the one database DBs holds when it stands for one of
+	// several bound (an export of one named database, ExportFrom): its
+	// cursors are bound to it, as a pipeline's are to its database.
 	Database string
 	Cursors  dlq.Cursors
 }
@@ -138,7 +137,7 @@ func (l List) Page(ctx context.Context, p ListParams) (Page, error) {
 		}
 		pos = &decoded
 	}
-	db := dlq.DBOf(l.DBs, l.DB, f.Pipeline, f.SourceQueue)
+	db := l.DBs.Viewed(f.Pipeline, f.SourceQueue).DB
 	r, err := readListPage(ctx, db, l.DBs.Pipelines(), f, pos, pos, p.Limit, p.IncludeRaw)
 	if err != nil {
 		return Page{}, err

@@ -28,7 +28,7 @@ func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tie", 257, 4, 1_700_000_000_000) // groups of 4 rows share failed_at
 	insert(t, db, adminRow{BeerID: "other", Status: dlq.StatusAcknowledged, FailedAt: 1_800_000_000_000})
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	seen := map[int64]bool{}
 	var prev *dlq.Message
 	cursor, pages := "", 0
@@ -105,7 +105,7 @@ func TestListFilters(t *testing.T) {
 		{"combined", dlq.Filter{BeerID: "b1", Q: "Lagunitas"}, []int64{ids[0]}},
 		{"nothing", dlq.Filter{BeerID: "none"}, nil},
 	}
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	for _, c := range cases {
 		p, err := l.Page(ctx, ListParams{Filter: c.f})
 		if err != nil {
@@ -133,7 +133,7 @@ func TestListIncludeRawAndFields(t *testing.T) {
 	insert(t, db, adminRow{BeerID: "b1", BeerName: "IPA", FailedAt: 10, Raw: `{"beer_id":"b1"}`})
 	insert(t, db, adminRow{BeerID: "b2", FailedAt: 5})
 	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'b2'`)
-	p, err := List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{IncludeRaw: true})
+	p, err := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{IncludeRaw: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestListIncludeRawAndFields(t *testing.T) {
 			t.Errorf("field %s missing: %s", f, js)
 		}
 	}
-	p, _ = List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{})
+	p, _ = List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{})
 	js, _ = json.Marshal(p.Messages)
 	if strings.Contains(string(js), "raw_message") {
 		t.Fatalf("raw_message without include_raw: %s", js)
@@ -166,7 +166,7 @@ func TestListIncludeRawAndFields(t *testing.T) {
 func TestListRejectsBadInput(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bad", 30, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	first, err := l.Page(ctx, ListParams{Limit: 5})
 	if err != nil || first.NextCursor == nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestListRejectsBadInput(t *testing.T) {
 	good := *first.NextCursor
 	tampered := []byte(good)
 	tampered[3] ^= 1
-	otherKey, _ := List{DB: db, Cursors: dlq.NewCursors("other secret")}.Page(ctx, ListParams{Limit: 5})
+	otherKey, _ := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("other secret")}.Page(ctx, ListParams{Limit: 5})
 	otherFilter, _ := l.Page(ctx, ListParams{Limit: 5, Filter: dlq.Filter{Status: dlq.StatusAll}})
 	i64 := func(v int64) *int64 { return &v }
 	cases := []struct {
@@ -210,7 +210,7 @@ func TestListRejectsBadInput(t *testing.T) {
 func TestListTotalCountIsCarriedByTheCursor(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tc", 30, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	first, err := l.Page(ctx, ListParams{Limit: 10})
 	if err != nil || first.TotalCount != 30 || first.NextCursor == nil {
 		t.Fatalf("first page: %+v %v", first, err)
@@ -229,7 +229,7 @@ func TestListTotalCountIsCarriedByTheCursor(t *testing.T) {
 func TestPageAppendJSONIsItsJSON(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "aj", 3, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	more, err := l.Page(ctx, ListParams{Limit: 2})
 	if err != nil || more.NextCursor == nil {
 		t.Fatalf("%+v %v", more, err)
@@ -294,7 +294,7 @@ func TestListShowsContentType(t *testing.T) {
 		adminRow{BeerID: "legacy-null", FailedAt: 1},
 	)
 	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'legacy-null'`)
-	p, err := List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{})
+	p, err := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestListOfEveryStatusPagesEveryRowOnceInOrder(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "all", 300, 3, 1_700_000_000_000)
 	mustExec(t, db, `UPDATE dlq_messages SET status = CASE id % 4 WHEN 1 THEN 'replaying' WHEN 2 THEN 'replayed' WHEN 3 THEN 'acknowledged' ELSE status END`)
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	var got []int64
 	cursor := ""
 	for {
@@ -358,7 +358,7 @@ func TestListOfEveryStatusPagesEveryRowOnceInOrder(t *testing.T) {
 func TestListTotalCountIsKeptOrBounded(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tb", ListCountMax+234, 1, 1_700_000_000_000)
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	one := int64(1)
 	for _, c := range []struct {
 		f     dlq.Filter
@@ -431,7 +431,7 @@ func TestListOfEveryStatusNeverListsARowTwice(t *testing.T) {
 		c.Clock = func() time.Time { return t0.Add(time.Duration(i+1) * time.Hour) }
 		consume(t, c, queuetest.New("m-"+id, beer(id)))
 	}
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	var seen []string
 	p := ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 1}
 	for pages := 0; pages < 10; pages++ {
@@ -474,7 +474,7 @@ func TestListHalvesAPageOverD1sValueLimit(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		insert(t, db, adminRow{BeerID: fmt.Sprint("big-", i), Raw: body, ContentType: "text", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	seen := map[int64]bool{}
 	cursor := ""
 	for pages := 1; ; pages++ {
@@ -528,7 +528,7 @@ func TestListTotalOfASignature(t *testing.T) {
 	if n := count(t, db, `SELECT pending + acknowledged FROM dlq_signatures WHERE signature = ?`, sig); n != 6 {
 		t.Fatalf("kept counts %d, want 6", n)
 	}
-	l := List{DB: db, Cursors: dlq.NewCursors("s")}
+	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	for _, c := range []struct {
 		f     dlq.Filter
 		total int64

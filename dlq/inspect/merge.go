@@ -151,7 +151,7 @@ func (s Stats) reportMerged(ctx context.Context) (StatsReport, error) {
 	brewers := map[string]int64{}
 	reasons := map[string]*dlq.ReasonCount{}
 	for i, d := range s.DBs.All {
-		r, err := Stats{DB: d.DB, Clock: s.Clock}.report(ctx)
+		r, err := Stats{Clock: s.Clock}.report(ctx, d.DB)
 		if err != nil {
 			return StatsReport{}, fmt.Errorf("%s: %w", d.Name, err)
 		}

@@ -16,10 +16,9 @@ import (
 
 // Stats computes GET /admin/dlq/stats.
 type Stats struct {
-	DB *sql.DB
-	// DBs, when set, are the databases of the rows (DB is then unused): a
-	// pipeline filter reads its database; without one, more than one
-	// database are each read and their figures added up (mergeStats).
+	// DBs are the databases of the rows: a pipeline filter reads its
+	// database; without one, more than one database are each read and
+	// their figures added up (mergeStats).
 	DBs dlq.Databases
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
@@ -218,24 +217,21 @@ func (s Stats) Report(ctx context.Context) (StatsReport, error) {
 	if s.DBs.Many() && s.Pipeline == "" {
 		return s.reportMerged(ctx)
 	}
-	if len(s.DBs.All) > 0 {
-		if _, err := s.DBs.Pipelines().Queue(s.Pipeline); err != nil {
-			return StatsReport{}, err
-		}
-		s.DB = dlq.DBOf(s.DBs, s.DB, s.Pipeline, "")
+	if _, err := s.DBs.Pipelines().Queue(s.Pipeline); err != nil {
+		return StatsReport{}, err
 	}
-	return s.report(ctx)
+	return s.report(ctx, s.DBs.OfPipeline(s.Pipeline).DB)
 }
 
-// report computes the stats of s.DB.
-func (s Stats) report(ctx context.Context) (StatsReport, error) {
+// report computes the stats of db.
+func (s Stats) report(ctx context.Context, db *sql.DB) (StatsReport, error) {
 	now := s.Clock.Now()
 	queue, err := s.DBs.Pipelines().Queue(s.Pipeline)
 	if err != nil {
 		return StatsReport{}, err
 	}
 	var r StatsReport
-	cols, err := s.queryStats(ctx, now, queue, &r.Last24h)
+	cols, err := queryStats(ctx, db, now, queue, &r.Last24h)
 	if err != nil {
 		return StatsReport{}, err
 	}
@@ -288,12 +284,12 @@ type repeatRow struct {
 	Brewer      *string `json:"brewer"`
 }
 
-// queryStats runs statsSQL on s.DB at now, narrowed to queue when not
+// queryStats runs statsSQL on db at now, narrowed to queue when not
 // empty: it scans last_24h into last24h and returns the other columns.
-func (s Stats) queryStats(ctx context.Context, now time.Time, queue string, last24h *Last24h) (statsColumns, error) {
+func queryStats(ctx context.Context, db *sql.DB, now time.Time, queue string, last24h *Last24h) (statsColumns, error) {
 	var c statsColumns
 	dayAgo := now.Add(-24 * time.Hour).UnixMilli()
-	err := s.DB.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/dlq.HourMS, int64(StatsReasonSample), dlq.NullIfEmpty(queue)).Scan(
+	err := db.QueryRowContext(ctx, statsSQL, int64(statsTop), dayAgo, dayAgo/dlq.HourMS, int64(StatsReasonSample), dlq.NullIfEmpty(queue)).Scan(
 		&c.groups, &c.oldest, &c.brewers, &c.repeats, &last24h.Replayed24h, &last24h.Acknowledged24h,
 		&last24h.NewFailures24h, &c.reasons, &c.sampled)
 	if err != nil {

@@ -28,7 +28,7 @@ func TestStatsReport(t *testing.T) {
 	db.Exec(`UPDATE dlq_messages SET replayed_at = ? WHERE id = ?`, now-hour, ids[4])
 	db.Exec(`UPDATE dlq_messages SET acknowledged_at = ? WHERE id = ?`, now-hour, ids[5])
 	db.Exec(`UPDATE dlq_messages SET acknowledged_at = ? WHERE id = ?`, now-25*hour, ids[6])
-	r, err := Stats{DB: db, Clock: fixedClock}.Report(ctx)
+	r, err := Stats{DBs: dlq.Single(dlq.Store{DB: db}), Clock: fixedClock}.Report(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestStatsReport(t *testing.T) {
 	if string(js) != want {
 		t.Fatalf("stats\n got %s\nwant %s", js, want)
 	}
-	empty, err := Stats{DB: sqlitetest.New(t), Clock: fixedClock}.Report(ctx)
+	empty, err := Stats{DBs: dlq.Single(dlq.Store{DB: sqlitetest.New(t)}), Clock: fixedClock}.Report(ctx)
 	js, _ = json.Marshal(empty)
 	if err != nil || !strings.Contains(string(js), `"top_failing_brewers":[]`) || empty.OldestPendingAgeHours != 0 {
 		t.Fatalf("empty: %s %v", js, err)
@@ -99,7 +99,7 @@ func TestStatsLast24hComesFromTheHourlyCounts(t *testing.T) {
 	hour := fixedClock().Add(-24*time.Hour).UnixMilli() / time.Hour.Milliseconds()
 	mustExec(t, db, `INSERT INTO dlq_activity(kind, hour, n) VALUES ('failed', ?1, 100), ('failed', ?1 + 1, 5), ('failed', ?1 + 24, 2),
 		('replayed', ?1 + 3, 4), ('acknowledged', ?1 + 12, 3), ('replayed', ?1, 100), ('acknowledged', ?1 - 1, 100)`, hour)
-	r, err := Stats{DB: db, Clock: fixedClock}.Report(ctx)
+	r, err := Stats{DBs: dlq.Single(dlq.Store{DB: db}), Clock: fixedClock}.Report(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

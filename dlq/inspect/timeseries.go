@@ -19,10 +19,8 @@ const hourMillis = int64(time.Hour / time.Millisecond)
 // dlq_messages: a call reads at most SeriesHours rows, however large the
 // backlog. The dlq_tally job keeps those hours for activityKeep.
 type TimeSeries struct {
-	DB *sql.DB
-	// DBs, when set, are the databases of the rows (DB is then unused): a
-	// pipeline filter reads its database; without one, every database's
-	// hours are added up.
+	// DBs are the databases of the rows: a pipeline filter reads its
+	// database; without one, every database's hours are added up.
 	DBs dlq.Databases
 	// Now is the clock; time.Now when nil.
 	Clock clock.Clock
@@ -76,14 +74,12 @@ func (s TimeSeries) Read(ctx context.Context) (Series, error) {
 	for i := range out.Hourly {
 		out.Hourly[i].Start = from + int64(i)*hourMillis
 	}
-	dbs := []*sql.DB{s.DB}
-	if len(s.DBs.All) > 0 && queue == "" {
+	dbs := []*sql.DB{s.DBs.OfQueue(queue).DB}
+	if queue == "" {
 		dbs = dbs[:0]
 		for _, d := range s.DBs.All {
 			dbs = append(dbs, d.DB)
 		}
-	} else if len(s.DBs.All) > 0 {
-		dbs = []*sql.DB{s.DBs.OfQueue(queue).DB}
 	}
 	for _, db := range dbs {
 		if err := readSeries(ctx, db, queue, &out); err != nil {

@@ -34,7 +34,7 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	if _, err := db.Exec(`UPDATE dlq_messages SET status = 'acknowledged', last_message_id = last_message_id WHERE id = ?`, ids[1]); err != nil {
 		t.Fatal(err)
 	}
-	s, err := TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
+	s, err := TimeSeries{DBs: dlq.Single(dlq.Store{DB: db}), Clock: fixedClock}.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -742,7 +742,7 @@ func (w *moveWorld) export(p string) string {
 	var lines [][]byte
 	params := inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: p}, IncludeRaw: true}
 	for {
-		res, err := inspect.Export{List: inspect.List{DB: old.DB, DBs: dlq.Single(old.Store), Cursors: dlq.NewCursors("k")}, MoveFields: true}.Run(ctx, params, func(rows []json.RawMessage) error {
+		res, err := inspect.Export{List: inspect.List{DBs: dlq.Single(old.Store), Cursors: dlq.NewCursors("k")}, MoveFields: true}.Run(ctx, params, func(rows []json.RawMessage) error {
 			for _, r := range rows {
 				lines = append(lines, append(bytes.Clone(r), '\n'))
 			}

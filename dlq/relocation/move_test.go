@@ -103,7 +103,7 @@ func exportAll(t *testing.T, db *sql.DB, ps dlq.Pipelines, pipeline string) []by
 	var buf bytes.Buffer
 	p := inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll, Pipeline: pipeline}, IncludeRaw: true}
 	one := dlq.Single(dlq.Store{DB: db, Pipelines: ps})
-	res, err := inspect.Export{List: inspect.List{DB: db, DBs: one, Cursors: dlq.NewCursors("k")}, MoveFields: true}.Run(context.Background(), p, func(rows []json.RawMessage) error {
+	res, err := inspect.Export{List: inspect.List{DBs: one, Cursors: dlq.NewCursors("k")}, MoveFields: true}.Run(context.Background(), p, func(rows []json.RawMessage) error {
 		for _, r := range rows {
 			buf.Write(r)
 			buf.WriteByte('\n')

@@ -49,7 +49,7 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 	if len(want) != 3 {
 		t.Fatalf("the test's causes make %d signatures", len(want))
 	}
-	g, err := inspect.Groups{DB: db}.Page(ctx, inspect.GroupsParams{})
+	g, err := inspect.Groups{DBs: dlq.Single(dlq.Store{DB: db})}.Page(ctx, inspect.GroupsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'acknowledged' AND signature <> ?`, target); n != 0 {
 		t.Errorf("%d rows of other groups acknowledged", n)
 	}
-	g, _ = inspect.Groups{DB: db}.Page(ctx, inspect.GroupsParams{})
+	g, _ = inspect.Groups{DBs: dlq.Single(dlq.Store{DB: db})}.Page(ctx, inspect.GroupsParams{})
 	for _, gr := range g.Groups {
 		wantCounts := inspect.GroupCounts{Pending: want[gr.Signature]}
 		if gr.Signature == target {
@@ -100,7 +100,7 @@ func TestThousandFailuresMakeThreeGroups(t *testing.T) {
 	p := inspect.GroupsParams{Limit: 1}
 	cur := dlq.NewCursors("secret")
 	for pages := 0; ; pages++ {
-		page, err := inspect.Groups{DB: db, Cursors: cur}.Page(ctx, p)
+		page, err := inspect.Groups{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: cur}.Page(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestReplayMovesGroupCounts(t *testing.T) {
 		consume(t, c, queuetest.New(id, beer(fmt.Sprint(i))))
 	}
 	counts := func() inspect.GroupCounts {
-		g, err := inspect.Groups{DB: db}.Page(ctx, inspect.GroupsParams{})
+		g, err := inspect.Groups{DBs: dlq.Single(dlq.Store{DB: db})}.Page(ctx, inspect.GroupsParams{})
 		if err != nil || len(g.Groups) != 1 {
 			t.Fatalf("groups %+v (%v)", g, err)
 		}

@@ -40,7 +40,7 @@ func TestLongQSearchesEveryAction(t *testing.T) {
 		{"ÜNÏCODE", nil}, // only ASCII letters fold: Ü and Ï stay as they are
 	} {
 		f := dlq.Filter{Q: c.q}
-		p, err := inspect.List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, inspect.ListParams{Filter: f})
+		p, err := inspect.List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, inspect.ListParams{Filter: f})
 		if err != nil {
 			t.Fatalf("list q=%.20q… (%d bytes): %v", c.q, len(c.q), err)
 		}

@@ -373,7 +373,7 @@ func TestBulkReplayStopsAtItsCursorAndRejectsForeignCursors(t *testing.T) {
 	}
 	_, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "gen-1"}}, Cursor: *res.NextCursor})
 	wantInput(t, err, "INVALID_CURSOR")
-	page, _ := inspect.List{DB: db, Cursors: dlq.NewCursors("s")}.Page(ctx, inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 1})
+	page, _ := inspect.List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 1})
 	_, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Cursor: *page.NextCursor})
 	wantInput(t, err, "INVALID_CURSOR")
 }

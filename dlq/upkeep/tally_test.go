@@ -160,7 +160,7 @@ func TestCountsFollowEveryChange(t *testing.T) {
 					exactFrom = now.Add(-25*time.Hour).UnixMilli() / dlq.HourMS
 				case 10: // stats agree with counting
 					what = "stats"
-					r, err := inspect.Stats{DB: db, Clock: clock}.Report(ctx)
+					r, err := inspect.Stats{DBs: dlq.Single(dlq.Store{DB: db}), Clock: clock}.Report(ctx)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -23,7 +23,7 @@ func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
 	if _, err := dlq.BatchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
 		t.Fatal(err)
 	}
-	s, err := inspect.TimeSeries{DB: db, Clock: fixedClock}.Read(ctx)
+	s, err := inspect.TimeSeries{DBs: dlq.Single(dlq.Store{DB: db}), Clock: fixedClock}.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
