@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
 
@@ -79,6 +81,35 @@ func TestHistoryEntryStatusAndDurationNullOnlyWhenAbsent(t *testing.T) {
 	} {
 		if js, _ := json.Marshal(c.a.entry()); string(js) != c.want {
 			t.Errorf("%+v: %s, want %s", c.a, js, c.want)
+		}
+	}
+}
+
+// RecordAttempts writes each attempt in its queue's database, and only
+// there: a queue no pipeline names goes to the shared database.
+func TestRecordAttemptsRoutesEachToItsQueuesDatabase(t *testing.T) {
+	t.Parallel()
+	orders := config.Pipeline{Name: "orders", Queue: "orders", Database: "ORDERS_DB"}
+	shared, o := sqlitetest.New(t), sqlitetest.New(t)
+	d := NewDatabases(Store{DB: shared}, map[string]Store{"ORDERS_DB": {DB: o}}, []config.Pipeline{config.BeerPipeline(), orders})
+	t0 := time.UnixMilli(1_750_000_000_000)
+	ats := []Attempt{
+		{MessageID: "o1", Queue: "orders", Attempt: 1, Class: "transient", Error: "boom", At: t0},
+		{MessageID: "b1", Queue: "beer-enrichment", Attempt: 1, Class: "transient", Error: "boom", At: t0},
+		{MessageID: "o2", Queue: "orders", Attempt: 2, Class: "permanent", Error: "bad", At: t0},
+		{MessageID: "x1", Queue: "unconfigured", Attempt: 1, Class: "transient", Error: "boom", At: t0},
+	}
+	if err := d.RecordAttempts(context.Background(), ats); err != nil {
+		t.Fatal(err)
+	}
+	for db, want := range map[*sql.DB]string{shared: "b1 x1", o: "o1 o2"} {
+		var got []string
+		for id := range records(t, db) {
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("records = %v, want %s", got, want)
 		}
 	}
 }
