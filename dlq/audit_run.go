@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 )
 
@@ -92,11 +91,32 @@ func (a Audit) Run(ctx context.Context, s AuditStart, mode AuditMode, act func(c
 // records (AuditDescriber); an internal error's own text goes to the log
 // line the admin API writes with the request id, never to the audit log.
 func describe(err error, requestID string) *AuditError {
-	var d AuditDescriber
-	if errors.As(err, &d) {
+	if e := describedBy(err); e != nil {
+		return e
+	}
+	return &AuditError{Code: "INTERNAL_ERROR", Message: "internal error; see the worker log for request " + requestID}
+}
+
+// describedBy is the AuditError of the first AuditDescriber in err's tree
+// (nil: none). It walks the tree itself, with type assertions: errors.As
+// with an interface target panics in the TinyGo build ("reflect:
+// unimplemented: AssignableTo with interface"), which left the request
+// unanswered until worker.mjs's limit.
+func describedBy(err error) *AuditError {
+	if d, ok := err.(AuditDescriber); ok {
 		if e := d.AuditError(); e != nil {
 			return e
 		}
 	}
-	return &AuditError{Code: "INTERNAL_ERROR", Message: "internal error; see the worker log for request " + requestID}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return describedBy(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if d := describedBy(e); d != nil {
+				return d
+			}
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -121,5 +122,30 @@ func TestAuditRunWhenTheLogFails(t *testing.T) {
 	ran := false
 	if _, err := a.Run(ctx, start, AuditAround, func(context.Context) (Audited, error) { ran = true; return nil, nil }); err == nil || ran {
 		t.Fatalf("Run with a failing begin: err %v, ran %v; want an error and no action", err, ran)
+	}
+}
+
+// describe finds the code of a wrapped or joined error by walking the
+// tree with type assertions (the TinyGo build panics on errors.As with an
+// interface target), and names the request for anything else.
+func TestDescribeWalksWrappedAndJoinedErrors(t *testing.T) {
+	t.Parallel()
+	in := InputErr("INVALID_DELAY", "bad delay")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{in, "INVALID_DELAY: bad delay"},
+		{fmt.Errorf("replay: %w", in), "INVALID_DELAY: bad delay"},
+		{fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", in)), "INVALID_DELAY: bad delay"},
+		{errors.Join(errors.New("D1_ERROR: detail"), in), "INVALID_DELAY: bad delay"},
+		{fmt.Errorf("%w and %w", errors.New("x"), &InputError{Code: "ROWS_MOVING", Message: "m"}), "ROWS_MOVING: m"},
+		{errors.New("D1_ERROR: secret"), "INTERNAL_ERROR: internal error; see the worker log for request r9"},
+		{fmt.Errorf("wrapped: %w", errors.New("D1_ERROR: secret")), "INTERNAL_ERROR: internal error; see the worker log for request r9"},
+	} {
+		e := describe(c.err, "r9")
+		if got := e.Code + ": " + e.Message; got != c.want {
+			t.Errorf("describe(%v) = %s, want %s", c.err, got, c.want)
+		}
 	}
 }
