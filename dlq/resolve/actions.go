@@ -36,6 +36,24 @@ func (x Actions) in(d dlq.Database) Actions {
 	return x
 }
 
+// ofSelection is x on the database of sel's rows (Databases.OfSelection).
+func (x Actions) ofSelection(ctx context.Context, sel dlq.Selection) (Actions, error) {
+	d, err := x.DBs.OfSelection(ctx, sel)
+	if err != nil {
+		return x, err
+	}
+	return x.in(d), nil
+}
+
+// holdingTask is x on the database that holds task id (Databases.Holding).
+func (x Actions) holdingTask(ctx context.Context, id int64) (Actions, error) {
+	d, err := x.DBs.Holding(ctx, "replay_tasks", []int64{id})
+	if err != nil {
+		return x, err
+	}
+	return x.in(d), nil
+}
+
 func (x Actions) tasks() ReplayTasks { return ReplayTasks{Replay: x.Replay} }
 
 // ReplayRows replays req's rows (ReplayResult), or with dryRun reports
@@ -45,11 +63,9 @@ func (x Actions) ReplayRows(ctx context.Context, req ReplayRequest, by dlq.Reque
 	if err != nil {
 		return nil, err
 	}
-	d, err := x.DBs.OfSelection(ctx, req.Selection)
-	if err != nil {
+	if x, err = x.ofSelection(ctx, req.Selection); err != nil {
 		return nil, err
 	}
-	x = x.in(d)
 	start := dlq.AuditStart{Action: dlq.ActionReplay, Requester: by, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter}
 	if dryRun {
 		return x.Audit.Run(ctx, start, dlq.AuditAfter, func(ctx context.Context) (dlq.Audited, error) {
@@ -69,11 +85,9 @@ func (x Actions) AcknowledgeRows(ctx context.Context, req AcknowledgeRequest, dr
 	if err != nil {
 		return nil, err
 	}
-	d, err := x.DBs.OfSelection(ctx, req.Selection)
-	if err != nil {
+	if x, err = x.ofSelection(ctx, req.Selection); err != nil {
 		return nil, err
 	}
-	x = x.in(d)
 	start := dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: req.By, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter, Note: req.Note}
 	if dryRun {
 		return x.Audit.Run(ctx, start, dlq.AuditAfter, func(ctx context.Context) (dlq.Audited, error) {
@@ -90,11 +104,10 @@ func (x Actions) AcknowledgeRows(ctx context.Context, req AcknowledgeRequest, dr
 // exist is ErrRowNotFound, one that cannot be replayed edited a
 // *RowStateError.
 func (x Actions) ReplayEdited(ctx context.Context, req EditedReplayRequest, by dlq.Requester) (dlq.Audited, error) {
-	d, err := x.DBs.OfSelection(ctx, dlq.Selection{IDs: []int64{req.ID}})
+	x, err := x.ofSelection(ctx, dlq.Selection{IDs: []int64{req.ID}})
 	if err != nil {
 		return nil, err
 	}
-	x = x.in(d)
 	body, err := x.Replay.CheckEdited(req)
 	if err != nil {
 		return nil, err
@@ -129,11 +142,10 @@ func (x Actions) CreateTask(ctx context.Context, req TaskRequest, by dlq.Request
 // replay_task_<action>. A task that does not exist is ErrTaskNotFound,
 // one in a state the action does not apply to a *TaskStateError.
 func (x Actions) ActOnTask(ctx context.Context, id int64, action string, by dlq.Requester) (dlq.Audited, error) {
-	d, err := x.DBs.Holding(ctx, "replay_tasks", []int64{id})
+	x, err := x.holdingTask(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	x = x.in(d)
 	start := dlq.AuditStart{Action: dlq.ActionReplayTask + "_" + action, Requester: by}
 	return x.Audit.Run(ctx, start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {
 		t, err := x.tasks().Act(ctx, id, action)
@@ -143,11 +155,11 @@ func (x Actions) ActOnTask(ctx context.Context, id int64, action string, by dlq.
 
 // Task reads task id from the database that holds it.
 func (x Actions) Task(ctx context.Context, id int64) (Task, error) {
-	d, err := x.DBs.Holding(ctx, "replay_tasks", []int64{id})
+	x, err := x.holdingTask(ctx, id)
 	if err != nil {
 		return Task{}, err
 	}
-	return x.in(d).tasks().Get(ctx, id)
+	return x.tasks().Get(ctx, id)
 }
 
 // Tasks lists the newest limit tasks that can replay pipeline's rows
