@@ -3,14 +3,15 @@
 -- Times are epoch milliseconds.
 
 -- dlq_messages: every message that reached a dead-letter queue (the columns
--- of the original worker, bench/reference, kept as they were, plus redrive's
+-- of the original worker, bench/reference, with its beer_id, beer_name and
+-- brewer named for every pipeline by migrations/0034, plus redrive's
 -- additions below them).
 CREATE TABLE IF NOT EXISTS dlq_messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id TEXT NOT NULL UNIQUE,        -- queue message id of the first failure
-    beer_id TEXT NOT NULL,                  -- '__unparseable__' for poison bodies
-    beer_name TEXT,
-    brewer TEXT,
+    row_key TEXT NOT NULL,                  -- the key (its pipeline's key pointer); '__unparseable__' for poison bodies
+    label_1 TEXT,                           -- the pipeline's first label
+    label_2 TEXT,                           -- its second (dlq_tally counts pending rows by it)
     failed_at INTEGER NOT NULL,             -- latest time the message hit the DLQ
     failure_count INTEGER DEFAULT 3,        -- attempts made on the source queue
     failure_reason TEXT,                    -- class and short text of the last error
@@ -44,7 +45,7 @@ CREATE TABLE IF NOT EXISTS dlq_messages (
 );
 
 -- (migrations/0008 and 0012 dropped indexes no query needed; see there.)
-CREATE INDEX IF NOT EXISTS idx_dlq_beer_id ON dlq_messages(beer_id);
+CREATE INDEX IF NOT EXISTS idx_dlq_beer_id ON dlq_messages(row_key); -- named before migrations/0034
 CREATE INDEX IF NOT EXISTS idx_dlq_status_failed ON dlq_messages(status, failed_at);
 
 -- message_attempts: the last failed attempt of a message on its source queue,
@@ -188,9 +189,9 @@ CREATE INDEX IF NOT EXISTS idx_dlq_replay_lineage ON dlq_messages(source_queue, 
 CREATE TABLE IF NOT EXISTS dlq_tally (
     status TEXT NOT NULL,
     source_queue TEXT NOT NULL,
-    brewer_key TEXT NOT NULL,   -- pending rows: '=' || brewer ('' when brewer is NULL); other statuses: ''
+    label_key TEXT NOT NULL,    -- pending rows: '=' || label_2 ('' when label_2 is NULL); other statuses: ''
     n INTEGER NOT NULL,
-    PRIMARY KEY (status, source_queue, brewer_key)
+    PRIMARY KEY (status, source_queue, label_key)
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS dlq_activity (
@@ -230,9 +231,9 @@ CREATE TABLE IF NOT EXISTS retention_rescans (
 CREATE TRIGGER IF NOT EXISTS dlq_messages_inserted AFTER INSERT ON dlq_messages
 WHEN NEW.tally_seq = 0
 BEGIN
-    INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
-        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END , 1)
-        ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + 1;
+    INSERT INTO dlq_tally(status, source_queue, label_key, n)
+        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.label_2 IS NOT NULL THEN '=' || NEW.label_2 ELSE '' END , 1)
+        ON CONFLICT(status, source_queue, label_key) DO UPDATE SET n = n + 1;
     INSERT INTO dlq_activity(kind, hour, source_queue, n, events) VALUES ('failed', CAST(NEW.failed_at AS INTEGER) / 3600000, NEW.source_queue, 1, 1)
         ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + 1, events = events + 1;
     INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
@@ -255,23 +256,23 @@ CREATE TRIGGER IF NOT EXISTS dlq_messages_deleted AFTER DELETE ON dlq_messages
 WHEN OLD.status IN ('pending', 'replaying')
 BEGIN
     UPDATE dlq_tally SET n = n - 1 WHERE status = OLD.status AND source_queue = OLD.source_queue
-        AND brewer_key = CASE WHEN OLD.status = 'pending' AND OLD.brewer IS NOT NULL THEN '=' || OLD.brewer ELSE '' END;
+        AND label_key = CASE WHEN OLD.status = 'pending' AND OLD.label_2 IS NOT NULL THEN '=' || OLD.label_2 ELSE '' END;
     UPDATE dlq_activity SET n = n - 1 WHERE kind = 'failed' AND hour = CAST(OLD.failed_at AS INTEGER) / 3600000
         AND source_queue = OLD.source_queue;
 END;
 
--- A row that changed status, source queue or brewer (unless its statement
+-- A row that changed status, source queue or label_2 (unless its statement
 -- keeps the counts itself: tally_seq changed).
-CREATE TRIGGER IF NOT EXISTS dlq_messages_moved AFTER UPDATE OF status, source_queue, brewer ON dlq_messages
+CREATE TRIGGER IF NOT EXISTS dlq_messages_moved AFTER UPDATE OF status, source_queue, label_2 ON dlq_messages
 WHEN NEW.tally_seq = OLD.tally_seq AND (NEW.status IS NOT OLD.status OR NEW.source_queue IS NOT OLD.source_queue
-    OR CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END
-        IS NOT CASE WHEN OLD.status = 'pending' AND OLD.brewer IS NOT NULL THEN '=' || OLD.brewer ELSE '' END)
+    OR CASE WHEN NEW.status = 'pending' AND NEW.label_2 IS NOT NULL THEN '=' || NEW.label_2 ELSE '' END
+        IS NOT CASE WHEN OLD.status = 'pending' AND OLD.label_2 IS NOT NULL THEN '=' || OLD.label_2 ELSE '' END)
 BEGIN
     UPDATE dlq_tally SET n = n - 1 WHERE status = OLD.status AND source_queue = OLD.source_queue
-        AND brewer_key = CASE WHEN OLD.status = 'pending' AND OLD.brewer IS NOT NULL THEN '=' || OLD.brewer ELSE '' END;
-    INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
-        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.brewer IS NOT NULL THEN '=' || NEW.brewer ELSE '' END, 1)
-        ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + 1;
+        AND label_key = CASE WHEN OLD.status = 'pending' AND OLD.label_2 IS NOT NULL THEN '=' || OLD.label_2 ELSE '' END;
+    INSERT INTO dlq_tally(status, source_queue, label_key, n)
+        VALUES (NEW.status, NEW.source_queue, CASE WHEN NEW.status = 'pending' AND NEW.label_2 IS NOT NULL THEN '=' || NEW.label_2 ELSE '' END, 1)
+        ON CONFLICT(status, source_queue, label_key) DO UPDATE SET n = n + 1;
 END;
 
 -- A row that failed again (a replayed message's repeat failure updates its

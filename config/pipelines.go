@@ -25,7 +25,7 @@ const (
 const BeerQueue = "beer-enrichment"
 
 // MaxLabels is the most labels a pipeline has: they are stored in the two
-// label columns of dlq_messages (beer_name, brewer).
+// label columns of dlq_messages (label_1, label_2).
 const MaxLabels = 2
 
 // MaxPipelines bounds PIPELINES: every scheduled per-pipeline loop (alerts,
@@ -53,9 +53,9 @@ type Pipeline struct {
 	DLQ string `json:"dlq"`
 	// Producer is the producer binding of Queue that replay sends through.
 	Producer string `json:"producer"`
-	// Key is the JSON pointer of the row key (stored in column beer_id).
+	// Key is the JSON pointer of the row key (stored in column row_key).
 	Key string `json:"key"`
-	// Labels are at most MaxLabels labels (stored in beer_name, brewer).
+	// Labels are at most MaxLabels labels (stored in label_1, label_2).
 	Labels []Label `json:"labels"`
 	// Consumer is ConsumerRedrive or ConsumerExternal.
 	Consumer string `json:"consumer"`

@@ -50,7 +50,7 @@ func TestRecordAllReportsLandInHistoryAndSignature(t *testing.T) {
 	}
 	var n int64
 	var reason, class, source, key, customer string
-	if err := db.QueryRow(`SELECT failure_count, failure_reason, failure_class, source_queue, beer_id, beer_name FROM dlq_messages WHERE message_id = 'o1'`).
+	if err := db.QueryRow(`SELECT failure_count, failure_reason, failure_class, source_queue, row_key, label_1 FROM dlq_messages WHERE message_id = 'o1'`).
 		Scan(&n, &reason, &class, &source, &key, &customer); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestAuditRecordsAndPagesNewestFirst(t *testing.T) {
 		start := AuditStart{Action: ActionReplay, Requester: Requester{RequestID: "req-" + string(rune('a'+i)), KeyFingerprint: "fp"}, IDs: []int64{int64(i + 1), 99}}
 		if i%2 == 1 {
 			start = AuditStart{Action: ActionAcknowledge, Requester: Requester{RequestID: "req", KeyFingerprint: "fp"}, DryRun: true,
-				Filter: &Filter{BeerID: "b"}, Note: "n"}
+				Filter: &Filter{Key: "b"}, Note: "n"}
 		}
 		id, err := a.Begin(ctx, start)
 		if err != nil {

@@ -26,7 +26,7 @@ var (
 	CounterDuplicates = metrics.Declare("dlq_duplicates_total",
 		"DLQ redeliveries absorbed without any change (the message was already stored).")
 	CounterPoison = metrics.Declare("dlq_poison_total",
-		"Captured DLQ messages whose body had no usable beer_id (stored as poison), unstorable ones included.")
+		"Captured DLQ messages whose body had no usable key (stored as poison), unstorable ones included.")
 )
 
 // maxBatchBytes bounds the JSON parameter of one store statement, under

@@ -187,7 +187,7 @@ func TestCapturePoisonIsStoredWithItsNeighbours(t *testing.T) {
 			b, _ := base64.StdEncoding.DecodeString(raw)
 			raw = string(b)
 		}
-		if r.BeerID != UnparseableBeerID || r.Class.String != "poison" || !strings.HasPrefix(r.Reason.String, "unparseable: ") || raw != m.Text {
+		if r.Key != UnparseableKey || r.Class.String != "poison" || !strings.HasPrefix(r.Reason.String, "unparseable: ") || raw != m.Text {
 			t.Errorf("%s = %+v", id, shortRow(r))
 		}
 	}
@@ -200,11 +200,11 @@ func TestCapturePoisonIsStoredWithItsNeighbours(t *testing.T) {
 	if r := readRow(t, db, `message_id = 'p-bin'`); r.Encoding != "base64" || r.Reason.String != "unparseable: binary body (8 base64 characters); no attempt record" {
 		t.Errorf("binary = %+v", shortRow(r))
 	}
-	if r := readRow(t, db, `message_id = 'p-nobeer'`); r.Reason.String != "unparseable: no beer_id; no attempt record" || r.BeerName.String != "SECRET-PAYLOAD" {
+	if r := readRow(t, db, `message_id = 'p-nobeer'`); r.Reason.String != "unparseable: no beer_id; no attempt record" || r.Label1.String != "SECRET-PAYLOAD" {
 		t.Errorf("no beer_id = %+v", shortRow(r))
 	}
 	for _, id := range []string{"g1", "g2"} {
-		if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, id); n != 1 {
+		if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, id); n != 1 {
 			t.Errorf("good neighbour %s stored %d times", id, n)
 		}
 	}
@@ -423,7 +423,7 @@ func TestCaptureOneBadMessageDoesNotHoldBackItsNeighbours(t *testing.T) {
 	}
 	r := readRow(t, db, `message_id = 'bad'`)
 	raw, _ := base64.StdEncoding.DecodeString(r.Raw)
-	if string(raw) != beer("bad") || r.Encoding != "base64" || r.BeerID != UnparseableBeerID || r.Class.String != "poison" ||
+	if string(raw) != beer("bad") || r.Encoding != "base64" || r.Key != UnparseableKey || r.Class.String != "poison" ||
 		r.FailureCount != 4 || !strings.HasPrefix(r.Reason.String, "unstorable: ") || !strings.Contains(r.Reason.String, "rejected by test trigger") {
 		t.Fatalf("minimal row = %+v", r)
 	}

@@ -360,7 +360,7 @@ func (d Databases) MovingInto(ctx context.Context, name string) ([]string, error
 }
 
 // holdsQueueSQL says whether a database holds a row of source queue ?1:
-// its kept counts (dlq_tally, exact per status, queue and brewer), read
+// its kept counts (dlq_tally, exact per status, queue and label_2), read
 // through the primary key, one range per status.
 const holdsQueueSQL = `SELECT EXISTS (SELECT 1 FROM dlq_tally WHERE status IN ('pending', 'replaying', 'replayed', 'acknowledged')
 	AND source_queue = ?1 AND n > 0)`

@@ -51,7 +51,7 @@ func TestIDBaseSeparatesDatabases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seed(t, db, row{MsgID: "m1", BeerID: "b", Status: "pending", FailedAt: time.Now()})
+	seed(t, db, row{MsgID: "m1", Key: "b", Status: "pending", FailedAt: time.Now()})
 	if got := count(t, db, `SELECT id FROM dlq_messages`); got != b+1 {
 		t.Errorf("first row's id %d, want the base + 1 (%d)", got, b+1)
 	}
@@ -106,9 +106,9 @@ func TestHoldingAndOfFilterRouteOrRefuse(t *testing.T) {
 		}
 	}
 	now := time.Now()
-	seed(t, shared, row{MsgID: "s1", BeerID: "b", Status: "pending", FailedAt: now})
-	seed(t, o, row{MsgID: "o1", BeerID: "b", Status: "pending", FailedAt: now}, row{MsgID: "o2", BeerID: "b", Status: "pending", FailedAt: now})
-	seed(t, tk, row{MsgID: "t1", BeerID: "b", Status: "pending", FailedAt: now})
+	seed(t, shared, row{MsgID: "s1", Key: "b", Status: "pending", FailedAt: now})
+	seed(t, o, row{MsgID: "o1", Key: "b", Status: "pending", FailedAt: now}, row{MsgID: "o2", Key: "b", Status: "pending", FailedAt: now})
+	seed(t, tk, row{MsgID: "t1", Key: "b", Status: "pending", FailedAt: now})
 	s1 := count(t, shared, `SELECT id FROM dlq_messages`)
 	o1, o2 := count(t, o, `SELECT MIN(id) FROM dlq_messages`), count(t, o, `SELECT MAX(id) FROM dlq_messages`)
 	t1 := count(t, tk, `SELECT id FROM dlq_messages`)

@@ -18,7 +18,7 @@ const (
 	MaxAcknowledgeIDs = 100
 	// MaxDelaySeconds is Cloudflare Queues' largest delivery delay (12 h).
 	MaxDelaySeconds = 43200
-	// MaxFilterText bounds beer_id, source_queue and q.
+	// MaxFilterText bounds the key (beer_id), source_queue and q.
 	MaxFilterText = 200
 	// MaxNoteLength bounds an acknowledge note.
 	MaxNoteLength = 1000
@@ -31,8 +31,8 @@ const (
 type Filter struct {
 	// Status is pending (when empty), replaying, replayed, acknowledged or all.
 	Status string `json:"status,omitempty"`
-	// BeerID matches beer_id exactly.
-	BeerID string `json:"beer_id,omitempty"`
+	// Key matches the row key (row_key) exactly; its query parameter is beer_id.
+	Key string `json:"beer_id,omitempty"`
 	// SourceQueue matches source_queue exactly.
 	SourceQueue string `json:"source_queue,omitempty"`
 	// Pipeline keeps the rows of a configured pipeline (config.Pipeline):
@@ -44,7 +44,7 @@ type Filter struct {
 	FailedAfter *int64 `json:"failed_after,omitempty"`
 	// FailedBefore keeps rows with failed_at < FailedBefore (epoch ms, exclusive).
 	FailedBefore *int64 `json:"failed_before,omitempty"`
-	// Q keeps rows whose beer_name, brewer or failure_reason contains it
+	// Q keeps rows whose labels (label_1, label_2) or failure_reason contains it
 	// (case-insensitive for ASCII letters; %, _ and \ are literal).
 	Q string `json:"q,omitempty"`
 	// Signature keeps the rows of one failure group (GET /admin/dlq/groups'
@@ -95,7 +95,7 @@ func (f Filter) Normalize(ps Pipelines) (Filter, error) {
 		}
 		f.SourceQueue = q
 	}
-	for _, t := range []struct{ name, v string }{{"beer_id", f.BeerID}, {"source_queue", f.SourceQueue}, {"q", f.Q},
+	for _, t := range []struct{ name, v string }{{"beer_id", f.Key}, {"source_queue", f.SourceQueue}, {"q", f.Q},
 		{"version", f.Version}, {"version_not", f.VersionNot}} {
 		if len(t.v) > MaxFilterText {
 			return f, InputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, MaxFilterText)
@@ -139,18 +139,18 @@ func (f Filter) Where() (string, []any) {
 	// would pick a status index (and visit every row of that status); the
 	// unary + keeps status out of index selection.
 	col := "status"
-	if f.BeerID != "" {
+	if f.Key != "" {
 		col = "+status"
 	}
 	if f.Status != StatusAll {
 		conds, args = append(conds, col+" = ?"), append(args, f.Status)
-	} else if f.BeerID == "" {
+	} else if f.Key == "" {
 		// Every status, as ranges of idx_dlq_status_failed (there is no
 		// index on failed_at alone: it would cost a row written per capture).
 		conds = append(conds, col+" IN ('pending', 'replaying', 'replayed', 'acknowledged')")
 	}
-	if f.BeerID != "" {
-		conds, args = append(conds, "beer_id = ?"), append(args, f.BeerID)
+	if f.Key != "" {
+		conds, args = append(conds, "row_key = ?"), append(args, f.Key)
 	}
 	if f.SourceQueue != "" {
 		conds, args = append(conds, "source_queue = ?"), append(args, f.SourceQueue)
@@ -174,7 +174,7 @@ func (f Filter) Where() (string, []any) {
 		// A substring test, not LIKE: D1 refuses LIKE patterns over 50
 		// bytes, and instr needs no escaping of %, _ or \. lower() folds
 		// ASCII letters only, as LIKE does.
-		conds = append(conds, `(instr(lower(beer_name), lower(?)) > 0 OR instr(lower(brewer), lower(?)) > 0
+		conds = append(conds, `(instr(lower(label_1), lower(?)) > 0 OR instr(lower(label_2), lower(?)) > 0
 			OR instr(lower(failure_reason), lower(?)) > 0)`)
 		args = append(args, f.Q, f.Q, f.Q)
 	}

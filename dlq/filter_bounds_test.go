@@ -23,7 +23,7 @@ func TestFilterBounds(t *testing.T) {
 		{"after = before", Filter{FailedAfter: i(5), FailedBefore: i(5)}, "failed_after must be earlier than failed_before"},
 		{"q of 200 bytes", Filter{Q: strings.Repeat("é", 100)}, ""},
 		{"q of 201 bytes", Filter{Q: strings.Repeat("é", 100) + "x"}, "q is longer than 200 bytes"},
-		{"beer_id of 201 bytes", Filter{BeerID: strings.Repeat("b", 201)}, "beer_id is longer than 200 bytes"},
+		{"beer_id of 201 bytes", Filter{Key: strings.Repeat("b", 201)}, "beer_id is longer than 200 bytes"},
 		{"source_queue of 201 bytes", Filter{SourceQueue: strings.Repeat("s", 201)}, "source_queue is longer than 200 bytes"},
 	} {
 		got, err := c.f.Normalize(nil)

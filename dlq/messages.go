@@ -11,7 +11,7 @@ import (
 // messageFields is the json_object argument list of a Message; raw adds
 // raw_message and raw_encoding.
 func MessageFields(ps Pipelines, raw bool) string {
-	fields := `'id', id, 'message_id', message_id, 'beer_id', beer_id, 'beer_name', beer_name, 'brewer', brewer,
+	fields := `'id', id, 'message_id', message_id, 'beer_id', row_key, 'beer_name', label_1, 'brewer', label_2,
 		'failed_at', failed_at, 'failure_count', failure_count, 'failure_reason', failure_reason,
 		'source_queue', source_queue, 'status', status, 'replay_count', COALESCE(replay_count, 0),
 		'replayed_at', replayed_at, 'acknowledged_at', acknowledged_at, 'failure_class', failure_class,

@@ -40,16 +40,16 @@ func parseBodyByMap(src string) body {
 		}
 		return &s
 	}
-	b := body{BeerName: field(obj["beer_name"]), Brewer: field(obj["brewer"])}
+	b := body{Label1: field(obj["beer_name"]), Label2: field(obj["brewer"])}
 	raw, ok := obj["beer_id"]
 	switch {
 	case !ok:
 		b.Problem = "no beer_id"
 	case string(raw) == "null":
 		b.Problem = "beer_id is null"
-	case json.Unmarshal(raw, &b.BeerID) != nil:
+	case json.Unmarshal(raw, &b.Key) != nil:
 		b.Problem = "beer_id is not a string"
-	case b.BeerID == "":
+	case b.Key == "":
 		b.Problem = "empty beer_id"
 	}
 	return b

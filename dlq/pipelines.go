@@ -11,8 +11,8 @@ import (
 
 // Pipelines are the configured pipelines (var PIPELINES, config.Pipeline),
 // in configuration order: a pipeline's rows are the rows whose
-// source_queue is its queue; the row key is stored in beer_id, its first
-// label in beer_name, its second in brewer. A Store carries them to every
+// source_queue is its queue; the row key is stored in row_key, its first
+// label in label_1, its second in label_2. A Store carries them to every
 // filter, row object and capture it serves, and each service has them;
 // main.go gives them to NewDatabases, which hands them to each database's
 // store. Nil Pipelines are the beer pipeline alone (native tests, and
@@ -76,18 +76,18 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 
 // FieldsSQL is the json_object arguments of a row's pipeline, key
 // and labels (the row object's additions; see Message): the pipeline whose
-// queue is source_queue (null when none), beer_id as the key, and the
-// pipeline's label names over beer_name and brewer ({} for an
+// queue is source_queue (null when none), row_key as the key, and the
+// pipeline's label names over label_1 and label_2 ({} for an
 // unconfigured queue). Built from the configured pipelines: at most
 // config.MaxPipelines WHEN terms.
 func (ps Pipelines) FieldsSQL() string {
 	if len(ps.All()) == 0 {
-		return `'pipeline', NULL, 'key', beer_id, 'labels', json_object()`
+		return `'pipeline', NULL, 'key', row_key, 'labels', json_object()`
 	}
 	var name, labels strings.Builder
 	name.WriteString("CASE source_queue")
 	labels.WriteString("CASE source_queue")
-	cols := [config.MaxLabels]string{"beer_name", "brewer"}
+	cols := [config.MaxLabels]string{"label_1", "label_2"}
 	for _, p := range ps.All() {
 		fmt.Fprintf(&name, " WHEN %s THEN %s", sqlString(p.Queue), sqlString(p.Name))
 		var args []string
@@ -98,7 +98,7 @@ func (ps Pipelines) FieldsSQL() string {
 	}
 	name.WriteString(" END")
 	labels.WriteString(" ELSE json_object() END")
-	return `'pipeline', ` + name.String() + `, 'key', beer_id, 'labels', ` + labels.String()
+	return `'pipeline', ` + name.String() + `, 'key', row_key, 'labels', ` + labels.String()
 }
 
 // shapeOf is how the bodies of source queue q give their key and labels:
@@ -111,11 +111,11 @@ func (ps Pipelines) shapeOf(q string) config.Pipeline {
 	return config.BeerPipeline()
 }
 
-// MaxLabelBytes bounds a stored label value (beer_name, brewer).
+// MaxLabelBytes bounds a stored label value (label_1, label_2).
 const MaxLabelBytes = MaxFilterText
 
 // maxKeyBytes bounds a row key read through a pipeline's pointer (a
-// longer one is poison): the key is indexed and filtered on (beer_id).
+// longer one is poison): the key is indexed and filtered on (row_key).
 const maxKeyBytes = MaxFilterText
 
 // parsePipelineBody reads a body's key and labels through p's pointers (a
@@ -128,9 +128,9 @@ func parsePipelineBody(trimmed []byte, p config.Pipeline) body {
 		raw, _ := lp.Resolve(trimmed)
 		v := textField(raw)
 		if i == 0 {
-			b.BeerName = v
+			b.Label1 = v
 		} else {
-			b.Brewer = v
+			b.Label2 = v
 		}
 	}
 	key := "key " + p.Key
@@ -141,18 +141,18 @@ func parsePipelineBody(trimmed []byte, p config.Pipeline) body {
 	case string(raw) == "null":
 		b.Problem = key + " is null"
 	case raw[0] == '"':
-		if json.Unmarshal(raw, &b.BeerID) != nil {
+		if json.Unmarshal(raw, &b.Key) != nil {
 			b.Problem = key + " is not a string or number"
-		} else if b.BeerID == "" {
+		} else if b.Key == "" {
 			b.Problem = "empty " + key
 		}
 	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
-		b.BeerID = string(raw)
+		b.Key = string(raw)
 	default:
 		b.Problem = key + " is not a string or number"
 	}
-	if b.Problem == "" && len(b.BeerID) > maxKeyBytes {
-		b.BeerID, b.Problem = "", fmt.Sprintf("%s is longer than %d bytes", key, maxKeyBytes)
+	if b.Problem == "" && len(b.Key) > maxKeyBytes {
+		b.Key, b.Problem = "", fmt.Sprintf("%s is longer than %d bytes", key, maxKeyBytes)
 	}
 	return b
 }

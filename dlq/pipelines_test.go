@@ -42,18 +42,18 @@ func TestCaptureReadsEachPipelinesPointers(t *testing.T) {
 		{"orders-dlq", "o-str", `{"order":{"id":"o-1","customer":"ACME"},"lines":[1]}`, "o-1", "ACME", "", "unknown"},
 		{"orders-dlq", "o-num", `{"order":{"id":42.50,"customer":{"n":1}}}`, "42.50", `{"n":1}`, "", "unknown"},
 		{"orders-dlq", "o-neg", `{"order":{"id":-3}}`, "-3", "", "", "unknown"},
-		{"orders-dlq", "o-none", `{"order":{"customer":"SECRET-PAYLOAD"}}`, UnparseableBeerID, "SECRET-PAYLOAD", "", "poison"},
-		{"orders-dlq", "o-null", `{"order":{"id":null}}`, UnparseableBeerID, "", "", "poison"},
-		{"orders-dlq", "o-obj", `{"order":{"id":{"x":1}}}`, UnparseableBeerID, "", "", "poison"},
-		{"orders-dlq", "o-bool", `{"order":{"id":true}}`, UnparseableBeerID, "", "", "poison"},
-		{"orders-dlq", "o-empty", `{"order":{"id":""}}`, UnparseableBeerID, "", "", "poison"},
-		{"orders-dlq", "o-long", `{"order":{"id":"` + strings.Repeat("x", 201) + `"}}`, UnparseableBeerID, "", "", "poison"},
-		{"orders-dlq", "o-beer", `{"beer_id":"b-1"}`, UnparseableBeerID, "", "", "poison"},
-		{"orders-dlq", "o-text", `not json`, UnparseableBeerID, "", "", "poison"},
+		{"orders-dlq", "o-none", `{"order":{"customer":"SECRET-PAYLOAD"}}`, UnparseableKey, "SECRET-PAYLOAD", "", "poison"},
+		{"orders-dlq", "o-null", `{"order":{"id":null}}`, UnparseableKey, "", "", "poison"},
+		{"orders-dlq", "o-obj", `{"order":{"id":{"x":1}}}`, UnparseableKey, "", "", "poison"},
+		{"orders-dlq", "o-bool", `{"order":{"id":true}}`, UnparseableKey, "", "", "poison"},
+		{"orders-dlq", "o-empty", `{"order":{"id":""}}`, UnparseableKey, "", "", "poison"},
+		{"orders-dlq", "o-long", `{"order":{"id":"` + strings.Repeat("x", 201) + `"}}`, UnparseableKey, "", "", "poison"},
+		{"orders-dlq", "o-beer", `{"beer_id":"b-1"}`, UnparseableKey, "", "", "poison"},
+		{"orders-dlq", "o-text", `not json`, UnparseableKey, "", "", "poison"},
 		{"odd-dlq", "odd-1", `{"a/b":{"~":"k~/"}}`, "k~/", "", "", "unknown"},
-		{"odd-dlq", "odd-arr", `["x","one","two"]`, UnparseableBeerID, "two", "one", "poison"},
+		{"odd-dlq", "odd-arr", `["x","one","two"]`, UnparseableKey, "two", "one", "poison"},
 		{dlqName, "b-1", `{"beer_id":"b-1","beer_name":"N","brewer":"B"}`, "b-1", "N", "B", "unknown"},
-		{dlqName, "b-num", `{"beer_id":7}`, UnparseableBeerID, "", "", "poison"},
+		{dlqName, "b-num", `{"beer_id":7}`, UnparseableKey, "", "", "poison"},
 		{"other-dlq", "x-1", `{"beer_id":"x-1","brewer":"B"}`, "x-1", "", "B", "unknown"},
 	}
 	for _, m := range msgs {
@@ -62,8 +62,8 @@ func TestCaptureReadsEachPipelinesPointers(t *testing.T) {
 			t.Fatalf("%s not stored: %v", m.id, err)
 		}
 		r := readRow(t, db, `message_id = ?`, m.id)
-		if r.BeerID != m.key || r.BeerName.String != m.label1 || r.Brewer.String != m.label2 || r.Class.String != m.class {
-			t.Errorf("%s: key %q labels %q %q class %q, want %q %q %q %q (%s)", m.id, r.BeerID, r.BeerName.String, r.Brewer.String,
+		if r.Key != m.key || r.Label1.String != m.label1 || r.Label2.String != m.label2 || r.Class.String != m.class {
+			t.Errorf("%s: key %q labels %q %q class %q, want %q %q %q %q (%s)", m.id, r.Key, r.Label1.String, r.Label2.String,
 				r.Class.String, m.key, m.label1, m.label2, m.class, r.Reason.String)
 		}
 	}
@@ -105,11 +105,11 @@ func FuzzPipelineBody(f *testing.F) {
 			return // not a pointer: config refuses it
 		}
 		b := parseBody(body, false, ps[0])
-		if b.Problem == "" && (b.BeerID == "" || len(b.BeerID) > maxKeyBytes || !utf8.ValidString(b.BeerID)) {
-			t.Fatalf("key %q from %q at %q", b.BeerID, body, key)
+		if b.Problem == "" && (b.Key == "" || len(b.Key) > maxKeyBytes || !utf8.ValidString(b.Key)) {
+			t.Fatalf("key %q from %q at %q", b.Key, body, key)
 		}
-		if b.BeerName != nil && len(*b.BeerName) > MaxLabelBytes {
-			t.Fatalf("label of %d bytes from %q at %q", len(*b.BeerName), body, label)
+		if b.Label1 != nil && len(*b.Label1) > MaxLabelBytes {
+			t.Fatalf("label of %d bytes from %q at %q", len(*b.Label1), body, label)
 		}
 		n++
 		id := "fzp" + string(rune('a'+n%26)) + base64.RawURLEncoding.EncodeToString([]byte{byte(n), byte(n >> 8), byte(n >> 16)})
@@ -118,10 +118,10 @@ func FuzzPipelineBody(f *testing.F) {
 			t.Fatalf("%q not stored: %v", body, err)
 		}
 		var stored string
-		if err := db.QueryRow(`SELECT beer_id FROM dlq_messages WHERE message_id = ?`, id).Scan(&stored); err != nil {
+		if err := db.QueryRow(`SELECT row_key FROM dlq_messages WHERE message_id = ?`, id).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]string{true: UnparseableBeerID, false: b.BeerID}[b.Problem != ""]; stored != want {
+		if want := map[bool]string{true: UnparseableKey, false: b.Key}[b.Problem != ""]; stored != want {
 			t.Fatalf("stored key %q, want %q", stored, want)
 		}
 	})
@@ -163,8 +163,8 @@ func TestPipelineBodyKeysAtTheirEdges(t *testing.T) {
 		{`[1]`, "", "key /order/id is not a string or number"},
 	} {
 		b := parsePipelineBody([]byte(`{"order":{"id":`+c.id+`}}`), orders)
-		if b.BeerID != c.key || b.Problem != c.problem {
-			t.Errorf("id %.20s: key %q problem %q, want %q %q", c.id, b.BeerID, b.Problem, c.key, c.problem)
+		if b.Key != c.key || b.Problem != c.problem {
+			t.Errorf("id %.20s: key %q problem %q, want %q %q", c.id, b.Key, b.Problem, c.key, c.problem)
 		}
 	}
 }
@@ -208,7 +208,7 @@ func TestCaptureBoundsLabels(t *testing.T) {
 		if r.Class.String == "poison" {
 			t.Errorf("%s: a long label made the row poison (%s)", m.id, r.Reason.String)
 		}
-		for i, l := range []sql.NullString{r.BeerName, r.Brewer} {
+		for i, l := range []sql.NullString{r.Label1, r.Label2} {
 			prefix := []string{m.prefix1, m.prefix2}[i]
 			if l.Valid != (prefix != "") {
 				t.Errorf("%s: label %d %v, want one starting %q", m.id, i+1, l, prefix)
@@ -229,7 +229,7 @@ func TestCaptureBoundsLabels(t *testing.T) {
 	if err := c.ConsumeBatch(context.Background(), "orders-dlq", queuetest.Batch(qm)); err != nil {
 		t.Fatal(err)
 	}
-	if r := readRow(t, c.DB, `message_id = 'l-exact'`); r.BeerName.String != exact {
-		t.Fatalf("a label of %d bytes was changed to %q", MaxLabelBytes, r.BeerName.String)
+	if r := readRow(t, c.DB, `message_id = 'l-exact'`); r.Label1.String != exact {
+		t.Fatalf("a label of %d bytes was changed to %q", MaxLabelBytes, r.Label1.String)
 	}
 }

@@ -13,8 +13,8 @@ import (
 func TestQReadsTheRowsLikeDid(t *testing.T) {
 	db := sqlitetest.New(t)
 	five := int64(5)
-	like := ` AND (beer_name LIKE ? OR brewer LIKE ? OR failure_reason LIKE ?)`
-	for _, f := range []Filter{{}, {Status: StatusAll}, {BeerID: "b"}, {SourceQueue: "s", FailedAfter: &five}} {
+	like := ` AND (label_1 LIKE ? OR label_2 LIKE ? OR failure_reason LIKE ?)`
+	for _, f := range []Filter{{}, {Status: StatusAll}, {Key: "b"}, {SourceQueue: "s", FailedAfter: &five}} {
 		f, err := f.Normalize(nil)
 		if err != nil {
 			t.Fatal(err)

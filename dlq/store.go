@@ -21,8 +21,8 @@ import (
 	"github.com/redrive/redrive/sqlbatch"
 )
 
-// UnparseableBeerID is the beer_id stored for bodies without a usable beer_id.
-const UnparseableBeerID = "__unparseable__"
+// UnparseableKey is the row key (row_key) stored for bodies without a usable key.
+const UnparseableKey = "__unparseable__"
 
 // Failure is one dead-lettered message to store.
 type Failure struct {
@@ -44,7 +44,7 @@ type Failure struct {
 	// Class and Reason left empty are derived by the store statement itself:
 	// from the message's attempt record (message_attempts, which also gives
 	// failure_count), else `unknown` / `no attempt record`; a body without a
-	// usable beer_id gets class `poison` and reason `unparseable: ...; ...`.
+	// usable key gets class `poison` and reason `unparseable: ...; ...`.
 	Class string
 	// Reason is a short human-readable text, no secrets.
 	Reason string
@@ -125,7 +125,7 @@ func (s Store) Put(ctx context.Context, fs []Failure) error {
 // member read: 40 times per row in putSQL, most of its time.
 var (
 	keyFields = []string{"message_id", "source", "hash", "failed_at", "sig", "sig_class", "sig_text", "usig"}
-	putFields = []string{"message_id", "source", "hash", "failed_at", "sig", "usig", "beer_id", "beer_name", "brewer",
+	putFields = []string{"message_id", "source", "hash", "failed_at", "sig", "usig", "row_key", "label_1", "label_2",
 		"attempts", "raw", "encoding", "content_type", "class", "reason", "problem", "version", "entries", "entry_version", "borrow"}
 )
 
@@ -180,7 +180,7 @@ func fieldsOf(fields []string) string {
 // row, message_id <> last_message_id for a lineage update. Messages absent
 // from the result were duplicates.
 var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FROM json_each(?))
-	INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
+	INSERT INTO dlq_messages(id, message_id, row_key, label_1, label_2, failed_at, failure_count,
 		failure_reason, failure_class, source_queue, raw_message, raw_encoding, content_type, body_hash,
 		last_message_id, first_failed_at, updated_at, history, history_dropped, signature, version, tally_seq,
 		replay_count)
@@ -195,7 +195,7 @@ var putSQL = `WITH elems AS MATERIALIZED (SELECT ` + fieldsOf(putFields) + ` FRO
 					AND d.status <> 'acknowledged'
 					AND NOT EXISTS (SELECT 1 FROM dlq_messages f WHERE f.message_id = j.message_id)
 				ORDER BY d.status IN ('replaying', 'replayed') DESC, d.id DESC LIMIT 1)),
-		` + borrowed("j.borrow ->> '$.message_id'", "j.message_id") + `, j.beer_id, j.beer_name, j.brewer,
+		` + borrowed("j.borrow ->> '$.message_id'", "j.message_id") + `, j.row_key, j.label_1, j.label_2,
 		j.failed_at,
 		max(COALESCE(a.attempt, 0), j.attempts),
 		COALESCE(j.reason, substr(
@@ -357,22 +357,22 @@ const (
 	markSQL = `INSERT INTO capture_mark(id, last_id) VALUES (1, (SELECT COALESCE(MAX(id), 0) FROM dlq_messages))
 	ON CONFLICT(id) DO UPDATE SET last_id = excluded.last_id`
 	newRowsCond = `d.id > (SELECT last_id FROM capture_mark WHERE id = 1)`
-	tallyNewSQL = `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
-	SELECT d.status, d.source_queue, CASE WHEN d.status = 'pending' AND d.brewer IS NOT NULL THEN '=' || d.brewer ELSE '' END, COUNT(*)
+	tallyNewSQL = `INSERT INTO dlq_tally(status, source_queue, label_key, n)
+	SELECT d.status, d.source_queue, CASE WHEN d.status = 'pending' AND d.label_2 IS NOT NULL THEN '=' || d.label_2 ELSE '' END, COUNT(*)
 	FROM dlq_messages d WHERE ` + newRowsCond + ` GROUP BY 1, 2, 3
-	ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`
+	ON CONFLICT(status, source_queue, label_key) DO UPDATE SET n = n + excluded.n`
 	activityNewSQL = `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
 	SELECT 'failed', CAST(d.failed_at AS INTEGER) / 3600000, d.source_queue, COUNT(*), COUNT(*)
 	FROM dlq_messages d WHERE ` + newRowsCond + ` GROUP BY 2, 3
 	ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
 	// tallyOneSQL and activityOneSQL are tallyNewSQL and activityNewSQL for
-	// a batch whose failures all have the same group (source queue, brewer)
+	// a batch whose failures all have the same group (source queue, label_2)
 	// or hour and source queue, which Go knows: no GROUP BY, whose sorter D1 bills as a
 	// second row read per row. A new row is pending, its source_queue,
-	// brewer and failed_at are its failure's.
-	tallyOneSQL = `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+	// label_2 and failed_at are its failure's.
+	tallyOneSQL = `INSERT INTO dlq_tally(status, source_queue, label_key, n)
 	SELECT 'pending', ?, ?, COUNT(*) FROM dlq_messages d WHERE ` + newRowsCond + ` HAVING COUNT(*) > 0
-	ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`
+	ON CONFLICT(status, source_queue, label_key) DO UPDATE SET n = n + excluded.n`
 	activityOneSQL = `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
 	SELECT 'failed', CAST(? AS INTEGER), ?, COUNT(*), COUNT(*) FROM dlq_messages d WHERE ` + newRowsCond + ` HAVING COUNT(*) > 0
 	ON CONFLICT(kind, hour, source_queue) DO UPDATE SET n = n + excluded.n, events = events + excluded.events`
@@ -382,7 +382,7 @@ const (
 // dlq_tally and dlq_activity (after putSQL, see markSQL).
 func tallyOf(encs []encoded) (tally, activity sqlbatch.Stmt) {
 	tally, activity = sqlbatch.Stmt{SQL: tallyNewSQL}, sqlbatch.Stmt{SQL: activityNewSQL}
-	source, brewer, _ := strings.Cut(encs[0].group, "\x00")
+	source, label, _ := strings.Cut(encs[0].group, "\x00")
 	oneGroup, oneHour := true, true
 	for _, e := range encs[1:] {
 		oneGroup = oneGroup && e.group == encs[0].group
@@ -390,7 +390,7 @@ func tallyOf(encs []encoded) (tally, activity sqlbatch.Stmt) {
 		oneHour = oneHour && e.hour == encs[0].hour && s == source
 	}
 	if oneGroup {
-		tally = sqlbatch.Stmt{SQL: tallyOneSQL, Args: []any{source, brewer}}
+		tally = sqlbatch.Stmt{SQL: tallyOneSQL, Args: []any{source, label}}
 	}
 	if oneHour {
 		activity = sqlbatch.Stmt{SQL: activityOneSQL, Args: []any{encs[0].hour, source}}
@@ -411,7 +411,7 @@ const maxReasonSQL = "1000"
 // ensureSignaturesSQL's (what that statement reads of a failure: no body
 // and no beer, so that D1 parses a few kilobytes for it, not the batch).
 //
-// The elements of put: message_id, beer_id, beer_name, brewer, attempts,
+// The elements of put: message_id, row_key, label_1, label_2, attempts,
 // source, raw (the body's text, or base64 per encoding), encoding,
 // content_type, hash (BodyHash), failed_at (Unix ms), version; class and
 // reason (when given; else derived in SQL from the message's attempt
@@ -448,20 +448,20 @@ func encodeFailure(f Failure, ps Pipelines) (encoded, error) {
 		b = &p
 	}
 	raw, enc := storedBody(f, ct)
-	beerID := b.BeerID
+	rowKey := b.Key
 	if b.Problem != "" {
-		beerID = UnparseableBeerID
+		rowKey = UnparseableKey
 	}
 	failedAt := f.FailedAt.UnixMilli()
 	hash := BodyHash(ct, f.Body)
 
 	common := commonMembers(f, b, hash, failedAt)
 	key := append(common[:len(common):len(common)], '}')
-	put, err := putElement(f, b, ct, common, beerID, raw, enc)
+	put, err := putElement(f, b, ct, common, rowKey, raw, enc)
 	if err != nil {
 		return encoded{}, err
 	}
-	return encoded{put: put, key: key, group: tallyGroup(f.SourceQueue, b.Brewer), hour: failedAt / 3_600_000}, nil
+	return encoded{put: put, key: key, group: tallyGroup(f.SourceQueue, b.Label2), hour: failedAt / 3_600_000}, nil
 }
 
 // storedBody is f's body as put's raw member holds it and that member's
@@ -503,12 +503,12 @@ func commonMembers(f Failure, b *body, hash string, failedAt int64) []byte {
 // common members, then the row's own (beer, attempts, the body as raw in
 // encoding enc, class, reason, problem, version, and the history entry
 // when f carries one), closed.
-func putElement(f Failure, b *body, ct queue.ContentType, common []byte, beerID, raw, enc string) ([]byte, error) {
+func putElement(f Failure, b *body, ct queue.ContentType, common []byte, rowKey, raw, enc string) ([]byte, error) {
 	put := make([]byte, 0, len(common)+len(raw)+len(raw)/8+256)
 	put = append(put, common...)
-	put = member(put, ',', "beer_id", beerID)
-	put = optMember(put, "beer_name", b.BeerName)
-	put = optMember(put, "brewer", b.Brewer)
+	put = member(put, ',', "row_key", rowKey)
+	put = optMember(put, "label_1", b.Label1)
+	put = optMember(put, "label_2", b.Label2)
 	put = strconv.AppendInt(append(put, `,"attempts":`...), int64(f.Attempts), 10)
 	put = member(put, ',', "raw", raw)
 	put = member(put, ',', "encoding", enc)
@@ -530,12 +530,12 @@ func putElement(f Failure, b *body, ct queue.ContentType, common []byte, beerID,
 }
 
 // tallyGroup is the dlq_tally group of a new row of source queue
-// sourceQueue and brewer (see encoded.group): the queue, a NUL, and "="
-// and the brewer when there is one.
-func tallyGroup(sourceQueue string, brewer *string) string {
+// sourceQueue and second label label2 (see encoded.group): the queue, a
+// NUL, and "=" and the label when there is one.
+func tallyGroup(sourceQueue string, label2 *string) string {
 	group := sourceQueue + "\x00"
-	if brewer != nil {
-		group += "=" + *brewer
+	if label2 != nil {
+		group += "=" + *label2
 	}
 	return group
 }
@@ -703,12 +703,12 @@ func saveStatements(encs []encoded) []sqlbatch.Stmt {
 	return stmts
 }
 
-// body is what a message body says about its beer.
+// body is what a message body says of its row: its key and labels.
 type body struct {
-	BeerID   string
-	BeerName *string
-	Brewer   *string
-	// Problem says why the body is poison ("" when it has a usable beer_id).
+	Key    string
+	Label1 *string
+	Label2 *string
+	// Problem says why the body is poison ("" when it has a usable key).
 	Problem string
 }
 
@@ -752,7 +752,7 @@ func parseBody(src string, binary bool, p config.Pipeline) body {
 			brewer = value
 		}
 	})
-	b := body{BeerName: textField(name), Brewer: textField(brewer)}
+	b := body{Label1: textField(name), Label2: textField(brewer)}
 	var ok bool
 	switch {
 	case id == nil:
@@ -760,9 +760,9 @@ func parseBody(src string, binary bool, p config.Pipeline) body {
 	case string(id) == "null":
 		b.Problem = "beer_id is null"
 	default:
-		if b.BeerID, ok = jsonscan.Text(id); !ok {
+		if b.Key, ok = jsonscan.Text(id); !ok {
 			b.Problem = "beer_id is not a string"
-		} else if b.BeerID == "" {
+		} else if b.Key == "" {
 			b.Problem = "empty beer_id"
 		}
 	}

@@ -33,11 +33,11 @@ func TestStoreBeerFieldsFromTheBody(t *testing.T) {
 	} {
 		r := readRow(t, db, `message_id = ?`, id)
 		got := [2]string{"NULL", "NULL"}
-		if r.BeerName.Valid {
-			got[0] = r.BeerName.String
+		if r.Label1.Valid {
+			got[0] = r.Label1.String
 		}
-		if r.Brewer.Valid {
-			got[1] = r.Brewer.String
+		if r.Label2.Valid {
+			got[1] = r.Label2.String
 		}
 		if got != want {
 			t.Errorf("%s: beer_name, brewer = %q, want %q", id, got, want)

@@ -24,19 +24,19 @@ func failure(id, body string, at time.Time) Failure {
 
 // dlqRow is a dlq_messages row as tests read it.
 type dlqRow struct {
-	ID, FailedAt, FirstFailedAt, UpdatedAt, FailureCount, ReplayCount    int64
-	MessageID, LastMessageID, BeerID, Status, SourceQueue, Raw, Encoding string
-	BeerName, Brewer, Reason, Class                                      sql.NullString
+	ID, FailedAt, FirstFailedAt, UpdatedAt, FailureCount, ReplayCount int64
+	MessageID, LastMessageID, Key, Status, SourceQueue, Raw, Encoding string
+	Label1, Label2, Reason, Class                                     sql.NullString
 }
 
 func readRow(t *testing.T, db *sql.DB, where string, args ...any) dlqRow {
 	t.Helper()
 	var r dlqRow
 	err := db.QueryRow(`SELECT id, failed_at, first_failed_at, updated_at, failure_count, replay_count, message_id,
-		last_message_id, beer_id, status, source_queue, raw_message, raw_encoding, beer_name, brewer, failure_reason, failure_class
+		last_message_id, row_key, status, source_queue, raw_message, raw_encoding, label_1, label_2, failure_reason, failure_class
 		FROM dlq_messages WHERE `+where, args...).Scan(&r.ID, &r.FailedAt, &r.FirstFailedAt, &r.UpdatedAt, &r.FailureCount,
-		&r.ReplayCount, &r.MessageID, &r.LastMessageID, &r.BeerID, &r.Status, &r.SourceQueue, &r.Raw, &r.Encoding,
-		&r.BeerName, &r.Brewer, &r.Reason, &r.Class)
+		&r.ReplayCount, &r.MessageID, &r.LastMessageID, &r.Key, &r.Status, &r.SourceQueue, &r.Raw, &r.Encoding,
+		&r.Label1, &r.Label2, &r.Reason, &r.Class)
 	if err != nil {
 		t.Fatalf("read row %s %v: %v", where, args, err)
 	}
@@ -68,13 +68,13 @@ func TestStorePutIsIdempotentOnMessageID(t *testing.T) {
 		t.Fatalf("rows = %d, want 2", n)
 	}
 	r := readRow(t, db, `message_id = 'm1'`)
-	if r.BeerID != "7" || r.BeerName.String != "IPA" || r.Brewer.String != "B" || r.Reason.String != "transient: provider status 500 (m1)" ||
+	if r.Key != "7" || r.Label1.String != "IPA" || r.Label2.String != "B" || r.Reason.String != "transient: provider status 500 (m1)" ||
 		r.FailureCount != 4 || r.Class.String != "transient" || r.Status != "pending" || r.ReplayCount != 0 ||
 		r.LastMessageID != "m1" || r.FailedAt != t0.UnixMilli() || r.FirstFailedAt != t0.UnixMilli() || r.UpdatedAt != t0.UnixMilli() ||
 		r.SourceQueue != "beer-enrichment" || r.Encoding != "text" || r.Raw != fs[0].Body {
 		t.Fatalf("m1 = %+v", r)
 	}
-	if r := readRow(t, db, `message_id = 'm2'`); r.BeerID != UnparseableBeerID || r.Raw != "not json" || r.BeerName.Valid {
+	if r := readRow(t, db, `message_id = 'm2'`); r.Key != UnparseableKey || r.Raw != "not json" || r.Label1.Valid {
 		t.Fatalf("poison row = %+v", r)
 	}
 }
@@ -150,7 +150,7 @@ func TestSaveLineageUpdatesTheOriginalRow(t *testing.T) {
 	if r.Status != "pending" || r.ReplayCount != 1 || r.MessageID != "m1" || r.LastMessageID != "m2" ||
 		r.FailedAt != t0.Add(time.Hour).UnixMilli() || r.FirstFailedAt != t0.UnixMilli() || r.UpdatedAt != t0.Add(time.Hour).UnixMilli() ||
 		r.FailureCount != 2 || r.Class.String != "permanent" || r.Reason.String != "permanent: provider status 400" ||
-		r.Raw != orig || r.BeerID != "42" {
+		r.Raw != orig || r.Key != "42" {
 		t.Fatalf("row after repeat failure = %+v", r)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages`); n != 1 {
@@ -401,13 +401,13 @@ func TestSaveStoresBodiesExactly(t *testing.T) {
 			t.Errorf("%s: raw %q (%d bytes), want %d bytes", id, text.Clip(r.Raw, 60), len(r.Raw), len(b))
 		}
 	}
-	if r := readRow(t, db, `message_id = 'unicode'`); r.BeerID != "ü-1" || r.BeerName.String != "Bière «spéciale» 🍺" || r.Brewer.String != `O'Hara "&" <Sons>` {
+	if r := readRow(t, db, `message_id = 'unicode'`); r.Key != "ü-1" || r.Label1.String != "Bière «spéciale» 🍺" || r.Label2.String != `O'Hara "&" <Sons>` {
 		t.Errorf("unicode columns: %+v", r)
 	}
-	if r := readRow(t, db, `message_id = 'numbers'`); r.BeerName.String != "12" || r.Brewer.String != `{"name":"B"}` {
-		t.Errorf("non-string columns: %q %q", r.BeerName.String, r.Brewer.String)
+	if r := readRow(t, db, `message_id = 'numbers'`); r.Label1.String != "12" || r.Label2.String != `{"name":"B"}` {
+		t.Errorf("non-string columns: %q %q", r.Label1.String, r.Label2.String)
 	}
-	if r := readRow(t, db, `message_id = 'bin'`); r.Raw != "AAEC/w==" || r.Encoding != "base64" || r.BeerID != UnparseableBeerID {
+	if r := readRow(t, db, `message_id = 'bin'`); r.Raw != "AAEC/w==" || r.Encoding != "base64" || r.Key != UnparseableKey {
 		t.Errorf("binary: %+v", r)
 	}
 }
@@ -436,7 +436,7 @@ func TestParseBody(t *testing.T) {
 	}
 	for _, c := range cases {
 		b := parseBody(c.body, c.binary, config.BeerPipeline())
-		if b.Problem != c.problem || (c.problem == "" && b.BeerID != c.beer) {
+		if b.Problem != c.problem || (c.problem == "" && b.Key != c.beer) {
 			t.Errorf("parseBody(%q) = %+v, want beer %q problem %q", c.body, b, c.beer, c.problem)
 		}
 	}

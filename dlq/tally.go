@@ -10,7 +10,7 @@ import (
 // The statements that move many rows at once (acknowledge, replay claim and
 // settle) keep dlq_tally, dlq_activity and their counters themselves, in
 // the same batch as the UPDATE and before it: one row written per group of
-// rows (status, source queue, brewer; hour) instead of one per row, which
+// rows (status, source queue, label_2; hour) instead of one per row, which
 // is what the per-row triggers of migrations/0012 would cost. Their UPDATE
 // increments tally_seq (SetTallied), which tells those triggers to leave
 // the rows alone. Each helper reads the rows about to change through cond
@@ -19,22 +19,22 @@ import (
 // SetTallied is the SET term of an UPDATE whose batch keeps the counts.
 const SetTallied = `tally_seq = tally_seq + 1`
 
-// BrewerKeySQL is dlq_tally.brewer_key of a row whose status is the SQL
+// LabelKeySQL is dlq_tally.label_key of a row whose status is the SQL
 // expression status.
-func BrewerKeySQL(status string) string {
-	return `CASE WHEN ` + status + ` = 'pending' AND brewer IS NOT NULL THEN '=' || brewer ELSE '' END`
+func LabelKeySQL(status string) string {
+	return `CASE WHEN ` + status + ` = 'pending' AND label_2 IS NOT NULL THEN '=' || label_2 ELSE '' END`
 }
 
 // TallyMove returns the statement that moves the counts of the rows matching
-// cond from their (status, source_queue, brewer) to newStatus, an SQL
+// cond from their (status, source_queue, label_2) to newStatus, an SQL
 // expression over the row ('acknowledged', or a CASE).
 func TallyMove(cond string, args []any, newStatus string) sqlbatch.Stmt {
-	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+	return sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, label_key, n)
 		SELECT s, q, b, SUM(d) FROM (
-			SELECT status AS s, source_queue AS q, ` + BrewerKeySQL("status") + ` AS b, -1 AS d FROM dlq_messages WHERE ` + cond + `
-			UNION ALL SELECT ` + newStatus + `, source_queue, ` + BrewerKeySQL("("+newStatus+")") + `, 1 FROM dlq_messages WHERE ` + cond + `)
+			SELECT status AS s, source_queue AS q, ` + LabelKeySQL("status") + ` AS b, -1 AS d FROM dlq_messages WHERE ` + cond + `
+			UNION ALL SELECT ` + newStatus + `, source_queue, ` + LabelKeySQL("("+newStatus+")") + `, 1 FROM dlq_messages WHERE ` + cond + `)
 		WHERE true GROUP BY s, q, b HAVING SUM(d) <> 0
-		ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`,
+		ON CONFLICT(status, source_queue, label_key) DO UPDATE SET n = n + excluded.n`,
 		Args: append(append([]any(nil), args...), args...)}
 }
 

@@ -53,8 +53,9 @@ type Message struct {
 	ContentType string `json:"content_type"`
 
 	// Pipeline is the configured pipeline whose queue is source_queue
-	// (null for a queue no pipeline names); Key is its row key (= beer_id);
-	// Labels its labels by name (beer_name and brewer hold them).
+	// (null for a queue no pipeline names); Key is its row key (= beer_id, stored in row_key);
+	// Labels its labels by name (beer_name and brewer hold them; stored in
+	// label_1 and label_2).
 	Pipeline *string            `json:"pipeline"`
 	Key      string             `json:"key"`
 	Labels   map[string]*string `json:"labels"`

@@ -150,7 +150,7 @@ func TestUnroutableCaptureStoresAndAcks(t *testing.T) {
 			t.Fatalf("%s row %+v", m.MsgID, r)
 		}
 	}
-	if r := readRow(t, db, `message_id = 'u2'`); r.BeerID != "7" {
+	if r := readRow(t, db, `message_id = 'u2'`); r.Key != "7" {
 		t.Fatalf("beer id of a well-formed body: %+v", r)
 	}
 	if !strings.Contains(logs.String(), `"source_queue":"new-queue"`) {

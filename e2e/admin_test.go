@@ -30,12 +30,12 @@ func newPrefix(tag string) string {
 // provider token), brewer "<prefix> brewer <i%3>", failure_reason
 // "<prefix> reason <i%4>", failed_at base-(i/ties), and a JSON object body.
 func seedSQL(prefix string, n, ties int, base int64, source string) string {
-	return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_count,
+	return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_count,
 		failure_reason, failure_class, source_queue, raw_message, first_failed_at, updated_at)
 	WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < %[2]d)
-	SELECT '%[1]s-m-' || i, '%[1]s-b-' || i, printf('%[1]s-%%05d', i), '%[1]s brewer ' || (i %% 3), %[4]d - (i / %[3]d), 4,
+	SELECT '%[1]s-m-' || i, '%[1]s-b-' || i, printf('%[1]s-%%05d', i), '%[1]s label_2 ' || (i %% 3), %[4]d - (i / %[3]d), 4,
 		'%[1]s reason ' || (i %% 4), 'transient', '%[5]s',
-		json_object('beer_id', '%[1]s-b-' || i, 'beer_name', printf('%[1]s-%%05d', i), 'brewer', '%[1]s brewer ' || (i %% 3)),
+		json_object('beer_id', '%[1]s-b-' || i, 'beer_name', printf('%[1]s-%%05d', i), 'brewer', '%[1]s label_2 ' || (i %% 3)),
 		%[4]d - (i / %[3]d), %[4]d
 	FROM seq`, prefix, n, ties, base, source)
 }
@@ -45,7 +45,7 @@ func token(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, 
 // ownIDs returns the ids of the prefix's rows, in row order (i).
 func ownIDs(t *testing.T, w *Worker, prefix string) []int64 {
 	t.Helper()
-	rows, err := w.DB(t).Query(`SELECT id FROM dlq_messages WHERE beer_id LIKE ? ORDER BY CAST(substr(beer_id, ?) AS INTEGER)`,
+	rows, err := w.DB(t).Query(`SELECT id FROM dlq_messages WHERE row_key LIKE ? ORDER BY CAST(substr(row_key, ?) AS INTEGER)`,
 		prefix+"-b-%", len(prefix)+4)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func ownState(t *testing.T, w *Worker, prefix string) string {
 	t.Helper()
 	var s sql.NullString
 	if err := w.DB(t).QueryRow(`SELECT group_concat(json_array(id, status, replay_count, replayed_at, acknowledged_at,
-		replaying_at, acknowledged_note, updated_at), ';') FROM dlq_messages WHERE beer_id LIKE ?`, prefix+"-%").Scan(&s); err != nil {
+		replaying_at, acknowledged_note, updated_at), ';') FROM dlq_messages WHERE row_key LIKE ?`, prefix+"-%").Scan(&s); err != nil {
 		t.Fatal(err)
 	}
 	return s.String
@@ -233,7 +233,7 @@ func list(t *testing.T, w *Worker, q url.Values) listPage {
 func TestAdminListPaginates1000RowsWithTies(t *testing.T) {
 	prefix := newPrefix("page")
 	shared.Exec(t, seedSQL(prefix, 1000, 7, time.Now().UnixMilli()-3_600_000, "beer-enrichment"))
-	if n := shared.Int(t, `SELECT COUNT(DISTINCT failed_at) FROM dlq_messages WHERE beer_id LIKE ?`, prefix+"-%"); n != 143 {
+	if n := shared.Int(t, `SELECT COUNT(DISTINCT failed_at) FROM dlq_messages WHERE row_key LIKE ?`, prefix+"-%"); n != 143 {
 		t.Fatalf("seeded %d distinct failed_at values, want 143 (ties of 7)", n)
 	}
 	seen := map[int64]bool{}
@@ -285,10 +285,10 @@ func TestAdminListFilters(t *testing.T) {
 	src := prefix + "-queue"
 	base := int64(1_500_000_000_000) + time.Now().UnixNano()%1_000_000
 	shared.Exec(t, seedSQL(prefix, 8, 1, base, "beer-enrichment")+`;
-		UPDATE dlq_messages SET status = 'replayed', replayed_at = failed_at, replay_count = 1 WHERE beer_id IN ('`+prefix+`-b-0', '`+prefix+`-b-1');
-		UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = failed_at WHERE beer_id = '`+prefix+`-b-2';
-		UPDATE dlq_messages SET status = 'replaying', replaying_at = failed_at WHERE beer_id = '`+prefix+`-b-3';
-		UPDATE dlq_messages SET source_queue = '`+src+`' WHERE beer_id IN ('`+prefix+`-b-4', '`+prefix+`-b-2')`)
+		UPDATE dlq_messages SET status = 'replayed', replayed_at = failed_at, replay_count = 1 WHERE row_key IN ('`+prefix+`-b-0', '`+prefix+`-b-1');
+		UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = failed_at WHERE row_key = '`+prefix+`-b-2';
+		UPDATE dlq_messages SET status = 'replaying', replaying_at = failed_at WHERE row_key = '`+prefix+`-b-3';
+		UPDATE dlq_messages SET source_queue = '`+src+`' WHERE row_key IN ('`+prefix+`-b-4', '`+prefix+`-b-2')`)
 	ids := ownIDs(t, shared, prefix)
 	cases := []struct {
 		q    url.Values
@@ -380,7 +380,7 @@ func statsFromSQL(t *testing.T, w *Worker, now time.Time) stats {
 	if oldest := w.Int(t, `SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending'`); oldest > 0 {
 		s.OldestPendingAgeHours = math.Round(float64(now.UnixMilli()-oldest)/3_600_000*10) / 10
 	}
-	rows, _ := db.Query(`SELECT brewer, COUNT(*) FROM dlq_messages WHERE status = 'pending' AND brewer IS NOT NULL GROUP BY brewer`)
+	rows, _ := db.Query(`SELECT label_2, COUNT(*) FROM dlq_messages WHERE status = 'pending' AND label_2 IS NOT NULL GROUP BY label_2`)
 	for rows.Next() {
 		var e brewerCount
 		rows.Scan(&e.Brewer, &e.Count)
@@ -394,7 +394,7 @@ func statsFromSQL(t *testing.T, w *Worker, now time.Time) stats {
 	if len(s.TopFailingBrewers) > 10 {
 		s.TopFailingBrewers = s.TopFailingBrewers[:10]
 	}
-	rows, _ = db.Query(`SELECT beer_id, beer_name, replay_count FROM dlq_messages WHERE status = 'pending' AND replay_count > 0
+	rows, _ = db.Query(`SELECT row_key, label_1, replay_count FROM dlq_messages WHERE status = 'pending' AND replay_count > 0
 		ORDER BY replay_count DESC, id DESC LIMIT 10`)
 	for rows.Next() {
 		var e repeatFailure
@@ -439,10 +439,10 @@ func TestAdminStatsMatchSQL(t *testing.T) {
 	now := time.Now().UnixMilli()
 	// 40 rows: 30 hours old, so they are the oldest pending rows and outside last_24h.
 	shared.Exec(t, seedSQL(prefix, 40, 1, now-30*3_600_000, prefix+"-queue")+`;
-		UPDATE dlq_messages SET replay_count = 5 + (id % 3) WHERE beer_id IN ('`+prefix+`-b-0', '`+prefix+`-b-1', '`+prefix+`-b-2');
-		UPDATE dlq_messages SET status = 'replayed', replayed_at = `+fmt.Sprint(now-3_600_000)+` WHERE beer_id = '`+prefix+`-b-3';
-		UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = `+fmt.Sprint(now-3_600_000)+` WHERE beer_id IN ('`+prefix+`-b-4', '`+prefix+`-b-5');
-		UPDATE dlq_messages SET status = 'replaying', replaying_at = `+fmt.Sprint(now)+` WHERE beer_id = '`+prefix+`-b-6'`)
+		UPDATE dlq_messages SET replay_count = 5 + (id % 3) WHERE row_key IN ('`+prefix+`-b-0', '`+prefix+`-b-1', '`+prefix+`-b-2');
+		UPDATE dlq_messages SET status = 'replayed', replayed_at = `+fmt.Sprint(now-3_600_000)+` WHERE row_key = '`+prefix+`-b-3';
+		UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = `+fmt.Sprint(now-3_600_000)+` WHERE row_key IN ('`+prefix+`-b-4', '`+prefix+`-b-5');
+		UPDATE dlq_messages SET status = 'replaying', replaying_at = `+fmt.Sprint(now)+` WHERE row_key = '`+prefix+`-b-6'`)
 	var got, want stats
 	// Stats and SQL are read at slightly different times while other
 	// messages may still be captured: compare until both agree.
@@ -500,7 +500,7 @@ func TestAdminReplayArrivesOnMainQueueAndKeepsLineage(t *testing.T) {
 			t.Errorf("beer %d: %d provider calls, want 1", i, n)
 		}
 	}
-	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND status = 'replayed' AND replay_count = 1
 		AND replayed_at IS NOT NULL AND replaying_at IS NULL`, prefix+"-%"); n != 3 {
 		t.Fatalf("%d rows replayed, want 3", n)
 	}
@@ -520,7 +520,7 @@ func TestAdminReplayArrivesOnMainQueueAndKeepsLineage(t *testing.T) {
 		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE id = ? AND status = 'pending' AND replay_count = 1
 			AND last_message_id <> message_id`, ids[3]) == 1
 	})
-	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, prefix+"-b-3"); n != 1 {
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, prefix+"-b-3"); n != 1 {
 		t.Fatalf("%d rows for the failing beer, want 1", n)
 	}
 	if len(shared.Provider.Calls(failing)) < 2 {
@@ -562,7 +562,7 @@ func TestAdminConcurrentReplaysSendEachRowOnce(t *testing.T) {
 	if total != len(ids) {
 		t.Fatalf("claimed %d, want %d", total, len(ids))
 	}
-	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != int64(len(ids)) {
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != int64(len(ids)) {
 		t.Fatalf("%d rows replayed exactly once, want %d", n, len(ids))
 	}
 	expectDeliveredOnceEach(t, shared, prefix, len(ids), 90*time.Second)
@@ -572,9 +572,9 @@ func TestAdminReplayOfNonPendingRowsIsANoop(t *testing.T) {
 	prefix := newPrefix("noop")
 	now := time.Now().UnixMilli()
 	shared.Exec(t, seedSQL(prefix, 3, 1, now, "beer-enrichment")+`;
-		UPDATE dlq_messages SET status = 'replayed', replayed_at = `+fmt.Sprint(now)+`, replay_count = 1 WHERE beer_id = '`+prefix+`-b-0';
-		UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = `+fmt.Sprint(now)+` WHERE beer_id = '`+prefix+`-b-1';
-		UPDATE dlq_messages SET status = 'replaying', replaying_at = `+fmt.Sprint(now)+` WHERE beer_id = '`+prefix+`-b-2'`)
+		UPDATE dlq_messages SET status = 'replayed', replayed_at = `+fmt.Sprint(now)+`, replay_count = 1 WHERE row_key = '`+prefix+`-b-0';
+		UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = `+fmt.Sprint(now)+` WHERE row_key = '`+prefix+`-b-1';
+		UPDATE dlq_messages SET status = 'replaying', replaying_at = `+fmt.Sprint(now)+` WHERE row_key = '`+prefix+`-b-2'`)
 	ids := ownIDs(t, shared, prefix)
 	before := ownState(t, shared, prefix)
 	res := replay(t, shared, idsBody(ids))
@@ -604,7 +604,7 @@ func TestAdminAcknowledgeHundredIDs(t *testing.T) {
 	if r.Status != 200 || res.AcknowledgedCount != 100 || len(res.AcknowledgedIDs) != 100 {
 		t.Fatalf("acknowledge 100: %d %s", r.Status, r.Raw)
 	}
-	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'acknowledged'
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND status = 'acknowledged'
 		AND acknowledged_at IS NOT NULL AND acknowledged_note = ?`, prefix+"-%", "e2e "+prefix); n != 100 {
 		t.Fatalf("%d rows acknowledged, want 100", n)
 	}
@@ -645,7 +645,7 @@ func TestAdminBulkAcknowledgePages(t *testing.T) {
 	if want := []string{"5000 true 1", "1 false 1", "0 false 1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("pages (count, has_more, audit rows) %q, want %q", got, want)
 	}
-	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'acknowledged'`, prefix+"-%"); n != 5001 {
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND status = 'acknowledged'`, prefix+"-%"); n != 5001 {
 		t.Fatalf("%d rows acknowledged, want 5001", n)
 	}
 }
@@ -653,7 +653,7 @@ func TestAdminBulkAcknowledgePages(t *testing.T) {
 func TestAdminDryRunsChangeNothing(t *testing.T) {
 	prefix := newPrefix("dry")
 	shared.Exec(t, seedSQL(prefix, 60, 2, time.Now().UnixMilli(), "beer-enrichment")+`;
-		UPDATE dlq_messages SET raw_message = 'not json', content_type = 'json', beer_id = '`+prefix+`-poison' WHERE beer_id = '`+prefix+`-b-0'`)
+		UPDATE dlq_messages SET raw_message = 'not json', content_type = 'json', row_key = '`+prefix+`-poison' WHERE row_key = '`+prefix+`-b-0'`)
 	before := ownState(t, shared, prefix)
 	audits := shared.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE dry_run = 0`)
 	type preview struct {
@@ -729,7 +729,7 @@ func TestAdminBulkReplayOf1000RowsSendsEachOnce(t *testing.T) {
 	if claimed != 1000 || len(replayed) != 1000 || calls != 4 {
 		t.Fatalf("claimed %d (%d distinct) in %d calls", claimed, len(replayed), calls)
 	}
-	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 1000 {
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 1000 {
 		t.Fatalf("%d rows replayed once, want 1000", n)
 	}
 	expectDeliveredOnceEach(t, shared, prefix, len(ids), 5*time.Minute)
@@ -839,7 +839,7 @@ func expectDeliveredOnceEach(t *testing.T, w *Worker, prefix string, n int, time
 // one, and a caller without credentials gets the 401 first.
 func TestUnknownQueryParameterIsRefused(t *testing.T) {
 	token := newPrefix("qp")
-	shared.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
+	shared.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, label_1, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
 		VALUES ('%[1]s', '%[1]s', 'x', 1000, 'beer-enrichment', '{"beer_id":"%[1]s"}', 'json', 1000, 1000)`, token))
 	line := shared.Admin(t, http.MethodGet, "/admin/dlq/export?format=ndjson&include_raw=true&status=all&beer_id="+token, nil)
 	if line.Status != 200 || strings.Count(string(line.Raw), "\n") != 1 {

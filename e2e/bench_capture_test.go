@@ -58,7 +58,7 @@ func captureBatch(t *testing.T, w *Worker, prefix string) (settled, wall float64
 		t.Fatalf("send to %s: %v %v", w.URL, err, r)
 	}
 	if err := pollFast(time.Minute, func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, like) >= 100
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE `+w.KeyColumn()+` LIKE ?`, like) >= 100
 	}); err != nil {
 		t.Fatalf("capture batch on %s: %v", w.URL, err)
 	}
@@ -75,11 +75,11 @@ func captureBatch(t *testing.T, w *Worker, prefix string) (settled, wall float64
 		t.Fatalf("capture batch on %s: broker lines %v %v/%v after %d: want one more, 100/100", w.URL, ms, acked, total, len(before))
 	}
 	for what, q := range map[string]string{
-		"rows":                 `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`,
-		"distinct message ids": `SELECT COUNT(DISTINCT message_id) FROM dlq_messages WHERE beer_id LIKE ?`,
-		"distinct beer ids":    `SELECT COUNT(DISTINCT beer_id) FROM dlq_messages WHERE beer_id LIKE ?`,
+		"rows":                 `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`,
+		"distinct message ids": `SELECT COUNT(DISTINCT message_id) FROM dlq_messages WHERE row_key LIKE ?`,
+		"distinct beer ids":    `SELECT COUNT(DISTINCT row_key) FROM dlq_messages WHERE row_key LIKE ?`,
 	} {
-		if got := w.Int(t, q, like); got != 100 {
+		if got := w.Int(t, strings.ReplaceAll(q, "row_key", w.KeyColumn()), like); got != 100 {
 			t.Fatalf("capture batch on %s stored %d %s for 100 messages", w.URL, got, what)
 		}
 	}

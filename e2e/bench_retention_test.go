@@ -148,7 +148,7 @@ func TestBenchRetention1M(t *testing.T) {
 		for part := 0; part < 4; part++ { // four statements of rows/4 (each one wrangler call)
 			x.Exec(t, seedExpiredSQL(fmt.Sprintf("r1m%d", part), at.UnixMilli(), rows/4, redrive))
 		}
-		cols, vals := "message_id, beer_id", "'p-' || i, 'p-' || (i % 100)"
+		cols, vals := "message_id, "+x.KeyColumn(), "'p-' || i, 'p-' || (i % 100)"
 		if redrive {
 			cols, vals = cols+", last_message_id", vals+", ''"
 		}

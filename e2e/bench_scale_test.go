@@ -338,8 +338,8 @@ func (s *scaleWorker) drain(t *testing.T, k, perPipeline int) (rate float64, set
 	for n := 1; n <= k; n++ {
 		f := s.fileOf(n)
 		var rows, ids, keys, lo, hi, firstAt int64
-		if err := f.DB.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT message_id), COUNT(DISTINCT beer_id), MIN(id), MAX(id), MIN(failed_at)
-			FROM dlq_messages WHERE id > ? AND source_queue = ? AND beer_id LIKE ?`,
+		if err := f.DB.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT message_id), COUNT(DISTINCT row_key), MIN(id), MAX(id), MIN(failed_at)
+			FROM dlq_messages WHERE id > ? AND source_queue = ? AND row_key LIKE ?`,
 			before[f.Binding], fmt.Sprintf("bench%d", n), fmt.Sprintf("%s-%d-%%", prefix, n)).Scan(&rows, &ids, &keys, &lo, &hi, &firstAt); err != nil {
 			t.Fatal(err)
 		}

@@ -387,21 +387,21 @@ func captureRun(t *testing.T, w *Worker, prefix string, n int) float64 {
 	sent := time.Now()
 	like := prefix + "-%"
 	if err := pollFast(5*time.Minute, func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, like) >= int64(n)
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE `+w.KeyColumn()+` LIKE ?`, like) >= int64(n)
 	}); err != nil {
 		t.Fatalf("capture on %s: %v", w.URL, err)
 	}
 	done := time.Now()
 	for what, q := range map[string]string{
-		"rows":                  `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`,
-		"distinct message ids":  `SELECT COUNT(DISTINCT message_id) FROM dlq_messages WHERE beer_id LIKE ?`,
-		"distinct message body": `SELECT COUNT(DISTINCT beer_id) FROM dlq_messages WHERE beer_id LIKE ?`,
+		"rows":                  `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`,
+		"distinct message ids":  `SELECT COUNT(DISTINCT message_id) FROM dlq_messages WHERE row_key LIKE ?`,
+		"distinct message body": `SELECT COUNT(DISTINCT row_key) FROM dlq_messages WHERE row_key LIKE ?`,
 	} {
-		if got := w.Int(t, q, like); got != int64(n) {
+		if got := w.Int(t, strings.ReplaceAll(q, "row_key", w.KeyColumn()), like); got != int64(n) {
 			t.Fatalf("capture on %s stored %d %s for %d messages", w.URL, got, what, n)
 		}
 	}
-	first := time.UnixMilli(w.Int(t, `SELECT MIN(failed_at) FROM dlq_messages WHERE beer_id LIKE ?`, like))
+	first := time.UnixMilli(w.Int(t, `SELECT MIN(failed_at) FROM dlq_messages WHERE `+w.KeyColumn()+` LIKE ?`, like))
 	if first.Before(sent) {
 		t.Fatalf("capture on %s: the first message was stored %s before the last send returned: captureDelay (%s) is too short for the sends",
 			w.URL, sent.Sub(first), captureDelay)
@@ -459,6 +459,7 @@ func seedAdminSQL(n int, now int64, redrive bool) string {
 		CASE WHEN i % 20 >= 17 THEN %[2]d - (i * 13) END,
 		json_object('beer_id', 'beer-' || i, 'beer_name', 'Beer ' || i, 'brewer', 'Brewer ' || (i % 50))`
 	if redrive {
+		cols = strings.Replace(cols, "beer_id, beer_name, brewer", "row_key, label_1, label_2", 1)
 		cols += `, failure_class, last_message_id, first_failed_at, updated_at`
 		vals += `, 'transient', 'm-' || i, %[2]d - (i * 26), %[2]d`
 	}
@@ -617,7 +618,7 @@ func benchPagination(t *testing.T, w, ref *Worker, n int, rep *benchReport) {
 func seedExpiredSQL(prefix string, at int64, rows int, redrive bool) string {
 	cols, vals := "message_id, beer_id", "'%[1]s-' || i, '%[1]s-' || (i %% 5000)"
 	if redrive {
-		cols, vals = "message_id, last_message_id, beer_id", "'%[1]s-' || i, '', '%[1]s-' || (i %% 5000)"
+		cols, vals = "message_id, last_message_id, row_key", "'%[1]s-' || i, '', '%[1]s-' || (i %% 5000)"
 	}
 	return fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[3]d)
 		INSERT INTO dlq_messages(`+cols+`, status, failed_at, acknowledged_at, replayed_at)

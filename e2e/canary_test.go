@@ -44,7 +44,7 @@ func canaryBeers(t *testing.T, w *Worker, prefix string, good, bad int) {
 	}
 	enrich(t, w, beers...)
 	Eventually(t, 120*time.Second, "every beer in the DLQ", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND instr(beer_id, ?) > 0`, prefix) == int64(good+bad)
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND instr(row_key, ?) > 0`, prefix) == int64(good+bad)
 	})
 	for _, tok := range tokens[:good] {
 		w.Provider.On(tok, Behavior{Content: "5.2"})

@@ -41,7 +41,7 @@ func (w *Worker) capturedRow(t testing.TB, where string, args ...any) capturedRo
 	t.Helper()
 	var r capturedRow
 	var class sql.NullString
-	err := w.DB(t).QueryRow(`SELECT id, failure_count, replay_count, failed_at, message_id, last_message_id, beer_id, status,
+	err := w.DB(t).QueryRow(`SELECT id, failure_count, replay_count, failed_at, message_id, last_message_id, row_key, status,
 		source_queue, raw_message, raw_encoding, failure_class, failure_reason, acknowledged_at FROM dlq_messages WHERE `+where, args...).
 		Scan(&r.ID, &r.FailureCount, &r.ReplayCount, &r.FailedAt, &r.MessageID, &r.LastMessageID, &r.BeerID, &r.Status,
 			&r.Source, &r.Raw, &r.Encoding, &class, &r.Reason, &r.AcknowledgedAt)
@@ -75,16 +75,16 @@ func TestCaptureStoresEveryDLQMessageOnce(t *testing.T) {
 	shared.Send(t, "beer-enrichment-dlq", bodies...)
 	like := prefix + "-%"
 	Eventually(t, 120*time.Second, "500 DLQ messages stored", func() bool {
-		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, like) >= 500
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, like) >= 500
 	})
-	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, like); n != 500 {
+	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, like); n != 500 {
 		t.Fatalf("rows = %d, want 500", n)
 	}
-	if n := shared.Int(t, `SELECT COUNT(DISTINCT message_id) FROM dlq_messages WHERE beer_id LIKE ?`, like); n != 500 {
+	if n := shared.Int(t, `SELECT COUNT(DISTINCT message_id) FROM dlq_messages WHERE row_key LIKE ?`, like); n != 500 {
 		t.Fatalf("distinct message ids = %d", n)
 	}
-	rows, err := shared.DB(t).Query(`SELECT beer_id, raw_message, source_queue, status, failure_reason, failure_count
-		FROM dlq_messages WHERE beer_id LIKE ?`, like)
+	rows, err := shared.DB(t).Query(`SELECT row_key, raw_message, source_queue, status, failure_reason, failure_count
+		FROM dlq_messages WHERE row_key LIKE ?`, like)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +114,9 @@ func TestCaptureRealFailureHasTrueAttemptsAndReason(t *testing.T) {
 	shared.Provider.On(token, Behavior{Status: http.StatusInternalServerError})
 	shared.Send(t, "beer-enrichment", beerBody(t, token, token, nil))
 	Eventually(t, 60*time.Second, "failed message captured", func() bool {
-		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, token) == 1
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, token) == 1
 	})
-	r := shared.capturedRow(t, `beer_id = ?`, token)
+	r := shared.capturedRow(t, `row_key = ?`, token)
 	if r.FailureCount != 4 || r.Source != "beer-enrichment" || r.Status != "pending" || r.Class != "transient" ||
 		!strings.HasPrefix(r.Reason.String, "transient: ") || !strings.Contains(r.Reason.String, "500") {
 		t.Fatalf("row = %+v", r)
@@ -171,11 +171,11 @@ func TestCapturePoisonBodiesAndTheirNeighbours(t *testing.T) {
 		}
 	}
 	for _, id := range []string{good1, good2, bigID} {
-		if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, id); n != 1 {
+		if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, id); n != 1 {
 			t.Errorf("%s stored %d times", id, n)
 		}
 	}
-	if r := shared.capturedRow(t, `beer_id = ?`, bigID); r.Raw != big {
+	if r := shared.capturedRow(t, `row_key = ?`, bigID); r.Raw != big {
 		t.Errorf("big body stored as %d bytes, sent %d", len(r.Raw), len(big))
 	}
 	if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE instr(raw_message, ?) > 0`, token); n != int64(len(bodies)+1) {
@@ -193,9 +193,9 @@ func TestCaptureReplayedMessageFailingAgainUpdatesItsRow(t *testing.T) {
 	body := beerBody(t, token, token, nil)
 	shared.Send(t, "beer-enrichment", body)
 	Eventually(t, 60*time.Second, "first failure captured", func() bool {
-		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, token) == 1
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, token) == 1
 	})
-	first := shared.capturedRow(t, `beer_id = ?`, token)
+	first := shared.capturedRow(t, `row_key = ?`, token)
 
 	for round := int64(1); round <= 2; round++ {
 		before := shared.capturedRow(t, `id = ?`, first.ID)
@@ -211,7 +211,7 @@ func TestCaptureReplayedMessageFailingAgainUpdatesItsRow(t *testing.T) {
 			!strings.Contains(r.Reason.String, "500") || r.Raw != body {
 			t.Fatalf("replay %d: row = %+v", round, r)
 		}
-		if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, token); n != 1 {
+		if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, token); n != 1 {
 			t.Fatalf("replay %d: rows = %d, want 1", round, n)
 		}
 	}
@@ -238,12 +238,12 @@ func TestCaptureOneBadMessageDoesNotHoldBackItsNeighbours(t *testing.T) {
 		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE raw_message = ?`, base64.StdEncoding.EncodeToString([]byte(bad))) == 1
 	})
 	for _, id := range []string{token + "-g1", token + "-g2"} {
-		if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, id); n != 1 {
+		if n := shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, id); n != 1 {
 			t.Fatalf("neighbour %s stored %d times", id, n)
 		}
 	}
 	r := shared.capturedRow(t, `raw_message = ?`, base64.StdEncoding.EncodeToString([]byte(bad)))
-	g := shared.capturedRow(t, `beer_id = ?`, token+"-g1")
+	g := shared.capturedRow(t, `row_key = ?`, token+"-g1")
 	if r.Encoding != "base64" || r.BeerID != "__unparseable__" || r.Class != "poison" || r.FailureCount < 3 ||
 		!strings.HasPrefix(r.Reason.String, "unstorable: ") || !strings.Contains(r.Reason.String, "e2e: store rejected") || g.FailedAt >= r.FailedAt {
 		t.Fatalf("minimal row = %+v, neighbour failed_at %d", r, g.FailedAt)
@@ -284,7 +284,7 @@ func TestCaptureRedeliveryAfterAcknowledgeStaysAcknowledged(t *testing.T) {
 		t.Fatalf("attempt record of %s: attempt %d, want 4", msgID, n)
 	}
 	w.Exec(t, fmt.Sprintf(`DROP TRIGGER e2e_block;
-		INSERT INTO dlq_messages(message_id, beer_id, failed_at, failure_count, failure_reason, source_queue,
+		INSERT INTO dlq_messages(message_id, row_key, failed_at, failure_count, failure_reason, source_queue,
 			status, acknowledged_at, raw_message, last_message_id, first_failed_at, updated_at)
 		VALUES (%s, %s, 1000, 4, 'stored before the ack was lost', 'beer-enrichment', 'acknowledged', 2000, %s, %s, 1000, 2000);`,
 		sqlQuote(msgID), sqlQuote(token), sqlQuote(body), sqlQuote(msgID)))
@@ -297,7 +297,7 @@ func TestCaptureRedeliveryAfterAcknowledgeStaysAcknowledged(t *testing.T) {
 	Eventually(t, 60*time.Second, "redelivery absorbed as a duplicate", func() bool {
 		return w.Int(t, `SELECT COALESCE(MAX(value), 0) FROM counters WHERE name = 'dlq_duplicates_total'`) == 1
 	})
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ? OR message_id = ?`, token, msgID); n != 1 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ? OR message_id = ?`, token, msgID); n != 1 {
 		t.Fatalf("rows = %d, want 1", n)
 	}
 	r := w.capturedRow(t, `message_id = ?`, msgID)

@@ -300,7 +300,7 @@ func TestCLIBulkReplayAndAcknowledge(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.ReplayedCount != 28 || res.FailedCount != 0 {
 		t.Fatalf("replay: %+v %v\n%s", res, err, r.stdout)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 28 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 28 {
 		t.Fatalf("%d rows replayed, want 28", n)
 	}
 	// By ids, with rows that are not pending: partial.
@@ -522,7 +522,7 @@ func TestCLIPipelineFlag(t *testing.T) {
 	prefix := newPrefix("clipipe")
 	w.Exec(t, seedSQL(prefix, 7, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-orders"))
 	w.Exec(t, seedSQL(prefix+"x", 3, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-tickets"))
-	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE beer_id LIKE '%s%%'`, prefix))
+	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE row_key LIKE '%s%%'`, prefix))
 	env := cliEnv(w, nil)
 
 	r := runCLI(t, ctx, env, "", "pipelines", "--json").wantCode(t, 0, "pipelines --json")

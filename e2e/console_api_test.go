@@ -41,7 +41,7 @@ func TestConsoleRoutesInWorkerd(t *testing.T) {
 	}
 	w.Send(t, "beer-enrichment-dlq", bodies...)
 	Eventually(t, 30*time.Second, "3 rows captured", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name = ?`, prefix) == 3
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 = ?`, prefix) == 3
 	})
 	after := series()
 	if got := after.Total - before.Total; got < 3 {
@@ -51,7 +51,7 @@ func TestConsoleRoutesInWorkerd(t *testing.T) {
 		t.Errorf("current hour %+v, want at least 3 failures", b)
 	}
 
-	id := w.Int(t, `SELECT MIN(id) FROM dlq_messages WHERE beer_name = ?`, prefix)
+	id := w.Int(t, `SELECT MIN(id) FROM dlq_messages WHERE label_1 = ?`, prefix)
 	if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": []int64{id}, "note": prefix}); r.Status != http.StatusOK {
 		t.Fatalf("acknowledge: %d %s", r.Status, r.Raw)
 	}

@@ -48,7 +48,7 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 	enrich(t, w, beer)
 	var detail int64
 	Eventually(t, 2*time.Minute, "the poison and the failing beer captured", func() bool {
-		detail = w.Int(t, `SELECT COALESCE(MAX(id), 0) FROM dlq_messages WHERE beer_id = ?`, beer.BeerID)
+		detail = w.Int(t, `SELECT COALESCE(MAX(id), 0) FROM dlq_messages WHERE row_key = ?`, beer.BeerID)
 		return detail > 0 && w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE failure_class = 'poison'`) == 12
 	})
 	w.FireCron(t, "*/5 * * * *", now)
@@ -56,7 +56,7 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 	// The audit log with long filters and notes, and a task on the tasks page.
 	long := strings.Repeat("a long note that an operator wrote to explain why ", 4)
 	var ackIDs []int64
-	rows, err := w.DB(t).Query(`SELECT id FROM dlq_messages WHERE brewer = 'Goose Island' AND status = 'pending' LIMIT 3`)
+	rows, err := w.DB(t).Query(`SELECT id FROM dlq_messages WHERE label_2 = 'Goose Island' AND status = 'pending' LIMIT 3`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 	if r := w.Admin(t, http.MethodPost, "/admin/dlq/replay-tasks", map[string]any{"filter": map[string]any{"q": "Bell's"}, "rate_per_minute": 1}); r.Status != http.StatusAccepted {
 		t.Fatalf("task: %d %s", r.Status, r.Raw)
 	}
-	lagunitas := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND brewer = 'Lagunitas'`)
+	lagunitas := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND label_2 = 'Lagunitas'`)
 
 	browser := NewBrowser(t, 1280, 800, "America/New_York")
 	browser.WatchCSP()

@@ -88,7 +88,7 @@ func TestConsolePipelineSelector(t *testing.T) {
 	br.Axe("the replay dialog filtered to orders")
 	br.ClickText("dialog[open] button", "Cancel") // nothing replayed
 	br.Wait("the dialog closed", `!document.querySelector('dialog[open]')`)
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status <> 'pending' AND (beer_id LIKE ? OR instr(raw_message, ?) > 0)`, tok+"%", tok); n != 0 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status <> 'pending' AND (row_key LIKE ? OR instr(raw_message, ?) > 0)`, tok+"%", tok); n != 0 {
 		t.Errorf("%d rows left pending after a dry run only", n)
 	}
 

@@ -26,7 +26,7 @@ func TestConsoleTasksExportAndEdit(t *testing.T) {
 	now := time.Now().UnixMilli()
 	w.Exec(t, seedSQL(prefix, 6, 1, now, "beer-enrichment"))
 	// A brewer a spreadsheet would run as a formula.
-	w.Exec(t, fmt.Sprintf(`UPDATE dlq_messages SET brewer = '=HYPERLINK("http://x")' WHERE beer_id = '%s-b-1'`, prefix))
+	w.Exec(t, fmt.Sprintf(`UPDATE dlq_messages SET label_2 = '=HYPERLINK("http://x")' WHERE row_key = '%s-b-1'`, prefix))
 	ids := ownIDs(t, w, prefix)
 
 	// A task over this prefix's rows, slow enough to stay running.
@@ -128,7 +128,7 @@ func TestConsoleTasksExportAndEdit(t *testing.T) {
 		br := browser.In(t)
 		var id int64
 		var stored string
-		w.DB(t).QueryRow(`SELECT id, raw_message FROM dlq_messages WHERE beer_id LIKE ? AND status = 'pending' ORDER BY id LIMIT 1`, prefix+"-%").Scan(&id, &stored)
+		w.DB(t).QueryRow(`SELECT id, raw_message FROM dlq_messages WHERE row_key LIKE ? AND status = 'pending' ORDER BY id LIMIT 1`, prefix+"-%").Scan(&id, &stored)
 		if id == 0 {
 			t.Fatal("no pending row left to edit")
 		}

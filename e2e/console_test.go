@@ -72,7 +72,7 @@ func demoSQL(n int, now time.Time) string {
 			i, id, sqlString(beer[0]), sqlString(beer[1]), at, sqlString(reason), sqlString(strings.SplitN(reason, ":", 2)[0]), status,
 			replayed, ack, sqlString(string(body)), i, at, at))
 	}
-	return `INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_count, failure_reason, failure_class,
+	return `INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_count, failure_reason, failure_class,
 		source_queue, status, replayed_at, acknowledged_at, raw_message, last_message_id, first_failed_at, updated_at, content_type) VALUES ` +
 		strings.Join(vals, ",\n")
 }
@@ -90,7 +90,7 @@ func ownRows(prefix, reason string, n int, now time.Time) string {
 		vals = append(vals, fmt.Sprintf(`('%[1]s-m%[2]d', '%[1]s-b%[2]d', '%[1]s-%02[2]d', 'E2E Brewing', %[3]d, 4, %[4]s, 'transient',
 			'beer-enrichment', %[5]s, '%[1]s-m%[2]d', %[3]d, %[3]d, 'json')`, prefix, i, at, sqlString(reason), sqlString(string(body))))
 	}
-	return `INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_count, failure_reason, failure_class,
+	return `INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_count, failure_reason, failure_class,
 		source_queue, raw_message, last_message_id, first_failed_at, updated_at, content_type) VALUES ` + strings.Join(vals, ",\n")
 }
 
@@ -277,12 +277,12 @@ func TestConsole(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("send: %d %s", r.Status, r.Raw)
 	}
-	w.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason, raw_message,
+	w.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_reason, raw_message,
 		last_message_id, first_failed_at, updated_at, content_type) VALUES ('%[1]s-evil2', '%[1]s-evil2', %[2]s, 'E2E', %[3]d, %[4]s, %[5]s,
 		'%[1]s-evil2', %[3]d, %[3]d, 'text')`, prefix, sqlString(hostileName), now.UnixMilli(), sqlString(hostileReason),
 		sqlString(`text body <script>window.__pwned=5</script>`+hostileName)))
 	Eventually(t, 30*time.Second, "hostile message captured", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, prefix+"-evil") == 1
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, prefix+"-evil") == 1
 	})
 	t.Run("filter and page through every row once", func(t *testing.T) {
 		b := browser.In(t)
@@ -389,7 +389,7 @@ func TestConsole(t *testing.T) {
 		if got := Eval[string](b, `document.querySelector('dialog').innerText`); !strings.Contains(got, "transient: provider returned 504 for "+bulk+"\t7") {
 			t.Errorf("dry run reasons: %q", got)
 		}
-		if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name LIKE ? AND status = 'pending'`, bulk+"-%"); n != 7 {
+		if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 LIKE ? AND status = 'pending'`, bulk+"-%"); n != 7 {
 			t.Fatalf("the dry run changed rows: %d pending", n)
 		}
 		b.Shot("replay-dry-run")
@@ -398,7 +398,7 @@ func TestConsole(t *testing.T) {
 		b.Shot("replay-result")
 		b.ClickText("dialog button", "Close")
 		b.Wait("list updated", `document.querySelector('.toolbar .count').textContent.startsWith('0 matching')`)
-		if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name LIKE ? AND status = 'replayed' AND replay_count = 1`, bulk+"-%"); n != 7 {
+		if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 LIKE ? AND status = 'replayed' AND replay_count = 1`, bulk+"-%"); n != 7 {
 			t.Errorf("%d rows replayed, want 7", n)
 		}
 		b.Do(chromedp.Navigate(w.URL + "/#/"))
@@ -426,7 +426,7 @@ func TestConsole(t *testing.T) {
 		b.Wait("result", `document.querySelector('dialog .result')?.textContent.includes('Acknowledged 2')`)
 		b.ClickText("dialog button", "Close")
 		b.Wait("1 left", `document.querySelector('.toolbar .count').textContent.startsWith('1 matching')`)
-		if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name LIKE ? AND status = 'acknowledged' AND acknowledged_note = ?`, ack+"-%", note); n != 2 {
+		if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 LIKE ? AND status = 'acknowledged' AND acknowledged_note = ?`, ack+"-%", note); n != 2 {
 			t.Errorf("%d rows acknowledged with the note, want 2", n)
 		}
 		b.Do(chromedp.Navigate(w.URL + "/#/audit?action=acknowledge"))
@@ -456,7 +456,7 @@ func TestConsole(t *testing.T) {
 		}
 		b.Shot("hostile-list")
 		for _, beer := range []string{prefix + "-evil", prefix + "-evil2"} {
-			id := w.Int(t, `SELECT id FROM dlq_messages WHERE beer_id = ?`, beer)
+			id := w.Int(t, `SELECT id FROM dlq_messages WHERE row_key = ?`, beer)
 			b.Do(chromedp.Navigate(fmt.Sprintf("%s/#/failures/%d", w.URL, id)))
 			b.Wait("hostile detail", `document.querySelector('pre.payload')`)
 			text := b.Text()

@@ -302,7 +302,7 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 			t.Fatalf("send: %d %s", r.Status, r.Raw)
 		}
 		if err := pollFast(2*time.Minute, func() bool {
-			return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, prefix+"-%") == 100
+			return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, prefix+"-%") == 100
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func rowsRunOps(t *testing.T, w *Worker, n int, readOnly bool) []rowsFigure {
 			t.Fatalf("send: %d %s", r.Status, r.Raw)
 		}
 		if err := pollFast(2*time.Minute, func() bool {
-			return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, alone) == 1
+			return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, alone) == 1
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -364,15 +364,15 @@ func captureWithAttempts(t *testing.T, w *Worker, n int) (capture, consumer rows
 	before := settledUsage(t, w)
 	enrich(t, w, beers...)
 	if err := pollFast(3*time.Minute, func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, token+"-%") == int64(n)
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, token+"-%") == int64(n)
 	}); err != nil {
-		t.Fatalf("%d of %d failing beers captured: %v", w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, token+"-%"), n, err)
+		t.Fatalf("%d of %d failing beers captured: %v", w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, token+"-%"), n, err)
 	}
 	after := settledUsage(t, w)
 	if left := w.Int(t, `SELECT COUNT(*) FROM message_attempts`); left != 0 {
 		t.Errorf("%d attempt records left after the capture", left)
 	}
-	if bad := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND (failure_count <> 4 OR failure_reason NOT LIKE 'transient: status 500%'
+	if bad := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND (failure_count <> 4 OR failure_reason NOT LIKE 'transient: status 500%'
 			OR json_array_length(history) <> 4 OR signature IS NULL OR version IS NULL)`, token+"-%"); bad != 0 {
 		t.Errorf("%d captured rows without their 4 attempts, reason, history, signature and version", bad)
 	}

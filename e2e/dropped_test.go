@@ -217,7 +217,7 @@ func TestCaptureSurvivesD1Unavailable(t *testing.T) {
 	}
 
 	Eventually(t, 90*time.Second, "every message stored once the table is back", func() bool {
-		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name = ?`, "Outage "+prefix) == int64(len(bodies))
+		return w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 = ?`, "Outage "+prefix) == int64(len(bodies))
 	})
 	for _, b := range bodies {
 		if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE raw_message = ?`, b); n != 1 {

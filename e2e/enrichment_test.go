@@ -156,7 +156,7 @@ func TestEnrichServerErrorIsRetriedThenCaptured(t *testing.T) {
 	var messageID, reason string
 	var count int64
 	Eventually(t, 60*time.Second, "message captured in dlq_messages", func() bool {
-		err := shared.DB(t).QueryRow(`SELECT message_id, COALESCE(failure_reason, ''), failure_count FROM dlq_messages WHERE beer_id = ?`, b.BeerID).
+		err := shared.DB(t).QueryRow(`SELECT message_id, COALESCE(failure_reason, ''), failure_count FROM dlq_messages WHERE row_key = ?`, b.BeerID).
 			Scan(&messageID, &reason, &count)
 		return err == nil
 	})

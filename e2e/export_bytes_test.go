@@ -22,7 +22,7 @@ func TestExportWithRawBodiesIsBoundedByBytes(t *testing.T) {
 	const n, size = 100, 100 << 10
 	base := time.Now().UnixMilli() - 10_000_000
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < %d)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, failed_at, first_failed_at, updated_at, source_queue, status, raw_message)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, failed_at, first_failed_at, updated_at, source_queue, status, raw_message)
 		SELECT '%[2]s-' || i, '', '%[2]s-b', %[3]d + i, %[3]d + i, %[3]d, '%[2]s', 'acknowledged', '{"pad":"' || printf('%%.*c', %[4]d, 'x') || '"}' FROM s`,
 		n, source, base, size))
 	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE source_queue = '%s'`, source))
@@ -68,7 +68,7 @@ func TestExportOfEscapedRawBodiesStaysUnderD1ValueLimit(t *testing.T) {
 	const n = 12
 	base := time.Now().UnixMilli() - 20_000_000
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < %d)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, failed_at, first_failed_at, updated_at, source_queue, status, raw_message)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, failed_at, first_failed_at, updated_at, source_queue, status, raw_message)
 		SELECT '%[2]s-' || i, '', '%[2]s-b', %[3]d + i, %[3]d + i, %[3]d, '%[2]s', 'acknowledged', replace(printf('%%.*c', 100000, 'x'), 'x', char(1)) FROM s`,
 		n, source, base))
 	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE source_queue = '%s'`, source))

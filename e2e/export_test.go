@@ -61,14 +61,14 @@ func TestExportTenThousandRowsBothFormats(t *testing.T) {
 	base := int64(1_100_000_000_000) + time.Now().UnixNano()%1_000_000
 	source := prefix + "-queue"
 	w.Exec(t, seedSQL(prefix, n, 1, base, source)+fmt.Sprintf(`;
-		UPDATE dlq_messages SET beer_name = '=HYPERLINK("http://evil")', brewer = '@SUM(A1)', failure_reason = '+1, "two"'
+		UPDATE dlq_messages SET label_1 = '=HYPERLINK("http://evil")', label_2 = '@SUM(A1)', failure_reason = '+1, "two"'
 		WHERE message_id = '%[1]s-m-5'`, prefix))
 	// The shared worker's other tests count pending rows: leave none behind.
 	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE source_queue = '%s'`, source))
 	filter := fmt.Sprintf("source_queue=%s&failed_after=%d&failed_before=%d&include_raw=true", source, base-n, base+1)
 
 	// The rows as D1 has them, newest failure first.
-	rows, err := w.DB(t).Query(`SELECT id, message_id, beer_id, beer_name, brewer, failed_at, failure_reason, source_queue, status, raw_message
+	rows, err := w.DB(t).Query(`SELECT id, message_id, row_key, label_1, label_2, failed_at, failure_reason, source_queue, status, raw_message
 		FROM dlq_messages WHERE source_queue = ? ORDER BY failed_at DESC, id DESC`, source)
 	if err != nil {
 		t.Fatal(err)

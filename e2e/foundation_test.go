@@ -98,7 +98,7 @@ func TestFailingMessageReachesDLQConsumer(t *testing.T) {
 	shared.Send(t, "beer-enrichment", string(body))
 
 	Eventually(t, 60*time.Second, "message stored by the DLQ consumer", func() bool {
-		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, "f-"+token) == 1
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, "f-"+token) == 1
 	})
 	if n := len(shared.Provider.Calls(token)); n != 4 {
 		t.Fatalf("provider calls = %d, want max_retries+1 = 4", n)
@@ -106,7 +106,7 @@ func TestFailingMessageReachesDLQConsumer(t *testing.T) {
 	// The call that spends the last attempt stores the row itself (the
 	// queue's own move to the DLQ is the fallback): its failure count is the
 	// real calls.
-	if n := shared.Int(t, `SELECT failure_count FROM dlq_messages WHERE beer_id = ?`, "f-"+token); n != 4 {
+	if n := shared.Int(t, `SELECT failure_count FROM dlq_messages WHERE row_key = ?`, "f-"+token); n != 4 {
 		t.Fatalf("failure_count = %d, want the 4 calls", n)
 	}
 }
@@ -153,7 +153,7 @@ func TestSendDelayIsHonoured(t *testing.T) {
 	shared.SendDelayed(t, "beer-enrichment-dlq", 15, fmt.Sprintf(`{"beer_id":%q}`, delayed))
 	shared.Send(t, "beer-enrichment-dlq", fmt.Sprintf(`{"beer_id":%q}`, prompt))
 	count := func(id string) int64 {
-		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, id)
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, id)
 	}
 	Eventually(t, 30*time.Second, "undelayed message stored", func() bool { return count(prompt) == 1 })
 	if count(delayed) != 0 {

@@ -754,6 +754,16 @@ func (w *Worker) DBOf(t testing.TB, binding string) *sql.DB {
 	return db
 }
 
+// KeyColumn is the column of dlq_messages that holds a row's key: row_key
+// in redrive's schema (migrations/0034), beer_id in the original worker's
+// (bench/reference), which the benchmarks query side by side.
+func (w *Worker) KeyColumn() string {
+	if w.redrive {
+		return "row_key"
+	}
+	return "beer_id"
+}
+
 // IntOf runs a query returning one integer in binding's database.
 func (w *Worker) IntOf(t testing.TB, binding, query string, args ...any) int64 {
 	t.Helper()

@@ -81,7 +81,7 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 	enrich(t, w, b)
 	var id int64
 	Eventually(t, 2*time.Minute, "the failing beer is dead-lettered", func() bool {
-		id = w.Int(t, `SELECT COALESCE(MAX(id), 0) FROM dlq_messages WHERE beer_id = ?`, b.BeerID)
+		id = w.Int(t, `SELECT COALESCE(MAX(id), 0) FROM dlq_messages WHERE row_key = ?`, b.BeerID)
 		return id > 0
 	})
 	d := detailOf(t, w, id)
@@ -119,7 +119,7 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 	if len(d.Replays) != 1 || d.Replays[0].KeyFingerprint == "" || d.Replays[0].Outcome != "ok" {
 		t.Errorf("replays %+v", d.Replays)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, b.BeerID); n != 1 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, b.BeerID); n != 1 {
 		t.Errorf("%d rows for the beer, want 1", n)
 	}
 

@@ -452,7 +452,7 @@ func TestHostileRequests(t *testing.T) {
 		t.Fatalf("names of %d and %d bytes", len(nameA), len(nameB))
 	}
 	row := func(id, name string) string {
-		return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_count,
+		return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_count,
 			failure_reason, failure_class, source_queue, raw_message, first_failed_at, updated_at)
 			VALUES (%[1]s, %[1]s, %[2]s, 'hostile brewer', %[3]d, 1, 'hostile reason', 'transient', 'beer-enrichment',
 			'{"beer_id":"x"}', %[3]d, %[3]d)`, sqlQuote(prefix+"-"+id), sqlQuote(name), now)

@@ -112,6 +112,6 @@ func TestConcurrentCallsOnOneInstance(t *testing.T) {
 		seen[id] = true
 	}
 	Eventually(t, 60*time.Second, "all concurrently sent DLQ messages stored", func() bool {
-		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, token+"-%") == n
+		return shared.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, token+"-%") == n
 	})
 }

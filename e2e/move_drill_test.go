@@ -120,7 +120,7 @@ func openDrillDBs(t *testing.T, w *Worker) drillDBs {
 func (d drillDBs) rows() ([]drillRow, error) {
 	var out []drillRow
 	for name, db := range d {
-		rs, err := db.Query(`SELECT id, beer_id, raw_message, status, COALESCE(replay_count, 0), message_id, COALESCE(last_message_id, '')
+		rs, err := db.Query(`SELECT id, row_key, raw_message, status, COALESCE(replay_count, 0), message_id, COALESCE(last_message_id, '')
 			FROM dlq_messages WHERE source_queue = ?`, ticketsQueue)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -143,7 +143,7 @@ func (d drillDBs) rows() ([]drillRow, error) {
 
 // pick is a random pending row of the pipeline in database name.
 func (d drillDBs) pick(name string) (id int64, key string, err error) {
-	err = d[name].QueryRow(`SELECT id, beer_id FROM dlq_messages WHERE source_queue = ? AND status = 'pending'
+	err = d[name].QueryRow(`SELECT id, row_key FROM dlq_messages WHERE source_queue = ? AND status = 'pending'
 		ORDER BY random() LIMIT 1`, ticketsQueue).Scan(&id, &key)
 	return id, key, err
 }

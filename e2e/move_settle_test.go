@@ -17,7 +17,7 @@ import (
 // there before the switch: pending, every tenth acknowledged, histories
 // and bodies of about 600 bytes), message ids prefix-0..n-1.
 func seedTicketsSQL(n int, prefix string, now int64) string {
-	return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, failure_count, failure_reason, failure_class,
+	return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, failed_at, failure_count, failure_reason, failure_class,
 			source_queue, status, raw_message, raw_encoding, content_type, last_message_id, first_failed_at, updated_at,
 			history, acknowledged_at)
 		WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < %[1]d)
@@ -89,7 +89,7 @@ func TestMoveSettlesRedeliveriesAndChangedRows(t *testing.T) {
 		t.Fatalf("%d lines exported", n)
 	}
 	// A redelivery of prefix-3, captured in TICKETS_DB after the switch.
-	w.ExecOf(t, TicketsDB, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue, raw_message, raw_encoding,
+	w.ExecOf(t, TicketsDB, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, failed_at, source_queue, raw_message, raw_encoding,
 		content_type, last_message_id, first_failed_at, updated_at) VALUES ('%[1]s-3', 'S-3', %[2]d, '%[3]s', '{}', 'text', 'json', '%[1]s-3', %[2]d, %[2]d)`,
 		prefix, time.Now().UnixMilli(), ticketsQueue))
 	if res := importNDJSON(t, w, old); res.Database != TicketsDB || res.Imported != 11 || res.Merged != 1 || res.Skipped != 0 {

@@ -132,7 +132,7 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 	}
 	seedStart := time.Now().UnixMilli()
 	for _, s := range []string{
-		fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, failure_count, failure_reason, failure_class,
+		fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, label_1, failed_at, failure_count, failure_reason, failure_class,
 				source_queue, status, raw_message, raw_encoding, content_type, body_hash, last_message_id, first_failed_at, updated_at,
 				history, signature, version, acknowledged_at, acknowledged_note)
 			WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < %[1]d)
@@ -144,7 +144,7 @@ func TestMovePipelineToItsOwnDatabase(t *testing.T) {
 				printf('%%016x', 4096 + i %% 7), 'seed-version', CASE WHEN i %% 10 = 0 THEN %[2]d END, CASE WHEN i %% 10 = 0 THEN 'old' END
 			FROM seq`, movedSeed, seedStart, ticketsQueue),
 		// A message replayed before the switch (its replay fails again after it).
-		fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, failure_count, failure_reason, failure_class, source_queue,
+		fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, failed_at, failure_count, failure_reason, failure_class, source_queue,
 				status, raw_message, raw_encoding, content_type, body_hash, last_message_id, first_failed_at, updated_at, history,
 				replay_count, replayed_at)
 			VALUES ('lineage-1', 'L-1', %[1]d, 1, 'permanent: first', 'permanent', '%[2]s', 'replayed', '%[3]s', 'text', 'json', '%[4]s',

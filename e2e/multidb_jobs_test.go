@@ -36,11 +36,11 @@ func checkActionsRunInTheDatabaseOfTheirRows(t *testing.T, w *Worker) {
 	w.sendJSON(t, "e2e-tickets-dlq", fmt.Sprintf(`{"ticket":"%s-1","team":"infra"}`, p), fmt.Sprintf(`{"ticket":"%s-2","team":"infra"}`, p))
 	w.Send(t, "beer-enrichment-dlq", fmt.Sprintf(`{"beer_id":"%s-b"}`, p))
 	Eventually(t, 60*time.Second, "two tickets in TICKETS_DB and a beer in DB", func() bool {
-		return w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, p+"-%") == 2 &&
-			w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, p+"-b") == 1
+		return w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, p+"-%") == 2 &&
+			w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, p+"-b") == 1
 	})
-	t1 := w.IntOf(t, ticketsDB, `SELECT id FROM dlq_messages WHERE beer_id = ?`, p+"-1")
-	b := w.Int(t, `SELECT id FROM dlq_messages WHERE beer_id = ?`, p+"-b")
+	t1 := w.IntOf(t, ticketsDB, `SELECT id FROM dlq_messages WHERE row_key = ?`, p+"-1")
+	b := w.Int(t, `SELECT id FROM dlq_messages WHERE row_key = ?`, p+"-b")
 	for _, c := range []struct {
 		body any
 		code string
@@ -54,7 +54,7 @@ func checkActionsRunInTheDatabaseOfTheirRows(t *testing.T, w *Worker) {
 			}
 		}
 	}
-	if n := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ? AND status = 'pending'`, p+"-%"); n != 2 {
+	if n := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ? AND status = 'pending'`, p+"-%"); n != 2 {
 		t.Fatalf("a refused action changed tickets rows: %d pending", n)
 	}
 	if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": []int64{t1}, "note": p}); r.Status != http.StatusOK {
@@ -108,13 +108,13 @@ func checkCaptureIDsStartAtTheBase(t *testing.T, w *Worker) {
 	ticket := fmt.Sprintf("T-ids-%d", time.Now().UnixNano())
 	w.sendJSON(t, "e2e-tickets-dlq", fmt.Sprintf(`{"ticket":%q,"team":"infra"}`, ticket))
 	Eventually(t, 60*time.Second, "the ticket captured into TICKETS_DB", func() bool {
-		return w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, ticket) == 1
+		return w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, ticket) == 1
 	})
-	id := w.IntOf(t, ticketsDB, `SELECT id FROM dlq_messages WHERE beer_id = ?`, ticket)
+	id := w.IntOf(t, ticketsDB, `SELECT id FROM dlq_messages WHERE row_key = ?`, ticket)
 	if base := dlq.IDBase(ticketsDB); id < base || id > base+1000 {
 		t.Fatalf("id %d, want within [%d, %d]", id, base, base+1000)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, ticket); n != 0 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, ticket); n != 0 {
 		t.Fatalf("%d rows of the ticket in DB", n)
 	}
 	if r := w.Admin(t, http.MethodGet, fmt.Sprintf("/admin/dlq/%d", id), nil); r.Status != http.StatusOK ||
@@ -138,14 +138,14 @@ func checkCronJobsRunOnEachDatabase(t *testing.T, w *Worker) {
 	// replayed 3 times; two acknowledged ones, 8 and 6 days ago.
 	w.ExecOf(t, ticketsDB, fmt.Sprintf(`
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 101)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, replay_count, updated_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at, replay_count, updated_at)
 		SELECT '%[1]s-p-' || i, '%[1]s-p-' || i, '%[1]s-p-' || i, 'e2e-tickets', 'pending', %[2]d - %[3]d, CASE WHEN i = 1 THEN 3 ELSE 0 END, 7 FROM n;
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, acknowledged_at, updated_at) VALUES
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at, acknowledged_at, updated_at) VALUES
 			('%[1]s-ack-8d', '', '%[1]s-aged', 'e2e-tickets', 'acknowledged', %[2]d - 9 * %[3]d, %[2]d - 8 * %[3]d, 7),
 			('%[1]s-ack-6d', '', '%[1]s-aged', 'e2e-tickets', 'acknowledged', %[2]d - 9 * %[3]d, %[2]d - 6 * %[3]d, 7);`, p, now, dayMS))
 
 	fireAndWait(t, w, cronDaily, "dlq_tally:"+ticketsDB, at)
-	left := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ?`, p+"-aged")
+	left := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ?`, p+"-aged")
 	kept := w.IntOf(t, ticketsDB, `SELECT COUNT(*) FROM dlq_messages WHERE message_id = ?`, p+"-ack-6d")
 	if left != 1 || kept != 1 {
 		t.Fatalf("TICKETS_DB keeps %d aged rows (the 6-day one: %d), want the 6-day one only", left, kept)

@@ -89,8 +89,8 @@ type orderRow struct {
 func (w *Worker) orderRow(t *testing.T, body string) (orderRow, bool) {
 	t.Helper()
 	var r orderRow
-	err := w.DB(t).QueryRow(`SELECT id, failure_count, replay_count, message_id, last_message_id, status, beer_id,
-			COALESCE(beer_name, ''), COALESCE(brewer, ''), failure_class, failure_reason, COALESCE(signature, ''), COALESCE(history, '[]'),
+	err := w.DB(t).QueryRow(`SELECT id, failure_count, replay_count, message_id, last_message_id, status, row_key,
+			COALESCE(label_1, ''), COALESCE(label_2, ''), failure_class, failure_reason, COALESCE(signature, ''), COALESCE(history, '[]'),
 			content_type, raw_message, raw_encoding
 		FROM dlq_messages WHERE source_queue = ? AND body_hash = ?`, ordersQueue, dlq.BodyHash("json", body)).
 		Scan(&r.ID, &r.FailureCount, &r.ReplayCount, &r.MessageID, &r.LastMessageID, &r.Status, &r.Key, &r.Label1, &r.Label2,

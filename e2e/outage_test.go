@@ -203,7 +203,7 @@ func TestOutageDrillProviderDownThenUp(t *testing.T) {
 		}
 	}
 	totalCalls := callsOf(w, beers)
-	dlqOutage := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, "id-"+token+"%")
+	dlqOutage := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, "id-"+token+"%")
 	t.Logf("outage figures (150 s after the breaker opened): provider calls %d, deferrals per beer max %d, D1 rows written %d (%.1f per waiting beer), DLQ rows %d",
 		totalCalls, maxParks, writtenOutage, float64(writtenOutage)/n, dlqOutage)
 	if maxParks > 12 {
@@ -226,7 +226,7 @@ func TestOutageDrillProviderDownThenUp(t *testing.T) {
 		s := beerState(t, w, b.BeerID)
 		c := len(w.Provider.Calls(b.BeerName))
 		if s.Status == enrichment.StatusFailed {
-			if got := w.Int(t, `SELECT failure_count FROM dlq_messages WHERE beer_id = ?`, b.BeerID); got != int64(c) || c != 4 {
+			if got := w.Int(t, `SELECT failure_count FROM dlq_messages WHERE row_key = ?`, b.BeerID); got != int64(c) || c != 4 {
 				t.Fatalf("beer %s in the DLQ with failure_count %d after %d calls", b.BeerID, got, c)
 			}
 			continue
@@ -280,7 +280,7 @@ func TestOutageDrillRevokedKey(t *testing.T) {
 	if p := len(logRecords(w, msgParked)); p != parks0 || waiting() != n {
 		t.Fatalf("%d more deferrals, %d waiting: a beer went round the queue", p-parks0, waiting())
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, "id-"+token+"%"); n != 0 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, "id-"+token+"%"); n != 0 {
 		t.Fatalf("%d DLQ rows for a revoked key", n)
 	}
 	if n := w.Int(t, `SELECT COALESCE(SUM(attempts), 0) FROM beers WHERE beer_id LIKE ?`, "id-"+token+"%"); n != 0 {
@@ -332,7 +332,7 @@ func TestOutageDrillRevokedKey(t *testing.T) {
 	if n := w.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE action = 'breaker_reset'`); n != 1 {
 		t.Fatalf("%d resets: the recovery needed an operator", n)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, "id-"+token+"%"); n != 0 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, "id-"+token+"%"); n != 0 {
 		t.Fatalf("%d DLQ rows", n)
 	}
 }

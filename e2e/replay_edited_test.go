@@ -18,7 +18,7 @@ func TestReplayEditedDeliversTheEditAndKeepsLineage(t *testing.T) {
 	tok := unique("edit")
 	okRaw := fmt.Sprintf(`{"fail":true,"token":"%s-ok"}`, tok)
 	againRaw := fmt.Sprintf(`{"fail":true,"token":"%s-again"}`, tok)
-	w.Exec(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
+	w.Exec(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
 		VALUES ('%[1]s-m1', '%[1]s-b1', 1000, 'e2e-js', '%[2]s', 'json', 1000, 1000),
 		       ('%[1]s-m2', '%[1]s-b2', 1000, 'e2e-js', '%[3]s', 'json', 1000, 1000)`, tok, okRaw, againRaw))
 	id1 := w.Int(t, `SELECT id FROM dlq_messages WHERE message_id = ?`, tok+"-m1")

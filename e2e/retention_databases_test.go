@@ -45,7 +45,7 @@ func actedRowSQL(msgID, queue, key, status string, acted int64) string {
 	if status == "replayed" {
 		col = "replayed_at"
 	}
-	return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, %s, raw_message, content_type, updated_at)
+	return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at, %s, raw_message, content_type, updated_at)
 		VALUES ('%[2]s', '%[2]s', '%[3]s', '%[4]s', '%[5]s', %[6]d, %[7]d, '{}', 'json', %[7]d);`, col, msgID, key, queue, status, acted-3_600_000, acted)
 }
 
@@ -139,7 +139,7 @@ func TestRetentionAcrossDatabases(t *testing.T) {
 	w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE source_queue = '%[1]s'; UPDATE dlq_tally SET n = 0 WHERE source_queue = '%[1]s';`, ticketsQueue))
 	daily(at.Add(10 * time.Minute))
 	check([]kept{{ticketsDB, p + "-o-8d", false}, {ticketsDB, p + "-o-6d", true}, {ticketsDB, p + "-t-60d", true}})
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE message_id LIKE ? AND beer_id IN (?, '__unparseable__')`, p+"-%", p+"-42"); n != 8 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE message_id LIKE ? AND row_key IN (?, '__unparseable__')`, p+"-%", p+"-42"); n != 8 {
 		t.Errorf("%d of the 8 rows at the cap of their queue and key kept", n)
 	}
 	summary := func(job string) (capped int64, keys string) {
@@ -205,7 +205,7 @@ func leftBehindRetentionRows(t *testing.T, w *Worker, n int, at time.Time) []row
 	now := at.UnixMilli()
 	p := unique("left")
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < %[1]d)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, acknowledged_at, replayed_at, raw_message, content_type, updated_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at, acknowledged_at, replayed_at, raw_message, content_type, updated_at)
 		SELECT '%[2]s-' || i, '%[2]s-' || i, '%[2]s-k' || i, CASE WHEN i %% 11 = 0 THEN 'beer-enrichment' ELSE '%[3]s' END,
 			CASE WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END, %[4]d - 31 * %[5]d - i * 400000,
 			CASE WHEN i %% 2 = 0 THEN %[4]d - 31 * %[5]d - i * 400000 + 1000 END,

@@ -42,7 +42,7 @@ func lastRetention(t *testing.T, w *Worker, job string) retentionState {
 func seedExpiredDLQ(t *testing.T, w *Worker, prefix string, at time.Time, n int) {
 	t.Helper()
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[3]d)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, updated_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at, acknowledged_at, replayed_at, updated_at)
 		SELECT '%[1]s-' || i, '', '%[1]s-' || (i %% 500), CASE WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
 			%[2]d - 61 * %[4]d, %[2]d - 60 * %[4]d, %[2]d - 60 * %[4]d, 0 FROM n`, prefix, at.UnixMilli(), n, dayMS))
 }
@@ -70,14 +70,14 @@ func TestRetentionBacklogIsWorkedOffByTheFrequentCron(t *testing.T) {
 	seedExpiredDLQ(t, w, "exp", t0, 30_000)
 	w.Exec(t, fmt.Sprintf(`
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1100)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, replaying_at, updated_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at, acknowledged_at, replayed_at, replaying_at, updated_at)
 		SELECT 'keep-' || i, '', 'keep-' || (i %% 7),
 			CASE WHEN i <= 1000 THEN 'pending' WHEN i <= 1020 THEN 'replaying' WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
 			CASE WHEN i <= 1020 THEN %[1]d - 400 * %[2]d ELSE %[1]d - i * 1000 END,
 			CASE WHEN i <= 1020 THEN %[1]d - 400 * %[2]d ELSE %[1]d - 60000 END,
 			CASE WHEN i <= 1020 THEN %[1]d - 400 * %[2]d ELSE %[1]d - 60000 END,
 			CASE WHEN i > 1000 AND i <= 1020 THEN %[1]d + 2 * %[2]d END, 7 FROM n;
-		UPDATE dlq_messages SET beer_id = 'capped' WHERE message_id LIKE 'keep-%%' AND status IN ('acknowledged', 'replayed');
+		UPDATE dlq_messages SET row_key = 'capped' WHERE message_id LIKE 'keep-%%' AND status IN ('acknowledged', 'replayed');
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
 		INSERT INTO message_attempts(message_id, queue, attempt, error_class, error, recorded_at)
 		SELECT 'att-' || i, 'beer-enrichment', 1, 'transient', 'x', %[1]d - 8 * %[2]d FROM n;
@@ -88,7 +88,7 @@ func TestRetentionBacklogIsWorkedOffByTheFrequentCron(t *testing.T) {
 	// 1000 pending and 20 replaying rows that failed 400 days ago (the
 	// replaying ones claimed in the future, out of the rescue's way); 80
 	// recent terminal rows of one beer (cap 50).
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = 'capped'`); n != 80 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = 'capped'`); n != 80 {
 		t.Fatalf("capped beer rows = %d", n)
 	}
 
@@ -167,10 +167,10 @@ func TestRetentionBacklogIsWorkedOffByTheFrequentCron(t *testing.T) {
 			t.Errorf("%d %s left", n, what)
 		}
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = 'capped'`); n != 50 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = 'capped'`); n != 50 {
 		t.Errorf("capped beer keeps %d terminal rows, want 50", n)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = 'capped' AND CAST(substr(message_id, 6) AS INTEGER) > 1070`); n != 0 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = 'capped' AND CAST(substr(message_id, 6) AS INTEGER) > 1070`); n != 0 {
 		t.Errorf("%d of the capped beer's 30 oldest rows survived", n)
 	}
 	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE status IN ('pending', 'replaying') AND updated_at = 7`); n != 1020 {
@@ -228,7 +228,7 @@ func TestRetentionPerPipelineReadsTheWindowOnce(t *testing.T) {
 	at = at.Add(time.Minute)
 	// Rows acknowledged or replayed 8 to 22 days before at, one a minute.
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %[3]d)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, acknowledged_at, replayed_at, updated_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at, acknowledged_at, replayed_at, updated_at)
 		SELECT '%[1]s-' || i, '', '%[1]s-' || (i %% 500), CASE WHEN i %% 21 = 0 THEN 'e2e-tickets' ELSE 'beer-enrichment' END,
 			CASE WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
 			%[2]d - 30 * %[4]d, %[2]d - 8 * %[4]d - i * 60000, %[2]d - 8 * %[4]d - i * 60000, 0 FROM n`, p, at.UnixMilli(), beers+tickets, dayMS))

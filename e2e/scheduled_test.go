@@ -60,11 +60,11 @@ func TestRetentionDeletesByAgeAndCapButNeverPending(t *testing.T) {
 	// and 5 pending rows older than all of them. Beer P-aged: by age.
 	w.Exec(t, fmt.Sprintf(`
 		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1015)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, updated_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at, acknowledged_at, replayed_at, updated_at)
 		SELECT '%[1]s-cap-' || i, '%[1]s-cap-' || i, '%[1]s-capped',
 			CASE WHEN i > 1010 THEN 'pending' WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
 			%[2]d - i * 1000, %[2]d - 1000, %[2]d - 1000, 7 FROM n;
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, replaying_at, updated_at) VALUES
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at, acknowledged_at, replayed_at, replaying_at, updated_at) VALUES
 			('%[1]s-ack-old', '', '%[1]s-aged', 'acknowledged', %[2]d - 40 * %[3]d, %[2]d - 31 * %[3]d, NULL, NULL, 7),
 			('%[1]s-ack-new', '', '%[1]s-aged', 'acknowledged', %[2]d - 100 * %[3]d, %[2]d - 29 * %[3]d, NULL, NULL, 7),
 			('%[1]s-replayed-old', '', '%[1]s-aged', 'replayed', %[2]d - 40 * %[3]d, NULL, %[2]d - 31 * %[3]d, NULL, 7),
@@ -72,7 +72,7 @@ func TestRetentionDeletesByAgeAndCapButNeverPending(t *testing.T) {
 			('%[1]s-pending-old', '', '%[1]s-aged', 'pending', %[2]d - 400 * %[3]d, NULL, NULL, NULL, 7),
 			('%[1]s-replaying-old', '', '%[1]s-aged', 'replaying', %[2]d - 400 * %[3]d, NULL, NULL, %[2]d - 400 * %[3]d, 7);
 		-- The tickets pipeline keeps 7 days (retention_days in wrangler.jsonc), beers 30.
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at, acknowledged_at, replayed_at, updated_at) VALUES
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at, acknowledged_at, replayed_at, updated_at) VALUES
 			('%[1]s-t-ack-8d', '', '%[1]s-aged', 'e2e-tickets', 'acknowledged', %[2]d - 9 * %[3]d, %[2]d - 8 * %[3]d, NULL, 7),
 			('%[1]s-t-ack-6d', '', '%[1]s-aged', 'e2e-tickets', 'acknowledged', %[2]d - 9 * %[3]d, %[2]d - 6 * %[3]d, NULL, 7),
 			('%[1]s-t-replayed-8d', '', '%[1]s-aged', 'e2e-tickets', 'replayed', %[2]d - 9 * %[3]d, NULL, %[2]d - 8 * %[3]d, 7),
@@ -83,19 +83,19 @@ func TestRetentionDeletesByAgeAndCapButNeverPending(t *testing.T) {
 
 	fireAndWait(t, w, cronDaily, "dlq_retention", at)
 
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ? AND status IN ('acknowledged', 'replayed')`, p+"-capped"); n != 1000 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ? AND status IN ('acknowledged', 'replayed')`, p+"-capped"); n != 1000 {
 		t.Fatalf("terminal rows of the capped beer = %d, want 1000", n)
 	}
 	// The newest 1000 (i = 1..1000) are kept, the oldest 10 evicted.
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ? AND status <> 'pending'
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ? AND status <> 'pending'
 		AND CAST(substr(message_id, length(?) + 6) AS INTEGER) > 1000`, p+"-capped", p); n != 0 {
 		t.Fatalf("%d of the oldest terminal rows survived the cap", n)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = ? AND status = 'pending' AND updated_at = 7`, p+"-capped"); n != 5 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = ? AND status = 'pending' AND updated_at = 7`, p+"-capped"); n != 5 {
 		t.Fatalf("pending rows of the capped beer = %d, want 5 untouched", n)
 	}
 	var left []string
-	rows, err := w.DB(t).Query(`SELECT substr(message_id, length(?) + 2) FROM dlq_messages WHERE beer_id = ? AND updated_at = 7 ORDER BY message_id`, p, p+"-aged")
+	rows, err := w.DB(t).Query(`SELECT substr(message_id, length(?) + 2) FROM dlq_messages WHERE row_key = ? AND updated_at = 7 ORDER BY message_id`, p, p+"-aged")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +132,10 @@ func TestRetentionDeletesByAgeAndCapButNeverPending(t *testing.T) {
 	}
 
 	// A second run at the same time deletes nothing more of these rows.
-	before := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, p+"-%")
+	before := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, p+"-%")
 	at2 := at.Add(time.Second)
 	fireAndWait(t, w, cronDaily, "dlq_retention", at2)
-	if after := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id LIKE ?`, p+"-%"); after != before {
+	if after := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE row_key LIKE ?`, p+"-%"); after != before {
 		t.Fatalf("second run deleted %d more rows", before-after)
 	}
 }
@@ -148,7 +148,7 @@ func TestRescueReturnsStuckReplayingRowToPending(t *testing.T) {
 	at := cronTime()
 	now := at.UnixMilli()
 	before := counterValue(t, w, "dlq_rescued_total")
-	w.Exec(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, replaying_at) VALUES
+	w.Exec(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at, replaying_at) VALUES
 		('%[1]s-stuck', '', '%[1]s', 'replaying', %[2]d - 3600000, %[2]d - 11 * 60000),
 		('%[1]s-fresh', '', '%[1]s', 'replaying', %[2]d - 3600000, %[2]d - 2 * 60000)`, p, now))
 
@@ -245,7 +245,7 @@ func TestAlertReachesWebhookOnceAndResolves(t *testing.T) {
 	w := startWorkerWith(t, Options{Vars: map[string]string{"ALERT_WEBHOOK_URL": hook.URL + "/hook", "ALERT_PENDING_THRESHOLD": "5"}})
 	t0 := cronTime()
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at)
 		SELECT 'alert-' || i, '', 'alert-beer', 'pending', %d FROM n`, t0.Add(-time.Hour).UnixMilli()))
 
 	// 1. The webhook answers 500: the alerts job fails, the cron call does not.
@@ -286,7 +286,7 @@ func TestAlertReachesWebhookOnceAndResolves(t *testing.T) {
 	}
 
 	// 6. The condition clears: resolved once.
-	w.Exec(t, fmt.Sprintf(`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = %d WHERE beer_id = 'alert-beer'`, t0.UnixMilli()))
+	w.Exec(t, fmt.Sprintf(`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = %d WHERE row_key = 'alert-beer'`, t0.UnixMilli()))
 	fireAndWait(t, w, cronFrequent, "alerts", t0.Add(15*time.Minute+6*time.Hour))
 	fireAndWait(t, w, cronFrequent, "alerts", t0.Add(20*time.Minute+6*time.Hour))
 	got := hook.delivered("dlq_pending_high")

@@ -132,7 +132,7 @@ func TestHardenedAnswers(t *testing.T) {
 // with their counts, listed by GET /admin/audit.
 func TestImportReleaseEnrichAreAudited(t *testing.T) {
 	token := fmt.Sprintf("audit-%d", time.Now().UnixNano())
-	shared.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
+	shared.ExecDirect(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, label_1, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
 		VALUES ('%[1]s', '%[1]s', 'x', 1000, 'beer-enrichment', '{"beer_id":"%[1]s"}', 'json', 1000, 1000)`, token))
 	line := shared.Admin(t, http.MethodGet, "/admin/dlq/export?format=ndjson&include_raw=true&status=all&beer_id="+token, nil)
 	if line.Status != 200 || bytes.Count(line.Raw, []byte("\n")) != 1 {

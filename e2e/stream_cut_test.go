@@ -61,7 +61,7 @@ func TestOutboundAnswersAreCutWhileStreaming(t *testing.T) {
 
 	// The webhook: an alert fires (6 pending rows, threshold 5).
 	w.Exec(t, fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 6)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at)
 		SELECT 'stream-' || i, '', 'stream-beer', 'pending', %d FROM n`, time.Now().Add(-time.Hour).UnixMilli()))
 	at := cronTime()
 	fireAndWait(t, w, cronFrequent, "alerts", at)

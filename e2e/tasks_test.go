@@ -154,7 +154,7 @@ func TestReplayTaskDeliversEvenlyOnceAtItsRate(t *testing.T) {
 	if busiest > 120 {
 		t.Fatalf("a minute holds %d deliveries, over the rate of 120", busiest)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 300 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 300 {
 		t.Fatalf("%d rows replayed once, want 300", n)
 	}
 }
@@ -187,7 +187,7 @@ func TestReplayTaskPauseResumeCancel(t *testing.T) {
 	if got := getTask(t, w, task.ID); got.Sent != 10 || got.State != "cancelled" {
 		t.Fatalf("cancelled task moved: %+v", got)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name LIKE ? AND status = 'pending'`, prefix+"-%"); n != 10 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 LIKE ? AND status = 'pending'`, prefix+"-%"); n != 10 {
 		t.Fatalf("%d rows pending after cancel, want the 10 never sent", n)
 	}
 	if n := w.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE action LIKE 'replay_task%' AND counts ->> '$.task_id' = ?`, task.ID); n != 6 {
@@ -272,7 +272,7 @@ func TestReplayTaskAndAdHocReplaysSendEachRowOnce(t *testing.T) {
 	if len(adHoc)+len(inTask) != 200 || got.Sent != int64(len(inTask)) {
 		t.Fatalf("%d rows sent ad hoc + %d by the task (task says %d), want 200 in all", len(adHoc), len(inTask), got.Sent)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE beer_name LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 200 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_messages WHERE label_1 LIKE ? AND status = 'replayed' AND replay_count = 1`, prefix+"-%"); n != 200 {
 		t.Fatalf("%d rows replayed exactly once, want 200", n)
 	}
 	t.Logf("ad hoc %d, task %d", len(adHoc), len(inTask))

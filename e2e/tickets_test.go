@@ -39,7 +39,7 @@ func TestPipelineAddedByConfigurationIsCapturedAndReplayed(t *testing.T) {
 	}
 	rowOf := func(body string) (row, bool) {
 		var r row
-		err := w.DBOf(t, ticketsDB).QueryRow(`SELECT id, replay_count, beer_id, COALESCE(beer_name, ''), status, last_message_id, message_id
+		err := w.DBOf(t, ticketsDB).QueryRow(`SELECT id, replay_count, row_key, COALESCE(label_1, ''), status, last_message_id, message_id
 			FROM dlq_messages WHERE source_queue = ? AND body_hash = ?`, ticketsQueue, dlq.BodyHash("json", body)).
 			Scan(&r.ID, &r.ReplayCount, &r.Key, &r.Team, &r.Status, &r.LastMessageID, &r.MessageID)
 		return r, err == nil

@@ -135,7 +135,7 @@ var catchUpRules = []catchUpRule{
 		name: "lost",
 		where: `(status = 'queued' OR (status = 'pending' AND next_attempt_at IS NULL))
 			AND max(updated_at, COALESCE(next_attempt_at, 0)) + ?3 <= ?1
-			AND NOT EXISTS (SELECT 1 FROM dlq_messages d WHERE d.beer_id = beers.beer_id AND d.failed_at >= COALESCE(beers.queued_at, 0))`,
+			AND NOT EXISTS (SELECT 1 FROM dlq_messages d WHERE d.row_key = beers.beer_id AND d.failed_at >= COALESCE(beers.queued_at, 0))`,
 		due:         `max(updated_at, COALESCE(next_attempt_at, 0)) + ?3`,
 		param:       func(c *CatchUp) int64 { return c.LostAfter.Milliseconds() },
 		afterUptime: true,

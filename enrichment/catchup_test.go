@@ -224,7 +224,7 @@ func TestCatchUpRequeuesBeersWhoseMessageWasLost(t *testing.T) {
 		beer string
 		at   time.Time
 	}{{"queued-in-dlq", now.Add(-110 * m)}, {"queued-old-dlq", now.Add(-24 * time.Hour)}} {
-		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at) VALUES (?, ?, ?, 'pending', ?)`,
+		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at) VALUES (?, ?, ?, 'pending', ?)`,
 			"m-"+r.beer, "m-"+r.beer, r.beer, r.at.UnixMilli()); err != nil {
 			t.Fatal(err)
 		}

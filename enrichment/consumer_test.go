@@ -342,7 +342,7 @@ func TestConsumerPermanentFailureGoesToDLQAtOnce(t *testing.T) {
 	var class, reason, source, ct, hash string
 	var count int
 	err := f.db.QueryRow(`SELECT failure_class, failure_reason, failure_count, source_queue, content_type, body_hash FROM dlq_messages
-		WHERE message_id = 'm401' AND beer_id = 'b401'`).Scan(&class, &reason, &count, &source, &ct, &hash)
+		WHERE message_id = 'm401' AND row_key = 'b401'`).Scan(&class, &reason, &count, &source, &ct, &hash)
 	if err != nil || class != "permanent" || !strings.HasPrefix(reason, "permanent: status 400: bad request for key") || count != 1 || source != "beer-enrichment" {
 		t.Fatalf("dlq row: %v %s %q %d %s", err, class, reason, count, source)
 	}

@@ -55,7 +55,7 @@ func TestConsumerCountsRealAttemptsAcrossDeferrals(t *testing.T) {
 	}
 	var count int
 	var history, messageID string
-	if err := f.db.QueryRow(`SELECT failure_count, history, message_id FROM dlq_messages WHERE beer_id = 'ra'`).Scan(&count, &history, &messageID); err != nil {
+	if err := f.db.QueryRow(`SELECT failure_count, history, message_id FROM dlq_messages WHERE row_key = 'ra'`).Scan(&count, &history, &messageID); err != nil {
 		t.Fatalf("no DLQ row after the last attempt: %v", err)
 	}
 	var entries []struct {

@@ -21,7 +21,7 @@ func TestConsoleRoutes(t *testing.T) {
 	api.Clock = func() time.Time { return now }
 	h := api.Handler()
 	var id int64
-	if err := api.DB.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, failure_reason, raw_message, last_message_id)
+	if err := api.DB.QueryRow(`INSERT INTO dlq_messages(message_id, row_key, label_1, failed_at, failure_reason, raw_message, last_message_id)
 		VALUES ('m1', 'b1', '<b>x</b>', ?, 'permanent: 400', '{"beer_id":"b1"}', 'm1') RETURNING id`, now.UnixMilli()-1000).Scan(&id); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func databasesAPI(t *testing.T) (*API, *sql.DB, map[string][]int64) {
 		{orders, "e2e-orders", `{"order":{"id":"o2"}}`},
 	} {
 		var id int64
-		if err := r.db.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message, source_queue, content_type)
+		if err := r.db.QueryRow(`INSERT INTO dlq_messages(message_id, row_key, failed_at, raw_message, source_queue, content_type)
 			VALUES (?, ?, ?, ?, ?, 'json') RETURNING id`, fmt.Sprint("m", i), fmt.Sprint("k", i), int64(1000+i), r.body, r.queue).Scan(&id); err != nil {
 			t.Fatal(err)
 		}

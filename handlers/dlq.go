@@ -93,7 +93,7 @@ func queryMillis(q map[string]string, name string) (*int64, error) {
 // parseListParams reads the list's query parameters (GET /admin/dlq and
 // GET /admin/dlq/export).
 func parseListParams(q map[string]string) (inspect.ListParams, error) {
-	p := inspect.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], BeerID: q["beer_id"],
+	p := inspect.ListParams{Cursor: q["cursor"], Filter: dlq.Filter{Status: q["status"], Key: q["beer_id"],
 		SourceQueue: q["source_queue"], Pipeline: q["pipeline"], Q: q["q"], Signature: q["signature"], Version: q["version"], VersionNot: q["version_not"]}}
 	var err error
 	if p.Limit, err = queryLimit(q); err != nil {

@@ -30,7 +30,7 @@ func seedRows(t *testing.T, db *sql.DB, n int) []int64 {
 	var ids []int64
 	for i := 0; i < n; i++ {
 		var id int64
-		err := db.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, raw_message, failure_reason)
+		err := db.QueryRow(`INSERT INTO dlq_messages(message_id, row_key, label_1, failed_at, raw_message, failure_reason)
 			VALUES (?, ?, ?, ?, ?, 'reason') RETURNING id`, fmt.Sprint("m", i), fmt.Sprint("b", i), fmt.Sprint("Beer ", i),
 			int64(1000+i), fmt.Sprintf(`{"beer_id":"b%d"}`, i)).Scan(&id)
 		if err != nil {

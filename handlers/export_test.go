@@ -41,7 +41,7 @@ func TestExportNDJSONAndCSVGiveEveryRowOnce(t *testing.T) {
 	api, _ := newDLQAPI(t)
 	n := 250
 	seedRows(t, api.DB, n)
-	if _, err := api.DB.Exec(`UPDATE dlq_messages SET beer_name = '=HYPERLINK("http://x")', brewer = '-2+3', failure_reason = 'a,"b"' || char(10) || 'c'
+	if _, err := api.DB.Exec(`UPDATE dlq_messages SET label_1 = '=HYPERLINK("http://x")', label_2 = '-2+3', failure_reason = 'a,"b"' || char(10) || 'c'
 		WHERE message_id = 'm7'`); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestExportIsBoundedByBytes(t *testing.T) {
 	api, _ := newDLQAPI(t)
 	const n, size = 120, 100 << 10
 	if _, err := api.DB.Exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?)
-		INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message)
+		INSERT INTO dlq_messages(message_id, row_key, failed_at, raw_message)
 		SELECT 'big' || i, 'b' || i, 1000 + i, '{"pad":"' || printf('%.*c', ?, 'x') || '"}' FROM s`, n, size); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestExportHalvesAPageOverD1ValueLimit(t *testing.T) {
 	api, _ := newDLQAPI(t)
 	const n = 12
 	if _, err := api.DB.Exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?)
-		INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message)
+		INSERT INTO dlq_messages(message_id, row_key, failed_at, raw_message)
 		SELECT 'esc' || i, 'b' || i, 1000 + i, replace(printf('%.*c', 100000, 'x'), 'x', char(1)) FROM s`, n); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestListWithRawBodiesOverD1ValueLimitPagesShorter(t *testing.T) {
 	api, _ := newDLQAPI(t)
 	const n = 12
 	if _, err := api.DB.Exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i + 1 < ?)
-		INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message)
+		INSERT INTO dlq_messages(message_id, row_key, failed_at, raw_message)
 		SELECT 'esc' || i, 'b' || i, 1000 + i, replace(printf('%.*c', 100000, 'x'), 'x', char(1)) FROM s`, n); err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func FuzzFilter(f *testing.F) {
 	f.Add([]byte(`{"beer_id":"b1","failed_after":0,"failed_before":9007199254740991}`))
 	f.Add([]byte(`{"signature":"0123456789abcdef","version":"v1","version_not":"v2"}`))
 	db := sqlitetest.New(f)
-	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason, raw_message)
+	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_reason, raw_message)
 		VALUES ('m1', 'b1', 'Hop 100%_off \ Ünï', 'Brewer', 5, 'transient: status 500', '{"beer_id":"b1"}')`); err != nil {
 		f.Fatal(err)
 	}

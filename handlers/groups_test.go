@@ -20,7 +20,7 @@ func TestGroupsRouteAndFilters(t *testing.T) {
 		VALUES (?, 'permanent', 'status <n>: bad model', 2, 1, 5, 9, '["v-old"]', '[1,2]')`, sig); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.DB.Exec(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, last_message_id, signature, version)
+	if _, err := api.DB.Exec(`INSERT INTO dlq_messages(message_id, row_key, failed_at, last_message_id, signature, version)
 		VALUES ('m1', 'b1', 5, 'm1', ?, 'v-old'), ('m2', 'b2', 6, 'm2', ?, 'v-live'), ('m3', 'b3', 7, 'm3', NULL, NULL)`, sig, sig); err != nil {
 		t.Fatal(err)
 	}

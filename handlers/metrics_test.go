@@ -12,7 +12,7 @@ func TestAdminMetrics(t *testing.T) {
 	if rec, env := do(h, "GET", "/admin/metrics", "", nil); rec.Code != 401 || env.Error == nil || env.Error.Code != "UNAUTHORIZED" {
 		t.Fatalf("without credentials: %d %s", rec.Code, rec.Body)
 	}
-	api.DB.Exec(`INSERT INTO dlq_messages(message_id, beer_id, failed_at) VALUES ('m', 'b', 1)`)
+	api.DB.Exec(`INSERT INTO dlq_messages(message_id, row_key, failed_at) VALUES ('m', 'b', 1)`)
 	rec, _ := do(h, "GET", "/admin/metrics", "", map[string]string{"X-API-Key": "k", "X-Admin-Secret": "s"})
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" {
 		t.Fatalf("%d %q", rec.Code, rec.Header().Get("Content-Type"))

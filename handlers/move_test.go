@@ -31,7 +31,7 @@ func moveAPI(t *testing.T) (*API, map[string]string) {
 		t.Fatal(err)
 	}
 	api.DBs = dlq.NewDatabases(dlq.Store{DB: api.DB}, map[string]dlq.Store{"TICKETS_DB": {DB: tickets}}, ps)
-	if _, err := api.DB.Exec(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
+	if _, err := api.DB.Exec(`INSERT INTO dlq_messages(message_id, row_key, label_1, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
 		VALUES ('m1', 'T-1', 'infra', 1000, 'tickets', '{"ticket":"T-1","team":"infra"}', 'json', 1000, 1000)`); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func pipelinesAPI(t *testing.T) (*API, map[string][]int64) {
 		{"other", "x1", "", "", `{"beer_id":"x1"}`},
 	} {
 		var id int64
-		if err := api.DB.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, raw_message, source_queue, content_type)
+		if err := api.DB.QueryRow(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, raw_message, source_queue, content_type)
 			VALUES (?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, 'json') RETURNING id`, fmt.Sprint("m", i), r.key, r.l1, r.l2, int64(1000+i), r.body, r.queue).Scan(&id); err != nil {
 			t.Fatal(err)
 		}

@@ -132,7 +132,7 @@ func TestFilterIsStrict(t *testing.T) {
 		}
 	}
 	f, err := jsonFilter([]byte(`{"q":"x","beer_id":"b","failed_after":5}`))
-	if err != nil || f.Q != "x" || f.BeerID != "b" || *f.FailedAfter != 5 {
+	if err != nil || f.Q != "x" || f.Key != "b" || *f.FailedAfter != 5 {
 		t.Fatalf("%+v %v", f, err)
 	}
 }

@@ -56,7 +56,7 @@ func TestReplayTaskIDOutOfRangeIsNotFoundWithoutAQuery(t *testing.T) {
 func TestReplayTaskListHonoursItsLimit(t *testing.T) {
 	api := newAPI(t)
 	api.Sender = &queuetest.Sender{}
-	if _, err := api.DB.Exec(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, raw_message, last_message_id)
+	if _, err := api.DB.Exec(`INSERT INTO dlq_messages(message_id, row_key, failed_at, raw_message, last_message_id)
 		VALUES ('m1', 'b1', 5, '{"beer_id":"b1"}', 'm1')`); err != nil {
 		t.Fatal(err)
 	}

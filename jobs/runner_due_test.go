@@ -144,7 +144,7 @@ func TestRetentionBacklogIsContinuedByTheFrequentCron(t *testing.T) {
 	}}
 	old := now.Add(-60 * 24 * time.Hour).UnixMilli()
 	if _, err := db.Exec(fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1010)
-		INSERT INTO dlq_messages(message_id, last_message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, replaying_at, updated_at)
+		INSERT INTO dlq_messages(message_id, last_message_id, row_key, status, failed_at, acknowledged_at, replayed_at, replaying_at, updated_at)
 		SELECT 'm' || i, 'm' || i, 'b' || (i %% 7), CASE WHEN i > 1005 THEN 'pending' WHEN i > 1000 THEN 'replaying' WHEN i %% 2 = 0 THEN 'acknowledged' ELSE 'replayed' END,
 			%[1]d, %[1]d, %[1]d, %[1]d, 7 FROM n`, old)); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func dlqDB(t *testing.T, q string, rows ...row) *sql.DB {
 	t.Helper()
 	db := sqlitetest.New(t)
 	for i, r := range rows {
-		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, status, source_queue, failed_at) VALUES (?, 'b', ?, ?, ?)`,
+		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, row_key, status, source_queue, failed_at) VALUES (?, 'b', ?, ?, ?)`,
 			fmt.Sprint(q, i), r.status, q, r.failedAt); err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func TestPrometheusPageMatchesTheDatabase(t *testing.T) {
 		{"acknowledged", "beer-enrichment", now.Add(-48 * time.Hour)},
 		{"replaying", weird, now.Add(-time.Minute)},
 	} {
-		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, status, source_queue, failed_at) VALUES (?, 'b', ?, ?, ?)`,
+		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, row_key, status, source_queue, failed_at) VALUES (?, 'b', ?, ?, ?)`,
 			i, r.status, r.source, r.failedAt.UnixMilli()); err != nil {
 			t.Fatal(err)
 		}

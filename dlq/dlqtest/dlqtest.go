@@ -188,13 +188,13 @@ func MustExec(t *testing.T, db *sql.DB, query string, args ...any) {
 // TallyRows reads dlq_tally without its zero counts.
 func TallyRows(t *testing.T, db *sql.DB) map[string]int64 {
 	t.Helper()
-	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || brewer_key, n FROM dlq_tally WHERE n <> 0`)
+	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || label_key, n FROM dlq_tally WHERE n <> 0`)
 }
 
 // WantTally counts dlq_tally's rows from dlq_messages.
 func WantTally(t *testing.T, db *sql.DB) map[string]int64 {
 	t.Helper()
-	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || CASE WHEN status = 'pending' AND brewer IS NOT NULL THEN '=' || brewer ELSE '' END, COUNT(*)
+	return Keyed(t, db, `SELECT status || '|' || source_queue || '|' || CASE WHEN status = 'pending' AND label_2 IS NOT NULL THEN '=' || label_2 ELSE '' END, COUNT(*)
 		FROM dlq_messages GROUP BY 1`)
 }
 
@@ -273,7 +273,7 @@ func HistoryOf[E any](t *testing.T, db *sql.DB, where string, args ...any) (entr
 
 // Row is a dlq_messages row for seeding tests; zero times are NULL.
 type Row struct {
-	MsgID, BeerID, Status       string
+	MsgID, Key, Status          string
 	FailedAt, AckAt, ReplayedAt time.Time
 	ReplayingAt                 time.Time
 	ReplayCount                 int
@@ -290,8 +290,8 @@ func ms(t time.Time) any {
 func Seed(t *testing.T, db *sql.DB, rows ...Row) {
 	t.Helper()
 	for _, r := range rows {
-		_, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, status, failed_at, acknowledged_at, replayed_at, replaying_at, replay_count, last_message_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.MsgID, r.BeerID, r.Status, r.FailedAt.UnixMilli(), ms(r.AckAt), ms(r.ReplayedAt), ms(r.ReplayingAt), r.ReplayCount, r.MsgID)
+		_, err := db.Exec(`INSERT INTO dlq_messages(message_id, row_key, status, failed_at, acknowledged_at, replayed_at, replaying_at, replay_count, last_message_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.MsgID, r.Key, r.Status, r.FailedAt.UnixMilli(), ms(r.AckAt), ms(r.ReplayedAt), ms(r.ReplayingAt), r.ReplayCount, r.MsgID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,9 +312,9 @@ func (c *FakeClock) Now() time.Time {
 
 // AdminRow is a dlq_messages row to insert in the admin API tests.
 type AdminRow struct {
-	BeerID, BeerName, Brewer, Source, Status, Reason, Raw string
-	FailedAt, ReplayCount                                 int64
-	Encoding                                              string
+	Key, Label1, Label2, Source, Status, Reason, Raw string
+	FailedAt, ReplayCount                            int64
+	Encoding                                         string
 	// ContentType is stored as given; empty leaves it NULL (a row captured
 	// before content types were recorded).
 	ContentType string
@@ -335,25 +335,25 @@ func Insert(t *testing.T, db *sql.DB, rows ...AdminRow) []int64 {
 			r.Encoding = "text"
 		}
 		if r.Raw == "" {
-			r.Raw = fmt.Sprintf(`{"beer_id":%q,"beer_name":%q,"brewer":%q}`, r.BeerID, r.BeerName, r.Brewer)
+			r.Raw = fmt.Sprintf(`{"beer_id":%q,"beer_name":%q,"brewer":%q}`, r.Key, r.Label1, r.Label2)
 		}
-		var name, brewer, reason, ct any
+		var label1, label2, reason, ct any
 		if r.ContentType != "" {
 			ct = r.ContentType
 		}
-		if r.BeerName != "" {
-			name = r.BeerName
+		if r.Label1 != "" {
+			label1 = r.Label1
 		}
-		if r.Brewer != "" {
-			brewer = r.Brewer
+		if r.Label2 != "" {
+			label2 = r.Label2
 		}
 		if r.Reason != "" {
 			reason = r.Reason
 		}
-		err := db.QueryRow(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason,
+		err := db.QueryRow(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_reason,
 				source_queue, status, replay_count, raw_message, raw_encoding, content_type, first_failed_at, updated_at)
 			VALUES (lower(hex(randomblob(8))), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			r.BeerID, name, brewer, r.FailedAt, reason, r.Source, r.Status, r.ReplayCount, r.Raw, r.Encoding, ct, r.FailedAt, r.FailedAt).Scan(&ids[i])
+			r.Key, label1, label2, r.FailedAt, reason, r.Source, r.Status, r.ReplayCount, r.Raw, r.Encoding, ct, r.FailedAt, r.FailedAt).Scan(&ids[i])
 		if err != nil {
 			t.Fatalf("insert: %v", err)
 		}
@@ -362,11 +362,11 @@ func Insert(t *testing.T, db *sql.DB, rows ...AdminRow) []int64 {
 }
 
 // Generate inserts n pending rows in one statement (as the e2e tests do):
-// beer_id gen-<i>, beer_name <prefix>-<i>, failed_at base - (i / ties) so
+// row_key gen-<i>, label_1 <prefix>-<i>, failed_at base - (i / ties) so
 // that groups of ties rows share failed_at.
 func Generate(t *testing.T, db *sql.DB, prefix string, n, ties int, base int64) {
 	t.Helper()
-	_, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, beer_name, brewer, failed_at, failure_reason,
+	_, err := db.Exec(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_reason,
 			source_queue, raw_message, first_failed_at, updated_at)
 		WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < ?1)
 		SELECT ?2 || '-m-' || i, 'gen-' || i, printf('%s-%05d', ?2, i), 'Brewer ' || (i % 7), ?3 - (i / CAST(?4 AS INTEGER)),

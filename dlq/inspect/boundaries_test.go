@@ -45,7 +45,7 @@ func TestListLastFullPageAndTheCountBound(t *testing.T) {
 // The detail's id range starts at 1: the first row reads back.
 func TestDetailOfTheFirstID(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "first", FailedAt: 1})
+	ids := insert(t, db, adminRow{Key: "first", FailedAt: 1})
 	if ids[0] != 1 {
 		t.Fatalf("first id %d", ids[0])
 	}
@@ -75,7 +75,7 @@ func TestAuditLastFullPage(t *testing.T) {
 func TestTimeSeriesLeavesOutHoursAfterNow(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock()
-	insert(t, db, adminRow{BeerID: "now", FailedAt: now.UnixMilli()}, adminRow{BeerID: "later", FailedAt: now.Add(time.Hour).UnixMilli()})
+	insert(t, db, adminRow{Key: "now", FailedAt: now.UnixMilli()}, adminRow{Key: "later", FailedAt: now.Add(time.Hour).UnixMilli()})
 	s, err := TimeSeries{DBs: dlq.Single(dlq.Store{DB: db}), Clock: fixedClock}.Read(ctx)
 	if err != nil || s.Total != 1 || s.Hourly[dlq.SeriesHours-1].Failures != 1 {
 		t.Fatalf("total %d, last hour %+v (%v)", s.Total, s.Hourly[dlq.SeriesHours-1], err)

@@ -103,7 +103,7 @@ type RowAuditEntry struct {
 // the detail needs.
 func detailRowSQL(ps dlq.Pipelines) string {
 	return `SELECT json_object(` + dlq.MessageFields(ps, true) + `) AS message, last_message_id, body_hash,
-	source_queue, beer_id, acknowledged_at, replayed_at, replaying_at,
+	source_queue, row_key, acknowledged_at, replayed_at, replaying_at,
 	COALESCE(history, '[]') AS history_json, history_dropped, signature AS sig, version AS ver,
 	(SELECT json_object('class', s.class, 'text', s.text) FROM dlq_signatures s WHERE s.signature = dlq_messages.signature) AS sig_group
 	FROM dlq_messages WHERE id = ?`
@@ -111,7 +111,7 @@ func detailRowSQL(ps dlq.Pipelines) string {
 
 // detailAuditSQL returns related_ids and the matching audit entries as JSON
 // (one round trip). ?1 id, ?2 source_queue, ?3 body_hash, ?4 acknowledged_at,
-// ?5 replayed_at, ?6 replaying_at, ?7 beer_id, ?8 AuditWindow, ?9 the
+// ?5 replayed_at, ?6 replaying_at, ?7 row_key, ?8 AuditWindow, ?9 the
 // RelatedLimit. A replay run's window is [at, finished_at], or 10 minutes
 // from at while it is unfinished.
 const detailAuditSQL = `SELECT

@@ -15,7 +15,7 @@ import (
 func TestDetailReadsEveryFieldAndTheBody(t *testing.T) {
 	db := sqlitetest.New(t)
 	body := `{"beer_id":"1","beer_name":"<img src=x onerror=alert(1)>"}`
-	ids := insert(t, db, adminRow{BeerID: "1", BeerName: "<img src=x onerror=alert(1)>", Brewer: "Acme",
+	ids := insert(t, db, adminRow{Key: "1", Label1: "<img src=x onerror=alert(1)>", Label2: "Acme",
 		Reason: "permanent: <script>x</script>", FailedAt: 1_700_000_000_000, Raw: body, ContentType: "json"})
 	d, err := Detail{DB: db}.Read(ctx, ids[0])
 	if err != nil {
@@ -59,7 +59,7 @@ func TestDetailPlanIsBounded(t *testing.T) {
 // nearest REAL, is not found rather than read as its neighbour.
 func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "one", FailedAt: 1}, adminRow{BeerID: "max", FailedAt: 1}, adminRow{BeerID: "past", FailedAt: 1})
+	ids := insert(t, db, adminRow{Key: "one", FailedAt: 1}, adminRow{Key: "max", FailedAt: 1}, adminRow{Key: "past", FailedAt: 1})
 	for i, id := range []int64{1, 1<<53 - 1, 1 << 53} {
 		mustExec(t, db, `UPDATE dlq_messages SET id = ? WHERE id = ?`, strconv.FormatInt(id, 10), ids[i])
 	}
@@ -80,7 +80,7 @@ func TestDetailReadsIDsFromOneToTheLargestSafeInteger(t *testing.T) {
 // finished_at is null exactly while an action has not finished.
 func TestDetailReplaysAndFinishedAt(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "a", FailedAt: 1})
+	ids := insert(t, db, adminRow{Key: "a", FailedAt: 1})
 	if d, err := (Detail{DB: db}).Read(ctx, ids[0]); err != nil || !strings.Contains(mustJSON(d), `"replays":[]`) {
 		t.Fatalf("no replays: %s, %v", mustJSON(d), err)
 	}

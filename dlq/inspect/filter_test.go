@@ -12,7 +12,7 @@ import (
 // version, or on an unknown one (NULL: captured before versions were stamped).
 func TestFilterVersionNotKeepsOtherAndUnknownVersions(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "v1", FailedAt: 3}, adminRow{BeerID: "v2", FailedAt: 2}, adminRow{BeerID: "none", FailedAt: 1})
+	ids := insert(t, db, adminRow{Key: "v1", FailedAt: 3}, adminRow{Key: "v2", FailedAt: 2}, adminRow{Key: "none", FailedAt: 1})
 	if _, err := db.Exec(`UPDATE dlq_messages SET version = CASE id WHEN ? THEN 'v1' WHEN ? THEN 'v2' END`, ids[0], ids[1]); err != nil {
 		t.Fatal(err)
 	}

@@ -231,7 +231,7 @@ const ListCountMax = 1000
 // filters are a status (or all) and a source queue at most (dlq_tally), or
 // a status and a signature (dlq_signatures).
 func countedByTally(f dlq.Filter) bool {
-	return f.BeerID == "" && f.FailedAfter == nil && f.FailedBefore == nil && f.Q == "" && f.Version == "" && f.VersionNot == "" &&
+	return f.Key == "" && f.FailedAfter == nil && f.FailedBefore == nil && f.Q == "" && f.Version == "" && f.VersionNot == "" &&
 		(f.Signature == "" || f.SourceQueue == "")
 }
 
@@ -271,7 +271,7 @@ var listStatuses = []string{dlq.StatusPending, dlq.StatusReplaying, dlq.StatusRe
 // newestRows returns a query for the newest n rows matching f after pos
 // (failed_at DESC, id DESC), with its arguments. Each status is a range of
 // idx_dlq_status_failed in that order; the list of every status (without a
-// beer_id, whose index drives the query) takes the n newest rows of each
+// row_key, whose index drives the query) takes the n newest rows of each
 // status and keeps the n newest of those: at most 4n rows read, where one
 // index over every row's failed_at would cost a row written per capture.
 func newestRows(f dlq.Filter, pos *dlq.Position, n int64) (string, []any) {
@@ -283,7 +283,7 @@ func newestRows(f dlq.Filter, pos *dlq.Position, n int64) (string, []any) {
 		}
 		return `SELECT * FROM dlq_messages WHERE ` + where + ` ORDER BY failed_at DESC, id DESC LIMIT ?`, append(args, n)
 	}
-	if f.Status != dlq.StatusAll || f.BeerID != "" {
+	if f.Status != dlq.StatusAll || f.Key != "" {
 		return one(f)
 	}
 	var terms []string

@@ -27,7 +27,7 @@ func decoded(t *testing.T, p Page) []dlq.Message {
 func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "tie", 257, 4, 1_700_000_000_000) // groups of 4 rows share failed_at
-	insert(t, db, adminRow{BeerID: "other", Status: dlq.StatusAcknowledged, FailedAt: 1_800_000_000_000})
+	insert(t, db, adminRow{Key: "other", Status: dlq.StatusAcknowledged, FailedAt: 1_800_000_000_000})
 	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	seen := map[int64]bool{}
 	var prev *dlq.Message
@@ -75,11 +75,11 @@ func TestListPagesEveryRowOnceInOrderWithTies(t *testing.T) {
 func TestListFilters(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{BeerID: "b1", BeerName: "Hop Stoopid", Brewer: "Lagunitas", Reason: "transient: status 500", FailedAt: 1000},
-		adminRow{BeerID: "b2", BeerName: "Pliny", Brewer: "Russian River", Reason: "permanent: 404", FailedAt: 2000, Source: "other-queue"},
-		adminRow{BeerID: "b1", BeerName: "Hop Stoopid", Brewer: "Lagunitas", Reason: "rate 100%_off", FailedAt: 3000, Status: dlq.StatusReplayed},
-		adminRow{BeerID: "b3", BeerName: "Zombie Dust", Brewer: "3 Floyds", Reason: "unparseable: x", FailedAt: 4000, Status: dlq.StatusAcknowledged},
-		adminRow{BeerID: "b4", BeerName: "Heady", Brewer: "Alchemist", FailedAt: 5000, Status: dlq.StatusReplaying},
+		adminRow{Key: "b1", Label1: "Hop Stoopid", Label2: "Lagunitas", Reason: "transient: status 500", FailedAt: 1000},
+		adminRow{Key: "b2", Label1: "Pliny", Label2: "Russian River", Reason: "permanent: 404", FailedAt: 2000, Source: "other-queue"},
+		adminRow{Key: "b1", Label1: "Hop Stoopid", Label2: "Lagunitas", Reason: "rate 100%_off", FailedAt: 3000, Status: dlq.StatusReplayed},
+		adminRow{Key: "b3", Label1: "Zombie Dust", Label2: "3 Floyds", Reason: "unparseable: x", FailedAt: 4000, Status: dlq.StatusAcknowledged},
+		adminRow{Key: "b4", Label1: "Heady", Label2: "Alchemist", FailedAt: 5000, Status: dlq.StatusReplaying},
 	)
 	i64 := func(v int64) *int64 { return &v }
 	cases := []struct {
@@ -92,7 +92,7 @@ func TestListFilters(t *testing.T) {
 		{"replayed", dlq.Filter{Status: dlq.StatusReplayed}, []int64{ids[2]}},
 		{"replaying", dlq.Filter{Status: dlq.StatusReplaying}, []int64{ids[4]}},
 		{"acknowledged", dlq.Filter{Status: dlq.StatusAcknowledged}, []int64{ids[3]}},
-		{"beer_id", dlq.Filter{Status: dlq.StatusAll, BeerID: "b1"}, []int64{ids[2], ids[0]}},
+		{"beer_id", dlq.Filter{Status: dlq.StatusAll, Key: "b1"}, []int64{ids[2], ids[0]}},
 		{"source_queue", dlq.Filter{Status: dlq.StatusAll, SourceQueue: "other-queue"}, []int64{ids[1]}},
 		{"failed_after inclusive", dlq.Filter{Status: dlq.StatusAll, FailedAfter: i64(3000)}, []int64{ids[4], ids[3], ids[2]}},
 		{"failed_before exclusive", dlq.Filter{Status: dlq.StatusAll, FailedBefore: i64(3000)}, []int64{ids[1], ids[0]}},
@@ -102,8 +102,8 @@ func TestListFilters(t *testing.T) {
 		{"q reason", dlq.Filter{Status: dlq.StatusAll, Q: "404"}, []int64{ids[1]}},
 		{"q literal % and _", dlq.Filter{Status: dlq.StatusAll, Q: "100%_"}, []int64{ids[2]}},
 		{"q % is not a wildcard", dlq.Filter{Status: dlq.StatusAll, Q: "%"}, []int64{ids[2]}},
-		{"combined", dlq.Filter{BeerID: "b1", Q: "Lagunitas"}, []int64{ids[0]}},
-		{"nothing", dlq.Filter{BeerID: "none"}, nil},
+		{"combined", dlq.Filter{Key: "b1", Q: "Lagunitas"}, []int64{ids[0]}},
+		{"nothing", dlq.Filter{Key: "none"}, nil},
 	}
 	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	for _, c := range cases {
@@ -130,9 +130,9 @@ func TestListFilters(t *testing.T) {
 
 func TestListIncludeRawAndFields(t *testing.T) {
 	db := sqlitetest.New(t)
-	insert(t, db, adminRow{BeerID: "b1", BeerName: "IPA", FailedAt: 10, Raw: `{"beer_id":"b1"}`})
-	insert(t, db, adminRow{BeerID: "b2", FailedAt: 5})
-	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'b2'`)
+	insert(t, db, adminRow{Key: "b1", Label1: "IPA", FailedAt: 10, Raw: `{"beer_id":"b1"}`})
+	insert(t, db, adminRow{Key: "b2", FailedAt: 5})
+	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE row_key = 'b2'`)
 	p, err := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{IncludeRaw: true})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestPageAppendJSONIsItsJSON(t *testing.T) {
 	if err != nil || last.NextCursor != nil {
 		t.Fatalf("%+v %v", last, err)
 	}
-	empty, err := l.Page(ctx, ListParams{Filter: dlq.Filter{BeerID: "none"}})
+	empty, err := l.Page(ctx, ListParams{Filter: dlq.Filter{Key: "none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestPageAppendJSONIsItsJSON(t *testing.T) {
 func TestBeerIDFilterUsesItsIndex(t *testing.T) {
 	db := sqlitetest.New(t)
 	for _, status := range []string{"", dlq.StatusReplayed, dlq.StatusAll} {
-		f, err := dlq.Filter{Status: status, BeerID: "b"}.Normalize(nil)
+		f, err := dlq.Filter{Status: status, Key: "b"}.Normalize(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,14 +286,14 @@ func TestBeerIDFilterUsesItsIndex(t *testing.T) {
 func TestListShowsContentType(t *testing.T) {
 	db := sqlitetest.New(t)
 	insert(t, db,
-		adminRow{BeerID: "stored-text", FailedAt: 6, Raw: `{"beer_id":"x"}`, ContentType: "text"},
-		adminRow{BeerID: "stored-v8", FailedAt: 5, Raw: `{}`, ContentType: "v8"},
-		adminRow{BeerID: "legacy-json", FailedAt: 4, Raw: `[1]`},
-		adminRow{BeerID: "legacy-text", FailedAt: 3, Raw: `hello`},
-		adminRow{BeerID: "legacy-bytes", FailedAt: 2, Raw: `AAEC`, Encoding: "base64"},
-		adminRow{BeerID: "legacy-null", FailedAt: 1},
+		adminRow{Key: "stored-text", FailedAt: 6, Raw: `{"beer_id":"x"}`, ContentType: "text"},
+		adminRow{Key: "stored-v8", FailedAt: 5, Raw: `{}`, ContentType: "v8"},
+		adminRow{Key: "legacy-json", FailedAt: 4, Raw: `[1]`},
+		adminRow{Key: "legacy-text", FailedAt: 3, Raw: `hello`},
+		adminRow{Key: "legacy-bytes", FailedAt: 2, Raw: `AAEC`, Encoding: "base64"},
+		adminRow{Key: "legacy-null", FailedAt: 1},
 	)
-	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE beer_id = 'legacy-null'`)
+	db.Exec(`UPDATE dlq_messages SET raw_message = NULL WHERE row_key = 'legacy-null'`)
 	p, err := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, ListParams{})
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +472,7 @@ func TestListHalvesAPageOverD1sValueLimit(t *testing.T) {
 	db := sqlitetest.New(t)
 	body := strings.Repeat("x", 150_000)
 	for i := 0; i < 20; i++ {
-		insert(t, db, adminRow{BeerID: fmt.Sprint("big-", i), Raw: body, ContentType: "text", FailedAt: 1_700_000_000_000 + int64(i)})
+		insert(t, db, adminRow{Key: fmt.Sprint("big-", i), Raw: body, ContentType: "text", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
 	l := List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}
 	seen := map[int64]bool{}
@@ -514,15 +514,15 @@ func TestListTotalOfASignature(t *testing.T) {
 	}
 	var rows []adminRow
 	for i := 0; i < 3; i++ {
-		rows = append(rows, adminRow{BeerID: fmt.Sprint("a", i), Source: "qa", FailedAt: 1_700_000_000_000 + int64(i)})
+		rows = append(rows, adminRow{Key: fmt.Sprint("a", i), Source: "qa", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
 	for i := 0; i < 2; i++ {
-		rows = append(rows, adminRow{BeerID: fmt.Sprint("b", i), Source: "qb", FailedAt: 1_700_000_000_000 + int64(i)})
+		rows = append(rows, adminRow{Key: fmt.Sprint("b", i), Source: "qb", FailedAt: 1_700_000_000_000 + int64(i)})
 	}
-	rows = append(rows, adminRow{BeerID: "a-ack", Source: "qa", Status: dlq.StatusAcknowledged, FailedAt: 1_700_000_000_000})
+	rows = append(rows, adminRow{Key: "a-ack", Source: "qa", Status: dlq.StatusAcknowledged, FailedAt: 1_700_000_000_000})
 	insert(t, db, rows...)
-	insert(t, db, adminRow{BeerID: "other", Source: "qa", FailedAt: 1_700_000_000_000}) // no signature
-	if _, err := db.Exec(`UPDATE dlq_messages SET signature = ? WHERE beer_id != 'other'`, sig); err != nil {
+	insert(t, db, adminRow{Key: "other", Source: "qa", FailedAt: 1_700_000_000_000}) // no signature
+	if _, err := db.Exec(`UPDATE dlq_messages SET signature = ? WHERE row_key != 'other'`, sig); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(t, db, `SELECT pending + acknowledged FROM dlq_signatures WHERE signature = ?`, sig); n != 6 {

@@ -165,7 +165,7 @@ func TestMigration0030CarriesCountsAndGroups(t *testing.T) {
 		t.Errorf("groups' queues after 0030: %v", queues)
 	}
 	// The triggers count by queue from then on.
-	mustExec(t, db, `INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue, last_message_id) VALUES ('m9', 'm9', ?, 'orders', 'm9')`, h+5)
+	mustExec(t, db, `INSERT INTO dlq_messages(message_id, row_key, failed_at, source_queue, last_message_id) VALUES ('m9', 'm9', ?, 'orders', 'm9')`, h+5)
 	if n := count(t, db, `SELECT n FROM dlq_activity WHERE kind = 'failed' AND hour = 490000 AND source_queue = 'orders'`); n != 2 {
 		t.Errorf("orders' first hour after a new row: %d, want 2", n)
 	}

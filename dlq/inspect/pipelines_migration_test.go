@@ -44,7 +44,7 @@ func TestRowsOfTodaysSchemaAreInTheBeerPipeline(t *testing.T) {
 		}
 	}
 	// Today's schema, every migration applied: a row as today's capture writes it.
-	mustExec(t, db, `INSERT INTO dlq_messages(message_id, beer_id, beer_name, failed_at, raw_message, source_queue, last_message_id)
+	mustExec(t, db, `INSERT INTO dlq_messages(message_id, row_key, label_1, failed_at, raw_message, source_queue, last_message_id)
 		VALUES ('new-1', 'b-new', 'New IPA', 2000, '{"beer_id":"b-new"}', 'beer-enrichment', 'new-1')`)
 	dbs := dlq.NewDatabases(dlq.Store{DB: db}, nil, ps)
 	for _, q := range []string{"", "beers"} {

@@ -160,7 +160,7 @@ const StatsReasonSample = 3000
 // statsSQL computes every figure in one statement (one D1 round trip), and
 // what it reads does not grow with the backlog (docs/costs.md "What it costs"):
 //   - by_status, by_source_queue, top_failing_brewers: dlq_tally (a row per
-//     status and source queue, pending rows also per brewer), kept by
+//     status and source queue, pending rows also per label_2, the brewer), kept by
 //     triggers and by the statements that move rows (migrations/0012);
 //   - oldest_pending_age_hours: the first entry of idx_dlq_status_failed;
 //   - repeat_failures: idx_dlq_pending_replay_count (pending rows replayed
@@ -182,13 +182,13 @@ const statsSQL = `SELECT
 		SELECT status, source_queue, SUM(n) AS n FROM dlq_tally WHERE ?5 IS NULL OR source_queue = ?5
 		GROUP BY status, source_queue HAVING SUM(n) <> 0)) AS groups,
 	(SELECT MIN(failed_at) FROM dlq_messages WHERE status = 'pending') AS oldest,
-	(SELECT json_group_array(json_object('brewer', brewer, 'count', n)) FROM (
-		SELECT substr(brewer_key, 2) AS brewer, SUM(n) AS n FROM dlq_tally WHERE status = 'pending' AND brewer_key <> ''
+	(SELECT json_group_array(json_object('brewer', label_2, 'count', n)) FROM (
+		SELECT substr(label_key, 2) AS label_2, SUM(n) AS n FROM dlq_tally WHERE status = 'pending' AND label_key <> ''
 			AND (?5 IS NULL OR source_queue = ?5)
-		GROUP BY brewer_key HAVING SUM(n) > 0 ORDER BY n DESC, brewer LIMIT ?1)) AS brewers,
-	(SELECT json_group_array(json_object('beer_id', beer_id, 'beer_name', beer_name, 'replay_count', replay_count, 'id', id,
-			'source_queue', source_queue, 'brewer', brewer)) FROM (
-		SELECT id, beer_id, beer_name, replay_count, source_queue, brewer FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
+		GROUP BY label_key HAVING SUM(n) > 0 ORDER BY n DESC, label_2 LIMIT ?1)) AS brewers,
+	(SELECT json_group_array(json_object('beer_id', row_key, 'beer_name', label_1, 'replay_count', replay_count, 'id', id,
+			'source_queue', source_queue, 'brewer', label_2)) FROM (
+		SELECT id, row_key, label_1, replay_count, source_queue, label_2 FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
 		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC, id DESC LIMIT ?1)) AS repeats,
 	(SELECT COALESCE(SUM(n), 0) FROM dlq_activity WHERE kind = 'replayed' AND hour > ?3 AND (?5 IS NULL OR source_queue = ?5))
 		+ (SELECT COUNT(*) FROM dlq_messages WHERE ?5 IS NULL AND status = 'replayed' AND replayed_at > ?2 AND replayed_at < (?3 + 1) * 3600000)

@@ -16,14 +16,14 @@ func TestStatsReport(t *testing.T) {
 	now := fixedClock().UnixMilli()
 	hour := time.Hour.Milliseconds()
 	ids := insert(t, db,
-		adminRow{BeerID: "1", BeerName: "Old", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 50*hour},
-		adminRow{BeerID: "2", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour, ReplayCount: 3},
-		adminRow{BeerID: "3", BeerName: "Again", Brewer: "Bold", Reason: "permanent: 404", FailedAt: now - 1*hour, ReplayCount: 1},
-		adminRow{BeerID: "4", FailedAt: now - hour, Source: "other"},
-		adminRow{BeerID: "5", Brewer: "Zed", FailedAt: now - 30*hour, Status: dlq.StatusReplayed},
-		adminRow{BeerID: "6", Brewer: "Zed", FailedAt: now - 30*hour, Status: dlq.StatusAcknowledged},
-		adminRow{BeerID: "7", FailedAt: now - 30*hour, Status: dlq.StatusAcknowledged},
-		adminRow{BeerID: "8", FailedAt: now - 30*hour, Status: dlq.StatusReplaying},
+		adminRow{Key: "1", Label1: "Old", Label2: "Acme", Reason: "transient: 500", FailedAt: now - 50*hour},
+		adminRow{Key: "2", Label2: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour, ReplayCount: 3},
+		adminRow{Key: "3", Label1: "Again", Label2: "Bold", Reason: "permanent: 404", FailedAt: now - 1*hour, ReplayCount: 1},
+		adminRow{Key: "4", FailedAt: now - hour, Source: "other"},
+		adminRow{Key: "5", Label2: "Zed", FailedAt: now - 30*hour, Status: dlq.StatusReplayed},
+		adminRow{Key: "6", Label2: "Zed", FailedAt: now - 30*hour, Status: dlq.StatusAcknowledged},
+		adminRow{Key: "7", FailedAt: now - 30*hour, Status: dlq.StatusAcknowledged},
+		adminRow{Key: "8", FailedAt: now - 30*hour, Status: dlq.StatusReplaying},
 	)
 	db.Exec(`UPDATE dlq_messages SET replayed_at = ? WHERE id = ?`, now-hour, ids[4])
 	db.Exec(`UPDATE dlq_messages SET acknowledged_at = ? WHERE id = ?`, now-hour, ids[5])
@@ -120,11 +120,11 @@ func TestStatsPipelineFilter(t *testing.T) {
 	now := fixedClock().UnixMilli()
 	hour := time.Hour.Milliseconds()
 	insert(t, db,
-		adminRow{BeerID: "1", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 3*hour},
-		adminRow{BeerID: "2", Brewer: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour},
-		adminRow{BeerID: "3", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders"},
-		adminRow{BeerID: "4", Brewer: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders", Status: dlq.StatusAcknowledged},
-		adminRow{BeerID: "5", Brewer: "Cold", Reason: "odd: 1", FailedAt: now - hour, Source: "odd"},
+		adminRow{Key: "1", Label2: "Acme", Reason: "transient: 500", FailedAt: now - 3*hour},
+		adminRow{Key: "2", Label2: "Acme", Reason: "transient: 500", FailedAt: now - 2*hour},
+		adminRow{Key: "3", Label2: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders"},
+		adminRow{Key: "4", Label2: "Bold", Reason: "orders: 409", FailedAt: now - hour, Source: "orders", Status: dlq.StatusAcknowledged},
+		adminRow{Key: "5", Label2: "Cold", Reason: "odd: 1", FailedAt: now - hour, Source: "odd"},
 	)
 	r, err := Stats{DBs: dbs, Clock: fixedClock, Pipeline: "orders"}.Report(ctx)
 	if err != nil {

@@ -18,13 +18,13 @@ func TestTimeSeriesCountsFailuresPerHour(t *testing.T) {
 	hour := time.Hour.Milliseconds()
 	current := now.UnixMilli() - now.UnixMilli()%hour
 	ids := insert(t, db,
-		adminRow{BeerID: "1", FailedAt: now.UnixMilli() - 1000},
-		adminRow{BeerID: "2", FailedAt: current},
-		adminRow{BeerID: "3", FailedAt: current - 2*hour + 5},
-		adminRow{BeerID: "4", FailedAt: current - 2*hour + 7, Source: "other"},
-		adminRow{BeerID: "5", FailedAt: current - (dlq.SeriesHours-1)*hour},  // first bucket
-		adminRow{BeerID: "6", FailedAt: current - dlq.SeriesHours*hour},      // just before the window
-		adminRow{BeerID: "7", FailedAt: current - (dlq.SeriesHours+48)*hour}, // long before
+		adminRow{Key: "1", FailedAt: now.UnixMilli() - 1000},
+		adminRow{Key: "2", FailedAt: current},
+		adminRow{Key: "3", FailedAt: current - 2*hour + 5},
+		adminRow{Key: "4", FailedAt: current - 2*hour + 7, Source: "other"},
+		adminRow{Key: "5", FailedAt: current - (dlq.SeriesHours-1)*hour},  // first bucket
+		adminRow{Key: "6", FailedAt: current - dlq.SeriesHours*hour},      // just before the window
+		adminRow{Key: "7", FailedAt: current - (dlq.SeriesHours+48)*hour}, // long before
 	)
 	// Row 3 is replayed and fails again in the current hour: one more failure.
 	if _, err := db.Exec(`UPDATE dlq_messages SET last_message_id = 'again', failed_at = ? WHERE id = ?`, now.UnixMilli(), ids[2]); err != nil {

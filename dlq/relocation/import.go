@@ -66,11 +66,11 @@ const importNewSQL = `WITH n AS (SELECT j.value AS v FROM json_each(?) AS j
 		AND NOT EXISTS (SELECT 1 FROM dlq_messages d WHERE d.message_id = j.value ->> '$.message_id')) `
 
 const (
-	importTallySQL = importNewSQL + `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
+	importTallySQL = importNewSQL + `INSERT INTO dlq_tally(status, source_queue, label_key, n)
 	SELECT v ->> '$.status', v ->> '$.source_queue',
 		CASE WHEN v ->> '$.status' = 'pending' AND v ->> '$.brewer' IS NOT NULL THEN '=' || (v ->> '$.brewer') ELSE '' END, COUNT(*)
 	FROM n GROUP BY 1, 2, 3
-	ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = n + excluded.n`
+	ON CONFLICT(status, source_queue, label_key) DO UPDATE SET n = n + excluded.n`
 
 	importActivitySQL = importNewSQL + `INSERT INTO dlq_activity(kind, hour, source_queue, n, events)
 	SELECT kind, hour, q, COUNT(*), 0 FROM (
@@ -93,7 +93,7 @@ const (
 		first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen),
 		announced_at = COALESCE(announced_at, excluded.announced_at)`
 
-	importRowsSQL = `INSERT INTO dlq_messages(id, message_id, beer_id, beer_name, brewer, failed_at, failure_count,
+	importRowsSQL = `INSERT INTO dlq_messages(id, message_id, row_key, label_1, label_2, failed_at, failure_count,
 		failure_reason, source_queue, status, replay_count, replayed_at, acknowledged_at, raw_message, last_message_id,
 		first_failed_at, failure_class, raw_encoding, replaying_at, acknowledged_note, updated_at, content_type,
 		body_hash, tally_seq, history, history_dropped, signature, version, body_edited, moved_version)

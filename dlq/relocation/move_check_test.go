@@ -167,7 +167,7 @@ func TestParseImportLineBounds(t *testing.T) {
 func TestAddMoveFieldsOfGoneAndLongRows(t *testing.T) {
 	db := sqlitetest.New(t)
 	history := "[" + strings.Repeat(`{"at":1,"attempt":1,"class":"transient","error":"a long error text of an attempt"},`, 60) + `{"at":2}]`
-	if _, err := db.Exec(`INSERT INTO dlq_messages(id, message_id, beer_id, failed_at, source_queue, history) VALUES (5, 'm', 'k', 1, 'q', ?)`, history); err != nil {
+	if _, err := db.Exec(`INSERT INTO dlq_messages(id, message_id, row_key, failed_at, source_queue, history) VALUES (5, 'm', 'k', 1, 'q', ?)`, history); err != nil {
 		t.Fatal(err)
 	}
 	gone, long := json.RawMessage(`{"id":4,"message_id":"x"}`), json.RawMessage(`{"id":5} `)

@@ -243,7 +243,7 @@ func (w *moveWorld) rows() []moveRow {
 	w.t.Helper()
 	var out []moveRow
 	for _, name := range w.names {
-		rs, err := w.dbs[name].Query(`SELECT id, message_id, source_queue, beer_id, status, replay_count, COALESCE(raw_message, ''),
+		rs, err := w.dbs[name].Query(`SELECT id, message_id, source_queue, row_key, status, replay_count, COALESCE(raw_message, ''),
 			content_type, failed_at, COALESCE(CASE status WHEN 'replayed' THEN replayed_at WHEN 'acknowledged' THEN acknowledged_at END, failed_at),
 			last_message_id, updated_at FROM dlq_messages ORDER BY id`)
 		if err != nil {

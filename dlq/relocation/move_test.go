@@ -310,7 +310,7 @@ func TestReleaseWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	seedMoved(t, shared, dbs.Pipelines(), 0)
-	if _, err := shared.Exec(`INSERT INTO dlq_messages(message_id, beer_id, failed_at, source_queue) VALUES ('late', 'k', 1, 'tickets')`); err != nil {
+	if _, err := shared.Exec(`INSERT INTO dlq_messages(message_id, row_key, failed_at, source_queue) VALUES ('late', 'k', 1, 'tickets')`); err != nil {
 		t.Fatal(err)
 	}
 	rl := Release{DBs: dbs}
@@ -567,7 +567,7 @@ func TestImportBeerRowsKeepsTheBrewerCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if brewers := count(t, from, `SELECT COUNT(DISTINCT brewer) FROM dlq_messages WHERE status = 'pending'`); brewers < 2 {
+	if brewers := count(t, from, `SELECT COUNT(DISTINCT label_2) FROM dlq_messages WHERE status = 'pending'`); brewers < 2 {
 		t.Fatalf("fixture: %d brewers pending", brewers)
 	}
 	before := exportAll(t, from, nil, "beers")

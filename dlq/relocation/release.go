@@ -120,7 +120,7 @@ const (
 	// every replayed and acknowledged row of the database).
 	releaseIDs      = releaseExact + ` AND +status IN ('replayed', 'acknowledged')`
 	releaseTallySQL = `UPDATE dlq_tally SET n = dlq_tally.n - c.cnt FROM (SELECT status, source_queue, COUNT(*) AS cnt FROM dlq_messages WHERE ` + releaseIDs + ` GROUP BY 1, 2) AS c
-	WHERE dlq_tally.status = c.status AND dlq_tally.source_queue = c.source_queue AND dlq_tally.brewer_key = ''`
+	WHERE dlq_tally.status = c.status AND dlq_tally.source_queue = c.source_queue AND dlq_tally.label_key = ''`
 	releaseActivitySQL = `UPDATE dlq_activity SET n = dlq_activity.n - c.cnt FROM (SELECT kind, hour, q, COUNT(*) AS cnt FROM (
 		SELECT 'failed' AS kind, CAST(failed_at AS INTEGER) / 3600000 AS hour, source_queue AS q FROM dlq_messages WHERE ` + releaseIDs + `
 		UNION ALL SELECT status, CAST(CASE status WHEN 'replayed' THEN replayed_at ELSE acknowledged_at END AS INTEGER) / 3600000, source_queue

@@ -84,7 +84,7 @@ func TestReleaseScanEndsAtTheLastID(t *testing.T) {
 	shared, _, dbs := moveTickets(t)
 	insert := func(id int64, queue string) {
 		t.Helper()
-		if _, err := shared.Exec(`INSERT INTO dlq_messages(id, message_id, beer_id, failed_at, source_queue) VALUES (?, ?, 'k', 1, ?)`,
+		if _, err := shared.Exec(`INSERT INTO dlq_messages(id, message_id, row_key, failed_at, source_queue) VALUES (?, ?, 'k', 1, ?)`,
 			id, fmt.Sprintf("%s-%d", queue, id), queue); err != nil {
 			t.Fatal(err)
 		}

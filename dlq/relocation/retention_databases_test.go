@@ -46,7 +46,7 @@ func insertActed(t *testing.T, db *sql.DB, msgID, queue, key, status string, act
 	case dlq.StatusReplayed:
 		replayed = acted.UnixMilli()
 	}
-	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at,
+	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at,
 		acknowledged_at, replayed_at, raw_message, content_type, updated_at)
 		VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, '{}', 'json', ?5)`,
 		msgID, key, queue, status, acted.Add(-time.Hour).UnixMilli(), ack, replayed); err != nil {

@@ -73,7 +73,7 @@ func TestAcknowledgeHundredIDsMovesOnlyPendingRows(t *testing.T) {
 func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bulkack", 250, 2, 1_700_000_000_000)
-	insert(t, db, adminRow{BeerID: "keep", BeerName: "Keep Me", FailedAt: 1})
+	insert(t, db, adminRow{Key: "keep", Label1: "Keep Me", FailedAt: 1})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
 	f := &dlq.Filter{Q: "bulkack-"}
 	before := snapshot(t, db)
@@ -111,7 +111,7 @@ func TestBulkAcknowledgePagesAndDryRun(t *testing.T) {
 
 func TestAcknowledgeRejectsBadInput(t *testing.T) {
 	db := sqlitetest.New(t)
-	insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
+	insert(t, db, adminRow{Key: "1", FailedAt: 1})
 	before := snapshot(t, db)
 	many := make([]int64, 101)
 	for i := range many {
@@ -164,7 +164,7 @@ func TestAcknowledgeFailureChangesAndRecordsNothing(t *testing.T) {
 // replay lists replayed_ids); the bulk form has none.
 func TestAcknowledgedIDsAlwaysInTheIDsForm(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, Status: dlq.StatusAcknowledged})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1, Status: dlq.StatusAcknowledged})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 10, Clock: fixedClock}
 	res, err := a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil {
@@ -173,7 +173,7 @@ func TestAcknowledgedIDsAlwaysInTheIDsForm(t *testing.T) {
 	if b, _ := json.Marshal(res); !strings.Contains(string(b), `"acknowledged_ids":[]`) {
 		t.Fatalf("ids form: %s", b)
 	}
-	res, err = a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "1"}}})
+	res, err = a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Key: "1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func (r firstResult) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.
 // JSON and counts without has_more.
 func TestBulkAcknowledgeRejectsCountsItCannotRead(t *testing.T) {
 	db := sqlitetest.New(t)
-	insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
+	insert(t, db, adminRow{Key: "1", FailedAt: 1})
 	for _, first := range []string{`[]`, `[{"Counts":"{\"has_more\":true}"},{"Counts":"{\"has_more\":true}"}]`, `not json`,
 		`[{"Counts":"{"}]`, `[{"Counts":"{\"requested_count\":0,\"acknowledged_count\":1}"}]`} {
 		t.Run(first, func(t *testing.T) {

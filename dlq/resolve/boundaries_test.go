@@ -13,7 +13,7 @@ import (
 // accepted (one more is refused: TestAcknowledgeRejectsBadInput).
 func TestAcknowledgeNoteOfExactlyTheMaximum(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1})
 	a := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100}
 	res, err := a.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{IDs: ids}, Note: strings.Repeat("n", dlq.MaxNoteLength)})
 	if err != nil || res.AcknowledgedCount != 1 {

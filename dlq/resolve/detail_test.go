@@ -19,9 +19,9 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock().UnixMilli()
 	ids := insert(t, db,
-		adminRow{BeerID: "a", FailedAt: now - 10},
-		adminRow{BeerID: "b", FailedAt: now - 20},
-		adminRow{BeerID: "c", FailedAt: now - 30},
+		adminRow{Key: "a", FailedAt: now - 10},
+		adminRow{Key: "b", FailedAt: now - 20},
+		adminRow{Key: "c", FailedAt: now - 30},
 	)
 	ack := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: fixedClock}
 	by := dlq.Requester{RequestID: "r1", KeyFingerprint: "fp"}
@@ -35,14 +35,14 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 	// Row b: a bulk dry run, then a bulk acknowledge of beer b at a later time.
 	later := func() time.Time { return fixedClock().Add(time.Minute) }
 	ackLater := Acknowledge{DB: db, Batch: sqlbatch.Tx{DB: db}, BulkMax: 100, Clock: later}
-	if err := (dlq.Audit{DB: db, Clock: fixedClock}).Record(ctx, dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: by, DryRun: true, Filter: &dlq.Filter{BeerID: "b"}}, dlq.OutcomeOK, nil, nil); err != nil {
+	if err := (dlq.Audit{DB: db, Clock: fixedClock}).Record(ctx, dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: by, DryRun: true, Filter: &dlq.Filter{Key: "b"}}, dlq.OutcomeOK, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ackLater.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "b"}}, Note: "bulk", By: by}); err != nil {
+	if _, err := ackLater.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Key: "b"}}, Note: "bulk", By: by}); err != nil {
 		t.Fatal(err)
 	}
 	// A bulk acknowledge at the same time for another beer fits b's time but not its filter.
-	if _, err := ackLater.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "zzz"}}, By: by}); err != nil {
+	if _, err := ackLater.Run(ctx, AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Key: "zzz"}}, By: by}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -94,7 +94,7 @@ func TestDetailAuditEntriesAndLineage(t *testing.T) {
 func TestDetailBoundsAndVersion(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock().UnixMilli()
-	ids := insert(t, db, adminRow{BeerID: "v", FailedAt: now})
+	ids := insert(t, db, adminRow{Key: "v", FailedAt: now})
 	if _, err := db.Exec(`UPDATE dlq_messages SET version = 'v42' WHERE id = ?`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestDetailBoundsAndVersion(t *testing.T) {
 	// inspect.RelatedLimit+2 rows of the same lineage: inspect.RelatedLimit are listed.
 	rows := make([]adminRow, inspect.RelatedLimit+2)
 	for i := range rows {
-		rows[i] = adminRow{BeerID: "v", FailedAt: now - int64(i+1)}
+		rows[i] = adminRow{Key: "v", FailedAt: now - int64(i+1)}
 	}
 	more := insert(t, db, rows...)
 	for _, id := range append(more, ids[0]) {

@@ -98,10 +98,10 @@ func readRow(t *testing.T, db *sql.DB, where string, args ...any) dlqRow {
 	t.Helper()
 	var r dlqRow
 	err := db.QueryRow(`SELECT id, failed_at, first_failed_at, updated_at, failure_count, replay_count, message_id,
-		last_message_id, beer_id, status, source_queue, raw_message, raw_encoding, beer_name, brewer, failure_reason, failure_class
+		last_message_id, row_key, status, source_queue, raw_message, raw_encoding, label_1, label_2, failure_reason, failure_class
 		FROM dlq_messages WHERE `+where, args...).Scan(&r.ID, &r.FailedAt, &r.FirstFailedAt, &r.UpdatedAt, &r.FailureCount,
-		&r.ReplayCount, &r.MessageID, &r.LastMessageID, &r.BeerID, &r.Status, &r.SourceQueue, &r.Raw, &r.Encoding,
-		&r.BeerName, &r.Brewer, &r.Reason, &r.Class)
+		&r.ReplayCount, &r.MessageID, &r.LastMessageID, &r.Key, &r.Status, &r.SourceQueue, &r.Raw, &r.Encoding,
+		&r.Label1, &r.Label2, &r.Reason, &r.Class)
 	if err != nil {
 		t.Fatalf("read row %s %v: %v", where, args, err)
 	}
@@ -156,7 +156,7 @@ func counters(t *testing.T, db *sql.DB) map[string]int64 {
 
 // dlqRow is a dlq_messages row as tests read it.
 type dlqRow struct {
-	ID, FailedAt, FirstFailedAt, UpdatedAt, FailureCount, ReplayCount    int64
-	MessageID, LastMessageID, BeerID, Status, SourceQueue, Raw, Encoding string
-	BeerName, Brewer, Reason, Class                                      sql.NullString
+	ID, FailedAt, FirstFailedAt, UpdatedAt, FailureCount, ReplayCount int64
+	MessageID, LastMessageID, Key, Status, SourceQueue, Raw, Encoding string
+	Label1, Label2, Reason, Class                                     sql.NullString
 }

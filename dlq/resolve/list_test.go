@@ -22,9 +22,9 @@ func TestLongQSearchesEveryAction(t *testing.T) {
 		t.Fatalf("q is %d bytes", len(long))
 	}
 	ids := insert(t, db,
-		adminRow{BeerID: "reason", BeerName: "A", Reason: "permanent: " + asciiUpper(long[:60]) + long[60:] + " (end)", FailedAt: 3000},
-		adminRow{BeerID: "name", BeerName: "x" + long, FailedAt: 2000},
-		adminRow{BeerID: "other", BeerName: "Ünïcode 100 off", Brewer: strings.Repeat("_", 60), Reason: strings.Repeat("%", 60), FailedAt: 1000},
+		adminRow{Key: "reason", Label1: "A", Reason: "permanent: " + asciiUpper(long[:60]) + long[60:] + " (end)", FailedAt: 3000},
+		adminRow{Key: "name", Label1: "x" + long, FailedAt: 2000},
+		adminRow{Key: "other", Label1: "Ünïcode 100 off", Label2: strings.Repeat("_", 60), Reason: strings.Repeat("%", 60), FailedAt: 1000},
 	)
 	for _, c := range []struct {
 		q    string

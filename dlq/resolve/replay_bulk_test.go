@@ -13,7 +13,7 @@ import (
 // newest matching row and continues after it.
 func TestBulkReplayLimitBounds(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "a", FailedAt: 10}, adminRow{BeerID: "b", FailedAt: 30}, adminRow{BeerID: "c", FailedAt: 20})
+	ids := insert(t, db, adminRow{Key: "a", FailedAt: 10}, adminRow{Key: "b", FailedAt: 30}, adminRow{Key: "c", FailedAt: 20})
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
 	r.BulkMax = 2
@@ -44,7 +44,7 @@ func TestBulkReplayProgressFailureIsReported(t *testing.T) {
 	}
 	run := func(ok int64) outcome {
 		plain, flaky, stmts := flakyDB(t, ok)
-		insert(t, plain, adminRow{BeerID: "a", FailedAt: 10}, adminRow{BeerID: "b", FailedAt: 20})
+		insert(t, plain, adminRow{Key: "a", FailedAt: 10}, adminRow{Key: "b", FailedAt: 20})
 		o := outcome{sender: &queuetest.Sender{}}
 		o.res, o.err = newReplay(flaky, o.sender).Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Limit: 1})
 		o.stmts = stmts.Load()

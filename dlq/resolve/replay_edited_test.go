@@ -20,7 +20,7 @@ import (
 // sends the stored body and moves the key back.
 func TestReplayEditedSendsTheEditAndKeepsLineage(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ContentType: "json"}, adminRow{BeerID: "2", FailedAt: 2, Raw: "plain", ContentType: "text"})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1, ContentType: "json"}, adminRow{Key: "2", FailedAt: 2, Raw: "plain", ContentType: "text"})
 	var raw, origHash string
 	db.QueryRow(`SELECT raw_message, body_hash FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&raw, &origHash)
 	s := &queuetest.Sender{}
@@ -144,7 +144,7 @@ func TestReplayEditedLimitsAtTheirEdges(t *testing.T) {
 // edit's (which is the row's body_hash by then).
 func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ContentType: "json"})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1, ContentType: "json"})
 	var raw string
 	db.QueryRow(`SELECT raw_message FROM dlq_messages WHERE id = ?`, ids[0]).Scan(&raw)
 	want := dlq.BodyHash(queue.JSON, raw)
@@ -170,7 +170,7 @@ func TestReplayEditedTwiceReportsTheStoredBodysHash(t *testing.T) {
 // the result says it.
 func TestReplayEditedSendsWithItsDelay(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ContentType: "json"})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1, ContentType: "json"})
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).RunEdited(ctx, EditedReplayRequest{ID: ids[0], Body: json.RawMessage(`{"beer_id":"1"}`), Note: "later", DelaySeconds: 90})
 	if err != nil || !res.Replayed || res.DelaySeconds != 90 {

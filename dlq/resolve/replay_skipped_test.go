@@ -13,9 +13,9 @@ import (
 func TestReplaySkipsRowsNotPendingBeforeLookingAtTheirBody(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{"v8":true}`, ContentType: "v8", Status: dlq.StatusAcknowledged},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "json", Status: dlq.StatusReplayed},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{"v8":true}`, ContentType: "v8"},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `{"v8":true}`, ContentType: "v8", Status: dlq.StatusAcknowledged},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `{broken`, ContentType: "json", Status: dlq.StatusReplayed},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `{"v8":true}`, ContentType: "v8"},
 	)
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})

@@ -431,7 +431,7 @@ func (ts ReplayTasks) Get(ctx context.Context, id int64) (Task, error) {
 			COALESCE(SUM(m.failed_at < r.deliver_at AND ((b.status = 'enriched' AND b.enriched_at >= r.deliver_at)
 				OR r.deliver_at + ? <= ?)), 0) AS task_succeeded,
 			COALESCE(SUM(m.failed_at >= r.deliver_at), 0) AS task_failed_again
-		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id AND m.source_queue = 'beer-enrichment'
+		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.row_key AND m.source_queue = 'beer-enrichment'
 		WHERE r.task_id = ?`, TaskObserve.Milliseconds(), now, id).Scan(&ok, &again); err != nil {
 		return Task{}, fmt.Errorf("replay task outcomes: %w", err)
 	}
@@ -823,7 +823,7 @@ func (ts ReplayTasks) judgeCanary(ctx context.Context, id, steps int64, c Canary
 			(SELECT json_group_array(reason) FROM (SELECT DISTINCT m2.failure_reason AS reason
 				FROM replay_task_rows r2 JOIN dlq_messages m2 ON m2.id = r2.dlq_id
 				WHERE r2.task_id = ?3 AND m2.failed_at >= r2.deliver_at AND m2.failure_reason IS NOT NULL LIMIT 5)) AS canary_reasons
-		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.beer_id AND m.source_queue = 'beer-enrichment'
+		FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id LEFT JOIN beers b ON b.beer_id = m.row_key AND m.source_queue = 'beer-enrichment'
 		WHERE r.task_id = ?3`, c.ObserveMinutes*60_000, now, id).Scan(&r.Sent, &r.Succeeded, &r.FailedAgain, &reasons); err != nil {
 		return false, false, fmt.Errorf("replay task canary: %w", err)
 	}

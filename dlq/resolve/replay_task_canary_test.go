@@ -127,7 +127,7 @@ func TestReplayTaskCanaryOfAnotherPipeline(t *testing.T) {
 		t.Fatalf("canary step: %+v %v", st, err)
 	}
 	mustExec(t, db, `INSERT INTO beers(beer_id, name, status, enriched_at, created_at, updated_at)
-		SELECT m.beer_id, 'x', 'enriched', r.deliver_at + 1000, 0, 0 FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id`)
+		SELECT m.row_key, 'x', 'enriched', r.deliver_at + 1000, 0, 0 FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id`)
 	if st, _ := ts.Step(ctx, task.ID, at.Add(5*time.Minute)); st.Sent != 0 || st.CanaryPassed || st.CanaryFailed {
 		t.Fatalf("an enriched beer decided an order's canary: %+v", st)
 	}
@@ -149,7 +149,7 @@ func TestReplayTaskCanaryWithNoRowFails(t *testing.T) {
 	var logs bytes.Buffer
 	ts := newTasks(db, &queuetest.Sender{}, taskT0)
 	ts.Replay.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	task, err := ts.Create(ctx, TaskRequest{Filter: dlq.Filter{BeerID: "no such beer"}, RatePerMinute: 60,
+	task, err := ts.Create(ctx, TaskRequest{Filter: dlq.Filter{Key: "no such beer"}, RatePerMinute: 60,
 		Canary: &Canary{Size: 2, MinSuccessRatio: 0, ObserveMinutes: 1}}, dlq.Requester{})
 	if err != nil || task.Matched != 0 {
 		t.Fatalf("%+v %v", task, err)

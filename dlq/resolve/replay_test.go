@@ -43,9 +43,9 @@ func sentRows(t *testing.T, db *sql.DB, s *queuetest.Sender, q string) []int64 {
 func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{BeerID: "1", BeerName: "A", FailedAt: 100, Raw: `{"beer_id":"1","beer_name":"A","extra":{"k":[1,2.50]}}`},
-		adminRow{BeerID: "2", BeerName: "B", FailedAt: 200, ReplayCount: 2},
-		adminRow{BeerID: "3", BeerName: "C", FailedAt: 300})
+		adminRow{Key: "1", Label1: "A", FailedAt: 100, Raw: `{"beer_id":"1","beer_name":"A","extra":{"k":[1,2.50]}}`},
+		adminRow{Key: "2", Label1: "B", FailedAt: 200, ReplayCount: 2},
+		adminRow{Key: "3", Label1: "C", FailedAt: 300})
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}, DelaySeconds: 60})
 	if err != nil {
@@ -96,20 +96,20 @@ func TestReplaySendsClaimedRowsUnchangedAndMarksThemReplayed(t *testing.T) {
 func TestReplaySkipsRowsItCannotClaim(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{BeerID: "ok", FailedAt: 1},
-		adminRow{BeerID: "acked", FailedAt: 1, Status: dlq.StatusAcknowledged},
-		adminRow{BeerID: "replaying", FailedAt: 1, Status: dlq.StatusReplaying},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{"beer_id":"7","v8":true}`, ContentType: "v8"},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "json"},
+		adminRow{Key: "ok", FailedAt: 1},
+		adminRow{Key: "acked", FailedAt: 1, Status: dlq.StatusAcknowledged},
+		adminRow{Key: "replaying", FailedAt: 1, Status: dlq.StatusReplaying},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `{"beer_id":"7","v8":true}`, ContentType: "v8"},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `{broken`, ContentType: "json"},
 	)
 	mustExec(t, db, `UPDATE dlq_messages SET raw_message = NULL WHERE id = ?`, ids[0])
 	// Poison that is still a body as it was produced: replayed like any other.
 	poison := insert(t, db,
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `not json at all`},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `[1,2,3]`},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `"a string"`, ContentType: "json"},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `eyJhIjoxfQ==`, Encoding: "base64"},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1, Raw: `{broken`, ContentType: "text"},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `not json at all`},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `[1,2,3]`},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `"a string"`, ContentType: "json"},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `eyJhIjoxfQ==`, Encoding: "base64"},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1, Raw: `{broken`, ContentType: "text"},
 	)
 	s := &queuetest.Sender{}
 	req := append(append(append([]int64{}, ids...), poison...), 999_999)
@@ -136,7 +136,7 @@ func TestReplaySkipsRowsItCannotClaim(t *testing.T) {
 	if fmt.Sprint(sent) != fmt.Sprint(wantSent) {
 		t.Fatalf("sent %v, want %v", sent, wantSent)
 	}
-	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND beer_id = ?`, dlq.UnparseableBeerID); n != 2 {
+	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND row_key = ?`, dlq.UnparseableKey); n != 2 {
 		t.Fatalf("the v8 and invalid-JSON rows must stay pending, %d rows are", n)
 	}
 }
@@ -156,7 +156,7 @@ func (f *failingSender) SendBatch(ctx context.Context, q string, msgs []queue.Ou
 
 func TestReplaySendFailureReturnsRowsToPending(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ReplayCount: 1}, adminRow{BeerID: "2", FailedAt: 2})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1, ReplayCount: 1}, adminRow{Key: "2", FailedAt: 2})
 	res, err := newReplay(db, &queuetest.Sender{Err: errors.New("queue down")}).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil {
 		t.Fatal(err)
@@ -165,12 +165,12 @@ func TestReplaySendFailureReturnsRowsToPending(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	if n := count(t, db, `SELECT COUNT(*) FROM dlq_messages WHERE status = 'pending' AND replaying_at IS NULL AND replayed_at IS NULL
-		AND replay_count = CASE beer_id WHEN '1' THEN 1 ELSE 0 END`); n != 2 {
+		AND replay_count = CASE row_key WHEN '1' THEN 1 ELSE 0 END`); n != 2 {
 		t.Fatalf("rows must be back to pending, untouched; %d are", n)
 	}
 
 	// Partial: one queue works, the other does not.
-	more := insert(t, db, adminRow{BeerID: "3", FailedAt: 3, Source: "good-queue"}, adminRow{BeerID: "4", FailedAt: 4, Source: "bad-queue"})
+	more := insert(t, db, adminRow{Key: "3", FailedAt: 3, Source: "good-queue"}, adminRow{Key: "4", FailedAt: 4, Source: "bad-queue"})
 	fs := &failingSender{broken: "bad-queue"}
 	res, err = newReplay(db, fs).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: more}})
 	if err != nil {
@@ -263,7 +263,7 @@ func (n *nestedSender) SendBatch(ctx context.Context, q string, msgs []queue.Out
 
 func TestReplayOverlappingARunningReplayClaimsNothing(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2}, adminRow{BeerID: "3", FailedAt: 3})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1}, adminRow{Key: "2", FailedAt: 2}, adminRow{Key: "3", FailedAt: 3})
 	inner := &queuetest.Sender{}
 	outer := &nestedSender{}
 	outer.nested = func() ReplayResult {
@@ -281,7 +281,7 @@ func TestReplayOverlappingARunningReplayClaimsNothing(t *testing.T) {
 		t.Fatalf("overlapping replay: %+v, %d sends", outer.got, inner.Calls)
 	}
 	// The same holds for a bulk replay overlapping a running one.
-	more := insert(t, db, adminRow{BeerID: "4", FailedAt: 4}, adminRow{BeerID: "5", FailedAt: 5})
+	more := insert(t, db, adminRow{Key: "4", FailedAt: 4}, adminRow{Key: "5", FailedAt: 5})
 	outer = &nestedSender{}
 	outer.nested = func() ReplayResult {
 		res, err := newReplay(db, inner).Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}})
@@ -300,9 +300,9 @@ func TestBulkReplayPagesThroughEveryMatchOnce(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "bulk", 1000, 3, 1_700_000_000_000)
 	// Not matching: other queue, other status; matching but poison: skipped.
-	insert(t, db, adminRow{BeerID: "x", BeerName: "other queue", FailedAt: 1_700_000_000_000, Source: "other"},
-		adminRow{BeerID: "y", BeerName: "acked", FailedAt: 1_700_000_000_000, Status: dlq.StatusAcknowledged},
-		adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1_699_999_999_900, Raw: "poison", ContentType: "v8"})
+	insert(t, db, adminRow{Key: "x", Label1: "other queue", FailedAt: 1_700_000_000_000, Source: "other"},
+		adminRow{Key: "y", Label1: "acked", FailedAt: 1_700_000_000_000, Status: dlq.StatusAcknowledged},
+		adminRow{Key: dlq.UnparseableKey, FailedAt: 1_699_999_999_900, Raw: "poison", ContentType: "v8"})
 	s := &queuetest.Sender{}
 	r := newReplay(db, s)
 	r.BulkMax = 300
@@ -361,7 +361,7 @@ func TestBulkReplayStopsAtItsCursorAndRejectsForeignCursors(t *testing.T) {
 	}
 	// A failure newer than the cursor (a repeat failure, or a new one) is not
 	// part of this bulk run.
-	insert(t, db, adminRow{BeerID: "new", FailedAt: 1_800_000_000_000})
+	insert(t, db, adminRow{Key: "new", FailedAt: 1_800_000_000_000})
 	res2, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Cursor: *res.NextCursor, Limit: 100})
 	if err != nil || res2.ClaimedCount != 6 || res2.HasMore {
 		t.Fatalf("%+v %v", res2, err)
@@ -371,7 +371,7 @@ func TestBulkReplayStopsAtItsCursorAndRejectsForeignCursors(t *testing.T) {
 			t.Fatal("row newer than the bulk run was replayed")
 		}
 	}
-	_, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "gen-1"}}, Cursor: *res.NextCursor})
+	_, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Key: "gen-1"}}, Cursor: *res.NextCursor})
 	wantInput(t, err, "INVALID_CURSOR")
 	page, _ := inspect.List{DBs: dlq.Single(dlq.Store{DB: db}), Cursors: dlq.NewCursors("s")}.Page(ctx, inspect.ListParams{Filter: dlq.Filter{Status: dlq.StatusAll}, Limit: 1})
 	_, err = r.Run(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}, Cursor: *page.NextCursor})
@@ -383,7 +383,7 @@ func TestReplayBatchesRespectQueueLimits(t *testing.T) {
 	big := strings.Repeat("x", 100_000)
 	var rows []adminRow
 	for i := 0; i < 5; i++ {
-		rows = append(rows, adminRow{BeerID: fmt.Sprint(i), FailedAt: int64(i), Raw: fmt.Sprintf(`{"beer_id":"%d","pad":"%s"}`, i, big)})
+		rows = append(rows, adminRow{Key: fmt.Sprint(i), FailedAt: int64(i), Raw: fmt.Sprintf(`{"beer_id":"%d","pad":"%s"}`, i, big)})
 	}
 	ids := insert(t, db, rows...)
 	s := &queuetest.Sender{}
@@ -430,7 +430,7 @@ func snapshot(t *testing.T, db *sql.DB) string {
 func TestReplayDryRunChangesNothing(t *testing.T) {
 	db := sqlitetest.New(t)
 	generate(t, db, "dry", 30, 1, 1_700_000_000_000) // reasons: 'reason 0/1/2', 10 each
-	poison := insert(t, db, adminRow{BeerID: dlq.UnparseableBeerID, FailedAt: 1_800_000_000_000, Raw: "{broken", Reason: "reason 0", ContentType: "json"})
+	poison := insert(t, db, adminRow{Key: dlq.UnparseableKey, FailedAt: 1_800_000_000_000, Raw: "{broken", Reason: "reason 0", ContentType: "json"})
 	before := snapshot(t, db)
 	s := &queuetest.Sender{}
 	p, err := newReplay(db, s).DryRun(ctx, ReplayRequest{Selection: dlq.Selection{Filter: &dlq.Filter{}}})
@@ -455,7 +455,7 @@ func TestReplayDryRunChangesNothing(t *testing.T) {
 
 func TestReplayRejectsBadInput(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1})
 	before := snapshot(t, db)
 	many := make([]int64, 51)
 	for i := range many {
@@ -555,9 +555,9 @@ func TestReplaySendsBodiesExactlyWithTheirContentType(t *testing.T) {
 func TestReplayDecodesBase64TextAndJSON(t *testing.T) {
 	db := sqlitetest.New(t)
 	ids := insert(t, db,
-		adminRow{BeerID: "t", FailedAt: 2, Raw: base64.StdEncoding.EncodeToString([]byte("\xff text")), Encoding: "base64", ContentType: "text"},
-		adminRow{BeerID: "j", FailedAt: 1, Raw: base64.StdEncoding.EncodeToString([]byte(`{"beer_id":"j"}`)), Encoding: "base64", ContentType: "json"},
-		adminRow{BeerID: "bad", FailedAt: 0, Raw: base64.StdEncoding.EncodeToString([]byte(`{nope`)), Encoding: "base64", ContentType: "json"},
+		adminRow{Key: "t", FailedAt: 2, Raw: base64.StdEncoding.EncodeToString([]byte("\xff text")), Encoding: "base64", ContentType: "text"},
+		adminRow{Key: "j", FailedAt: 1, Raw: base64.StdEncoding.EncodeToString([]byte(`{"beer_id":"j"}`)), Encoding: "base64", ContentType: "json"},
+		adminRow{Key: "bad", FailedAt: 0, Raw: base64.StdEncoding.EncodeToString([]byte(`{nope`)), Encoding: "base64", ContentType: "json"},
 	)
 	s := &queuetest.Sender{}
 	res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
@@ -624,9 +624,9 @@ func TestReplayedMessageFailingAgainKeepsItsRow(t *testing.T) {
 func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 	plain, db, stmts := flakyDB(t, 1_000_000)
 	legacy := insert(t, plain,
-		adminRow{BeerID: "1", FailedAt: 1}, // content type derived: json
-		adminRow{BeerID: "2", FailedAt: 2, Raw: "plain text"},
-		adminRow{BeerID: "3", FailedAt: 3, Raw: "AAEC", Encoding: "base64"},
+		adminRow{Key: "1", FailedAt: 1}, // content type derived: json
+		adminRow{Key: "2", FailedAt: 2, Raw: "plain text"},
+		adminRow{Key: "3", FailedAt: 3, Raw: "AAEC", Encoding: "base64"},
 	)
 	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = NULL`)
 	s := &queuetest.Sender{}
@@ -659,7 +659,7 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 	}
 
 	// Rows with a hash: claim and settle only.
-	more := insert(t, plain, adminRow{BeerID: "4", FailedAt: 4})
+	more := insert(t, plain, adminRow{Key: "4", FailedAt: 4})
 	mustExec(t, plain, `UPDATE dlq_messages SET body_hash = 'x' WHERE id = ?`, more[0])
 	stmts.Store(0)
 	if res, err := newReplay(db, s).Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: more}}); err != nil || res.ReplayedCount != 1 {
@@ -673,7 +673,7 @@ func TestReplaySetsTheBodyHashOfRowsCapturedBeforeIt(t *testing.T) {
 // A failed body-hash statement sends nothing: the rows go back to pending.
 func TestReplayWithoutItsBodyHashSendsNothing(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1}, adminRow{Key: "2", FailedAt: 2})
 	mustExec(t, db, `UPDATE dlq_messages SET body_hash = NULL`)
 	mustExec(t, db, `CREATE TRIGGER no_hash BEFORE UPDATE OF body_hash ON dlq_messages BEGIN SELECT RAISE(ABORT, 'no'); END`)
 	s := &queuetest.Sender{}
@@ -738,10 +738,10 @@ func TestReplayRefusesCaptureOnlyQueues(t *testing.T) {
 // bulk page alike (pins Run's len(cs) > 0).
 func TestReplayClaimingNothingRunsNoSettle(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "acked", FailedAt: 1, Status: dlq.StatusAcknowledged})
+	ids := insert(t, db, adminRow{Key: "acked", FailedAt: 1, Status: dlq.StatusAcknowledged})
 	for _, req := range []ReplayRequest{
 		{Selection: dlq.Selection{IDs: ids}},
-		{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: "nothing matches"}}},
+		{Selection: dlq.Selection{Filter: &dlq.Filter{Key: "nothing matches"}}},
 	} {
 		h := &hookRunner{db: db}
 		s := &queuetest.Sender{}
@@ -781,7 +781,7 @@ func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
 	s := &hookSender{}
 	r := newReplay(db, s)
 	r.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1}, adminRow{Key: "2", FailedAt: 2})
 	res, err := r.Run(ctx, ReplayRequest{Selection: dlq.Selection{IDs: ids}})
 	if err != nil || res.ReplayedCount != 2 {
 		t.Fatalf("%+v %v", res, err)
@@ -794,7 +794,7 @@ func TestReplayWarnsOnlyWhenClaimedRowsChangedBeforeSettling(t *testing.T) {
 	}
 
 	// Row 3 is returned to pending while the replay sends (as Rescue does).
-	more := insert(t, db, adminRow{BeerID: "3", FailedAt: 3}, adminRow{BeerID: "4", FailedAt: 4})
+	more := insert(t, db, adminRow{Key: "3", FailedAt: 3}, adminRow{Key: "4", FailedAt: 4})
 	s.hook = func() {
 		mustExec(t, db, `UPDATE dlq_messages SET status = 'pending', replaying_at = NULL WHERE id = ?`, more[0])
 	}

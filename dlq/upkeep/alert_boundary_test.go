@@ -24,12 +24,12 @@ func TestAlertThresholdsAtTheirExactBoundary(t *testing.T) {
 	t.Run("pending high", func(t *testing.T) {
 		db := sqlitetest.New(t)
 		c := PendingHigh{DB: db, Threshold: 3}
-		insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 1}, adminRow{BeerID: "3", FailedAt: 1},
-			adminRow{BeerID: "x", FailedAt: 1, Status: dlq.StatusAcknowledged})
+		insert(t, db, adminRow{Key: "1", FailedAt: 1}, adminRow{Key: "2", FailedAt: 1}, adminRow{Key: "3", FailedAt: 1},
+			adminRow{Key: "x", FailedAt: 1, Status: dlq.StatusAcknowledged})
 		if check(t, c) {
 			t.Fatal("fires at exactly the threshold")
 		}
-		insert(t, db, adminRow{BeerID: "4", FailedAt: 1})
+		insert(t, db, adminRow{Key: "4", FailedAt: 1})
 		if !check(t, c) {
 			t.Fatal("does not fire one past the threshold")
 		}
@@ -37,11 +37,11 @@ func TestAlertThresholdsAtTheirExactBoundary(t *testing.T) {
 	t.Run("oldest pending", func(t *testing.T) {
 		db := sqlitetest.New(t)
 		c := OldestPending{DB: db, MaxAge: 24 * time.Hour}
-		insert(t, db, adminRow{BeerID: "1", FailedAt: now.Add(-24 * time.Hour).UnixMilli()})
+		insert(t, db, adminRow{Key: "1", FailedAt: now.Add(-24 * time.Hour).UnixMilli()})
 		if check(t, c) {
 			t.Fatal("fires at exactly the age")
 		}
-		insert(t, db, adminRow{BeerID: "2", FailedAt: now.Add(-24*time.Hour - time.Millisecond).UnixMilli()})
+		insert(t, db, adminRow{Key: "2", FailedAt: now.Add(-24*time.Hour - time.Millisecond).UnixMilli()})
 		if !check(t, c) {
 			t.Fatal("does not fire one millisecond past the age")
 		}
@@ -49,11 +49,11 @@ func TestAlertThresholdsAtTheirExactBoundary(t *testing.T) {
 	t.Run("repeat failures", func(t *testing.T) {
 		db := sqlitetest.New(t)
 		c := RepeatFailures{DB: db, MaxReplays: 2}
-		insert(t, db, adminRow{BeerID: "1", FailedAt: 1, ReplayCount: 2}, adminRow{BeerID: "x", FailedAt: 1, ReplayCount: 9, Status: dlq.StatusReplayed})
+		insert(t, db, adminRow{Key: "1", FailedAt: 1, ReplayCount: 2}, adminRow{Key: "x", FailedAt: 1, ReplayCount: 9, Status: dlq.StatusReplayed})
 		if check(t, c) {
 			t.Fatal("fires at exactly MaxReplays")
 		}
-		insert(t, db, adminRow{BeerID: "2", FailedAt: 1, ReplayCount: 3})
+		insert(t, db, adminRow{Key: "2", FailedAt: 1, ReplayCount: 3})
 		if !check(t, c) {
 			t.Fatal("does not fire one past MaxReplays")
 		}

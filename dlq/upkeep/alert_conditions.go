@@ -127,8 +127,8 @@ func (c RepeatFailures) Name() string { return dlq.JobName("dlq_repeat_failures"
 const repeatFailuresSQL = `SELECT
 	(SELECT COUNT(*) FROM (SELECT replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
 		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC LIMIT ?2) WHERE replay_count > ?1) AS total,
-	(SELECT json_group_array(json_array(beer_id, replay_count)) FROM (
-		SELECT beer_id, replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
+	(SELECT json_group_array(json_array(row_key, replay_count)) FROM (
+		SELECT row_key, replay_count FROM dlq_messages INDEXED BY idx_dlq_pending_replay_count
 		WHERE status = 'pending' AND replay_count > 0 ORDER BY replay_count DESC, id DESC LIMIT 5) WHERE replay_count > ?1) AS top`
 
 // Check implements Condition; the detail names up to five beer ids (most

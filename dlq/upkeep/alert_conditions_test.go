@@ -33,10 +33,10 @@ func TestConditions(t *testing.T) {
 	check(failing, false, "every job's last run succeeded")
 
 	seed(t, db,
-		row{MsgID: "p1", BeerID: "b1", Status: "pending", FailedAt: now.Add(-25 * time.Hour), ReplayCount: 3},
-		row{MsgID: "p2", BeerID: "b2", Status: "pending", FailedAt: now.Add(-time.Hour)},
-		row{MsgID: "p3", BeerID: "b3", Status: "pending", FailedAt: now.Add(-time.Hour), ReplayCount: 2},
-		row{MsgID: "r1", BeerID: "b4", Status: "replayed", FailedAt: now.Add(-90 * time.Hour), ReplayedAt: now, ReplayCount: 9},
+		row{MsgID: "p1", Key: "b1", Status: "pending", FailedAt: now.Add(-25 * time.Hour), ReplayCount: 3},
+		row{MsgID: "p2", Key: "b2", Status: "pending", FailedAt: now.Add(-time.Hour)},
+		row{MsgID: "p3", Key: "b3", Status: "pending", FailedAt: now.Add(-time.Hour), ReplayCount: 2},
+		row{MsgID: "r1", Key: "b4", Status: "replayed", FailedAt: now.Add(-90 * time.Hour), ReplayedAt: now, ReplayCount: 9},
 	)
 	check(pending, true, "3 DLQ rows pending (threshold 2)")
 	check(oldest, true, "oldest pending DLQ row failed 25h0m0s ago")

@@ -36,11 +36,11 @@ func TestPipelineAlerts(t *testing.T) {
 	check(2, false, "0 DLQ rows pending in pipeline orders (threshold 2)")
 	check(3, false, "no pending DLQ rows of pipeline orders")
 	// Old beer rows and rows of an unconfigured queue: the beer alerts only.
-	seed(t, db, row{MsgID: "b1", BeerID: "b1", Status: "pending", FailedAt: now.Add(-48 * time.Hour)},
-		row{MsgID: "b2", BeerID: "b2", Status: "pending", FailedAt: now.Add(-time.Minute)})
+	seed(t, db, row{MsgID: "b1", Key: "b1", Status: "pending", FailedAt: now.Add(-48 * time.Hour)},
+		row{MsgID: "b2", Key: "b2", Status: "pending", FailedAt: now.Add(-time.Minute)})
 	mustExec(t, db, `UPDATE dlq_messages SET source_queue = 'unrouted' WHERE message_id = 'b2'`)
 	for i := range 3 {
-		seed(t, db, row{MsgID: fmt.Sprint("o", i), BeerID: fmt.Sprint("o", i), Status: "pending", FailedAt: now.Add(-time.Duration(30+i) * time.Minute)})
+		seed(t, db, row{MsgID: fmt.Sprint("o", i), Key: fmt.Sprint("o", i), Status: "pending", FailedAt: now.Add(-time.Duration(30+i) * time.Minute)})
 	}
 	mustExec(t, db, `UPDATE dlq_messages SET source_queue = 'orders' WHERE message_id LIKE 'o%'`)
 	check(0, false, "2 DLQ rows pending (threshold 100)")
@@ -55,9 +55,9 @@ func TestPipelineAlerts(t *testing.T) {
 	// found no further, bounded by the 100th oldest.
 	mustExec(t, db, `UPDATE dlq_messages SET status = 'acknowledged' WHERE source_queue = 'orders'`)
 	for i := range oldestScanMax {
-		seed(t, db, row{MsgID: fmt.Sprint("x", i), BeerID: "x", Status: "pending", FailedAt: now.Add(-time.Duration(30+i) * time.Minute)})
+		seed(t, db, row{MsgID: fmt.Sprint("x", i), Key: "x", Status: "pending", FailedAt: now.Add(-time.Duration(30+i) * time.Minute)})
 	}
-	seed(t, db, row{MsgID: "late", BeerID: "late", Status: "pending", FailedAt: now.Add(-10 * time.Minute)})
+	seed(t, db, row{MsgID: "late", Key: "late", Status: "pending", FailedAt: now.Add(-10 * time.Minute)})
 	mustExec(t, db, `UPDATE dlq_messages SET source_queue = 'orders' WHERE message_id = 'late'`)
 	check(3, false, "orders failed less than 32m0s ago")
 	check(2, false, "1 DLQ rows pending in pipeline orders")

@@ -101,7 +101,7 @@ func seedPending(t *testing.T, db *sql.DB, n int, failedAt int64) []int64 {
 	t.Helper()
 	rows := make([]adminRow, n)
 	for i := range rows {
-		rows[i] = adminRow{BeerID: fmt.Sprint(i), BeerName: fmt.Sprintf("Beer %d", i), FailedAt: failedAt + int64(i)}
+		rows[i] = adminRow{Key: fmt.Sprint(i), Label1: fmt.Sprintf("Beer %d", i), FailedAt: failedAt + int64(i)}
 	}
 	return insert(t, db, rows...)
 }

@@ -31,10 +31,10 @@ func TestRepeatFailuresShapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := sqlitetest.New(t)
 			for i, n := range tc.counts {
-				insert(t, db, adminRow{BeerID: fmt.Sprint("b", i), FailedAt: 1, ReplayCount: n})
+				insert(t, db, adminRow{Key: fmt.Sprint("b", i), FailedAt: 1, ReplayCount: n})
 			}
 			for i, n := range tc.other {
-				insert(t, db, adminRow{BeerID: fmt.Sprint("r", i), FailedAt: 1, ReplayCount: n, Status: dlq.StatusReplayed})
+				insert(t, db, adminRow{Key: fmt.Sprint("r", i), FailedAt: 1, ReplayCount: n, Status: dlq.StatusReplayed})
 			}
 			on, detail, err := RepeatFailures{DB: db, MaxReplays: 2}.Check(ctx, time.Now())
 			if err != nil || on != tc.on || detail != tc.detail {

@@ -46,7 +46,7 @@ func TestReplayTaskCanary(t *testing.T) {
 				t.Fatalf("undecided step: %+v %v", st, err)
 			}
 			// Outcomes: one beer enriched after delivery, c.fail rows failed again.
-			rows, _ := db.Query(`SELECT r.dlq_id, r.deliver_at, m.beer_id FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id
+			rows, _ := db.Query(`SELECT r.dlq_id, r.deliver_at, m.row_key FROM replay_task_rows r JOIN dlq_messages m ON m.id = r.dlq_id
 				WHERE task_id = ? ORDER BY dlq_id`, task.ID)
 			type sentRow struct {
 				id, at int64

@@ -18,7 +18,7 @@ import (
 // are replayed like any other (pins settle's err == nil and err != nil).
 func TestReplaySettleFailureLeavesRowsReplayingUntilRescued(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", FailedAt: 1}, adminRow{BeerID: "2", FailedAt: 2})
+	ids := insert(t, db, adminRow{Key: "1", FailedAt: 1}, adminRow{Key: "2", FailedAt: 2})
 	mustExec(t, db, `CREATE TRIGGER no_settle BEFORE UPDATE OF status ON dlq_messages WHEN OLD.status = 'replaying'
 		BEGIN SELECT RAISE(ABORT, 'settle refused'); END`)
 	s := &queuetest.Sender{}

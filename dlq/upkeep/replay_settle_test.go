@@ -35,7 +35,7 @@ func (s *gateSender) SendBatch(ctx context.Context, q string, msgs []queue.Outgo
 // time) until that one settles it, and the replay is counted once.
 func TestLateSettleDoesNotTouchAnotherReplaysClaim(t *testing.T) {
 	db := sqlitetest.New(t)
-	ids := insert(t, db, adminRow{BeerID: "1", BeerName: "A", FailedAt: 100})
+	ids := insert(t, db, adminRow{Key: "1", Label1: "A", FailedAt: 100})
 	t0 := time.UnixMilli(1_750_000_000_000)
 	later := t0.Add(20 * time.Minute) // past the rescue's StuckAfter
 	replay := func(s queue.Sender, at time.Time) <-chan resolve.ReplayResult {

@@ -12,7 +12,7 @@ import (
 func TestRescueNeedsAPositiveStuckAfter(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := time.Date(2030, 6, 1, 10, 5, 0, 0, time.UTC)
-	seed(t, db, row{MsgID: "a", BeerID: "a", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now})
+	seed(t, db, row{MsgID: "a", Key: "a", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now})
 	for _, d := range []time.Duration{0, -time.Minute} {
 		sum, err := (&Rescue{DB: db, Log: discard, StuckAfter: d}).Run(ctx, now)
 		if err == nil || err.Error() != "rescue: StuckAfter must be positive" || sum != nil {

@@ -13,11 +13,11 @@ func TestRescueReturnsStuckRowsToPending(t *testing.T) {
 	now := time.Date(2030, 6, 1, 10, 5, 0, 0, time.UTC)
 	r := &Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute}
 	seed(t, db,
-		row{MsgID: "stuck", BeerID: "1", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-11 * time.Minute)},
-		row{MsgID: "exactly-due", BeerID: "1", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-10 * time.Minute)},
-		row{MsgID: "no-claim-time", BeerID: "2", Status: "replaying", FailedAt: now.Add(-time.Hour)},
-		row{MsgID: "in-flight", BeerID: "3", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-9 * time.Minute)},
-		row{MsgID: "replayed", BeerID: "4", Status: "replayed", FailedAt: now.Add(-time.Hour), ReplayedAt: now.Add(-time.Hour)},
+		row{MsgID: "stuck", Key: "1", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-11 * time.Minute)},
+		row{MsgID: "exactly-due", Key: "1", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-10 * time.Minute)},
+		row{MsgID: "no-claim-time", Key: "2", Status: "replaying", FailedAt: now.Add(-time.Hour)},
+		row{MsgID: "in-flight", Key: "3", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-9 * time.Minute)},
+		row{MsgID: "replayed", Key: "4", Status: "replayed", FailedAt: now.Add(-time.Hour), ReplayedAt: now.Add(-time.Hour)},
 	)
 	sum, err := r.Run(ctx, now)
 	if err != nil || sum["rescued"] != int64(3) {
@@ -49,7 +49,7 @@ func TestRescueIsBoundedByBatchAndBudget(t *testing.T) {
 	clock := &fakeClock{T: now, Step: time.Second}
 	r := &Rescue{DB: db, Log: discard, StuckAfter: 10 * time.Minute, Limits: jobs.Limits{ChunkRows: 2, Budget: time.Second, Clock: clock.Now}}
 	for _, id := range []string{"a", "b", "c"} {
-		seed(t, db, row{MsgID: id, BeerID: id, Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-time.Hour)})
+		seed(t, db, row{MsgID: id, Key: id, Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now.Add(-time.Hour)})
 	}
 	sum, err := r.Run(ctx, now)
 	if err != nil || sum["rescued"] != int64(2) || sum["more"] != true {

@@ -24,7 +24,7 @@ var (
 	CounterRetentionAge = metrics.Declare("dlq_retention_deleted_age_total",
 		"DLQ rows deleted by retention because their acknowledge/replay is older than DLQ_RETENTION_DAYS.")
 	CounterRetentionCap = metrics.Declare("dlq_retention_deleted_cap_total",
-		"DLQ rows deleted by retention over the per-beer_id cap DLQ_MAX_ROWS_PER_KEY.")
+		"DLQ rows deleted by retention over the per-key cap DLQ_MAX_ROWS_PER_KEY.")
 	CounterAttemptsExpired = metrics.Declare("attempts_expired_total",
 		"message_attempts records deleted after ATTEMPT_RETENTION_DAYS.")
 )
@@ -40,7 +40,7 @@ var (
 //     not from the failure: a row that failed long ago and was dismissed today
 //     stays for the whole retention; rows without the action time (written
 //     before it was recorded) fall back to failed_at;
-//   - cap: per beer_id, only the MaxRowsPerKey newest (failed_at, then id)
+//   - cap: per key (row_key), only the MaxRowsPerKey newest (failed_at, then id)
 //     `acknowledged`/`replayed` rows are kept; older ones are evicted. A
 //     beer can only go over the cap when one of its rows becomes terminal,
 //     so each run looks only at the beers whose rows became terminal since
@@ -327,7 +327,7 @@ const capChunkSQL = `SELECT MAX(t), COUNT(*) FROM (
 	ORDER BY 1 LIMIT ?2)`
 
 // capDeleteSQL deletes up to ?4 terminal rows ranked beyond ?3 within
-// their queue and key (source_queue, beer_id; newest failed_at, then id,
+// their queue and key (source_queue, row_key; newest failed_at, then id,
 // first), among the keys that have a row that became terminal in
 // (?1, ?2]: order 42 and ticket 42 have a cap each, and so have each
 // queue's poison rows (__unparseable__). Those keys are found through the
@@ -338,18 +338,18 @@ const capChunkSQL = `SELECT MAX(t), COUNT(*) FROM (
 // the cap, a quarter of what ranking them all read), never with the table.
 const capDeleteSQL = `DELETE FROM dlq_messages WHERE id IN (
 	SELECT id FROM (
-		SELECT d.id, ROW_NUMBER() OVER (PARTITION BY d.source_queue, d.beer_id ORDER BY d.failed_at DESC, d.id DESC) AS rn
+		SELECT d.id, ROW_NUMBER() OVER (PARTITION BY d.source_queue, d.row_key ORDER BY d.failed_at DESC, d.id DESC) AS rn
 		FROM (
-			SELECT source_queue AS q, beer_id AS k FROM (
-				SELECT source_queue, beer_id FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?1 AND acknowledged_at <= ?2
-				UNION SELECT source_queue, beer_id FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?1 AND replayed_at <= ?2) AS changed
+			SELECT source_queue AS q, row_key AS k FROM (
+				SELECT source_queue, row_key FROM dlq_messages WHERE status = 'acknowledged' AND acknowledged_at > ?1 AND acknowledged_at <= ?2
+				UNION SELECT source_queue, row_key FROM dlq_messages WHERE status = 'replayed' AND replayed_at > ?1 AND replayed_at <= ?2) AS changed
 			WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM dlq_messages AS c
-				WHERE c.beer_id = changed.beer_id AND +c.source_queue = changed.source_queue
+				WHERE c.row_key = changed.row_key AND +c.source_queue = changed.source_queue
 					AND +c.status IN ('acknowledged', 'replayed') LIMIT ?3 + 1)) > ?3) AS over
-		JOIN dlq_messages AS d ON d.beer_id = over.k AND +d.source_queue = over.q
+		JOIN dlq_messages AS d ON d.row_key = over.k AND +d.source_queue = over.q
 		WHERE +d.status IN ('acknowledged', 'replayed')
 	) WHERE rn > ?3 LIMIT ?4)
-	RETURNING source_queue, beer_id`
+	RETURNING source_queue, row_key`
 
 // trimOverCap applies the cap rule to the beers whose rows became terminal
 // after from, chunk by chunk in action-time order, each chunk's evictions in

@@ -18,7 +18,7 @@ import (
 // terminalLeft lists the message ids of the terminal rows of beer, sorted.
 func terminalLeft(t *testing.T, r *Retention, beer string) []string {
 	t.Helper()
-	rows, err := r.DB.Query(`SELECT message_id FROM dlq_messages WHERE beer_id = ? AND status IN ('acknowledged', 'replayed') ORDER BY message_id`, beer)
+	rows, err := r.DB.Query(`SELECT message_id FROM dlq_messages WHERE row_key = ? AND status IN ('acknowledged', 'replayed') ORDER BY message_id`, beer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +45,14 @@ func TestRetentionCapFindsBeersThatChangedLongAgoAndSince(t *testing.T) {
 	var rows []row
 	for i := 1; i <= 5; i++ {
 		// L: 5 rows acknowledged or replayed 20 days ago; l1 failed last.
-		rows = append(rows, row{MsgID: fmt.Sprintf("l%d", i), BeerID: "L", Status: []string{"acknowledged", "replayed"}[i%2],
+		rows = append(rows, row{MsgID: fmt.Sprintf("l%d", i), Key: "L", Status: []string{"acknowledged", "replayed"}[i%2],
 			FailedAt: now.Add(-21*day - time.Duration(i)*time.Hour), AckAt: now.Add(-20 * day), ReplayedAt: now.Add(-20 * day)})
 	}
 	for i := 1; i <= 3; i++ { // M: exactly at the cap, 25 days ago
-		rows = append(rows, row{MsgID: fmt.Sprintf("m%d", i), BeerID: "M", Status: "acknowledged",
+		rows = append(rows, row{MsgID: fmt.Sprintf("m%d", i), Key: "M", Status: "acknowledged",
 			FailedAt: now.Add(-26*day + time.Duration(i)*time.Hour), AckAt: now.Add(-25 * day)})
 	}
-	rows = append(rows, row{MsgID: "m0-pending", BeerID: "M", Status: "pending", FailedAt: now.Add(-40 * day)})
+	rows = append(rows, row{MsgID: "m0-pending", Key: "M", Status: "pending", FailedAt: now.Add(-40 * day)})
 	seed(t, r.DB, rows...)
 
 	sum := runRecorded(t, r, r.DB, now)
@@ -66,7 +66,7 @@ func TestRetentionCapFindsBeersThatChangedLongAgoAndSince(t *testing.T) {
 	// A day later: R gets 5 terminal rows, and M's old pending row is acknowledged.
 	next := now.Add(day)
 	for i := 1; i <= 5; i++ {
-		seed(t, r.DB, row{MsgID: fmt.Sprintf("r%d", i), BeerID: "R", Status: "replayed", FailedAt: next.Add(-time.Duration(i) * time.Minute), ReplayedAt: next.Add(-time.Hour)})
+		seed(t, r.DB, row{MsgID: fmt.Sprintf("r%d", i), Key: "R", Status: "replayed", FailedAt: next.Add(-time.Duration(i) * time.Minute), ReplayedAt: next.Add(-time.Hour)})
 	}
 	if _, err := r.DB.Exec(`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = ? WHERE message_id = 'm0-pending'`, next.Add(-time.Minute).UnixMilli()); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestRetentionCapLooksOnlyAtWhatChangedUntilTheCapChanges(t *testing.T) {
 	runRecorded(t, r, r.DB, now) // position: now
 	var rows []row
 	for i := 1; i <= 5; i++ {
-		rows = append(rows, row{MsgID: fmt.Sprintf("q%d", i), BeerID: "Q", Status: "acknowledged",
+		rows = append(rows, row{MsgID: fmt.Sprintf("q%d", i), Key: "Q", Status: "acknowledged",
 			FailedAt: now.Add(-time.Duration(i) * time.Hour), AckAt: now.Add(-capRescan - time.Minute)})
 	}
 	seed(t, r.DB, rows...)
@@ -133,7 +133,7 @@ func TestRetentionCapKeepsExactlyTheNewestAcrossChunksAndRuns(t *testing.T) {
 	for b := 0; b < 12; b++ {
 		for i := rng.IntN(15); i > 0; i-- {
 			st := statuses[rng.IntN(4)]
-			rw := row{MsgID: fmt.Sprintf("b%02d-%03d", b, len(rows)), BeerID: fmt.Sprintf("b%02d", b), Status: st,
+			rw := row{MsgID: fmt.Sprintf("b%02d-%03d", b, len(rows)), Key: fmt.Sprintf("b%02d", b), Status: st,
 				FailedAt: now.Add(-time.Duration(rng.IntN(4)) * time.Hour)} // ties on failed_at
 			action := now.Add(-time.Duration(rng.IntN(3)) * time.Minute) // ties on action time
 			switch st {
@@ -152,7 +152,7 @@ func TestRetentionCapKeepsExactlyTheNewestAcrossChunksAndRuns(t *testing.T) {
 	want := map[string][]string{}
 	byBeer := map[string][]kept{}
 	ids := map[int64]string{}
-	res, err := r.DB.Query(`SELECT id, message_id, beer_id, failed_at, status FROM dlq_messages`)
+	res, err := r.DB.Query(`SELECT id, message_id, row_key, failed_at, status FROM dlq_messages`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,12 +229,12 @@ func TestRetentionSummaryCarriesTheBacklogAcrossRuns(t *testing.T) {
 	r.Limits = jobs.Limits{ChunkRows: 3, Budget: 2 * time.Second, Clock: clock.Now}
 	var rows []row
 	for i := 0; i < 9; i++ {
-		rows = append(rows, row{MsgID: fmt.Sprint("old", i), BeerID: fmt.Sprint("o", i), Status: "acknowledged", FailedAt: now.Add(-90 * day), AckAt: now.Add(-60 * day)})
+		rows = append(rows, row{MsgID: fmt.Sprint("old", i), Key: fmt.Sprint("o", i), Status: "acknowledged", FailedAt: now.Add(-90 * day), AckAt: now.Add(-60 * day)})
 	}
 	for i := 0; i < 3; i++ { // one beer over the cap by one
-		rows = append(rows, row{MsgID: fmt.Sprint("cap", i), BeerID: "C", Status: "replayed", FailedAt: now.Add(-time.Duration(i) * time.Hour), ReplayedAt: now})
+		rows = append(rows, row{MsgID: fmt.Sprint("cap", i), Key: "C", Status: "replayed", FailedAt: now.Add(-time.Duration(i) * time.Hour), ReplayedAt: now})
 	}
-	rows = append(rows, row{MsgID: "pending", BeerID: "C", Status: "pending", FailedAt: now.Add(-400 * day)})
+	rows = append(rows, row{MsgID: "pending", Key: "C", Status: "pending", FailedAt: now.Add(-400 * day)})
 	seed(t, r.DB, rows...)
 
 	sum := runRecorded(t, r, r.DB, now)
@@ -283,7 +283,7 @@ func TestExpiryBatchesCutTiesById(t *testing.T) {
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	var rows []row
 	for i := 0; i < 10; i++ {
-		rows = append(rows, row{MsgID: fmt.Sprint("t", i), BeerID: fmt.Sprint(i), Status: "acknowledged", FailedAt: now.Add(-90 * day), AckAt: now.Add(-60 * day)})
+		rows = append(rows, row{MsgID: fmt.Sprint("t", i), Key: fmt.Sprint(i), Status: "acknowledged", FailedAt: now.Add(-90 * day), AckAt: now.Add(-60 * day)})
 	}
 	seed(t, r.DB, rows...)
 	cutoff := now.Add(-r.MaxAge).UnixMilli()
@@ -309,7 +309,7 @@ func TestRetentionBehindFiresAndResolves(t *testing.T) {
 	r.Limits = jobs.Limits{ChunkRows: 2, Budget: time.Second, Clock: clock.Now} // one batch per run
 	var rows []row
 	for i := 0; i < 30; i++ {
-		rows = append(rows, row{MsgID: fmt.Sprint("old", i), BeerID: fmt.Sprint(i), Status: "replayed", FailedAt: now.Add(-90 * day), ReplayedAt: now.Add(-60 * day)})
+		rows = append(rows, row{MsgID: fmt.Sprint("old", i), Key: fmt.Sprint(i), Status: "replayed", FailedAt: now.Add(-90 * day), ReplayedAt: now.Add(-60 * day)})
 	}
 	seed(t, r.DB, rows...)
 	rec := &texts{}

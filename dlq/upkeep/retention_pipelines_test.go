@@ -54,20 +54,20 @@ func TestRetentionPerPipelineDeletesAShorterRetentionsRowsOnly(t *testing.T) {
 	r := pipelinesRetention(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	seedQueue(t, r, "tickets",
-		row{MsgID: "t-ack-8d", BeerID: "t1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-8 * day)},
-		row{MsgID: "t-ack-6d", BeerID: "t1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-6 * day)},
-		row{MsgID: "t-replayed-8d", BeerID: "t2", Status: "replayed", FailedAt: now.Add(-9 * day), ReplayedAt: now.Add(-8 * day)},
-		row{MsgID: "t-replayed-31d", BeerID: "t2", Status: "replayed", FailedAt: now.Add(-40 * day), ReplayedAt: now.Add(-31 * day)},
-		row{MsgID: "t-pending-old", BeerID: "t3", Status: "pending", FailedAt: now.Add(-100 * day)},
+		row{MsgID: "t-ack-8d", Key: "t1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-8 * day)},
+		row{MsgID: "t-ack-6d", Key: "t1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-6 * day)},
+		row{MsgID: "t-replayed-8d", Key: "t2", Status: "replayed", FailedAt: now.Add(-9 * day), ReplayedAt: now.Add(-8 * day)},
+		row{MsgID: "t-replayed-31d", Key: "t2", Status: "replayed", FailedAt: now.Add(-40 * day), ReplayedAt: now.Add(-31 * day)},
+		row{MsgID: "t-pending-old", Key: "t3", Status: "pending", FailedAt: now.Add(-100 * day)},
 	)
 	seedQueue(t, r, "beer-enrichment",
-		row{MsgID: "b-ack-8d", BeerID: "1", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
-		row{MsgID: "b-replayed-29d", BeerID: "1", Status: "replayed", FailedAt: now.Add(-40 * day), ReplayedAt: now.Add(-29 * day)},
-		row{MsgID: "b-ack-31d", BeerID: "1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-31 * day)},
+		row{MsgID: "b-ack-8d", Key: "1", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
+		row{MsgID: "b-replayed-29d", Key: "1", Status: "replayed", FailedAt: now.Add(-40 * day), ReplayedAt: now.Add(-29 * day)},
+		row{MsgID: "b-ack-31d", Key: "1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-31 * day)},
 	)
 	// A queue no pipeline names follows DLQ_RETENTION_DAYS.
 	seedQueue(t, r, "other",
-		row{MsgID: "o-ack-8d", BeerID: "9", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
+		row{MsgID: "o-ack-8d", Key: "9", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
 	)
 	sum, err := r.Run(ctx, now)
 	if err != nil {
@@ -102,16 +102,16 @@ func TestRetentionPerPipelineLongerThanTheDefault(t *testing.T) {
 	r.Pipelines = []config.Pipeline{{Name: "archive", Queue: "archive", Retention: 90 * day}, {Name: "short", Queue: "short", Retention: 3 * day}}
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	seedQueue(t, r, "archive",
-		row{MsgID: "a-ack-8d", BeerID: "a", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
-		row{MsgID: "a-ack-91d", BeerID: "a", Status: "acknowledged", FailedAt: now.Add(-99 * day), AckAt: now.Add(-91 * day)},
+		row{MsgID: "a-ack-8d", Key: "a", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
+		row{MsgID: "a-ack-91d", Key: "a", Status: "acknowledged", FailedAt: now.Add(-99 * day), AckAt: now.Add(-91 * day)},
 	)
 	seedQueue(t, r, "beer-enrichment",
-		row{MsgID: "b-ack-8d", BeerID: "1", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
-		row{MsgID: "b-replayed-6d", BeerID: "1", Status: "replayed", FailedAt: now.Add(-9 * day), ReplayedAt: now.Add(-6 * day)},
+		row{MsgID: "b-ack-8d", Key: "1", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)},
+		row{MsgID: "b-replayed-6d", Key: "1", Status: "replayed", FailedAt: now.Add(-9 * day), ReplayedAt: now.Add(-6 * day)},
 	)
 	seedQueue(t, r, "short",
-		row{MsgID: "s-ack-4d", BeerID: "s", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-4 * day)},
-		row{MsgID: "s-ack-2d", BeerID: "s", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-2 * day)},
+		row{MsgID: "s-ack-4d", Key: "s", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-4 * day)},
+		row{MsgID: "s-ack-2d", Key: "s", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-2 * day)},
 	)
 	sum, err := r.Run(ctx, now)
 	if err != nil || sum["deleted_age"] != int64(3) {
@@ -150,11 +150,11 @@ func TestRetentionPerPipelineReadsTheWindowOnce(t *testing.T) {
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	var beers []row
 	for i := 0; i < 2000; i++ { // kept 30 days, in the tickets' window
-		beers = append(beers, row{MsgID: fmt.Sprint("b", i), BeerID: fmt.Sprint(i % 50), Status: "acknowledged",
+		beers = append(beers, row{MsgID: fmt.Sprint("b", i), Key: fmt.Sprint(i % 50), Status: "acknowledged",
 			FailedAt: now.Add(-20 * day), AckAt: now.Add(-20*day + time.Duration(i)*time.Minute)})
 	}
 	seedQueue(t, r, "beer-enrichment", beers...)
-	seedQueue(t, r, "tickets", row{MsgID: "t-ack-8d", BeerID: "t", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
+	seedQueue(t, r, "tickets", row{MsgID: "t-ack-8d", Key: "t", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
 
 	key := "7d:in:tickets"
 	sum := runRecorded(t, r, r.DB, now)
@@ -173,7 +173,7 @@ func TestRetentionPerPipelineReadsTheWindowOnce(t *testing.T) {
 	// A tickets row planted behind the first run's position (no
 	// acknowledge writes one: action times are the present) shows that
 	// the second run does not look there again.
-	seedQueue(t, r, "tickets", row{MsgID: "t-planted", BeerID: "t", Status: "acknowledged", FailedAt: now.Add(-19 * day), AckAt: now.Add(-10 * day)})
+	seedQueue(t, r, "tickets", row{MsgID: "t-planted", Key: "t", Status: "acknowledged", FailedAt: now.Add(-19 * day), AckAt: now.Add(-10 * day)})
 	later := now.Add(time.Hour)
 	sum = runRecorded(t, r, r.DB, later)
 	if sum["deleted_age"] != int64(0) || sum["more"] != false {
@@ -205,11 +205,11 @@ func TestRetentionPerPipelineContinuesAfterTheBudget(t *testing.T) {
 	r.Limits = jobs.Limits{ChunkRows: 2, Budget: 3 * time.Second, Clock: clock.Now}
 	var tickets []row
 	for i := 0; i < 10; i++ {
-		tickets = append(tickets, row{MsgID: fmt.Sprint("t", i), BeerID: fmt.Sprint(i), Status: "acknowledged",
+		tickets = append(tickets, row{MsgID: fmt.Sprint("t", i), Key: fmt.Sprint(i), Status: "acknowledged",
 			FailedAt: now.Add(-20 * day), AckAt: now.Add(-20*day + time.Duration(i)*time.Hour)})
 	}
 	seedQueue(t, r, "tickets", tickets...)
-	seedQueue(t, r, "beer-enrichment", row{MsgID: "b", BeerID: "b", Status: "acknowledged", FailedAt: now.Add(-20 * day), AckAt: now.Add(-6 * day)})
+	seedQueue(t, r, "beer-enrichment", row{MsgID: "b", Key: "b", Status: "acknowledged", FailedAt: now.Add(-20 * day), AckAt: now.Add(-6 * day)})
 
 	key := "7d:in:tickets"
 	sum := runRecorded(t, r, r.DB, now)
@@ -219,7 +219,7 @@ func TestRetentionPerPipelineContinuesAfterTheBudget(t *testing.T) {
 		t.Fatalf("first run: %v", sum)
 	}
 	pos := scannedTo(t, sum, key)
-	seedQueue(t, r, "tickets", row{MsgID: "t-planted", BeerID: "t", Status: "acknowledged", FailedAt: now.Add(-20 * day), AckAt: now.Add(-20*day + time.Minute)})
+	seedQueue(t, r, "tickets", row{MsgID: "t-planted", Key: "t", Status: "acknowledged", FailedAt: now.Add(-20 * day), AckAt: now.Add(-20*day + time.Minute)})
 	if want := now.Add(-20*day + 5*time.Hour + time.Millisecond).UnixMilli(); pos != want {
 		t.Fatalf("first run stopped at %d, want %d (after the sixth row)", pos, want)
 	}
@@ -293,11 +293,11 @@ func TestRetentionPerPipelineGroupsOnlyOtherRetentions(t *testing.T) {
 		{Name: "same", Queue: "same", Retention: 7 * day},
 		{Name: "unset", Queue: "unset"},
 	}
-	seedQueue(t, r, "unset", row{MsgID: "u-ack-1d", BeerID: "u", Status: "acknowledged", FailedAt: now.Add(-2 * day), AckAt: now.Add(-day)},
-		row{MsgID: "u-ack-8d", BeerID: "u", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
-	seedQueue(t, r, "same", row{MsgID: "s-ack-6d", BeerID: "s", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-6 * day)},
-		row{MsgID: "s-replayed-8d", BeerID: "s", Status: "replayed", FailedAt: now.Add(-9 * day), ReplayedAt: now.Add(-8 * day)})
-	seedQueue(t, r, "archive", row{MsgID: "a-ack-8d", BeerID: "a", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
+	seedQueue(t, r, "unset", row{MsgID: "u-ack-1d", Key: "u", Status: "acknowledged", FailedAt: now.Add(-2 * day), AckAt: now.Add(-day)},
+		row{MsgID: "u-ack-8d", Key: "u", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
+	seedQueue(t, r, "same", row{MsgID: "s-ack-6d", Key: "s", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-6 * day)},
+		row{MsgID: "s-replayed-8d", Key: "s", Status: "replayed", FailedAt: now.Add(-9 * day), ReplayedAt: now.Add(-8 * day)})
+	seedQueue(t, r, "archive", row{MsgID: "a-ack-8d", Key: "a", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
 	sum, err = r.Run(ctx, now)
 	if err != nil || sum["deleted_age"] != int64(2) {
 		t.Fatalf("run: %v %v", sum, err)
@@ -322,7 +322,7 @@ func TestRetentionPerPipelineShortestRetentionFirst(t *testing.T) {
 	for _, q := range []string{"tickets", "short"} {
 		var rows []row
 		for i := 0; i < 4; i++ {
-			rows = append(rows, row{MsgID: fmt.Sprint(q, i), BeerID: fmt.Sprint(q, i), Status: "acknowledged",
+			rows = append(rows, row{MsgID: fmt.Sprint(q, i), Key: fmt.Sprint(q, i), Status: "acknowledged",
 				FailedAt: now.Add(-20 * day), AckAt: now.Add(-20*day + time.Duration(i)*time.Hour)})
 		}
 		seedQueue(t, r, q, rows...)
@@ -347,7 +347,7 @@ func TestRetentionPerPipelineMoreOnlyWithRowsLeft(t *testing.T) {
 		r.Limits = jobs.Limits{ChunkRows: 2, Budget: time.Duration(budget) * time.Second, Clock: clock.Now}
 		var tickets []row
 		for i := 0; i < 5; i++ {
-			tickets = append(tickets, row{MsgID: fmt.Sprint("t", i), BeerID: fmt.Sprint(i), Status: "acknowledged",
+			tickets = append(tickets, row{MsgID: fmt.Sprint("t", i), Key: fmt.Sprint(i), Status: "acknowledged",
 				FailedAt: now.Add(-20 * day), AckAt: now.Add(-20*day + time.Duration(i)*time.Hour)})
 		}
 		seedQueue(t, r, "tickets", tickets...)

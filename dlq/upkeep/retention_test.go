@@ -23,18 +23,18 @@ func TestRetentionDeletesByAgeButNeverPendingOrReplaying(t *testing.T) {
 	r := newRetention(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	seed(t, r.DB,
-		row{MsgID: "ack-old", BeerID: "1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-31 * day)},
-		row{MsgID: "ack-recent-action", BeerID: "1", Status: "acknowledged", FailedAt: now.Add(-100 * day), AckAt: now.Add(-29 * day)},
-		row{MsgID: "ack-no-time-old", BeerID: "2", Status: "acknowledged", FailedAt: now.Add(-31 * day)},
-		row{MsgID: "ack-no-time-new", BeerID: "2", Status: "acknowledged", FailedAt: now.Add(-29 * day)},
-		row{MsgID: "replayed-old", BeerID: "3", Status: "replayed", FailedAt: now.Add(-60 * day), ReplayedAt: now.Add(-31 * day)},
-		row{MsgID: "replayed-new", BeerID: "3", Status: "replayed", FailedAt: now.Add(-60 * day), ReplayedAt: now.Add(-1 * day)},
-		row{MsgID: "replayed-no-time-old", BeerID: "3", Status: "replayed", FailedAt: now.Add(-31 * day)},
-		row{MsgID: "pending-ancient", BeerID: "4", Status: "pending", FailedAt: now.Add(-400 * day)},
-		row{MsgID: "pending-with-old-ack", BeerID: "4", Status: "pending", FailedAt: now.Add(-400 * day), AckAt: now.Add(-400 * day)},
+		row{MsgID: "ack-old", Key: "1", Status: "acknowledged", FailedAt: now.Add(-40 * day), AckAt: now.Add(-31 * day)},
+		row{MsgID: "ack-recent-action", Key: "1", Status: "acknowledged", FailedAt: now.Add(-100 * day), AckAt: now.Add(-29 * day)},
+		row{MsgID: "ack-no-time-old", Key: "2", Status: "acknowledged", FailedAt: now.Add(-31 * day)},
+		row{MsgID: "ack-no-time-new", Key: "2", Status: "acknowledged", FailedAt: now.Add(-29 * day)},
+		row{MsgID: "replayed-old", Key: "3", Status: "replayed", FailedAt: now.Add(-60 * day), ReplayedAt: now.Add(-31 * day)},
+		row{MsgID: "replayed-new", Key: "3", Status: "replayed", FailedAt: now.Add(-60 * day), ReplayedAt: now.Add(-1 * day)},
+		row{MsgID: "replayed-no-time-old", Key: "3", Status: "replayed", FailedAt: now.Add(-31 * day)},
+		row{MsgID: "pending-ancient", Key: "4", Status: "pending", FailedAt: now.Add(-400 * day)},
+		row{MsgID: "pending-with-old-ack", Key: "4", Status: "pending", FailedAt: now.Add(-400 * day), AckAt: now.Add(-400 * day)},
 		// A replayed message that failed again: pending, with the old replay's time.
-		row{MsgID: "pending-replay-failed-again", BeerID: "4", Status: "pending", FailedAt: now.Add(-400 * day), ReplayedAt: now.Add(-400 * day)},
-		row{MsgID: "replaying-ancient", BeerID: "4", Status: "replaying", FailedAt: now.Add(-400 * day), ReplayingAt: now.Add(-400 * day)},
+		row{MsgID: "pending-replay-failed-again", Key: "4", Status: "pending", FailedAt: now.Add(-400 * day), ReplayedAt: now.Add(-400 * day)},
+		row{MsgID: "replaying-ancient", Key: "4", Status: "replaying", FailedAt: now.Add(-400 * day), ReplayingAt: now.Add(-400 * day)},
 	)
 	sum, err := r.Run(ctx, now)
 	if err != nil {
@@ -75,15 +75,15 @@ func TestRetentionCapKeepsNewestTerminalRowsPerKey(t *testing.T) {
 		if i%2 == 0 {
 			status = "replayed"
 		}
-		rows = append(rows, row{MsgID: fmt.Sprintf("a%d", i), BeerID: "A", Status: status, FailedAt: now.Add(-time.Duration(i) * time.Minute), AckAt: now, ReplayedAt: now})
+		rows = append(rows, row{MsgID: fmt.Sprintf("a%d", i), Key: "A", Status: status, FailedAt: now.Add(-time.Duration(i) * time.Minute), AckAt: now, ReplayedAt: now})
 	}
 	// Same failed_at as a3: the higher id (inserted later) ranks newer.
-	rows = append(rows, row{MsgID: "a3-tie", BeerID: "A", Status: "acknowledged", FailedAt: now.Add(-3 * time.Minute), AckAt: now})
+	rows = append(rows, row{MsgID: "a3-tie", Key: "A", Status: "acknowledged", FailedAt: now.Add(-3 * time.Minute), AckAt: now})
 	// Pending rows of A: older than every terminal one, never counted or deleted.
-	rows = append(rows, row{MsgID: "a-pending-1", BeerID: "A", Status: "pending", FailedAt: now.Add(-time.Hour)},
-		row{MsgID: "a-pending-2", BeerID: "A", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now})
+	rows = append(rows, row{MsgID: "a-pending-1", Key: "A", Status: "pending", FailedAt: now.Add(-time.Hour)},
+		row{MsgID: "a-pending-2", Key: "A", Status: "replaying", FailedAt: now.Add(-time.Hour), ReplayingAt: now})
 	for i := 1; i <= 3; i++ { // beer B: exactly at the cap
-		rows = append(rows, row{MsgID: fmt.Sprintf("b%d", i), BeerID: "B", Status: "acknowledged", FailedAt: now.Add(-time.Duration(i) * time.Hour), AckAt: now})
+		rows = append(rows, row{MsgID: fmt.Sprintf("b%d", i), Key: "B", Status: "acknowledged", FailedAt: now.Add(-time.Duration(i) * time.Hour), AckAt: now})
 	}
 	seed(t, r.DB, rows...)
 
@@ -95,7 +95,7 @@ func TestRetentionCapKeepsNewestTerminalRowsPerKey(t *testing.T) {
 		t.Fatalf("summary = %v", sum)
 	}
 	var left []string
-	res, _ := r.DB.Query(`SELECT message_id FROM dlq_messages WHERE beer_id = 'A' ORDER BY message_id`)
+	res, _ := r.DB.Query(`SELECT message_id FROM dlq_messages WHERE row_key = 'A' ORDER BY message_id`)
 	for res.Next() {
 		var s string
 		res.Scan(&s)
@@ -105,7 +105,7 @@ func TestRetentionCapKeepsNewestTerminalRowsPerKey(t *testing.T) {
 	if want := []string{"a-pending-1", "a-pending-2", "a1", "a2", "a3-tie"}; !reflect.DeepEqual(left, want) {
 		t.Fatalf("beer A left %v, want %v", left, want)
 	}
-	if n := count(t, r.DB, `SELECT COUNT(*) FROM dlq_messages WHERE beer_id = 'B'`); n != 3 {
+	if n := count(t, r.DB, `SELECT COUNT(*) FROM dlq_messages WHERE row_key = 'B'`); n != 3 {
 		t.Fatalf("beer B rows = %d, want 3 (at the cap)", n)
 	}
 	if n := counter(t, r.DB, CounterRetentionCap); n != 3 {
@@ -147,7 +147,7 @@ func TestRetentionIsBoundedByBatchAndBudget(t *testing.T) {
 	r.Limits = jobs.Limits{ChunkRows: 2, Budget: 3 * time.Second, Clock: clock.Now}
 	var rows []row
 	for i := 0; i < 10; i++ {
-		rows = append(rows, row{MsgID: fmt.Sprint("old", i), BeerID: fmt.Sprint(i), Status: "acknowledged", FailedAt: now.Add(-90 * day), AckAt: now.Add(-60 * day)})
+		rows = append(rows, row{MsgID: fmt.Sprint("old", i), Key: fmt.Sprint(i), Status: "acknowledged", FailedAt: now.Add(-90 * day), AckAt: now.Add(-60 * day)})
 	}
 	seed(t, r.DB, rows...)
 	sum, err := r.Run(ctx, now)
@@ -187,7 +187,7 @@ func TestRetentionRejectsEachSettingAtZeroOrBelow(t *testing.T) {
 		for _, v := range []int{0, -1} {
 			r := newRetention(t)
 			c.set(r, v)
-			seed(t, r.DB, row{MsgID: "ack-1d", BeerID: "1", Status: "acknowledged", FailedAt: now.Add(-2 * day), AckAt: now.Add(-day)})
+			seed(t, r.DB, row{MsgID: "ack-1d", Key: "1", Status: "acknowledged", FailedAt: now.Add(-2 * day), AckAt: now.Add(-day)})
 			if _, err := r.Run(ctx, now); err == nil {
 				t.Errorf("%s = %d accepted", c.name, v)
 			}
@@ -203,7 +203,7 @@ func TestRetentionRejectsEachSettingAtZeroOrBelow(t *testing.T) {
 func TestRetentionReportsAFailingWindowDelete(t *testing.T) {
 	r := pipelinesRetention(t)
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
-	seedQueue(t, r, "tickets", row{MsgID: "t-ack-8d", BeerID: "t", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
+	seedQueue(t, r, "tickets", row{MsgID: "t-ack-8d", Key: "t", Status: "acknowledged", FailedAt: now.Add(-9 * day), AckAt: now.Add(-8 * day)})
 	if _, err := r.DB.Exec(`CREATE TRIGGER refuse_tickets BEFORE DELETE ON dlq_messages WHEN OLD.source_queue = 'tickets'
 		BEGIN SELECT RAISE(ABORT, 'tickets refused'); END`); err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestRetentionWarnsOfEvictionsOnlyWhenItEvicts(t *testing.T) {
 		r.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 		r.MaxRowsPerKey = 2
 		for i := 0; i < c.rows; i++ {
-			seed(t, r.DB, row{MsgID: fmt.Sprint("a", i), BeerID: "A", Status: "acknowledged", FailedAt: now.Add(-time.Duration(i+1) * time.Hour), AckAt: now.Add(-time.Minute)})
+			seed(t, r.DB, row{MsgID: fmt.Sprint("a", i), Key: "A", Status: "acknowledged", FailedAt: now.Add(-time.Duration(i+1) * time.Hour), AckAt: now.Add(-time.Minute)})
 		}
 		sum, err := r.Run(ctx, now)
 		if err != nil || sum["deleted_cap"] != int64(c.rows-2) {
@@ -254,13 +254,13 @@ func TestRetentionCapRescansRowsThatBecameVisibleLate(t *testing.T) {
 	r := newRetention(t)
 	r.MaxRowsPerKey = 1
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
-	seed(t, r.DB, row{MsgID: "x-new", BeerID: "X", Status: "acknowledged", FailedAt: now.Add(-time.Hour), AckAt: now.Add(-time.Hour)})
+	seed(t, r.DB, row{MsgID: "x-new", Key: "X", Status: "acknowledged", FailedAt: now.Add(-time.Hour), AckAt: now.Add(-time.Hour)})
 	sum := runRecorded(t, r, r.DB, now)
 	if sum["deleted_cap"] != int64(0) || sum["cap_scanned_to"] != now.UnixMilli() {
 		t.Fatalf("first run: %v", sum)
 	}
 	// Committed after the first run, with an action time 2 minutes before it.
-	seed(t, r.DB, row{MsgID: "x-old", BeerID: "X", Status: "acknowledged", FailedAt: now.Add(-2 * time.Hour), AckAt: now.Add(-2 * time.Minute)})
+	seed(t, r.DB, row{MsgID: "x-old", Key: "X", Status: "acknowledged", FailedAt: now.Add(-2 * time.Hour), AckAt: now.Add(-2 * time.Minute)})
 	sum = runRecorded(t, r, r.DB, now.Add(time.Minute))
 	if sum["deleted_cap"] != int64(1) {
 		t.Fatalf("second run: %v, want the late row's beer trimmed", sum)
@@ -278,8 +278,8 @@ func TestRetentionCapChecksRowsAtExactlyTheAgeCutoff(t *testing.T) {
 	now := time.Date(2030, 6, 1, 3, 17, 0, 0, time.UTC)
 	at := now.Add(-r.MaxAge)
 	seed(t, r.DB,
-		row{MsgID: "y-new", BeerID: "Y", Status: "acknowledged", FailedAt: at.Add(-time.Hour), AckAt: at},
-		row{MsgID: "y-old", BeerID: "Y", Status: "replayed", FailedAt: at.Add(-2 * time.Hour), ReplayedAt: at})
+		row{MsgID: "y-new", Key: "Y", Status: "acknowledged", FailedAt: at.Add(-time.Hour), AckAt: at},
+		row{MsgID: "y-old", Key: "Y", Status: "replayed", FailedAt: at.Add(-2 * time.Hour), ReplayedAt: at})
 	sum, err := r.Run(ctx, now)
 	if err != nil || sum["deleted_age"] != int64(0) || sum["deleted_cap"] != int64(1) {
 		t.Fatalf("run: %v %v", sum, err)

@@ -102,7 +102,7 @@ func TestCountsFollowEveryChange(t *testing.T) {
 					}
 				case 4:
 					what = "acknowledge bulk"
-					if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{BeerID: fmt.Sprint("b", rng.IntN(30))}}}); err != nil {
+					if _, err := ack.Run(ctx, resolve.AcknowledgeRequest{Selection: dlq.Selection{Filter: &dlq.Filter{Key: fmt.Sprint("b", rng.IntN(30))}}}); err != nil {
 						t.Fatal(err)
 					}
 				case 5:
@@ -137,7 +137,7 @@ func TestCountsFollowEveryChange(t *testing.T) {
 						`UPDATE dlq_messages SET status = 'replayed', replayed_at = failed_at + 1000 WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'pending' ORDER BY random() LIMIT 2)`,
 						`UPDATE dlq_messages SET status = 'acknowledged', acknowledged_at = failed_at WHERE id IN (SELECT id FROM dlq_messages WHERE status = 'pending' ORDER BY random() LIMIT 2)`,
 						`UPDATE dlq_messages SET source_queue = 'moved' WHERE id IN (SELECT id FROM dlq_messages ORDER BY random() LIMIT 2)`,
-						`UPDATE dlq_messages SET brewer = CASE WHEN brewer IS NULL THEN 'Z' ELSE NULL END WHERE id IN (SELECT id FROM dlq_messages ORDER BY random() LIMIT 2)`,
+						`UPDATE dlq_messages SET label_2 = CASE WHEN label_2 IS NULL THEN 'Z' ELSE NULL END WHERE id IN (SELECT id FROM dlq_messages ORDER BY random() LIMIT 2)`,
 						`UPDATE dlq_messages SET failed_at = failed_at - 7200000 WHERE id IN (SELECT id FROM dlq_messages ORDER BY random() LIMIT 2)`,
 						`UPDATE dlq_messages SET acknowledged_at = acknowledged_at + 3600000 WHERE status = 'acknowledged'`,
 						`UPDATE dlq_messages SET status = 'pending' WHERE id IN (SELECT id FROM dlq_messages WHERE status <> 'pending' ORDER BY random() LIMIT 2)`,
@@ -263,7 +263,7 @@ func TestSaveCountsItsNewRowsOnce(t *testing.T) {
 		dlq.Failure{MessageID: "b5", SourceQueue: "other", Body: brewer("6", "A"), FailedAt: h0})
 	save("duplicates beside a new row", failure("a1", brewer("1", "A"), h0), failure("b2", brewer("4", "B"), h0), failure("c1", brewer("7", "C"), h0))
 	save("duplicates only", failure("a2", brewer("2", "A"), h0), failure("c1", brewer("7", "C"), h0))
-	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, beer_id, brewer, failed_at, last_message_id) VALUES ('h1', 'x', 'H', ?, 'h1')`, h0.UnixMilli()); err != nil {
+	if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, row_key, label_2, failed_at, last_message_id) VALUES ('h1', 'x', 'H', ?, 'h1')`, h0.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	checkCounts(t, db, 0, "a row inserted by hand")

@@ -144,10 +144,10 @@ func recountStatements(now time.Time, statuses, hours, full bool) []sqlbatch.Stm
 	if statuses {
 		out = append(out,
 			sqlbatch.Stmt{SQL: `UPDATE dlq_tally SET n = 0 WHERE status IN (` + which + `) AND n <> 0`},
-			sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, brewer_key, n)
-				SELECT status, source_queue, ` + dlq.BrewerKeySQL("status") + `, COUNT(*) FROM dlq_messages
+			sqlbatch.Stmt{SQL: `INSERT INTO dlq_tally(status, source_queue, label_key, n)
+				SELECT status, source_queue, ` + dlq.LabelKeySQL("status") + `, COUNT(*) FROM dlq_messages
 				WHERE status IN (` + which + `) GROUP BY 1, 2, 3
-				ON CONFLICT(status, source_queue, brewer_key) DO UPDATE SET n = excluded.n`})
+				ON CONFLICT(status, source_queue, label_key) DO UPDATE SET n = excluded.n`})
 		out = append(out, signatureRecount(full)...)
 	}
 	if hours {

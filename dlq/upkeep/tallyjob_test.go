@@ -15,7 +15,7 @@ func TestRecountOfTheHoursCorrectsTheLast25Hours(t *testing.T) {
 	db := sqlitetest.New(t)
 	now := fixedClock()
 	h := now.UnixMilli() / dlq.HourMS
-	insert(t, db, adminRow{BeerID: "a", FailedAt: now.Add(-2 * time.Hour).UnixMilli()})
+	insert(t, db, adminRow{Key: "a", FailedAt: now.Add(-2 * time.Hour).UnixMilli()})
 	mustExec(t, db, `UPDATE dlq_activity SET n = 7 WHERE kind = 'failed' AND hour = ?`, h-2)
 	mustExec(t, db, `INSERT INTO dlq_activity(kind, hour, n) VALUES ('failed', ?, 4), ('failed', ?, 9)`, h-5, h-30)
 	if _, err := dlq.BatchOf(nil, db).Batch(ctx, recountStatements(now, false, true, false)...); err != nil {

@@ -18,8 +18,8 @@ func TestTallyJobKeepsTheChartsWindow(t *testing.T) {
 	now := fixedClock()
 	current := now.UnixMilli() - now.UnixMilli()%hour
 	insert(t, db,
-		adminRow{BeerID: "first", FailedAt: current - (dlq.SeriesHours-1)*hour},
-		adminRow{BeerID: "older", FailedAt: current - (dlq.SeriesHours+1)*hour})
+		adminRow{Key: "first", FailedAt: current - (dlq.SeriesHours-1)*hour},
+		adminRow{Key: "older", FailedAt: current - (dlq.SeriesHours+1)*hour})
 	if _, err := dlq.BatchOf(nil, db).Batch(ctx, recountStatements(now, false, false, false)...); err != nil {
 		t.Fatal(err)
 	}

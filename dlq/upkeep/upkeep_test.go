@@ -104,7 +104,7 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 	at := func(days int) int64 { return now.UnixMilli() - int64(days)*dayMS }
 	insert := func(db *sql.DB, id, queue, status string, acted int64, replays int) {
 		t.Helper()
-		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, beer_id, source_queue, status, failed_at,
+		if _, err := db.Exec(`INSERT INTO dlq_messages(message_id, last_message_id, row_key, source_queue, status, failed_at,
 			acknowledged_at, replay_count, signature, failure_reason, updated_at)
 			VALUES (?1, ?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, 'boom', 7)`, id, queue, status, acted-dayMS, acted, replays, "sig-"+queue); err != nil {
 			t.Fatal(err)
