@@ -135,7 +135,7 @@ func (f Filter) Where() (string, []any) {
 	var conds []string
 	var args []any
 	// A beer has a handful of rows, a status tens of thousands: with
-	// beer_id its index must drive the query. Without statistics SQLite
+	// row_key its index must drive the query. Without statistics SQLite
 	// would pick a status index (and visit every row of that status); the
 	// unary + keeps status out of index selection.
 	col := "status"
