@@ -33,9 +33,9 @@ func seedSQL(prefix string, n, ties int, base int64, source string) string {
 	return fmt.Sprintf(`INSERT INTO dlq_messages(message_id, row_key, label_1, label_2, failed_at, failure_count,
 		failure_reason, failure_class, source_queue, raw_message, first_failed_at, updated_at)
 	WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i + 1 < %[2]d)
-	SELECT '%[1]s-m-' || i, '%[1]s-b-' || i, printf('%[1]s-%%05d', i), '%[1]s label_2 ' || (i %% 3), %[4]d - (i / %[3]d), 4,
+	SELECT '%[1]s-m-' || i, '%[1]s-b-' || i, printf('%[1]s-%%05d', i), '%[1]s brewer ' || (i %% 3), %[4]d - (i / %[3]d), 4,
 		'%[1]s reason ' || (i %% 4), 'transient', '%[5]s',
-		json_object('beer_id', '%[1]s-b-' || i, 'beer_name', printf('%[1]s-%%05d', i), 'brewer', '%[1]s label_2 ' || (i %% 3)),
+		json_object('beer_id', '%[1]s-b-' || i, 'beer_name', printf('%[1]s-%%05d', i), 'brewer', '%[1]s brewer ' || (i %% 3)),
 		%[4]d - (i / %[3]d), %[4]d
 	FROM seq`, prefix, n, ties, base, source)
 }
