@@ -98,7 +98,7 @@ fmt-check: ## fail, naming the files, when make fmt would change one (make vet r
 
 test-native: test-ts-client ## unit tests against SQLite, and the entry module's and the JavaScript report helper's under node
 	go test -count=1 -timeout 30m ./...
-	node --test platform/worker/ clients/js/
+	node --test platform/worker/ clients/js/ handlers/
 
 # A TypeScript client generated from handlers/openapi.json by openapi-typescript
 # (defaults; pinned in package-lock.json) must type-check the calls of README.md and docs/*.md
