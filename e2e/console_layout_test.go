@@ -69,6 +69,11 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 	if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": ackIDs, "note": long}); r.Status != 200 {
 		t.Fatalf("acknowledge: %d %s", r.Status, r.Raw)
 	}
+	// An audit entry that names the detail page's row (its audit section
+	// then holds a table).
+	if r := w.Admin(t, http.MethodPost, "/admin/dlq/acknowledge", map[string]any{"ids": []int64{detail}, "dry_run": true}); r.Status != 200 {
+		t.Fatalf("dry run of the detail row: %d %s", r.Status, r.Raw)
+	}
 	if r := w.Admin(t, http.MethodPost, "/admin/dlq/replay", map[string]any{"dry_run": true,
 		"filter": map[string]any{"q": "Sierra Nevada", "source_queue": "beer-enrichment", "failed_after": now.Add(-48 * time.Hour).UnixMilli()}}); r.Status != 200 {
 		t.Fatalf("dry run: %d %s", r.Status, r.Raw)
@@ -93,7 +98,7 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 		{"groups", "#/groups", `document.querySelectorAll('table.groups tbody tr').length >= 2`},
 		{"tasks", "#/tasks", `document.querySelector('tbody tr progress')`},
 		{"audit", "#/audit", `document.querySelectorAll('table.audit tbody tr').length >= 3`},
-		{"detail", fmt.Sprintf("#/failures/%d", detail), `document.querySelector('pre.payload') && document.querySelector('table.history tbody tr')`},
+		{"detail", fmt.Sprintf("#/failures/%d", detail), `document.querySelector('pre.payload') && document.querySelector('table.history tbody tr') && document.querySelector('table.audit tbody tr')`},
 	}
 	signIn := func(b *Browser) {
 		b.Do(chromedp.Navigate(w.URL + "/"))
