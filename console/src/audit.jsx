@@ -30,10 +30,12 @@ function target(e) {
   return "—";
 }
 
-export function AuditTable({ entries }) {
+// AuditTable lists audit entries; label names its scrolling region, which
+// must differ from the name of any region around it (axe landmark-unique).
+export function AuditTable({ entries, label = "Audit entries" }) {
   return (
     <Table
-      label="Audit entries"
+      label={label}
       class="audit"
       rows={entries}
       rowKey={(e) => e.id}

@@ -205,7 +205,7 @@ export function Detail({ id }) {
       <section aria-labelledby="h-audit">
         <h2 id="h-audit">Audit entries</h2>
         <p class="small muted">Among the newest {d.audit_window} audit entries: those that named this row, and bulk actions that moved it.</p>
-        {d.audit.length ? <AuditTable entries={d.audit} /> : <p class="muted">None.</p>}
+        {d.audit.length ? <AuditTable entries={d.audit} label="Audit entries naming this row" /> : <p class="muted">None.</p>}
       </section>
       {action === "edit" && (
         <EditReplayDialog
