@@ -385,49 +385,52 @@ func (a *API) Routes() []string {
 
 type route struct {
 	pattern string
+	// perm is what the route lets its caller do (x-permission in
+	// openapi.json).
+	perm    Permission
 	handler http.Handler
 }
 
 // routeTable is the single list of routes.
 func (a *API) routeTable() []route {
 	rs := []route{
-		{"GET /health", a.public(a.health)},
-		{"GET /admin/metrics", a.admin(a.metrics)},
-		{"POST /admin/enrich", a.admin(a.enrich)},
-		{"GET /admin/beers/{id}", a.admin(a.beer)},
-		{"POST /admin/enrichment/breaker/reset", a.admin(a.breakerReset)},
-		{"POST /admin/attempts", a.reporter(a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts))},
+		{"GET /health", PermPublic, a.public(a.health)},
+		{"GET /admin/metrics", PermRead, a.admin(a.metrics)},
+		{"POST /admin/enrich", PermEnrich, a.admin(a.enrich)},
+		{"GET /admin/beers/{id}", PermRead, a.admin(a.beer)},
+		{"POST /admin/enrichment/breaker/reset", PermBreaker, a.admin(a.breakerReset)},
+		{"POST /admin/attempts", PermReport, a.reporter(a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts))},
 
-		{"GET /admin/dlq", a.admin(a.dlqList)},
-		{"GET /admin/dlq/stats", a.admin(a.dlqStats)},
-		{"GET /admin/dlq/groups", a.admin(a.dlqGroups)},
-		{"GET /admin/dlq/export", a.admin(a.dlqExport)},
-		{"POST /admin/dlq/import", a.admin(a.dlqImport)},
-		{"POST /admin/dlq/release", a.admin(a.dlqRelease)},
-		{"POST /admin/dlq/replay", a.admin(a.dlqReplay)},
-		{"POST /admin/dlq/acknowledge", a.admin(a.dlqAcknowledge)},
-		{"POST /admin/dlq/{id}/replay", a.admin(a.dlqReplayEdited)},
-		{"GET /admin/audit", a.admin(a.auditList)},
-		{"POST /admin/dlq/replay-tasks", a.admin(a.taskCreate)},
-		{"GET /admin/dlq/replay-tasks", a.admin(a.taskList)},
-		{"GET /admin/dlq/replay-tasks/{id}", a.admin(a.taskGet)},
-		{"POST /admin/dlq/replay-tasks/{id}/pause", a.admin(a.taskAction(dlq.TaskPause))},
-		{"POST /admin/dlq/replay-tasks/{id}/resume", a.admin(a.taskAction(dlq.TaskResume))},
-		{"POST /admin/dlq/replay-tasks/{id}/cancel", a.admin(a.taskAction(dlq.TaskCancel))},
+		{"GET /admin/dlq", PermRead, a.admin(a.dlqList)},
+		{"GET /admin/dlq/stats", PermRead, a.admin(a.dlqStats)},
+		{"GET /admin/dlq/groups", PermRead, a.admin(a.dlqGroups)},
+		{"GET /admin/dlq/export", PermRead, a.admin(a.dlqExport)},
+		{"POST /admin/dlq/import", PermMove, a.admin(a.dlqImport)},
+		{"POST /admin/dlq/release", PermMove, a.admin(a.dlqRelease)},
+		{"POST /admin/dlq/replay", PermReplay, a.admin(a.dlqReplay)},
+		{"POST /admin/dlq/acknowledge", PermAcknowledge, a.admin(a.dlqAcknowledge)},
+		{"POST /admin/dlq/{id}/replay", PermEdit, a.admin(a.dlqReplayEdited)},
+		{"GET /admin/audit", PermRead, a.admin(a.auditList)},
+		{"POST /admin/dlq/replay-tasks", PermTasks, a.admin(a.taskCreate)},
+		{"GET /admin/dlq/replay-tasks", PermRead, a.admin(a.taskList)},
+		{"GET /admin/dlq/replay-tasks/{id}", PermRead, a.admin(a.taskGet)},
+		{"POST /admin/dlq/replay-tasks/{id}/pause", PermTasks, a.admin(a.taskAction(dlq.TaskPause))},
+		{"POST /admin/dlq/replay-tasks/{id}/resume", PermTasks, a.admin(a.taskAction(dlq.TaskResume))},
+		{"POST /admin/dlq/replay-tasks/{id}/cancel", PermTasks, a.admin(a.taskAction(dlq.TaskCancel))},
 		// For the console (handlers/console.go).
-		{"GET /admin/dlq/{id}", a.admin(a.dlqDetail)},
-		{"GET /admin/dlq/timeseries", a.admin(a.dlqTimeseries)},
-		{"GET /admin/alerts", a.admin(a.alertsList)},
-		{"GET /admin/jobs", a.admin(a.jobsList)},
-		{"GET /admin/queues", a.admin(a.queuesList)},
-		{"GET /admin/openapi.json", a.admin(a.openAPI)},
-		{"GET /admin/pipelines", a.admin(a.pipelinesList)},
+		{"GET /admin/dlq/{id}", PermRead, a.admin(a.dlqDetail)},
+		{"GET /admin/dlq/timeseries", PermRead, a.admin(a.dlqTimeseries)},
+		{"GET /admin/alerts", PermRead, a.admin(a.alertsList)},
+		{"GET /admin/jobs", PermRead, a.admin(a.jobsList)},
+		{"GET /admin/queues", PermRead, a.admin(a.queuesList)},
+		{"GET /admin/openapi.json", PermRead, a.admin(a.openAPI)},
+		{"GET /admin/pipelines", PermRead, a.admin(a.pipelinesList)},
 	}
 	if a.DevSender != nil {
-		rs = append(rs, route{"POST /__dev/send", a.dev(a.devSend)}, route{"POST /__dev/sql", a.dev(a.testSQL)})
+		rs = append(rs, route{"POST /__dev/send", PermDev, a.dev(a.devSend)}, route{"POST /__dev/sql", PermDev, a.dev(a.testSQL)})
 	}
 	if a.DevCron != nil {
-		rs = append(rs, route{"POST /__dev/cron", a.dev(a.devCron)})
+		rs = append(rs, route{"POST /__dev/cron", PermDev, a.dev(a.devCron)})
 	}
 	return rs
 }
