@@ -1,0 +1,261 @@
+package access
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/redrive/redrive/clock"
+)
+
+// DefaultCacheFor is how long an isolate keeps a key's row: the longest a
+// revocation takes to act in an isolate that did not make it.
+const DefaultCacheFor = 30 * time.Second
+
+// lastUsedEvery is how often a key's last_used_at is written at most.
+const lastUsedEvery = time.Minute
+
+// maxCached bounds the rows an isolate keeps (the cache starts over past it).
+const maxCached = 1024
+
+// namePattern is what a key's name may be: it names the key in the audit log.
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// Key is a named API key as the API lists it: never its secret.
+type Key struct {
+	ID         string  `json:"id"`
+	Name       string  `json:"name"`
+	Role       Role    `json:"role"`
+	CreatedBy  string  `json:"created_by"`
+	CreatedAt  int64   `json:"created_at"`
+	ExpiresAt  *int64  `json:"expires_at"`
+	RevokedAt  *int64  `json:"revoked_at"`
+	RevokedBy  *string `json:"revoked_by"`
+	LastUsedAt *int64  `json:"last_used_at"`
+}
+
+// Keys keeps the named API keys in D1 (api_keys) and authenticates their
+// tokens, keeping each row it read for CacheFor.
+type Keys struct {
+	DB  *sql.DB
+	Now clock.Clock
+	// CacheFor is how long a row read is used (0: DefaultCacheFor).
+	CacheFor time.Duration
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+// cached is a key's row as read at, or absent (no row for that id).
+type cached struct {
+	row    keyRow
+	absent bool
+	at     time.Time
+}
+
+// keyRow is what authentication needs of a key's row.
+type keyRow struct {
+	name, role, hash     string
+	expiresAt, revokedAt sql.NullInt64
+	lastUsedAt           sql.NullInt64
+}
+
+// Error is a refused credential or key request: Status and Code for the
+// API's envelope.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+var (
+	errInvalid = &Error{401, "INVALID_KEY", "unknown key or wrong secret"}
+	errRevoked = &Error{401, "KEY_REVOKED", "this key was revoked"}
+	errExpired = &Error{401, "KEY_EXPIRED", "this key has expired"}
+)
+
+// ErrKeyNotFound is a revocation of an id no key has.
+var ErrKeyNotFound = &Error{404, "KEY_NOT_FOUND", "no key has this id"}
+
+func (k *Keys) cacheFor() time.Duration {
+	if k.CacheFor > 0 {
+		return k.CacheFor
+	}
+	return DefaultCacheFor
+}
+
+// Authenticate returns the principal of token (a key's token as
+// NewToken makes it), or an *Error: MALFORMED_KEY, INVALID_KEY (no key
+// has its id, or its secret differs), KEY_REVOKED or KEY_EXPIRED (told
+// only to a caller holding the secret). It reads at most the key's row,
+// and none while the isolate keeps it.
+func (k *Keys) Authenticate(ctx context.Context, token string) (Principal, error) {
+	id, secret, err := ParseToken(token)
+	if err != nil {
+		return Principal{}, &Error{401, "MALFORMED_KEY", err.Error()}
+	}
+	now := k.Now.Now()
+	c, err := k.row(ctx, id, now)
+	if err != nil {
+		return Principal{}, err
+	}
+	hash := SecretHash(secret)
+	if c.absent || subtle.ConstantTimeCompare([]byte(hash), []byte(c.row.hash)) != 1 {
+		return Principal{}, errInvalid
+	}
+	switch {
+	case c.row.revokedAt.Valid:
+		return Principal{}, errRevoked
+	case c.row.expiresAt.Valid && now.UnixMilli() >= c.row.expiresAt.Int64:
+		return Principal{}, errExpired
+	}
+	k.touch(ctx, id, c, now)
+	return Principal{Name: "key:" + c.row.name, Role: Role(c.row.role)}, nil
+}
+
+// row returns id's row from the cache, or reads it (one row) and keeps it.
+func (k *Keys) row(ctx context.Context, id string, now time.Time) (cached, error) {
+	k.mu.Lock()
+	c, ok := k.cache[id]
+	k.mu.Unlock()
+	if ok && now.Sub(c.at) < k.cacheFor() && !now.Before(c.at) {
+		return c, nil
+	}
+	c = cached{at: now}
+	err := k.DB.QueryRowContext(ctx, `SELECT name, role, secret_hash, expires_at, revoked_at, last_used_at FROM api_keys WHERE id = ?`, id).
+		Scan(&c.row.name, &c.row.role, &c.row.hash, &c.row.expiresAt, &c.row.revokedAt, &c.row.lastUsedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		c.absent = true
+	} else if err != nil {
+		return cached{}, err
+	}
+	k.keep(id, c)
+	return c, nil
+}
+
+// keep caches c for id (starting over past maxCached rows).
+func (k *Keys) keep(id string, c cached) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cache == nil || len(k.cache) >= maxCached {
+		k.cache = map[string]cached{}
+	}
+	k.cache[id] = c
+}
+
+// forget drops id's cached row (after this isolate changed it).
+func (k *Keys) forget(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.cache, id)
+}
+
+// touch writes id's last_used_at when the row says it is a minute old or
+// more; the statement's condition keeps it to one write a minute across
+// isolates. A failure is not the caller's: the request goes on.
+func (k *Keys) touch(ctx context.Context, id string, c cached, now time.Time) {
+	ms := now.UnixMilli()
+	if c.row.lastUsedAt.Valid && ms-c.row.lastUsedAt.Int64 < lastUsedEvery.Milliseconds() {
+		return
+	}
+	c.row.lastUsedAt = sql.NullInt64{Int64: ms, Valid: true}
+	k.keep(id, c)
+	_, _ = k.DB.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ?1 WHERE id = ?2 AND (last_used_at IS NULL OR last_used_at <= ?1 - ?3)`,
+		ms, id, lastUsedEvery.Milliseconds())
+}
+
+// Create makes a key named name with role, expiring at expiresAt (nil:
+// never), created by principal by, and returns it with its token (shown
+// once). A name in use, revoked keys' included, is 409 KEY_EXISTS.
+func (k *Keys) Create(ctx context.Context, name string, role Role, expiresAt *int64, by string) (Key, string, error) {
+	if !namePattern.MatchString(name) {
+		return Key{}, "", &Error{400, "INVALID_KEY_NAME", "name must be 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"}
+	}
+	if _, err := ParseRole(string(role)); err != nil {
+		return Key{}, "", &Error{400, "INVALID_ROLE", err.Error()}
+	}
+	now := k.Now.Now().UnixMilli()
+	if expiresAt != nil && *expiresAt <= now {
+		return Key{}, "", &Error{400, "INVALID_EXPIRY", "expires_at must be in the future (Unix milliseconds)"}
+	}
+	id, secret, token, err := NewToken()
+	if err != nil {
+		return Key{}, "", err
+	}
+	res, err := k.DB.ExecContext(ctx, `INSERT INTO api_keys(id, name, role, secret_hash, created_by, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, id, name, string(role), SecretHash(secret), by, now, expiresAt)
+	if err != nil {
+		return Key{}, "", err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return Key{}, "", &Error{409, "KEY_EXISTS", fmt.Sprintf("a key named %q exists (revoked keys keep their names)", name)}
+	}
+	return Key{ID: id, Name: name, Role: role, CreatedBy: by, CreatedAt: now, ExpiresAt: expiresAt}, token, nil
+}
+
+// keyColumns are the columns of a listed key, in Key's order.
+const keyColumns = `id, name, role, created_by, created_at, expires_at, revoked_at, revoked_by, last_used_at`
+
+func scanKey(s interface{ Scan(...any) error }) (Key, error) {
+	var key Key
+	var exp, rev, used sql.NullInt64
+	var revBy sql.NullString
+	if err := s.Scan(&key.ID, &key.Name, &key.Role, &key.CreatedBy, &key.CreatedAt, &exp, &rev, &revBy, &used); err != nil {
+		return Key{}, err
+	}
+	key.ExpiresAt, key.RevokedAt, key.LastUsedAt = optInt(exp), optInt(rev), optInt(used)
+	if revBy.Valid {
+		key.RevokedBy = &revBy.String
+	}
+	return key, nil
+}
+
+func optInt(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
+}
+
+// MaxKeys bounds the keys List returns (the newest).
+const MaxKeys = 1000
+
+// List returns the keys, newest first (at most MaxKeys).
+func (k *Keys) List(ctx context.Context) ([]Key, error) {
+	rows, err := k.DB.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at DESC, id LIMIT ?`, MaxKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Key{}
+	for rows.Next() {
+		key, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, key)
+	}
+	return out, rows.Err()
+}
+
+// Revoke revokes key id as principal by, and returns it: a key revoked
+// already keeps its first revocation; an unknown id is ErrKeyNotFound.
+func (k *Keys) Revoke(ctx context.Context, id, by string) (Key, error) {
+	key, err := scanKey(k.DB.QueryRowContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?), revoked_by = COALESCE(revoked_by, ?)
+		WHERE id = ? RETURNING `+keyColumns, k.Now.Now().UnixMilli(), by, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Key{}, ErrKeyNotFound
+	}
+	if err != nil {
+		return Key{}, err
+	}
+	k.forget(id)
+	return key, nil
+}
