@@ -18,12 +18,38 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ApiKeyRole.
+const (
+	ApiKeyRoleAdmin    ApiKeyRole = "admin"
+	ApiKeyRoleOperator ApiKeyRole = "operator"
+	ApiKeyRoleReporter ApiKeyRole = "reporter"
+	ApiKeyRoleViewer   ApiKeyRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyRole enum.
+func (e ApiKeyRole) Valid() bool {
+	switch e {
+	case ApiKeyRoleAdmin:
+		return true
+	case ApiKeyRoleOperator:
+		return true
+	case ApiKeyRoleReporter:
+		return true
+	case ApiKeyRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditEntryAction.
 const (
 	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
 	AuditEntryActionBreakerReset     AuditEntryAction = "breaker_reset"
 	AuditEntryActionEnrich           AuditEntryAction = "enrich"
 	AuditEntryActionImport           AuditEntryAction = "import"
+	AuditEntryActionKeyCreate        AuditEntryAction = "key_create"
+	AuditEntryActionKeyRevoke        AuditEntryAction = "key_revoke"
 	AuditEntryActionRelease          AuditEntryAction = "release"
 	AuditEntryActionReplay           AuditEntryAction = "replay"
 	AuditEntryActionReplayEdited     AuditEntryAction = "replay_edited"
@@ -43,6 +69,10 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionEnrich:
 		return true
 	case AuditEntryActionImport:
+		return true
+	case AuditEntryActionKeyCreate:
+		return true
+	case AuditEntryActionKeyRevoke:
 		return true
 	case AuditEntryActionRelease:
 		return true
@@ -120,6 +150,30 @@ func (e BeerStateStatus) Valid() bool {
 	}
 }
 
+// Defines values for CreatedApiKeyRole.
+const (
+	CreatedApiKeyRoleAdmin    CreatedApiKeyRole = "admin"
+	CreatedApiKeyRoleOperator CreatedApiKeyRole = "operator"
+	CreatedApiKeyRoleReporter CreatedApiKeyRole = "reporter"
+	CreatedApiKeyRoleViewer   CreatedApiKeyRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the CreatedApiKeyRole enum.
+func (e CreatedApiKeyRole) Valid() bool {
+	switch e {
+	case CreatedApiKeyRoleAdmin:
+		return true
+	case CreatedApiKeyRoleOperator:
+		return true
+	case CreatedApiKeyRoleReporter:
+		return true
+	case CreatedApiKeyRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorEnvelopeErrorCode.
 const (
 	D1UNAVAILABLE         ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
@@ -133,14 +187,24 @@ const (
 	INVALIDCURSOR         ErrorEnvelopeErrorCode = "INVALID_CURSOR"
 	INVALIDDELAY          ErrorEnvelopeErrorCode = "INVALID_DELAY"
 	INVALIDDESTINATION    ErrorEnvelopeErrorCode = "INVALID_DESTINATION"
+	INVALIDEXPIRY         ErrorEnvelopeErrorCode = "INVALID_EXPIRY"
 	INVALIDFILTER         ErrorEnvelopeErrorCode = "INVALID_FILTER"
 	INVALIDFORMAT         ErrorEnvelopeErrorCode = "INVALID_FORMAT"
+	INVALIDKEY            ErrorEnvelopeErrorCode = "INVALID_KEY"
+	INVALIDKEYNAME        ErrorEnvelopeErrorCode = "INVALID_KEY_NAME"
 	INVALIDLIMIT          ErrorEnvelopeErrorCode = "INVALID_LIMIT"
 	INVALIDLINE           ErrorEnvelopeErrorCode = "INVALID_LINE"
 	INVALIDRATE           ErrorEnvelopeErrorCode = "INVALID_RATE"
 	INVALIDREQUEST        ErrorEnvelopeErrorCode = "INVALID_REQUEST"
+	INVALIDROLE           ErrorEnvelopeErrorCode = "INVALID_ROLE"
 	INVALIDSTATE          ErrorEnvelopeErrorCode = "INVALID_STATE"
 	INVALIDSTATUS         ErrorEnvelopeErrorCode = "INVALID_STATUS"
+	KEYEXISTS             ErrorEnvelopeErrorCode = "KEY_EXISTS"
+	KEYEXPIRED            ErrorEnvelopeErrorCode = "KEY_EXPIRED"
+	KEYNOTFOUND           ErrorEnvelopeErrorCode = "KEY_NOT_FOUND"
+	KEYREVOKED            ErrorEnvelopeErrorCode = "KEY_REVOKED"
+	MALFORMEDCREDENTIAL   ErrorEnvelopeErrorCode = "MALFORMED_CREDENTIAL"
+	MALFORMEDKEY          ErrorEnvelopeErrorCode = "MALFORMED_KEY"
 	METHODNOTALLOWED      ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
 	MIXEDDATABASES        ErrorEnvelopeErrorCode = "MIXED_DATABASES"
 	NOTCONFIGURED         ErrorEnvelopeErrorCode = "NOT_CONFIGURED"
@@ -185,9 +249,15 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case INVALIDDESTINATION:
 		return true
+	case INVALIDEXPIRY:
+		return true
 	case INVALIDFILTER:
 		return true
 	case INVALIDFORMAT:
+		return true
+	case INVALIDKEY:
+		return true
+	case INVALIDKEYNAME:
 		return true
 	case INVALIDLIMIT:
 		return true
@@ -197,9 +267,23 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case INVALIDREQUEST:
 		return true
+	case INVALIDROLE:
+		return true
 	case INVALIDSTATE:
 		return true
 	case INVALIDSTATUS:
+		return true
+	case KEYEXISTS:
+		return true
+	case KEYEXPIRED:
+		return true
+	case KEYNOTFOUND:
+		return true
+	case KEYREVOKED:
+		return true
+	case MALFORMEDCREDENTIAL:
+		return true
+	case MALFORMEDKEY:
 		return true
 	case METHODNOTALLOWED:
 		return true
@@ -441,6 +525,8 @@ const (
 	RowAuditEntryActionBreakerReset     RowAuditEntryAction = "breaker_reset"
 	RowAuditEntryActionEnrich           RowAuditEntryAction = "enrich"
 	RowAuditEntryActionImport           RowAuditEntryAction = "import"
+	RowAuditEntryActionKeyCreate        RowAuditEntryAction = "key_create"
+	RowAuditEntryActionKeyRevoke        RowAuditEntryAction = "key_revoke"
 	RowAuditEntryActionRelease          RowAuditEntryAction = "release"
 	RowAuditEntryActionReplay           RowAuditEntryAction = "replay"
 	RowAuditEntryActionReplayEdited     RowAuditEntryAction = "replay_edited"
@@ -460,6 +546,10 @@ func (e RowAuditEntryAction) Valid() bool {
 	case RowAuditEntryActionEnrich:
 		return true
 	case RowAuditEntryActionImport:
+		return true
+	case RowAuditEntryActionKeyCreate:
+		return true
+	case RowAuditEntryActionKeyRevoke:
 		return true
 	case RowAuditEntryActionRelease:
 		return true
@@ -576,6 +666,8 @@ const (
 	AuditLogParamsActionBreakerReset     AuditLogParamsAction = "breaker_reset"
 	AuditLogParamsActionEnrich           AuditLogParamsAction = "enrich"
 	AuditLogParamsActionImport           AuditLogParamsAction = "import"
+	AuditLogParamsActionKeyCreate        AuditLogParamsAction = "key_create"
+	AuditLogParamsActionKeyRevoke        AuditLogParamsAction = "key_revoke"
 	AuditLogParamsActionRelease          AuditLogParamsAction = "release"
 	AuditLogParamsActionReplay           AuditLogParamsAction = "replay"
 	AuditLogParamsActionReplayEdited     AuditLogParamsAction = "replay_edited"
@@ -595,6 +687,10 @@ func (e AuditLogParamsAction) Valid() bool {
 	case AuditLogParamsActionEnrich:
 		return true
 	case AuditLogParamsActionImport:
+		return true
+	case AuditLogParamsActionKeyCreate:
+		return true
+	case AuditLogParamsActionKeyRevoke:
 		return true
 	case AuditLogParamsActionRelease:
 		return true
@@ -726,6 +822,30 @@ func (e ResetBreaker200JSONResponseBodyDataPreviousState) Valid() bool {
 	}
 }
 
+// Defines values for CreateKeyJSONBodyRole.
+const (
+	CreateKeyJSONBodyRoleAdmin    CreateKeyJSONBodyRole = "admin"
+	CreateKeyJSONBodyRoleOperator CreateKeyJSONBodyRole = "operator"
+	CreateKeyJSONBodyRoleReporter CreateKeyJSONBodyRole = "reporter"
+	CreateKeyJSONBodyRoleViewer   CreateKeyJSONBodyRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the CreateKeyJSONBodyRole enum.
+func (e CreateKeyJSONBodyRole) Valid() bool {
+	switch e {
+	case CreateKeyJSONBodyRoleAdmin:
+		return true
+	case CreateKeyJSONBodyRoleOperator:
+		return true
+	case CreateKeyJSONBodyRoleReporter:
+		return true
+	case CreateKeyJSONBodyRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcknowledgeRequest Either ids (the original worker's form) or filter (bulk: at most DLQ_BULK_ACKNOWLEDGE_MAX rows per call; call again while has_more). Only pending rows move. dry_run: true changes nothing. Exactly one of ids and filter.
 type AcknowledgeRequest struct {
 	// DryRun Default false.
@@ -785,6 +905,35 @@ type AlertState struct {
 	Since     *int `json:"since"`
 	UpdatedAt int  `json:"updated_at"`
 }
+
+// ApiKey defines model for ApiKey.
+type ApiKey struct {
+	// CreatedAt Unix ms.
+	CreatedAt int `json:"created_at"`
+
+	// CreatedBy The principal that created it: admin (the pair of secrets) or key:<name>.
+	CreatedBy string `json:"created_by"`
+
+	// ExpiresAt Unix ms; null: never.
+	ExpiresAt *int `json:"expires_at"`
+
+	// Id The key's public id (the token's part after rdk_).
+	Id string `json:"id"`
+
+	// LastUsedAt Unix ms, written at most once a minute; null: never used.
+	LastUsedAt *int `json:"last_used_at"`
+
+	// Name Its name, unique among keys (revoked keys keep theirs).
+	Name string `json:"name"`
+
+	// RevokedAt Unix ms; null: not revoked.
+	RevokedAt *int       `json:"revoked_at"`
+	RevokedBy *string    `json:"revoked_by"`
+	Role      ApiKeyRole `json:"role"`
+}
+
+// ApiKeyRole defines model for ApiKey.Role.
+type ApiKeyRole string
 
 // AttemptsRecorded defines model for AttemptsRecorded.
 type AttemptsRecorded struct {
@@ -903,6 +1052,38 @@ type CanaryResult struct {
 	Sent      int       `json:"sent"`
 	Succeeded int       `json:"succeeded"`
 }
+
+// CreatedApiKey A key just created, with its token.
+type CreatedApiKey struct {
+	// CreatedAt Unix ms.
+	CreatedAt int `json:"created_at"`
+
+	// CreatedBy The principal that created it: admin (the pair of secrets) or key:<name>.
+	CreatedBy string `json:"created_by"`
+
+	// ExpiresAt Unix ms; null: never.
+	ExpiresAt *int `json:"expires_at"`
+
+	// Id The key's public id (the token's part after rdk_).
+	Id string `json:"id"`
+
+	// LastUsedAt Unix ms, written at most once a minute; null: never used.
+	LastUsedAt *int `json:"last_used_at"`
+
+	// Name Its name, unique among keys (revoked keys keep theirs).
+	Name string `json:"name"`
+
+	// RevokedAt Unix ms; null: not revoked.
+	RevokedAt *int              `json:"revoked_at"`
+	RevokedBy *string           `json:"revoked_by"`
+	Role      CreatedApiKeyRole `json:"role"`
+
+	// Token The key's token, shown this once: send it as Authorization: Bearer <token>.
+	Token string `json:"token"`
+}
+
+// CreatedApiKeyRole defines model for CreatedApiKey.Role.
+type CreatedApiKeyRole string
 
 // EditedReplayRequest An edited body for one pending json row. The row's raw_message is kept; the edited value is sent (compact JSON, content type json) and its hash becomes the row's body_hash, so a repeat failure of the edited message comes back to this row.
 type EditedReplayRequest struct {
@@ -1958,6 +2139,20 @@ type ResetBreakerJSONBody = map[string]interface{}
 // ResetBreaker200JSONResponseBodyDataPreviousState defines parameters for ResetBreaker.
 type ResetBreaker200JSONResponseBodyDataPreviousState string
 
+// CreateKeyJSONBody defines parameters for CreateKey.
+type CreateKeyJSONBody struct {
+	// ExpiresAt Unix ms, in the future; absent or null: never.
+	ExpiresAt *int                  `json:"expires_at,omitempty"`
+	Name      string                `json:"name"`
+	Role      CreateKeyJSONBodyRole `json:"role"`
+}
+
+// CreateKeyJSONBodyRole defines parameters for CreateKey.
+type CreateKeyJSONBodyRole string
+
+// RevokeKeyJSONBody defines parameters for RevokeKey.
+type RevokeKeyJSONBody = map[string]interface{}
+
 // ReportAttemptsJSONRequestBody defines body for ReportAttempts for application/json ContentType.
 type ReportAttemptsJSONRequestBody = AttemptsReport
 
@@ -1981,6 +2176,12 @@ type EnrichJSONRequestBody = EnrichRequest
 
 // ResetBreakerJSONRequestBody defines body for ResetBreaker for application/json ContentType.
 type ResetBreakerJSONRequestBody = ResetBreakerJSONBody
+
+// CreateKeyJSONRequestBody defines body for CreateKey for application/json ContentType.
+type CreateKeyJSONRequestBody CreateKeyJSONBody
+
+// RevokeKeyJSONRequestBody defines body for RevokeKey for application/json ContentType.
+type RevokeKeyJSONRequestBody = RevokeKeyJSONBody
 
 // AsAcknowledgeRequest0 returns the union data inside the AcknowledgeRequest as a AcknowledgeRequest0
 func (t AcknowledgeRequest) AsAcknowledgeRequest0() (AcknowledgeRequest0, error) {
@@ -2740,6 +2941,49 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/jobs (the `Jobs` operationId).
 	Jobs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListKeys List the named API keys
+	//
+	// Every key, revoked ones included, newest first (at most 1000); never a secret. No query parameters. Cost: one row read per key.
+	//
+	// Corresponds with GET /admin/keys (the `ListKeys` operationId).
+	ListKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateKeyWithBody Create a named API key
+	//
+	// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+	CreateKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateKey Create a named API key
+	//
+	// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+	CreateKey(ctx context.Context, body CreateKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeKeyWithBody Revoke a named API key
+	//
+	// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+	RevokeKeyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeKey Revoke a named API key
+	//
+	// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+	RevokeKey(ctx context.Context, id string, body RevokeKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Metrics Prometheus metrics: DLQ rows, counters, alerts, job runs
 	//
 	// Corresponds with GET /admin/metrics (the `Metrics` operationId).
@@ -3324,6 +3568,99 @@ func (c *Client) ResetBreaker(ctx context.Context, body ResetBreakerJSONRequestB
 // Corresponds with GET /admin/jobs (the `Jobs` operationId).
 func (c *Client) Jobs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewJobsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListKeys List the named API keys
+//
+// Every key, revoked ones included, newest first (at most 1000); never a secret. No query parameters. Cost: one row read per key.
+//
+// Corresponds with GET /admin/keys (the `ListKeys` operationId).
+func (c *Client) ListKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListKeysRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateKeyWithBody Create a named API key
+//
+// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+func (c *Client) CreateKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateKeyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateKey Create a named API key
+//
+// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+func (c *Client) CreateKey(ctx context.Context, body CreateKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateKeyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeKeyWithBody Revoke a named API key
+//
+// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+func (c *Client) RevokeKeyWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeKeyRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeKey Revoke a named API key
+//
+// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+func (c *Client) RevokeKey(ctx context.Context, id string, body RevokeKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeKeyRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4815,6 +5152,120 @@ func NewJobsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListKeysRequest constructs an http.Request for the ListKeys method
+func NewListKeysRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateKeyRequest calls the generic CreateKey builder with application/json body
+func NewCreateKeyRequest(server string, body CreateKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateKeyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateKeyRequestWithBody constructs an http.Request for the CreateKey method, with any body, and a specified content type
+func NewCreateKeyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeKeyRequest calls the generic RevokeKey builder with application/json body
+func NewRevokeKeyRequest(server string, id string, body RevokeKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevokeKeyRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRevokeKeyRequestWithBody constructs an http.Request for the RevokeKey method, with any body, and a specified content type
+func NewRevokeKeyRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/keys/%s/revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewMetricsRequest constructs an http.Request for the Metrics method
 func NewMetricsRequest(server string) (*http.Request, error) {
 	var err error
@@ -5265,6 +5716,51 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/jobs (the `Jobs` operationId).
 	JobsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*JobsResponse, error)
+
+	// ListKeysWithResponse List the named API keys
+	//
+	// Every key, revoked ones included, newest first (at most 1000); never a secret. No query parameters. Cost: one row read per key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/keys (the `ListKeys` operationId).
+	ListKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListKeysResponse, error)
+
+	// CreateKeyWithBodyWithResponse Create a named API key
+	//
+	// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+	CreateKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateKeyResponse, error)
+
+	// CreateKeyWithResponse Create a named API key
+	//
+	// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+	CreateKeyWithResponse(ctx context.Context, body CreateKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateKeyResponse, error)
+
+	// RevokeKeyWithBodyWithResponse Revoke a named API key
+	//
+	// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+	RevokeKeyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeKeyResponse, error)
+
+	// RevokeKeyWithResponse Revoke a named API key
+	//
+	// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+	RevokeKeyWithResponse(ctx context.Context, id string, body RevokeKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeKeyResponse, error)
 
 	// MetricsWithResponse Prometheus metrics: DLQ rows, counters, alerts, job runs
 	//
@@ -8795,6 +9291,470 @@ func (r JobsResponse) ContentType() string {
 	return ""
 }
 
+// ListKeysResponse200Headers the declared response headers of an HTTP 200 response for ListKeys
+type ListKeysResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListKeysResponse400Headers the declared response headers of an HTTP 400 response for ListKeys
+type ListKeysResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListKeysResponse401Headers the declared response headers of an HTTP 401 response for ListKeys
+type ListKeysResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListKeysResponse403Headers the declared response headers of an HTTP 403 response for ListKeys
+type ListKeysResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListKeysResponse500Headers the declared response headers of an HTTP 500 response for ListKeys
+type ListKeysResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// ListKeysResponse503Headers the declared response headers of an HTTP 503 response for ListKeys
+type ListKeysResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type ListKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data struct {
+			Keys []ApiKey `json:"keys"`
+		} `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListKeysResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListKeysResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListKeysResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListKeysResponse403Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListKeysResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListKeysResponse) GetJSON200() *struct {
+	Data struct {
+		Keys []ApiKey `json:"keys"`
+	} `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListKeysResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListKeysResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListKeysResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListKeysResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListKeysResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateKeyResponse201Headers the declared response headers of an HTTP 201 response for CreateKey
+type CreateKeyResponse201Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateKeyResponse400Headers the declared response headers of an HTTP 400 response for CreateKey
+type CreateKeyResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateKeyResponse401Headers the declared response headers of an HTTP 401 response for CreateKey
+type CreateKeyResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateKeyResponse403Headers the declared response headers of an HTTP 403 response for CreateKey
+type CreateKeyResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateKeyResponse409Headers the declared response headers of an HTTP 409 response for CreateKey
+type CreateKeyResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateKeyResponse413Headers the declared response headers of an HTTP 413 response for CreateKey
+type CreateKeyResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateKeyResponse500Headers the declared response headers of an HTTP 500 response for CreateKey
+type CreateKeyResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// CreateKeyResponse503Headers the declared response headers of an HTTP 503 response for CreateKey
+type CreateKeyResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type CreateKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *struct {
+		// Data A key just created, with its token.
+		Data      CreatedApiKey      `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateKeyResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateKeyResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateKeyResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateKeyResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateKeyResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateKeyResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateKeyResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateKeyResponse) GetJSON201() *struct {
+	// Data A key just created, with its token.
+	Data      CreatedApiKey      `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateKeyResponse) GetJSON409() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateKeyResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeKeyResponse200Headers the declared response headers of an HTTP 200 response for RevokeKey
+type RevokeKeyResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// RevokeKeyResponse400Headers the declared response headers of an HTTP 400 response for RevokeKey
+type RevokeKeyResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// RevokeKeyResponse401Headers the declared response headers of an HTTP 401 response for RevokeKey
+type RevokeKeyResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// RevokeKeyResponse403Headers the declared response headers of an HTTP 403 response for RevokeKey
+type RevokeKeyResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// RevokeKeyResponse404Headers the declared response headers of an HTTP 404 response for RevokeKey
+type RevokeKeyResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// RevokeKeyResponse413Headers the declared response headers of an HTTP 413 response for RevokeKey
+type RevokeKeyResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// RevokeKeyResponse500Headers the declared response headers of an HTTP 500 response for RevokeKey
+type RevokeKeyResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// RevokeKeyResponse503Headers the declared response headers of an HTTP 503 response for RevokeKey
+type RevokeKeyResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type RevokeKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      ApiKey             `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RevokeKeyResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RevokeKeyResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokeKeyResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RevokeKeyResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RevokeKeyResponse413Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RevokeKeyResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeKeyResponse) GetJSON200() *struct {
+	Data      ApiKey             `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokeKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeKeyResponse) GetJSON404() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RevokeKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokeKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeKeyResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MetricsResponse200Headers the declared response headers of an HTTP 200 response for Metrics
 type MetricsResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -9838,6 +10798,81 @@ func (c *ClientWithResponses) JobsWithResponse(ctx context.Context, reqEditors .
 		return nil, err
 	}
 	return ParseJobsResponse(rsp)
+}
+
+// ListKeysWithResponse List the named API keys
+//
+// Every key, revoked ones included, newest first (at most 1000); never a secret. No query parameters. Cost: one row read per key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/keys (the `ListKeys` operationId).
+func (c *ClientWithResponses) ListKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListKeysResponse, error) {
+	rsp, err := c.ListKeys(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListKeysResponse(rsp)
+}
+
+// CreateKeyWithBodyWithResponse Create a named API key
+//
+// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+func (c *ClientWithResponses) CreateKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateKeyResponse, error) {
+	rsp, err := c.CreateKeyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateKeyResponse(rsp)
+}
+
+// CreateKeyWithResponse Create a named API key
+//
+// Creates a key with a role (reporter: report; viewer: read; operator: viewer plus read_body, replay, acknowledge, edit, tasks; admin: everything) and an optional expiry. The answer carries its token, rdk_<id>_<secret>, this once: only a hash of the secret is kept. Audited (action key_create, never the token). Cost: one row and its name's index entry written.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/keys (the `CreateKey` operationId).
+func (c *ClientWithResponses) CreateKeyWithResponse(ctx context.Context, body CreateKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateKeyResponse, error) {
+	rsp, err := c.CreateKey(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateKeyResponse(rsp)
+}
+
+// RevokeKeyWithBodyWithResponse Revoke a named API key
+//
+// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+func (c *ClientWithResponses) RevokeKeyWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeKeyResponse, error) {
+	rsp, err := c.RevokeKeyWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeKeyResponse(rsp)
+}
+
+// RevokeKeyWithResponse Revoke a named API key
+//
+// Revokes the key: 401 KEY_REVOKED from then on, at once in the isolate that revoked it and within 30 s in the others (each keeps a key's row that long). Revoking a revoked key keeps its first revocation. An optional empty JSON object as body. Audited (action key_revoke). Cost: one row read and written.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/keys/{id}/revoke (the `RevokeKey` operationId).
+func (c *ClientWithResponses) RevokeKeyWithResponse(ctx context.Context, id string, body RevokeKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeKeyResponse, error) {
+	rsp, err := c.RevokeKey(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeKeyResponse(rsp)
 }
 
 // MetricsWithResponse Prometheus metrics: DLQ rows, counters, alerts, job runs
@@ -13464,6 +14499,473 @@ func ParseJobsResponse(rsp *http.Response) (*JobsResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers JobsResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListKeysResponse parses an HTTP response from a ListKeysWithResponse call
+func ParseListKeysResponse(rsp *http.Response) (*ListKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				Keys []ApiKey `json:"keys"`
+			} `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListKeysResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListKeysResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListKeysResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListKeysResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListKeysResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListKeysResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateKeyResponse parses an HTTP response from a CreateKeyWithResponse call
+func ParseCreateKeyResponse(rsp *http.Response) (*CreateKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A key just created, with its token.
+			Data      CreatedApiKey      `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateKeyResponse201Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateKeyResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateKeyResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateKeyResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateKeyResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateKeyResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateKeyResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateKeyResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeKeyResponse parses an HTTP response from a RevokeKeyWithResponse call
+func ParseRevokeKeyResponse(rsp *http.Response) (*RevokeKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      ApiKey             `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RevokeKeyResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RevokeKeyResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RevokeKeyResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokeKeyResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RevokeKeyResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers RevokeKeyResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 500:
+		var headers RevokeKeyResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeKeyResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

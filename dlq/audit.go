@@ -41,12 +41,16 @@ const (
 	ActionImport  = "import"
 	ActionRelease = "release"
 	ActionEnrich  = "enrich"
+	// ActionKeyCreate and ActionKeyRevoke create and revoke a named API key
+	// (POST /admin/keys, POST /admin/keys/{id}/revoke).
+	ActionKeyCreate = "key_create"
+	ActionKeyRevoke = "key_revoke"
 )
 
 // auditActions are the actions GET /admin/audit filters by.
 var auditActions = []string{ActionReplay, ActionAcknowledge, ActionReplayEdited, ActionReplayTask,
 	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel, ActionBreakerReset,
-	ActionImport, ActionRelease, ActionEnrich}
+	ActionImport, ActionRelease, ActionEnrich, ActionKeyCreate, ActionKeyRevoke}
 
 // Audit outcomes.
 const (

@@ -11,8 +11,11 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redrive/redrive/access"
 
 	"github.com/google/uuid"
 
@@ -41,6 +44,9 @@ type API struct {
 	Log *slog.Logger
 	// Auth guards every /admin/* route.
 	Auth Auth
+	// keyStore holds the named API keys (keys: made once, on first use).
+	keysOnce sync.Once
+	keyStore *access.Keys
 	// Version is reported by /health.
 	Version string
 	// Running is the running worker's version (id, tag, timestamp, build),
@@ -123,34 +129,36 @@ type guarded struct {
 
 func (g *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.next.ServeHTTP(w, r) }
 
-// guard adapts a handlerFunc behind check.
-func (a *API) guard(check func(r *http.Request) *APIError, h handlerFunc) http.Handler {
-	return &guarded{check: check, next: a.public(func(w http.ResponseWriter, r *http.Request) error {
-		if err := check(r); err != nil {
+// guard adapts a handlerFunc behind check, which admits a principal: the
+// handler finds it in its request (principalOf).
+func (a *API) guard(check func(r *http.Request) (access.Principal, *APIError), h handlerFunc) http.Handler {
+	headers := func(r *http.Request) *APIError {
+		_, err := check(r)
+		return err
+	}
+	return &guarded{check: headers, next: a.public(func(w http.ResponseWriter, r *http.Request) error {
+		p, err := check(r)
+		if err != nil {
 			return err
 		}
-		return h(w, r)
+		return h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})}
 }
 
-// admin adapts a handlerFunc behind both admin credentials.
-func (a *API) admin(h handlerFunc) http.Handler { return a.guard(a.Auth.check, h) }
-
-// reporter adapts a handlerFunc behind the report token or the admin pair
-// (Auth.checkReporter).
-func (a *API) reporter(h handlerFunc) http.Handler { return a.guard(a.Auth.checkReporter, h) }
-
 // dev adapts a DEV_ROUTES handlerFunc: answered only to a request
-// addressed to a loopback host (loopbackHost), then behind both admin
-// credentials. A page served from elsewhere that rebinds its own name to
-// 127.0.0.1 still sends its own name as Host: it gets the 404 of a path
-// that is no route.
+// addressed to a loopback host (loopbackHost), then behind the pair of
+// admin secrets alone. A page served from elsewhere that rebinds its own
+// name to 127.0.0.1 still sends its own name as Host: it gets the 404 of a
+// path that is no route.
 func (a *API) dev(h handlerFunc) http.Handler {
-	return a.guard(func(r *http.Request) *APIError {
+	return a.guard(func(r *http.Request) (access.Principal, *APIError) {
 		if !loopbackHost(r.Host) {
-			return notFound(r)
+			return access.Principal{}, notFound(r)
 		}
-		return a.Auth.check(r)
+		if err := a.Auth.check(r); err != nil {
+			return access.Principal{}, err
+		}
+		return access.PairPrincipal, nil
 	}, h)
 }
 
@@ -386,59 +394,76 @@ func (a *API) Routes() []string {
 type route struct {
 	pattern string
 	// perm is what the route lets its caller do (x-permission in
-	// openapi.json).
-	perm    Permission
-	handler http.Handler
+	// openapi.json): access.Public is answered to anyone, access.Dev only
+	// to the pair on a loopback host (dev), any other to a principal that
+	// holds it (allow).
+	perm access.Permission
+	h    handlerFunc
 }
 
 // routeTable is the single list of routes.
 func (a *API) routeTable() []route {
 	rs := []route{
-		{"GET /health", PermPublic, a.public(a.health)},
-		{"GET /admin/metrics", PermRead, a.admin(a.metrics)},
-		{"POST /admin/enrich", PermEnrich, a.admin(a.enrich)},
-		{"GET /admin/beers/{id}", PermRead, a.admin(a.beer)},
-		{"POST /admin/enrichment/breaker/reset", PermBreaker, a.admin(a.breakerReset)},
-		{"POST /admin/attempts", PermReport, a.reporter(a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts))},
+		{"GET /health", access.Public, a.health},
+		{"GET /admin/metrics", access.Read, a.metrics},
+		{"POST /admin/enrich", access.Enrich, a.enrich},
+		{"GET /admin/beers/{id}", access.Read, a.beer},
+		{"POST /admin/enrichment/breaker/reset", access.Breaker, a.breakerReset},
+		{"POST /admin/attempts", access.Report, a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts)},
 
-		{"GET /admin/dlq", PermRead, a.admin(a.dlqList)},
-		{"GET /admin/dlq/stats", PermRead, a.admin(a.dlqStats)},
-		{"GET /admin/dlq/groups", PermRead, a.admin(a.dlqGroups)},
-		{"GET /admin/dlq/export", PermRead, a.admin(a.dlqExport)},
-		{"POST /admin/dlq/import", PermMove, a.admin(a.dlqImport)},
-		{"POST /admin/dlq/release", PermMove, a.admin(a.dlqRelease)},
-		{"POST /admin/dlq/replay", PermReplay, a.admin(a.dlqReplay)},
-		{"POST /admin/dlq/acknowledge", PermAcknowledge, a.admin(a.dlqAcknowledge)},
-		{"POST /admin/dlq/{id}/replay", PermEdit, a.admin(a.dlqReplayEdited)},
-		{"GET /admin/audit", PermRead, a.admin(a.auditList)},
-		{"POST /admin/dlq/replay-tasks", PermTasks, a.admin(a.taskCreate)},
-		{"GET /admin/dlq/replay-tasks", PermRead, a.admin(a.taskList)},
-		{"GET /admin/dlq/replay-tasks/{id}", PermRead, a.admin(a.taskGet)},
-		{"POST /admin/dlq/replay-tasks/{id}/pause", PermTasks, a.admin(a.taskAction(dlq.TaskPause))},
-		{"POST /admin/dlq/replay-tasks/{id}/resume", PermTasks, a.admin(a.taskAction(dlq.TaskResume))},
-		{"POST /admin/dlq/replay-tasks/{id}/cancel", PermTasks, a.admin(a.taskAction(dlq.TaskCancel))},
+		{"GET /admin/dlq", access.Read, a.dlqList},
+		{"GET /admin/dlq/stats", access.Read, a.dlqStats},
+		{"GET /admin/dlq/groups", access.Read, a.dlqGroups},
+		{"GET /admin/dlq/export", access.Read, a.dlqExport},
+		{"POST /admin/dlq/import", access.Move, a.dlqImport},
+		{"POST /admin/dlq/release", access.Move, a.dlqRelease},
+		{"POST /admin/dlq/replay", access.Replay, a.dlqReplay},
+		{"POST /admin/dlq/acknowledge", access.Acknowledge, a.dlqAcknowledge},
+		{"POST /admin/dlq/{id}/replay", access.Edit, a.dlqReplayEdited},
+		{"GET /admin/audit", access.Read, a.auditList},
+		{"POST /admin/dlq/replay-tasks", access.Tasks, a.taskCreate},
+		{"GET /admin/dlq/replay-tasks", access.Read, a.taskList},
+		{"GET /admin/dlq/replay-tasks/{id}", access.Read, a.taskGet},
+		{"POST /admin/dlq/replay-tasks/{id}/pause", access.Tasks, a.taskAction(dlq.TaskPause)},
+		{"POST /admin/dlq/replay-tasks/{id}/resume", access.Tasks, a.taskAction(dlq.TaskResume)},
+		{"POST /admin/dlq/replay-tasks/{id}/cancel", access.Tasks, a.taskAction(dlq.TaskCancel)},
 		// For the console (handlers/console.go).
-		{"GET /admin/dlq/{id}", PermRead, a.admin(a.dlqDetail)},
-		{"GET /admin/dlq/timeseries", PermRead, a.admin(a.dlqTimeseries)},
-		{"GET /admin/alerts", PermRead, a.admin(a.alertsList)},
-		{"GET /admin/jobs", PermRead, a.admin(a.jobsList)},
-		{"GET /admin/queues", PermRead, a.admin(a.queuesList)},
-		{"GET /admin/openapi.json", PermRead, a.admin(a.openAPI)},
-		{"GET /admin/pipelines", PermRead, a.admin(a.pipelinesList)},
+		{"GET /admin/dlq/{id}", access.ReadBody, a.dlqDetail}, // its payload
+		{"GET /admin/dlq/timeseries", access.Read, a.dlqTimeseries},
+		{"GET /admin/alerts", access.Read, a.alertsList},
+		{"GET /admin/jobs", access.Read, a.jobsList},
+		{"GET /admin/queues", access.Read, a.queuesList},
+		{"GET /admin/openapi.json", access.Read, a.openAPI},
+		{"GET /admin/pipelines", access.Read, a.pipelinesList},
+
+		{"POST /admin/keys", access.ManageKeys, a.keyCreate},
+		{"GET /admin/keys", access.ManageKeys, a.keyList},
+		{"POST /admin/keys/{id}/revoke", access.ManageKeys, a.keyRevoke},
 	}
 	if a.DevSender != nil {
-		rs = append(rs, route{"POST /__dev/send", PermDev, a.dev(a.devSend)}, route{"POST /__dev/sql", PermDev, a.dev(a.testSQL)})
+		rs = append(rs, route{"POST /__dev/send", access.Dev, a.devSend}, route{"POST /__dev/sql", access.Dev, a.testSQL})
 	}
 	if a.DevCron != nil {
-		rs = append(rs, route{"POST /__dev/cron", PermDev, a.dev(a.devCron)})
+		rs = append(rs, route{"POST /__dev/cron", access.Dev, a.devCron})
 	}
 	return rs
+}
+
+// handler is rt's handler behind the check its permission asks for.
+func (a *API) handler(rt route) http.Handler {
+	switch rt.perm {
+	case access.Public:
+		return a.public(rt.h)
+	case access.Dev:
+		return a.dev(rt.h)
+	}
+	return a.guard(a.allow(rt.perm), rt.h)
 }
 
 func (a *API) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	for _, rt := range a.routeTable() {
-		mux.Handle(rt.pattern, rt.handler)
+		mux.Handle(rt.pattern, a.handler(rt))
 	}
 	return mux
 }

@@ -80,7 +80,7 @@ func TestReportAttemptsAuth(t *testing.T) {
 		{"right token", "tok", bearer("s3cr3t"), 202, ""},
 		{"wrong token", "tok", bearer("s3cr3t2"), 401, "UNAUTHORIZED"},
 		{"empty bearer", "tok", bearer(""), 401, "UNAUTHORIZED"},
-		{"not bearer", "tok", map[string]string{"Authorization": "Basic dG9r"}, 401, "UNAUTHORIZED"},
+		{"not bearer", "tok", map[string]string{"Authorization": "Basic dG9r"}, 401, "MALFORMED_CREDENTIAL"},
 		{"token unset", "", bearer(""), 401, "UNAUTHORIZED"},
 		{"token unset, any bearer", "", bearer("x"), 401, "UNAUTHORIZED"},
 		{"nothing", "tok", nil, 401, "UNAUTHORIZED"},

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
+	"github.com/redrive/redrive/access"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/inspect"
 	"github.com/redrive/redrive/dlq/resolve"
@@ -116,6 +118,11 @@ func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
 	p, err := parseListParams(queryValues(r))
 	if err != nil {
 		return err
+	}
+	if p.IncludeRaw {
+		if err := need(r, access.ReadBody); err != nil {
+			return err
+		}
 	}
 	page, err := inspect.List{DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
@@ -315,7 +322,11 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) requester(r *http.Request) dlq.Requester {
-	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(r.Header.Get("X-API-Key"))}
+	key := r.Header.Get("X-API-Key")
+	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && !principalOf(r).Pair {
+		key = token // a named key or REPORT_TOKEN: its own fingerprint
+	}
+	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(key)}
 }
 
 // auditList serves GET /admin/audit: the audit log, newest first.

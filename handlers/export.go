@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/redrive/redrive/access"
 	"github.com/redrive/redrive/dlq/inspect"
 )
 
@@ -33,6 +34,9 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, err := parseListParams(q)
 	if err != nil {
+		return err
+	}
+	if err := exportAllowed(r, p.IncludeRaw, q["database"] != ""); err != nil {
 		return err
 	}
 	exp, err := inspect.ExportFrom(a.databases(), q["database"], a.cursors())
@@ -94,5 +98,20 @@ func writeExport(w http.ResponseWriter, buf *bytes.Buffer, cw *inspect.CSVExport
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
+	return nil
+}
+
+// exportAllowed refuses an export its principal may not make: bodies
+// (include_raw) need access.ReadBody, one database's rows (database, what
+// a move copies) access.Move.
+func exportAllowed(r *http.Request, raw, database bool) error {
+	if raw {
+		if err := need(r, access.ReadBody); err != nil {
+			return err
+		}
+	}
+	if database {
+		return need(r, access.Move)
+	}
 	return nil
 }

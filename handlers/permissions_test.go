@@ -8,35 +8,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/access"
 	"github.com/redrive/redrive/queue/queuetest"
 )
 
 // Every route declares one known permission in the route table, and the
 // document states the same permission (x-permission) and the security its
-// check asks for: none for the public route, REPORT_TOKEN or the admin pair
-// for the report route, the API key with the admin secret for the others.
+// check asks for: none for the public route; the pair of secrets or a named
+// key for the others, and REPORT_TOKEN too for the report route.
 func TestEveryRouteDeclaresItsPermission(t *testing.T) {
 	doc := loadOpenAPI(t)
 	api := &API{DevSender: &queuetest.Sender{}, DevCron: func(context.Context, string, time.Time) error { return nil }}
-	admin := `[{"AdminSecret":[],"ApiKey":[]}]` // keys sorted, as json.Marshal writes a map
-	wantSecurity := map[Permission]string{PermPublic: `[]`, PermReport: `[{"ReportToken":[]},{"AdminSecret":[],"ApiKey":[]}]`}
-	seen := map[Permission]bool{}
+	admin := `[{"AdminSecret":[],"ApiKey":[]},{"NamedKey":[]}]` // keys sorted, as json.Marshal writes a map
+	wantSecurity := map[access.Permission]string{access.Public: `[]`, access.Report: `[{"ReportToken":[]},{"AdminSecret":[],"ApiKey":[]},{"NamedKey":[]}]`}
+	seen := map[access.Permission]bool{}
 	for _, rt := range api.routeTable() {
-		if !slices.Contains(Permissions, rt.perm) {
-			t.Errorf("%s declares permission %q, not one of %v", rt.pattern, rt.perm, Permissions)
+		if !slices.Contains(access.Permissions, rt.perm) {
+			t.Errorf("%s declares permission %q, not one of %v", rt.pattern, rt.perm, access.Permissions)
 			continue
 		}
 		seen[rt.perm] = true
 		method, path, _ := strings.Cut(rt.pattern, " ")
 		if strings.HasPrefix(path, "/__dev/") {
-			if rt.perm != PermDev {
-				t.Errorf("%s: a development route declares %q, want %q", rt.pattern, rt.perm, PermDev)
+			if rt.perm != access.Dev {
+				t.Errorf("%s: a development route declares %q, want %q", rt.pattern, rt.perm, access.Dev)
 			}
 			continue
 		}
 		var op struct {
-			Permission Permission      `json:"x-permission"`
-			Security   json.RawMessage `json:"security"`
+			Permission access.Permission `json:"x-permission"`
+			Security   json.RawMessage   `json:"security"`
 		}
 		if err := json.Unmarshal(doc.Paths[path][strings.ToLower(method)], &op); err != nil {
 			t.Fatalf("%s: %v", rt.pattern, err)
@@ -56,11 +57,9 @@ func TestEveryRouteDeclaresItsPermission(t *testing.T) {
 			t.Errorf("%s: openapi.json security %s, want %s", rt.pattern, b, want)
 		}
 	}
-	// Every permission guards at least one route but two: keys are declared
-	// ahead of their routes, and bodies are asked for by a parameter
-	// (include_raw) or a part of an answer (a detail's payload), not a route.
-	for _, p := range Permissions {
-		if !seen[p] && p != PermKeys && p != PermReadBody {
+	// Every permission guards at least one route.
+	for _, p := range access.Permissions {
+		if !seen[p] {
 			t.Errorf("permission %q guards no route", p)
 		}
 	}

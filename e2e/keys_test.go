@@ -1,0 +1,150 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// roleMay is what each role may do (docs/admin-api.md "Named keys").
+var roleMay = map[string]string{
+	"reporter": "report",
+	"viewer":   "read",
+	"operator": "read read_body replay acknowledge edit tasks",
+	"admin":    "read read_body replay acknowledge edit tasks move enrich breaker keys report",
+}
+
+// newKey creates a named key with the pair and returns its token.
+func newKey(t *testing.T, w *Worker, name, role string) string {
+	t.Helper()
+	r := w.Admin(t, http.MethodPost, "/admin/keys", map[string]any{"name": name, "role": role})
+	var env struct {
+		Data struct{ Token string } `json:"data"`
+	}
+	if r.Status != http.StatusCreated || json.Unmarshal(r.Raw, &env) != nil || !strings.HasPrefix(env.Data.Token, "rdk_") {
+		t.Fatalf("create key %s: %d %s", name, r.Status, r.Raw)
+	}
+	return env.Data.Token
+}
+
+// The route × role matrix in workerd, generated from handlers/openapi.json
+// (whose x-permission a native test holds to the route table): a key of
+// each role gets past the permission check exactly on the routes its role
+// may use, and 403 FORBIDDEN naming the permission on every other. Each
+// request is one its route refuses after that check (an unknown body
+// field, an id no row has), so nothing changes.
+func TestRoleMatrixInWorkerd(t *testing.T) {
+	root, _ := os.Getwd()
+	raw, err := os.ReadFile(filepath.Join(root, "..", "handlers", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Permission string `json:"x-permission"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	prefix := newPrefix("matrix")
+	tokens := map[string]string{}
+	for role := range roleMay {
+		tokens[role] = newKey(t, shared, prefix+"-"+role, role)
+	}
+	var paths []string
+	for p := range doc.Paths {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	checked := 0
+	for _, p := range paths {
+		for method, op := range doc.Paths[p] {
+			if op.Permission == "public" {
+				continue
+			}
+			path := strings.ReplaceAll(p, "{id}", "999999999")
+			for role, token := range tokens {
+				hdr := map[string]string{"Authorization": "Bearer " + token}
+				var body any
+				if method == "post" {
+					body, hdr["Content-Type"] = `{"unknown_field":1}`, "application/json"
+					if p == "/admin/dlq/import" {
+						hdr["Content-Type"] = "application/x-ndjson"
+					}
+				}
+				r, err := shared.Do(strings.ToUpper(method), path, body, hdr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				may := slices.Contains(strings.Fields(roleMay[role]), op.Permission)
+				forbidden := r.Status == http.StatusForbidden && strings.Contains(string(r.Raw), "the "+op.Permission+" permission")
+				if may == forbidden || r.Status == http.StatusUnauthorized || r.Status >= 500 {
+					t.Errorf("%s %s (%s) as %s: %d %s", strings.ToUpper(method), path, op.Permission, role, r.Status, r.Raw)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 4*25 {
+		t.Fatalf("only %d route × role requests", checked)
+	}
+}
+
+// A viewer key reads rows but not bodies; a revoked key is refused at once
+// in the isolate that revoked it; hostile credentials are 401, never 500.
+func TestNamedKeysInWorkerd(t *testing.T) {
+	prefix := newPrefix("keys")
+	viewer := newKey(t, shared, prefix+"-viewer", "viewer")
+	as := func(token, method, path string, body any) *Response {
+		hdr := map[string]string{"Authorization": "Bearer " + token}
+		if body != nil {
+			hdr["Content-Type"] = "application/json"
+		}
+		r, err := shared.Do(method, path, body, hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := as(viewer, "GET", "/admin/dlq?limit=1", nil); r.Status != 200 {
+		t.Fatalf("viewer list: %d %s", r.Status, r.Raw)
+	}
+	if r := as(viewer, "GET", "/admin/dlq?limit=1&include_raw=true", nil); r.Status != 403 || !strings.Contains(string(r.Raw), "read_body") {
+		t.Fatalf("viewer include_raw: %d %s", r.Status, r.Raw)
+	}
+	r := shared.Admin(t, http.MethodGet, "/admin/keys", nil)
+	var env struct {
+		Data struct {
+			Keys []struct{ ID, Name string } `json:"keys"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(r.Raw, &env) != nil || strings.Contains(string(r.Raw), viewer[21:]) {
+		t.Fatalf("list: %d %s", r.Status, r.Raw)
+	}
+	id := ""
+	for _, k := range env.Data.Keys {
+		if k.Name == prefix+"-viewer" {
+			id = k.ID
+		}
+	}
+	if r := shared.Admin(t, http.MethodPost, "/admin/keys/"+id+"/revoke", nil); r.Status != 200 {
+		t.Fatalf("revoke %q: %d %s", id, r.Status, r.Raw)
+	}
+	if r := as(viewer, "GET", "/admin/dlq?limit=1", nil); r.Status != 401 || !strings.Contains(string(r.Raw), "KEY_REVOKED") {
+		t.Fatalf("revoked: %d %s", r.Status, r.Raw)
+	}
+	for _, token := range []string{"", "rdk_", strings.Repeat("A", 1<<20), "rdk_0123456789abcdef_" + strings.Repeat("é", 21) + "A",
+		"eyJhbGciOiJub25lIn0." + strings.Repeat("eyJhIjoxfQ", 1000) + "."} {
+		if r := as(token, "GET", "/admin/dlq?limit=1", nil); r.Status != 401 {
+			t.Errorf("token %.30q: %d %.200s", token, r.Status, r.Raw)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/redrive/redrive/access"
+)
+
+// principalKey is the context key of a request's access.Principal.
+type principalKey struct{}
+
+// principalOf returns the principal the request's route check admitted
+// (the zero Principal, which may do nothing, on a public route).
+func principalOf(r *http.Request) access.Principal {
+	p, _ := r.Context().Value(principalKey{}).(access.Principal)
+	return p
+}
+
+// allow returns the check of a route that needs perm: it authenticates the
+// request (authenticate) and refuses a principal without perm with 403
+// FORBIDDEN naming it.
+func (a *API) allow(perm access.Permission) func(r *http.Request) (access.Principal, *APIError) {
+	return func(r *http.Request) (access.Principal, *APIError) {
+		p, err := a.authenticate(r, perm == access.Report)
+		if err != nil {
+			return p, err
+		}
+		if !p.Can(perm) {
+			return p, forbidden(p, perm)
+		}
+		return p, nil
+	}
+}
+
+// need refuses the request's principal, 403, when it lacks perm (a
+// permission a parameter or a part of the answer asks for beyond its
+// route's).
+func need(r *http.Request, perm access.Permission) error {
+	if p := principalOf(r); !p.Can(perm) {
+		return forbidden(p, perm)
+	}
+	return nil
+}
+
+func forbidden(p access.Principal, perm access.Permission) *APIError {
+	return &APIError{Status: http.StatusForbidden, Code: "FORBIDDEN",
+		Message: fmt.Sprintf("%s (role %s) lacks the %s permission", p.Name, p.Role, perm)}
+}
+
+// authenticate returns the request's principal: a named key's (access.Keys)
+// for `Authorization: Bearer rdk_…`, REPORT_TOKEN's for another bearer
+// token on the report route, the pair's for a request without
+// Authorization that carries X-API-Key and X-Admin-Secret (Auth.check).
+// Nothing is answered while the pair is not configured (503).
+func (a *API) authenticate(r *http.Request, report bool) (access.Principal, *APIError) {
+	if a.Auth.APIKey == "" || a.Auth.AdminSecret == "" {
+		return access.Principal{}, a.Auth.check(r)
+	}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		if err := a.Auth.check(r); err != nil {
+			return access.Principal{}, err
+		}
+		return access.PairPrincipal, nil
+	}
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	switch {
+	case !ok:
+		return access.Principal{}, unauthorized("MALFORMED_CREDENTIAL", "Authorization must be Bearer <key>")
+	case strings.HasPrefix(token, access.TokenPrefix):
+		return a.keyPrincipal(r.Context(), token)
+	case report:
+		if err := a.Auth.checkReportToken(token); err != nil {
+			return access.Principal{}, err
+		}
+		return access.ReportTokenPrincipal, nil
+	}
+	return access.Principal{}, unauthorized("MALFORMED_KEY", "a key starts with "+access.TokenPrefix)
+}
+
+// keyPrincipal authenticates a named key's token.
+func (a *API) keyPrincipal(ctx context.Context, token string) (access.Principal, *APIError) {
+	p, err := a.keys().Authenticate(ctx, token)
+	var e *access.Error
+	switch {
+	case err == nil:
+		return p, nil
+	case errors.As(err, &e):
+		return p, &APIError{Status: e.Status, Code: e.Code, Message: e.Message}
+	}
+	if a.Log != nil {
+		a.Log.ErrorContext(ctx, "key authentication: d1 unreachable", "request_id", RequestID(ctx), "error", err.Error())
+	}
+	return p, &APIError{Status: http.StatusServiceUnavailable, Code: "D1_UNAVAILABLE", Message: "the key could not be checked: D1 did not answer"}
+}
+
+func unauthorized(code, msg string) *APIError {
+	return &APIError{Status: http.StatusUnauthorized, Code: code, Message: msg}
+}
