@@ -246,4 +246,3 @@ func ptr(p *int64) int64 {
 	}
 	return *p
 }
-

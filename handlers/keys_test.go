@@ -26,7 +26,6 @@ func createKey(t *testing.T, api *API, name string, role access.Role) string {
 	return data.Token
 }
 
-
 // roleSpec is what each role may do, as docs/admin-api.md states it: the
 // expectation of the matrix, written apart from access's own table.
 var roleSpec = map[access.Role]string{
