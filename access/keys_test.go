@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,7 @@ func TestKeysCreateAuthenticateRevoke(t *testing.T) {
 	}{
 		{"ci-bot", "viewer", nil, "KEY_EXISTS"}, {"Upper", "viewer", nil, "INVALID_KEY_NAME"}, {"", "viewer", nil, "INVALID_KEY_NAME"},
 		{"x", "root", nil, "INVALID_ROLE"}, {"x", "viewer", new(int64), "INVALID_EXPIRY"},
+		{"x", "viewer", func() *int64 { n := now.UnixMilli(); return &n }(), "INVALID_EXPIRY"}, // now is not the future
 	} {
 		if _, _, err := k.Create(ctx, c.name, Role(c.role), c.exp, "admin"); code(err) != c.want {
 			t.Errorf("create %q %q: %v, want %s", c.name, c.role, err, c.want)
@@ -73,6 +75,39 @@ func TestKeysCreateAuthenticateRevoke(t *testing.T) {
 	now = now.Add(time.Hour)
 	if _, err := k.Authenticate(ctx, short); code(err) != "KEY_EXPIRED" {
 		t.Fatalf("expired: %v", err)
+	}
+}
+
+// A Keys without CacheFor keeps a row for DefaultCacheFor: a key revoked
+// by another isolate is still accepted just before, refused from then on;
+// and the cache holds at most maxCached rows, however many ids are tried.
+func TestKeysCacheDefaultsAndBound(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_800_000_000_000)
+	db := sqlitetest.New(t)
+	clk := func() time.Time { return now }
+	a, b := &Keys{DB: db, Now: clk}, &Keys{DB: db, Now: clk}
+	key, token, err := a.Create(ctx, "k", Viewer, nil, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Authenticate(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	a.Revoke(ctx, key.ID, "admin")
+	now = now.Add(DefaultCacheFor - time.Millisecond)
+	if _, err := b.Authenticate(ctx, token); err != nil {
+		t.Fatalf("within DefaultCacheFor of its read: %v, want the cached row", err)
+	}
+	now = now.Add(time.Millisecond)
+	if _, err := b.Authenticate(ctx, token); code(err) != "KEY_REVOKED" {
+		t.Fatalf("DefaultCacheFor after its read: %v, want KEY_REVOKED", err)
+	}
+	for i := range 3 * maxCached {
+		b.Authenticate(ctx, fmt.Sprintf("rdk_%016x_%s", i, strings.Repeat("A", 43)))
+		if n := len(b.cache); n > maxCached {
+			t.Fatalf("%d rows cached after %d ids, at most %d", n, i+1, maxCached)
+		}
 	}
 }
 
