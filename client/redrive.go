@@ -23,16 +23,25 @@ import (
 	"strconv"
 )
 
-// Credentials are the two secrets of the admin API: APIKey goes in
-// X-API-Key (a wrong one is a 401) and AdminSecret in X-Admin-Secret (403).
+// Credentials authenticate with the admin API: a named key (Token), or the
+// pair of secrets: APIKey goes in X-API-Key (a wrong one is a 401) and
+// AdminSecret in X-Admin-Secret (403).
 type Credentials struct {
 	APIKey      string
 	AdminSecret string
+	// Token is a named key (rdk_…, POST /admin/keys): when set, it is sent
+	// as Authorization: Bearer instead of the pair.
+	Token string
 }
 
-// WithCredentials sends both credential headers on every request.
+// WithCredentials sends the credentials on every request: the named key
+// when Token is set, else both headers of the pair.
 func WithCredentials(c Credentials) ClientOption {
 	return WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+		if c.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+			return nil
+		}
 		req.Header.Set("X-API-Key", c.APIKey)
 		req.Header.Set("X-Admin-Secret", c.AdminSecret)
 		return nil

@@ -117,14 +117,16 @@ Credentials are never command-line arguments. They come from the environment:
   REDRIVE_URL            the worker, e.g. https://redrive.example.workers.dev
                          (https://; http:// only to 127.0.0.0/8, ::1 or localhost;
                          the worker never redirects, so no redirect is followed)
-  REDRIVE_API_KEY        sent as X-API-Key
-  REDRIVE_ADMIN_SECRET   sent as X-Admin-Secret
+  REDRIVE_TOKEN          a named key (rdk_…), sent as Authorization: Bearer
+  REDRIVE_API_KEY        or the pair: sent as X-API-Key
+  REDRIVE_ADMIN_SECRET   and as X-Admin-Secret
 
 or from a profile in $REDRIVE_CONFIG (default: <user config dir>/redrive/config.json,
 mode 0600 or stricter; a looser file is refused), chosen by --profile or
 REDRIVE_PROFILE ("default" otherwise); the environment wins field by field:
 
-  {"default": {"url": "...", "api_key": "...", "admin_secret": "..."}}
+  {"default": {"url": "...", "token": "rdk_..."}}
+  {"ops": {"url": "...", "api_key": "...", "admin_secret": "..."}}
 
 Every command prints a table, or the API's data as JSON with --json.
 
@@ -168,6 +170,7 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 // profileConfig is one profile of the config file.
 type profileConfig struct {
 	URL         string `json:"url"`
+	Token       string `json:"token"`
 	APIKey      string `json:"api_key"`
 	AdminSecret string `json:"admin_secret"`
 }
@@ -175,26 +178,34 @@ type profileConfig struct {
 // credentials reads the URL and secrets: the environment, then the profile.
 func (a *app) credentials(needSecrets bool) (string, client.Credentials, error) {
 	get := a.env.Getenv
-	url, creds := get("REDRIVE_URL"), client.Credentials{APIKey: get("REDRIVE_API_KEY"), AdminSecret: get("REDRIVE_ADMIN_SECRET")}
-	if url == "" || (needSecrets && (creds.APIKey == "" || creds.AdminSecret == "")) || a.profile != "" {
+	url := get("REDRIVE_URL")
+	creds := client.Credentials{Token: get("REDRIVE_TOKEN"), APIKey: get("REDRIVE_API_KEY"), AdminSecret: get("REDRIVE_ADMIN_SECRET")}
+	if url == "" || (needSecrets && !complete(creds)) || a.profile != "" {
 		p, err := a.readProfile()
 		if err != nil {
 			return "", creds, err
 		}
 		url = first(url, p.URL)
+		creds.Token = first(creds.Token, p.Token)
 		creds.APIKey = first(creds.APIKey, p.APIKey)
 		creds.AdminSecret = first(creds.AdminSecret, p.AdminSecret)
 	}
 	if url == "" {
 		return "", creds, authError{errors.New("no worker URL: set REDRIVE_URL or a profile's url (redrive --help)")}
 	}
-	if needSecrets && (creds.APIKey == "" || creds.AdminSecret == "") {
-		return "", creds, authError{errors.New("no credentials: set REDRIVE_API_KEY and REDRIVE_ADMIN_SECRET or a profile (redrive --help)")}
+	if needSecrets && !complete(creds) {
+		return "", creds, authError{errors.New("no credentials: set REDRIVE_TOKEN, or REDRIVE_API_KEY and REDRIVE_ADMIN_SECRET, or a profile (redrive --help)")}
 	}
 	if err := outbound.CheckURL(url); err != nil {
 		return "", creds, authError{fmt.Errorf("worker URL: %w; the admin credentials are not sent over plain http", err)}
 	}
 	return strings.TrimRight(url, "/"), creds, nil
+}
+
+// complete reports whether creds can authenticate: a named key, or both
+// secrets of the pair.
+func complete(creds client.Credentials) bool {
+	return creds.Token != "" || (creds.APIKey != "" && creds.AdminSecret != "")
 }
 
 // NoRedirects is the CLI's HTTP client: it follows no redirect. The worker

@@ -196,3 +196,31 @@ func TestFollowStopsAtTheLastPage(t *testing.T) {
 		t.Fatalf("an error on page 2: %v after %v", err, cursors)
 	}
 }
+
+// REDRIVE_TOKEN alone runs a command on a named key: the request carries
+// Authorization: Bearer and neither secret of the pair; with the pair set
+// too, the key wins.
+func TestCommandsRunOnANamedKey(t *testing.T) {
+	var got []http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Clone())
+		fmt.Fprint(w, `{"success":true,"requestId":"x","data":{"messages":[],"next_cursor":null,"has_more":false,"total_count":0}}`)
+	}))
+	defer srv.Close()
+	token := "rdk_0123456789abcdef_" + strings.Repeat("A", 43)
+	for _, env := range []map[string]string{
+		{"REDRIVE_URL": srv.URL, "REDRIVE_TOKEN": token},
+		{"REDRIVE_URL": srv.URL, "REDRIVE_TOKEN": token, "REDRIVE_API_KEY": "k", "REDRIVE_ADMIN_SECRET": "s"},
+	} {
+		got = nil
+		if code, out, errOut := run(t, env, "", "ls", "--json"); code != 0 || len(got) != 1 {
+			t.Fatalf("ls on a key: exit %d %s %s", code, out, errOut)
+		}
+		if h := got[0]; h.Get("Authorization") != "Bearer "+token || h.Get("X-API-Key") != "" || h.Get("X-Admin-Secret") != "" {
+			t.Fatalf("headers %v", h)
+		}
+	}
+	if code, _, errOut := run(t, map[string]string{"REDRIVE_URL": srv.URL, "REDRIVE_API_KEY": "k"}, "", "ls"); code == 0 || !strings.Contains(errOut, "REDRIVE_TOKEN") {
+		t.Fatalf("half a pair: exit %d %s", code, errOut)
+	}
+}

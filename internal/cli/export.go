@@ -131,7 +131,7 @@ func (a *app) health(ctx context.Context) error {
 		return err
 	}
 	opts := []client.ClientOption{client.WithHTTPClient(a.env.HTTP)}
-	if creds.APIKey != "" && creds.AdminSecret != "" {
+	if complete(creds) {
 		opts = append(opts, client.WithCredentials(creds))
 	}
 	c, err := client.NewClientWithResponses(url, opts...)
