@@ -224,3 +224,41 @@ func TestCommandsRunOnANamedKey(t *testing.T) {
 		t.Fatalf("half a pair: exit %d %s", code, errOut)
 	}
 }
+
+// keys create prints the key and its token once, keys ls the keys without
+// one, keys revoke the revoked key; each is the API's call for it.
+func TestKeysCommands(t *testing.T) {
+	var calls []string
+	key := `{"id":"0123456789abcdef","name":"bot","role":"viewer","created_by":"admin","created_at":1800000000000,"expires_at":null,"revoked_at":null,"revoked_by":null,"last_used_at":null`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		calls = append(calls, r.Method+" "+r.URL.Path+" "+b.String())
+		switch r.URL.Path {
+		case "/admin/keys":
+			if r.Method == "POST" {
+				w.WriteHeader(201)
+				fmt.Fprint(w, `{"success":true,"requestId":"x","data":`+key+`,"token":"rdk_0123456789abcdef_`+strings.Repeat("A", 43)+`"}}`)
+				return
+			}
+			fmt.Fprint(w, `{"success":true,"requestId":"x","data":{"keys":[`+key+`}]}}`)
+		default:
+			fmt.Fprint(w, `{"success":true,"requestId":"x","data":`+strings.Replace(key, `"revoked_at":null`, `"revoked_at":1800000001000`, 1)+`}}`)
+		}
+	}))
+	defer srv.Close()
+	env := map[string]string{"REDRIVE_URL": srv.URL, "REDRIVE_API_KEY": "k", "REDRIVE_ADMIN_SECRET": "s"}
+	code, out, errOut := run(t, env, "", "keys", "create", "--name", "bot", "--role", "viewer")
+	if code != 0 || !strings.Contains(out, "rdk_0123456789abcdef_") || !strings.Contains(out, "bot") || len(calls) != 1 ||
+		calls[0] != `POST /admin/keys {"name":"bot","role":"viewer"}` {
+		t.Fatalf("create: exit %d %s %s %v", code, out, errOut, calls)
+	}
+	code, out, _ = run(t, env, "", "keys", "ls")
+	if code != 0 || strings.Contains(out, "rdk_") || !strings.Contains(out, "0123456789abcdef") || calls[1] != "GET /admin/keys " {
+		t.Fatalf("ls: exit %d %s %v", code, out, calls)
+	}
+	code, out, _ = run(t, env, "", "keys", "revoke", "0123456789abcdef")
+	if code != 0 || !strings.Contains(out, "2027-01-15") || !strings.HasPrefix(calls[2], "POST /admin/keys/0123456789abcdef/revoke") {
+		t.Fatalf("revoke: exit %d %s %v", code, out, calls)
+	}
+}

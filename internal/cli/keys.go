@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/client"
+	"github.com/spf13/cobra"
+)
+
+// apiKey is a named key as the API lists it.
+type apiKey struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Role       string `json:"role"`
+	CreatedBy  string `json:"created_by"`
+	CreatedAt  int64  `json:"created_at"`
+	ExpiresAt  *int64 `json:"expires_at"`
+	RevokedAt  *int64 `json:"revoked_at"`
+	LastUsedAt *int64 `json:"last_used_at"`
+	Token      string `json:"token"`
+}
+
+func (a *app) keysCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "Named API keys with a role (create, ls, revoke)",
+		Args:  args(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(a.keyCreateCmd(), a.keyListCmd(), a.keyRevokeCmd())
+	return cmd
+}
+
+func (a *app) keyCreateCmd() *cobra.Command {
+	var name, role string
+	var expires time.Duration
+	cmd := &cobra.Command{
+		Use:     "create",
+		Short:   "Create a key; its token is printed this once",
+		Example: "  redrive keys create --name oncall-alice --role viewer --expires 720h",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			body := client.CreateKeyJSONRequestBody{Name: name, Role: client.CreateKeyJSONBodyRole(role)}
+			if expires > 0 {
+				at := int(time.Now().Add(expires).UnixMilli())
+				body.ExpiresAt = &at
+			}
+			return a.keyCall(func(ctx context.Context, c *client.ClientWithResponses) (json.RawMessage, error) {
+				return into(nil)(c.CreateKey(ctx, body))
+			})(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "the key's name (a-z, 0-9, . _ -)")
+	cmd.Flags().StringVar(&role, "role", "", "reporter, viewer, operator or admin")
+	cmd.Flags().DurationVar(&expires, "expires", 0, "how long the key works (0: until revoked)")
+	return cmd
+}
+
+func (a *app) keyListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Short:   "List the keys, revoked ones too (never a secret)",
+		Example: "  redrive keys ls",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.keyCall(func(ctx context.Context, c *client.ClientWithResponses) (json.RawMessage, error) {
+				return into(nil)(c.ListKeys(ctx))
+			})(cmd.Context())
+		},
+	}
+}
+
+func (a *app) keyRevokeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "revoke ID",
+		Short:   "Revoke a key (at once here, within 30 s in every isolate)",
+		Example: "  redrive keys revoke 3f0c9a4e0b2d4c1f",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.keyCall(func(ctx context.Context, c *client.ClientWithResponses) (json.RawMessage, error) {
+				return into(nil)(c.RevokeKey(ctx, argv[0], client.RevokeKeyJSONRequestBody{}))
+			})(cmd.Context())
+		},
+	}
+}
+
+// keyCall runs call and prints its data: as JSON, or as a table of keys
+// (with the token of a key just created).
+func (a *app) keyCall(call func(context.Context, *client.ClientWithResponses) (json.RawMessage, error)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := a.api()
+		if err != nil {
+			return err
+		}
+		data, err := call(ctx, c)
+		if err != nil {
+			return err
+		}
+		if a.json {
+			return a.printJSON(data)
+		}
+		var keys []apiKey
+		var list struct {
+			Keys []apiKey `json:"keys"`
+		}
+		if json.Unmarshal(data, &list) == nil && list.Keys != nil {
+			keys = list.Keys
+		} else {
+			var one apiKey
+			if err := json.Unmarshal(data, &one); err != nil {
+				return err
+			}
+			keys = []apiKey{one}
+		}
+		return a.showKeys(keys)
+	}
+}
+
+func (a *app) showKeys(keys []apiKey) error {
+	t := newTable(a.env.Stdout, "ID", "NAME", "ROLE", "CREATED BY", "CREATED", "EXPIRES", "REVOKED", "LAST USED")
+	for _, k := range keys {
+		t.row(k.ID, k.Name, k.Role, k.CreatedBy, ms(k.CreatedAt), msp(k.ExpiresAt), msp(k.RevokedAt), msp(k.LastUsedAt))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(keys) == 1 && keys[0].Token != "" {
+		_, err := fmt.Fprintf(a.env.Stdout, "\ntoken (shown this once; send it as Authorization: Bearer, or set REDRIVE_TOKEN):\n%s\n", keys[0].Token)
+		return err
+	}
+	return nil
+}
