@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -280,4 +281,13 @@ func ptr(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+func TestValidNameIsThePattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) // the API's pattern (openapi.json)
+	for _, s := range []string{"", "a", "0", "ci-bot", "a.b_c-d", ".a", "-a", "_a", "A", "a b", "é", "a\x00", strings.Repeat("a", 64), strings.Repeat("a", 65), "a/b"} {
+		if got, want := validName(s), pattern.MatchString(s); got != want {
+			t.Errorf("validName(%q) = %v, the pattern says %v", s, got, want)
+		}
+	}
 }

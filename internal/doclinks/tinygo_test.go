@@ -7,6 +7,8 @@ import (
 	"go/token"
 	"go/types"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -115,4 +117,66 @@ func addrIdent(addr *ast.UnaryExpr, ok bool) (string, bool) {
 		return "", false
 	}
 	return id.Name, true
+}
+
+// TestNoRegexpCompiledAtInit: no file the worker is built from compiles a
+// regexp in a package-level variable. TinyGo's regexp/syntax overflows the
+// wasm stack on a bounded repetition such as {0,63}, and at init that
+// fails every request of the isolate (500 and "stack overflow" on
+// /health); compile lazily, on first use, or write the loop
+// (config/names.go, access.validName).
+func TestNoRegexpCompiledAtInit(t *testing.T) {
+	// The folders of the worker's packages (what main imports for js/wasm).
+	list := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", ".")
+	list.Dir, list.Env = root, append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	worker := map[string]bool{}
+	for _, dir := range strings.Fields(string(out)) {
+		worker[dir] = true
+	}
+	fset := token.NewFileSet()
+	vars := 0
+	for _, f := range textFiles(t, ".go") {
+		dir, err := filepath.Abs(filepath.Dir(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, "_test.go") || !worker[dir] {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := parser.ParseFile(fset, f, src, parser.SkipObjectResolution|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inWasmBuild(file) {
+			continue
+		}
+		for _, d := range file.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			vars++
+			ast.Inspect(g, func(n ast.Node) bool {
+				if _, lazy := n.(*ast.FuncLit); lazy {
+					return false // runs when called (sync.OnceValue), not at init
+				}
+				if call, ok := n.(*ast.CallExpr); ok && strings.HasPrefix(types.ExprString(call.Fun), "regexp.") {
+					t.Errorf("%s:%d: %s at package level runs at init in the TinyGo build: compile it on first use",
+						rel(f), fset.Position(call.Pos()).Line, types.ExprString(call.Fun))
+				}
+				return true
+			})
+		}
+	}
+	if vars < 20 {
+		t.Fatalf("found %d package-level var declarations; the walk changed", vars)
+	}
 }
