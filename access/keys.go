@@ -60,6 +60,10 @@ type Keys struct {
 	Now clock.Clock
 	// CacheFor is how long a row read is used (0: DefaultCacheFor).
 	CacheFor time.Duration
+	// Admit, when set, is asked before each read of a row the isolate does
+	// not hold: false refuses the check with 429 RATE_LIMITED, so that a
+	// flood of made-up keys cannot spend D1's reads.
+	Admit func(now time.Time) bool
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -93,6 +97,8 @@ var (
 	errInvalid = &Error{401, "INVALID_KEY", "unknown key or wrong secret"}
 	errRevoked = &Error{401, "KEY_REVOKED", "this key was revoked"}
 	errExpired = &Error{401, "KEY_EXPIRED", "this key has expired"}
+	// errRateLimited: Keys.Admit refused a read.
+	errRateLimited = &Error{429, "RATE_LIMITED", "too many checks of keys this isolate has not seen: wait a second and try again"}
 )
 
 // ErrKeyNotFound is a revocation of an id no key has.
@@ -141,6 +147,9 @@ func (k *Keys) row(ctx context.Context, id string, now time.Time) (cached, error
 	k.mu.Unlock()
 	if ok && now.Sub(c.at) < k.cacheFor() && !now.Before(c.at) {
 		return c, nil
+	}
+	if k.Admit != nil && !k.Admit(now) {
+		return cached{}, errRateLimited
 	}
 	c = cached{at: now}
 	err := k.DB.QueryRowContext(ctx, `SELECT name, role, secret_hash, expires_at, revoked_at, last_used_at FROM api_keys WHERE id = ?`, id).

@@ -291,3 +291,31 @@ func TestValidNameIsThePattern(t *testing.T) {
 		}
 	}
 }
+
+// Admit is asked before each read of a row the isolate does not hold, and
+// a refusal reads nothing: 429 RATE_LIMITED; rows it holds need no leave.
+func TestAdmitBoundsTheReadsOfUnknownKeys(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_800_000_000_000)
+	leave := 2
+	asked := 0
+	k := &Keys{DB: sqlitetest.New(t), Now: func() time.Time { return now }, Admit: func(time.Time) bool { asked++; leave--; return leave >= 0 }}
+	_, token, _ := k.Create(ctx, "k", Viewer, nil, "admin")
+	if _, err := k.Authenticate(ctx, token); err != nil || asked != 1 {
+		t.Fatalf("first: %v, asked %d", err, asked)
+	}
+	if _, err := k.Authenticate(ctx, token); err != nil || asked != 1 {
+		t.Fatalf("a held row: %v, asked %d", err, asked)
+	}
+	bogus := "rdk_0123456789abcdef_" + strings.Repeat("A", 43)
+	if _, err := k.Authenticate(ctx, bogus); code(err) != "INVALID_KEY" {
+		t.Fatalf("unknown: %v", err)
+	}
+	other := "rdk_fedcba9876543210_" + strings.Repeat("A", 43)
+	if _, err := k.Authenticate(ctx, other); code(err) != "RATE_LIMITED" || asked != 3 {
+		t.Fatalf("past the leave: %v, asked %d", err, asked)
+	}
+	if _, err := k.Authenticate(ctx, token); err != nil {
+		t.Fatalf("a held row past the leave: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/redrive/redrive/access"
 	"github.com/redrive/redrive/dlq"
@@ -103,10 +104,25 @@ func (a *API) keyRevoke(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// An isolate reads at most keyReadsPerSecond rows of keys it does not
+// hold (after a burst of keyReadBurst): each distinct key is read once per
+// access.DefaultCacheFor, so that is 300 keys in use per isolate, and a
+// flood of made-up keys costs at most that many D1 reads a second.
+const (
+	keyReadBurst      = 50
+	keyReadsPerSecond = 10
+)
+
 // keys returns the API's named keys (api_keys in DB), made on first use:
 // one per isolate, whose cache every request shares.
 func (a *API) keys() *access.Keys {
-	a.keysOnce.Do(func() { a.keyStore = &access.Keys{DB: a.DB, Now: a.Clock} })
+	a.keysOnce.Do(func() {
+		limit := newRateLimit(keyReadBurst, keyReadsPerSecond)
+		a.keyStore = &access.Keys{DB: a.DB, Now: a.Clock, Admit: func(now time.Time) bool {
+			_, ok := limit.take(now)
+			return ok
+		}}
+	})
 	return a.keyStore
 }
 

@@ -157,3 +157,23 @@ func dataInto(env envelope, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
+
+// A flood of made-up keys is read from D1 at most keyReadBurst times (then
+// keyReadsPerSecond a second): past that, 429 RATE_LIMITED without a read.
+func TestMadeUpKeysCannotSpendD1Reads(t *testing.T) {
+	api, _, _ := everyRouteAPI(t)
+	limited := 0
+	for i := range keyReadBurst + 20 {
+		rec, env := checkedDo(t, api, "GET", "/admin/dlq", "", bearer(fmt.Sprintf("rdk_%016x_%s", i, strings.Repeat("A", 43))))
+		switch {
+		case rec.Code == 429 && env.Error.Code == "RATE_LIMITED":
+			limited++
+		case rec.Code != 401 || env.Error.Code != "INVALID_KEY":
+			t.Fatalf("made-up key %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	// The clock runs on between requests: a few more may be read.
+	if limited < 10 {
+		t.Fatalf("%d of %d made-up keys limited", limited, keyReadBurst+20)
+	}
+}
