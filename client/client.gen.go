@@ -1921,6 +1921,15 @@ type InternalError struct {
 	Success   interface{}        `json:"success"`
 }
 
+// KeyRateLimited defines model for KeyRateLimited.
+type KeyRateLimited struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+}
+
 // MethodNotAllowed defines model for MethodNotAllowed.
 type MethodNotAllowed struct {
 	Error struct {
@@ -5824,6 +5833,11 @@ type AlertsResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// AlertsResponse429Headers the declared response headers of an HTTP 429 response for Alerts
+type AlertsResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // AlertsResponse500Headers the declared response headers of an HTTP 500 response for Alerts
 type AlertsResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -5849,6 +5863,8 @@ type AlertsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -5861,6 +5877,8 @@ type AlertsResponse struct {
 	Headers401 *AlertsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *AlertsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AlertsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AlertsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5889,6 +5907,11 @@ func (r AlertsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AlertsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AlertsResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6129,6 +6152,11 @@ type AuditLogResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// AuditLogResponse429Headers the declared response headers of an HTTP 429 response for AuditLog
+type AuditLogResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // AuditLogResponse500Headers the declared response headers of an HTTP 500 response for AuditLog
 type AuditLogResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -6154,6 +6182,8 @@ type AuditLogResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6166,6 +6196,8 @@ type AuditLogResponse struct {
 	Headers401 *AuditLogResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *AuditLogResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AuditLogResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AuditLogResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6194,6 +6226,11 @@ func (r AuditLogResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AuditLogResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AuditLogResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6260,6 +6297,11 @@ type BeerResponse404Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// BeerResponse429Headers the declared response headers of an HTTP 429 response for Beer
+type BeerResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // BeerResponse500Headers the declared response headers of an HTTP 500 response for Beer
 type BeerResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -6293,6 +6335,8 @@ type BeerResponse struct {
 		RequestId openapi_types.UUID `json:"requestId"`
 		Success   interface{}        `json:"success"`
 	}
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6313,6 +6357,8 @@ type BeerResponse struct {
 	Headers403 *BeerResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *BeerResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BeerResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *BeerResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6352,6 +6398,11 @@ func (r BeerResponse) GetJSON404() *struct {
 	Success   interface{}        `json:"success"`
 } {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BeerResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6419,6 +6470,11 @@ type ListDLQResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ListDLQResponse429Headers the declared response headers of an HTTP 429 response for ListDLQ
+type ListDLQResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ListDLQResponse500Headers the declared response headers of an HTTP 500 response for ListDLQ
 type ListDLQResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -6444,6 +6500,8 @@ type ListDLQResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6456,6 +6514,8 @@ type ListDLQResponse struct {
 	Headers401 *ListDLQResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListDLQResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDLQResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ListDLQResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6484,6 +6544,11 @@ func (r ListDLQResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListDLQResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListDLQResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6555,6 +6620,11 @@ type AcknowledgeDLQResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// AcknowledgeDLQResponse429Headers the declared response headers of an HTTP 429 response for AcknowledgeDLQ
+type AcknowledgeDLQResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // AcknowledgeDLQResponse500Headers the declared response headers of an HTTP 500 response for AcknowledgeDLQ
 type AcknowledgeDLQResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -6584,6 +6654,8 @@ type AcknowledgeDLQResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6600,6 +6672,8 @@ type AcknowledgeDLQResponse struct {
 	Headers409 *AcknowledgeDLQResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *AcknowledgeDLQResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcknowledgeDLQResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *AcknowledgeDLQResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6638,6 +6712,11 @@ func (r AcknowledgeDLQResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r AcknowledgeDLQResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AcknowledgeDLQResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6701,6 +6780,11 @@ type ExportDLQResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ExportDLQResponse429Headers the declared response headers of an HTTP 429 response for ExportDLQ
+type ExportDLQResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ExportDLQResponse500Headers the declared response headers of an HTTP 500 response for ExportDLQ
 type ExportDLQResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -6720,6 +6804,8 @@ type ExportDLQResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6732,6 +6818,8 @@ type ExportDLQResponse struct {
 	Headers401 *ExportDLQResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ExportDLQResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportDLQResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ExportDLQResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6751,6 +6839,11 @@ func (r ExportDLQResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ExportDLQResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ExportDLQResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6812,6 +6905,11 @@ type DlqGroupsResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// DlqGroupsResponse429Headers the declared response headers of an HTTP 429 response for DlqGroups
+type DlqGroupsResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // DlqGroupsResponse500Headers the declared response headers of an HTTP 500 response for DlqGroups
 type DlqGroupsResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -6837,6 +6935,8 @@ type DlqGroupsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6849,6 +6949,8 @@ type DlqGroupsResponse struct {
 	Headers401 *DlqGroupsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *DlqGroupsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DlqGroupsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DlqGroupsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6877,6 +6979,11 @@ func (r DlqGroupsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r DlqGroupsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DlqGroupsResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6943,6 +7050,11 @@ type ImportDLQResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ImportDLQResponse429Headers the declared response headers of an HTTP 429 response for ImportDLQ
+type ImportDLQResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ImportDLQResponse500Headers the declared response headers of an HTTP 500 response for ImportDLQ
 type ImportDLQResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -6970,6 +7082,8 @@ type ImportDLQResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -6984,6 +7098,8 @@ type ImportDLQResponse struct {
 	Headers403 *ImportDLQResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ImportDLQResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportDLQResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ImportDLQResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7017,6 +7133,11 @@ func (r ImportDLQResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ImportDLQResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ImportDLQResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -7083,6 +7204,11 @@ type ReleaseDLQResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ReleaseDLQResponse429Headers the declared response headers of an HTTP 429 response for ReleaseDLQ
+type ReleaseDLQResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ReleaseDLQResponse500Headers the declared response headers of an HTTP 500 response for ReleaseDLQ
 type ReleaseDLQResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -7110,6 +7236,8 @@ type ReleaseDLQResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7124,6 +7252,8 @@ type ReleaseDLQResponse struct {
 	Headers403 *ReleaseDLQResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReleaseDLQResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReleaseDLQResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ReleaseDLQResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7157,6 +7287,11 @@ func (r ReleaseDLQResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReleaseDLQResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReleaseDLQResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -7228,6 +7363,11 @@ type ReplayDLQResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ReplayDLQResponse429Headers the declared response headers of an HTTP 429 response for ReplayDLQ
+type ReplayDLQResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ReplayDLQResponse500Headers the declared response headers of an HTTP 500 response for ReplayDLQ
 type ReplayDLQResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -7257,6 +7397,8 @@ type ReplayDLQResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7273,6 +7415,8 @@ type ReplayDLQResponse struct {
 	Headers409 *ReplayDLQResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReplayDLQResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReplayDLQResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ReplayDLQResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7311,6 +7455,11 @@ func (r ReplayDLQResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReplayDLQResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReplayDLQResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -7372,6 +7521,11 @@ type ListReplayTasksResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ListReplayTasksResponse429Headers the declared response headers of an HTTP 429 response for ListReplayTasks
+type ListReplayTasksResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ListReplayTasksResponse500Headers the declared response headers of an HTTP 500 response for ListReplayTasks
 type ListReplayTasksResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -7397,6 +7551,8 @@ type ListReplayTasksResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7409,6 +7565,8 @@ type ListReplayTasksResponse struct {
 	Headers401 *ListReplayTasksResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListReplayTasksResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListReplayTasksResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ListReplayTasksResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7437,6 +7595,11 @@ func (r ListReplayTasksResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListReplayTasksResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListReplayTasksResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -7503,6 +7666,11 @@ type CreateReplayTaskResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// CreateReplayTaskResponse429Headers the declared response headers of an HTTP 429 response for CreateReplayTask
+type CreateReplayTaskResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // CreateReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for CreateReplayTask
 type CreateReplayTaskResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -7531,6 +7699,8 @@ type CreateReplayTaskResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7545,6 +7715,8 @@ type CreateReplayTaskResponse struct {
 	Headers403 *CreateReplayTaskResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateReplayTaskResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateReplayTaskResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *CreateReplayTaskResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7579,6 +7751,11 @@ func (r CreateReplayTaskResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateReplayTaskResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateReplayTaskResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -7645,6 +7822,11 @@ type GetReplayTaskResponse404Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// GetReplayTaskResponse429Headers the declared response headers of an HTTP 429 response for GetReplayTask
+type GetReplayTaskResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // GetReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for GetReplayTask
 type GetReplayTaskResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -7679,6 +7861,8 @@ type GetReplayTaskResponse struct {
 		RequestId openapi_types.UUID `json:"requestId"`
 		Success   interface{}        `json:"success"`
 	}
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7693,6 +7877,8 @@ type GetReplayTaskResponse struct {
 	Headers403 *GetReplayTaskResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetReplayTaskResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetReplayTaskResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetReplayTaskResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7733,6 +7919,11 @@ func (r GetReplayTaskResponse) GetJSON404() *struct {
 	Success   interface{}        `json:"success"`
 } {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetReplayTaskResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -7804,6 +7995,11 @@ type CancelReplayTaskResponse409Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// CancelReplayTaskResponse429Headers the declared response headers of an HTTP 429 response for CancelReplayTask
+type CancelReplayTaskResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // CancelReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for CancelReplayTask
 type CancelReplayTaskResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -7840,6 +8036,8 @@ type CancelReplayTaskResponse struct {
 	}
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7856,6 +8054,8 @@ type CancelReplayTaskResponse struct {
 	Headers404 *CancelReplayTaskResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CancelReplayTaskResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelReplayTaskResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *CancelReplayTaskResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7901,6 +8101,11 @@ func (r CancelReplayTaskResponse) GetJSON404() *struct {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r CancelReplayTaskResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CancelReplayTaskResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -7972,6 +8177,11 @@ type PauseReplayTaskResponse409Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// PauseReplayTaskResponse429Headers the declared response headers of an HTTP 429 response for PauseReplayTask
+type PauseReplayTaskResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // PauseReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for PauseReplayTask
 type PauseReplayTaskResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -8008,6 +8218,8 @@ type PauseReplayTaskResponse struct {
 	}
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8024,6 +8236,8 @@ type PauseReplayTaskResponse struct {
 	Headers404 *PauseReplayTaskResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PauseReplayTaskResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PauseReplayTaskResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *PauseReplayTaskResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8069,6 +8283,11 @@ func (r PauseReplayTaskResponse) GetJSON404() *struct {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r PauseReplayTaskResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PauseReplayTaskResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8140,6 +8359,11 @@ type ResumeReplayTaskResponse409Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ResumeReplayTaskResponse429Headers the declared response headers of an HTTP 429 response for ResumeReplayTask
+type ResumeReplayTaskResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ResumeReplayTaskResponse500Headers the declared response headers of an HTTP 500 response for ResumeReplayTask
 type ResumeReplayTaskResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -8176,6 +8400,8 @@ type ResumeReplayTaskResponse struct {
 	}
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8192,6 +8418,8 @@ type ResumeReplayTaskResponse struct {
 	Headers404 *ResumeReplayTaskResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResumeReplayTaskResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResumeReplayTaskResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ResumeReplayTaskResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8237,6 +8465,11 @@ func (r ResumeReplayTaskResponse) GetJSON404() *struct {
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r ResumeReplayTaskResponse) GetJSON409() *Conflict {
 	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResumeReplayTaskResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8298,6 +8531,11 @@ type DlqStatsResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// DlqStatsResponse429Headers the declared response headers of an HTTP 429 response for DlqStats
+type DlqStatsResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // DlqStatsResponse500Headers the declared response headers of an HTTP 500 response for DlqStats
 type DlqStatsResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -8323,6 +8561,8 @@ type DlqStatsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8335,6 +8575,8 @@ type DlqStatsResponse struct {
 	Headers401 *DlqStatsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *DlqStatsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DlqStatsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DlqStatsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8363,6 +8605,11 @@ func (r DlqStatsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r DlqStatsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DlqStatsResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8424,6 +8671,11 @@ type DlqTimeseriesResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// DlqTimeseriesResponse429Headers the declared response headers of an HTTP 429 response for DlqTimeseries
+type DlqTimeseriesResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // DlqTimeseriesResponse500Headers the declared response headers of an HTTP 500 response for DlqTimeseries
 type DlqTimeseriesResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -8449,6 +8701,8 @@ type DlqTimeseriesResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8461,6 +8715,8 @@ type DlqTimeseriesResponse struct {
 	Headers401 *DlqTimeseriesResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *DlqTimeseriesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DlqTimeseriesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DlqTimeseriesResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8489,6 +8745,11 @@ func (r DlqTimeseriesResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r DlqTimeseriesResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DlqTimeseriesResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8561,6 +8822,11 @@ type DlqMessageResponse405Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// DlqMessageResponse429Headers the declared response headers of an HTTP 429 response for DlqMessage
+type DlqMessageResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // DlqMessageResponse500Headers the declared response headers of an HTTP 500 response for DlqMessage
 type DlqMessageResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -8596,6 +8862,8 @@ type DlqMessageResponse struct {
 	}
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *MethodNotAllowed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8612,6 +8880,8 @@ type DlqMessageResponse struct {
 	Headers404 *DlqMessageResponse404Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
 	Headers405 *DlqMessageResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DlqMessageResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *DlqMessageResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8656,6 +8926,11 @@ func (r DlqMessageResponse) GetJSON404() *struct {
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
 func (r DlqMessageResponse) GetJSON405() *MethodNotAllowed {
 	return r.JSON405
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DlqMessageResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8732,6 +9007,11 @@ type ReplayEditedResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ReplayEditedResponse429Headers the declared response headers of an HTTP 429 response for ReplayEdited
+type ReplayEditedResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ReplayEditedResponse500Headers the declared response headers of an HTTP 500 response for ReplayEdited
 type ReplayEditedResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -8763,6 +9043,8 @@ type ReplayEditedResponse struct {
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8781,6 +9063,8 @@ type ReplayEditedResponse struct {
 	Headers409 *ReplayEditedResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ReplayEditedResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReplayEditedResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ReplayEditedResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8824,6 +9108,11 @@ func (r ReplayEditedResponse) GetJSON409() *Conflict {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReplayEditedResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReplayEditedResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8890,6 +9179,11 @@ type EnrichResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// EnrichResponse429Headers the declared response headers of an HTTP 429 response for Enrich
+type EnrichResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // EnrichResponse500Headers the declared response headers of an HTTP 500 response for Enrich
 type EnrichResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -8917,6 +9211,8 @@ type EnrichResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8937,6 +9233,8 @@ type EnrichResponse struct {
 	Headers403 *EnrichResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *EnrichResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EnrichResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *EnrichResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8970,6 +9268,11 @@ func (r EnrichResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r EnrichResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EnrichResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9042,6 +9345,11 @@ type ResetBreakerResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ResetBreakerResponse429Headers the declared response headers of an HTTP 429 response for ResetBreaker
+type ResetBreakerResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ResetBreakerResponse500Headers the declared response headers of an HTTP 500 response for ResetBreaker
 type ResetBreakerResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9073,6 +9381,8 @@ type ResetBreakerResponse struct {
 	JSON403 *Forbidden
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9087,6 +9397,8 @@ type ResetBreakerResponse struct {
 	Headers403 *ResetBreakerResponse403Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ResetBreakerResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResetBreakerResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ResetBreakerResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9124,6 +9436,11 @@ func (r ResetBreakerResponse) GetJSON403() *Forbidden {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ResetBreakerResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResetBreakerResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9185,6 +9502,11 @@ type JobsResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// JobsResponse429Headers the declared response headers of an HTTP 429 response for Jobs
+type JobsResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // JobsResponse500Headers the declared response headers of an HTTP 500 response for Jobs
 type JobsResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9210,6 +9532,8 @@ type JobsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9222,6 +9546,8 @@ type JobsResponse struct {
 	Headers401 *JobsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *JobsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *JobsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *JobsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9250,6 +9576,11 @@ func (r JobsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r JobsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r JobsResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9311,6 +9642,11 @@ type ListKeysResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ListKeysResponse429Headers the declared response headers of an HTTP 429 response for ListKeys
+type ListKeysResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ListKeysResponse500Headers the declared response headers of an HTTP 500 response for ListKeys
 type ListKeysResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9338,6 +9674,8 @@ type ListKeysResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9350,6 +9688,8 @@ type ListKeysResponse struct {
 	Headers401 *ListKeysResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListKeysResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListKeysResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ListKeysResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9380,6 +9720,11 @@ func (r ListKeysResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ListKeysResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListKeysResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9451,6 +9796,11 @@ type CreateKeyResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// CreateKeyResponse429Headers the declared response headers of an HTTP 429 response for CreateKey
+type CreateKeyResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // CreateKeyResponse500Headers the declared response headers of an HTTP 500 response for CreateKey
 type CreateKeyResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9487,6 +9837,8 @@ type CreateKeyResponse struct {
 	}
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9503,6 +9855,8 @@ type CreateKeyResponse struct {
 	Headers409 *CreateKeyResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateKeyResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateKeyResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *CreateKeyResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9548,6 +9902,11 @@ func (r CreateKeyResponse) GetJSON409() *struct {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateKeyResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateKeyResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9619,6 +9978,11 @@ type RevokeKeyResponse413Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// RevokeKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokeKey
+type RevokeKeyResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // RevokeKeyResponse500Headers the declared response headers of an HTTP 500 response for RevokeKey
 type RevokeKeyResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9654,6 +10018,8 @@ type RevokeKeyResponse struct {
 	}
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9670,6 +10036,8 @@ type RevokeKeyResponse struct {
 	Headers404 *RevokeKeyResponse404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *RevokeKeyResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeKeyResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *RevokeKeyResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9714,6 +10082,11 @@ func (r RevokeKeyResponse) GetJSON404() *struct {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RevokeKeyResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeKeyResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9775,6 +10148,11 @@ type MetricsResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// MetricsResponse429Headers the declared response headers of an HTTP 429 response for Metrics
+type MetricsResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // MetricsResponse500Headers the declared response headers of an HTTP 500 response for Metrics
 type MetricsResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9794,6 +10172,8 @@ type MetricsResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9806,6 +10186,8 @@ type MetricsResponse struct {
 	Headers401 *MetricsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *MetricsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MetricsResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *MetricsResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9825,6 +10207,11 @@ func (r MetricsResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r MetricsResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MetricsResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9886,6 +10273,11 @@ type OpenAPIResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// OpenAPIResponse429Headers the declared response headers of an HTTP 429 response for OpenAPI
+type OpenAPIResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // OpenAPIResponse500Headers the declared response headers of an HTTP 500 response for OpenAPI
 type OpenAPIResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -9907,6 +10299,8 @@ type OpenAPIResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -9919,6 +10313,8 @@ type OpenAPIResponse struct {
 	Headers401 *OpenAPIResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *OpenAPIResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *OpenAPIResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *OpenAPIResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9943,6 +10339,11 @@ func (r OpenAPIResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r OpenAPIResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r OpenAPIResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10004,6 +10405,11 @@ type PipelinesResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// PipelinesResponse429Headers the declared response headers of an HTTP 429 response for Pipelines
+type PipelinesResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // PipelinesResponse500Headers the declared response headers of an HTTP 500 response for Pipelines
 type PipelinesResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -10029,6 +10435,8 @@ type PipelinesResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10041,6 +10449,8 @@ type PipelinesResponse struct {
 	Headers401 *PipelinesResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *PipelinesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PipelinesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *PipelinesResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10069,6 +10479,11 @@ func (r PipelinesResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r PipelinesResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PipelinesResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10130,6 +10545,11 @@ type QueuesResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// QueuesResponse429Headers the declared response headers of an HTTP 429 response for Queues
+type QueuesResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // QueuesResponse500Headers the declared response headers of an HTTP 500 response for Queues
 type QueuesResponse500Headers struct {
 	XRequestID openapi_types.UUID
@@ -10155,6 +10575,8 @@ type QueuesResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -10167,6 +10589,8 @@ type QueuesResponse struct {
 	Headers401 *QueuesResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *QueuesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *QueuesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *QueuesResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10195,6 +10619,11 @@ func (r QueuesResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r QueuesResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r QueuesResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -10992,6 +11421,13 @@ func ParseAlertsResponse(rsp *http.Response) (*AlertsResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11049,6 +11485,16 @@ func ParseAlertsResponse(rsp *http.Response) (*AlertsResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers AlertsResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AlertsResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -11301,6 +11747,13 @@ func ParseAuditLogResponse(rsp *http.Response) (*AuditLogResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11358,6 +11811,16 @@ func ParseAuditLogResponse(rsp *http.Response) (*AuditLogResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers AuditLogResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AuditLogResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -11442,6 +11905,13 @@ func ParseBeerResponse(rsp *http.Response) (*BeerResponse, error) {
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11515,6 +11985,16 @@ func ParseBeerResponse(rsp *http.Response) (*BeerResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers BeerResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers BeerResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -11586,6 +12066,13 @@ func ParseListDLQResponse(rsp *http.Response) (*ListDLQResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11643,6 +12130,16 @@ func ParseListDLQResponse(rsp *http.Response) (*ListDLQResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDLQResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ListDLQResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -11728,6 +12225,13 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11805,6 +12309,16 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcknowledgeDLQResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers AcknowledgeDLQResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -11864,6 +12378,13 @@ func ParseExportDLQResponse(rsp *http.Response) (*ExportDLQResponse, error) {
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -11936,6 +12457,16 @@ func ParseExportDLQResponse(rsp *http.Response) (*ExportDLQResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportDLQResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ExportDLQResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -12007,6 +12538,13 @@ func ParseDlqGroupsResponse(rsp *http.Response) (*DlqGroupsResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12064,6 +12602,16 @@ func ParseDlqGroupsResponse(rsp *http.Response) (*DlqGroupsResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers DlqGroupsResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers DlqGroupsResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -12142,6 +12690,13 @@ func ParseImportDLQResponse(rsp *http.Response) (*ImportDLQResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12209,6 +12764,16 @@ func ParseImportDLQResponse(rsp *http.Response) (*ImportDLQResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ImportDLQResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ImportDLQResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -12287,6 +12852,13 @@ func ParseReleaseDLQResponse(rsp *http.Response) (*ReleaseDLQResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12354,6 +12926,16 @@ func ParseReleaseDLQResponse(rsp *http.Response) (*ReleaseDLQResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReleaseDLQResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ReleaseDLQResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -12439,6 +13021,13 @@ func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12516,6 +13105,16 @@ func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReplayDLQResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ReplayDLQResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -12587,6 +13186,13 @@ func ParseListReplayTasksResponse(rsp *http.Response) (*ListReplayTasksResponse,
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12644,6 +13250,16 @@ func ParseListReplayTasksResponse(rsp *http.Response) (*ListReplayTasksResponse,
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListReplayTasksResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ListReplayTasksResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -12723,6 +13339,13 @@ func ParseCreateReplayTaskResponse(rsp *http.Response) (*CreateReplayTaskRespons
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12790,6 +13413,16 @@ func ParseCreateReplayTaskResponse(rsp *http.Response) (*CreateReplayTaskRespons
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateReplayTaskResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers CreateReplayTaskResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -12875,6 +13508,13 @@ func ParseGetReplayTaskResponse(rsp *http.Response) (*GetReplayTaskResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12942,6 +13582,16 @@ func ParseGetReplayTaskResponse(rsp *http.Response) (*GetReplayTaskResponse, err
 			headers.XRequestID = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetReplayTaskResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetReplayTaskResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13034,6 +13684,13 @@ func ParseCancelReplayTaskResponse(rsp *http.Response) (*CancelReplayTaskRespons
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13111,6 +13768,16 @@ func ParseCancelReplayTaskResponse(rsp *http.Response) (*CancelReplayTaskRespons
 			headers.XRequestID = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelReplayTaskResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers CancelReplayTaskResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13203,6 +13870,13 @@ func ParsePauseReplayTaskResponse(rsp *http.Response) (*PauseReplayTaskResponse,
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13280,6 +13954,16 @@ func ParsePauseReplayTaskResponse(rsp *http.Response) (*PauseReplayTaskResponse,
 			headers.XRequestID = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PauseReplayTaskResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers PauseReplayTaskResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13372,6 +14056,13 @@ func ParseResumeReplayTaskResponse(rsp *http.Response) (*ResumeReplayTaskRespons
 		}
 		response.JSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13449,6 +14140,16 @@ func ParseResumeReplayTaskResponse(rsp *http.Response) (*ResumeReplayTaskRespons
 			headers.XRequestID = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResumeReplayTaskResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ResumeReplayTaskResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13520,6 +14221,13 @@ func ParseDlqStatsResponse(rsp *http.Response) (*DlqStatsResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13577,6 +14285,16 @@ func ParseDlqStatsResponse(rsp *http.Response) (*DlqStatsResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers DlqStatsResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers DlqStatsResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13648,6 +14366,13 @@ func ParseDlqTimeseriesResponse(rsp *http.Response) (*DlqTimeseriesResponse, err
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13705,6 +14430,16 @@ func ParseDlqTimeseriesResponse(rsp *http.Response) (*DlqTimeseriesResponse, err
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers DlqTimeseriesResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers DlqTimeseriesResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13796,6 +14531,13 @@ func ParseDlqMessageResponse(rsp *http.Response) (*DlqMessageResponse, error) {
 		}
 		response.JSON405 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13880,6 +14622,16 @@ func ParseDlqMessageResponse(rsp *http.Response) (*DlqMessageResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers DlqMessageResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers DlqMessageResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13972,6 +14724,13 @@ func ParseReplayEditedResponse(rsp *http.Response) (*ReplayEditedResponse, error
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14059,6 +14818,16 @@ func ParseReplayEditedResponse(rsp *http.Response) (*ReplayEditedResponse, error
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReplayEditedResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ReplayEditedResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -14137,6 +14906,13 @@ func ParseEnrichResponse(rsp *http.Response) (*EnrichResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14210,6 +14986,16 @@ func ParseEnrichResponse(rsp *http.Response) (*EnrichResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers EnrichResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers EnrichResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -14292,6 +15078,13 @@ func ParseResetBreakerResponse(rsp *http.Response) (*ResetBreakerResponse, error
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14359,6 +15152,16 @@ func ParseResetBreakerResponse(rsp *http.Response) (*ResetBreakerResponse, error
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResetBreakerResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ResetBreakerResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -14430,6 +15233,13 @@ func ParseJobsResponse(rsp *http.Response) (*JobsResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14487,6 +15297,16 @@ func ParseJobsResponse(rsp *http.Response) (*JobsResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers JobsResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers JobsResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -14560,6 +15380,13 @@ func ParseListKeysResponse(rsp *http.Response) (*ListKeysResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14617,6 +15444,16 @@ func ParseListKeysResponse(rsp *http.Response) (*ListKeysResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListKeysResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ListKeysResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -14709,6 +15546,13 @@ func ParseCreateKeyResponse(rsp *http.Response) (*CreateKeyResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14786,6 +15630,16 @@ func ParseCreateKeyResponse(rsp *http.Response) (*CreateKeyResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateKeyResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers CreateKeyResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -14877,6 +15731,13 @@ func ParseRevokeKeyResponse(rsp *http.Response) (*RevokeKeyResponse, error) {
 		}
 		response.JSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14954,6 +15815,16 @@ func ParseRevokeKeyResponse(rsp *http.Response) (*RevokeKeyResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevokeKeyResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers RevokeKeyResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -15014,6 +15885,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15071,6 +15949,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers MetricsResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers MetricsResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -15138,6 +16026,13 @@ func ParseOpenAPIResponse(rsp *http.Response) (*OpenAPIResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15195,6 +16090,16 @@ func ParseOpenAPIResponse(rsp *http.Response) (*OpenAPIResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers OpenAPIResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers OpenAPIResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -15266,6 +16171,13 @@ func ParsePipelinesResponse(rsp *http.Response) (*PipelinesResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15323,6 +16235,16 @@ func ParsePipelinesResponse(rsp *http.Response) (*PipelinesResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers PipelinesResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers PipelinesResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -15394,6 +16316,13 @@ func ParseQueuesResponse(rsp *http.Response) (*QueuesResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15451,6 +16380,16 @@ func ParseQueuesResponse(rsp *http.Response) (*QueuesResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers QueuesResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers QueuesResponse500Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
