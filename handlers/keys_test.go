@@ -177,3 +177,26 @@ func TestMadeUpKeysCannotSpendD1Reads(t *testing.T) {
 		t.Fatalf("%d of %d made-up keys limited", limited, keyReadBurst+20)
 	}
 }
+
+// A key is not checked while the pair is half configured (503
+// NOT_CONFIGURED, as for the pair), and a key D1 cannot be asked about is
+// 503 D1_UNAVAILABLE, not a 401 that would look like a bad key.
+func TestKeyAnswersWhenTheWorkerCannotCheckIt(t *testing.T) {
+	api, _, _ := everyRouteAPI(t)
+	token := createKey(t, api, "k", access.Admin)
+	half, _, _ := everyRouteAPI(t)
+	half.DB = api.DB
+	half.Auth.AdminSecret = ""
+	if rec, env := checkedDo(t, half, "GET", "/admin/dlq", "", bearer(token)); rec.Code != 503 || env.Error.Code != "NOT_CONFIGURED" {
+		t.Fatalf("half the pair: %d %s", rec.Code, rec.Body)
+	}
+	gone, _, _ := everyRouteAPI(t)
+	gone.DB = api.DB
+	if _, err := api.DB.Exec(`DROP TABLE api_keys`); err != nil {
+		t.Fatal(err)
+	}
+	rec, env := checkedDo(t, gone, "GET", "/admin/dlq", "", bearer(token))
+	if rec.Code != 503 || env.Error.Code != "D1_UNAVAILABLE" || strings.Contains(rec.Body.String(), "api_keys") {
+		t.Fatalf("D1 failing: %d %s", rec.Code, rec.Body)
+	}
+}
