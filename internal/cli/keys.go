@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redrive/redrive/client"
 	"github.com/spf13/cobra"
+
+	"github.com/redrive/redrive/client"
 )
 
 // apiKey is a named key as the API lists it.
