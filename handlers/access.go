@@ -67,7 +67,7 @@ func (a *API) authenticate(r *http.Request, report bool) (access.Principal, *API
 		}
 		return access.PairPrincipal, nil
 	}
-	token, ok := strings.CutPrefix(h, "Bearer ")
+	token, ok := bearerToken(h)
 	switch {
 	case !ok:
 		return access.Principal{}, unauthorized("MALFORMED_CREDENTIAL", "Authorization must be Bearer <key>")
@@ -97,6 +97,11 @@ func (a *API) keyPrincipal(ctx context.Context, token string) (access.Principal,
 	}
 	return p, &APIError{Status: http.StatusServiceUnavailable, Code: "D1_UNAVAILABLE", Message: "the key could not be checked: D1 did not answer"}
 }
+
+// bearerToken returns the token of an Authorization value "Bearer <token>",
+// spelled as openapi.json's bearer schemes are (the one parse the check and
+// the audit's fingerprint share).
+func bearerToken(h string) (string, bool) { return strings.CutPrefix(h, "Bearer ") }
 
 func unauthorized(code, msg string) *APIError {
 	return &APIError{Status: http.StatusUnauthorized, Code: code, Message: msg}

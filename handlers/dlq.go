@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/redrive/redrive/access"
 	"github.com/redrive/redrive/dlq"
@@ -323,7 +322,7 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) requester(r *http.Request) dlq.Requester {
 	key := r.Header.Get("X-API-Key")
-	if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && !principalOf(r).Pair {
+	if token, ok := bearerToken(r.Header.Get("Authorization")); ok && !principalOf(r).Pair {
 		key = token // a named key or REPORT_TOKEN: its own fingerprint
 	}
 	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(key)}
