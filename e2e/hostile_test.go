@@ -535,7 +535,7 @@ func TestAdminAuditErrorIsACodeNotD1Text(t *testing.T) {
 	prefix := newPrefix("auditerr")
 	trigger := "refuse_" + prefix
 	shared.Exec(t, seedSQL(prefix, 1, 1, time.Now().UnixMilli(), "beer-enrichment")+`;
-		CREATE TRIGGER `+trigger+` BEFORE UPDATE OF status ON dlq_messages WHEN OLD.beer_id = '`+prefix+`-b-0'
+		CREATE TRIGGER `+trigger+` BEFORE UPDATE OF status ON dlq_messages WHEN OLD.row_key = '`+prefix+`-b-0'
 		BEGIN SELECT RAISE(ABORT, 'refused by the test trigger `+prefix+`'); END`)
 	t.Cleanup(func() { shared.Exec(t, `DROP TRIGGER IF EXISTS `+trigger) })
 	id := ownIDs(t, shared, prefix)[0]
