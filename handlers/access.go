@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -85,12 +84,11 @@ func (a *API) authenticate(r *http.Request, report bool) (access.Principal, *API
 // keyPrincipal authenticates a named key's token.
 func (a *API) keyPrincipal(ctx context.Context, token string) (access.Principal, *APIError) {
 	p, err := a.keys().Authenticate(ctx, token)
-	var e *access.Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return p, nil
-	case errors.As(err, &e):
-		return p, &APIError{Status: e.Status, Code: e.Code, Message: e.Message}
+	}
+	if e, ok := accessError(err); ok {
+		return p, e
 	}
 	if a.Log != nil {
 		a.Log.ErrorContext(ctx, "key authentication: d1 unreachable", "request_id", RequestID(ctx), "error", err.Error())

@@ -91,11 +91,8 @@ func (b breakerResetData) AuditCounts() any { return map[string]any{"previous_st
 // succeed yet, or after fixing the API key. The waiting beers go back to
 // the queue on the catch-up's next run.
 func (a *API) breakerReset(w http.ResponseWriter, r *http.Request) error {
-	if r.ContentLength > 0 {
-		var body struct{}
-		if err := decodeJSON(w, r, &body); err != nil {
-			return err
-		}
+	if err := decodeEmptyBody(w, r); err != nil {
+		return err
 	}
 	start := dlq.AuditStart{Action: dlq.ActionBreakerReset, Requester: a.requester(r)}
 	res, err := a.auditLog().Run(r.Context(), start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {

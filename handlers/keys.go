@@ -82,11 +82,8 @@ func (a *API) keyList(w http.ResponseWriter, r *http.Request) error {
 // access.DefaultCacheFor in the others.
 func (a *API) keyRevoke(w http.ResponseWriter, r *http.Request) error {
 	keys := a.keys()
-	if r.ContentLength > 0 {
-		var body struct{}
-		if err := decodeJSON(w, r, &body); err != nil {
-			return err
-		}
+	if err := decodeEmptyBody(w, r); err != nil {
+		return err
 	}
 	id, by := r.PathValue("id"), principalOf(r).Name
 	start := dlq.AuditStart{Action: dlq.ActionKeyRevoke, Requester: a.requester(r)}
@@ -129,9 +126,17 @@ func (a *API) keys() *access.Keys {
 // keyError is err as the API answers it: an *access.Error's status and
 // code, anything else as it is.
 func keyError(err error) error {
-	var e *access.Error
-	if errors.As(err, &e) {
-		return &APIError{Status: e.Status, Code: e.Code, Message: e.Message}
+	if e, ok := accessError(err); ok {
+		return e
 	}
 	return err
+}
+
+// accessError is an *access.Error as an *APIError.
+func accessError(err error) (*APIError, bool) {
+	var e *access.Error
+	if !errors.As(err, &e) {
+		return nil, false
+	}
+	return &APIError{Status: e.Status, Code: e.Code, Message: e.Message}, true
 }

@@ -29,3 +29,13 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	return decodeStrict(body, v)
 }
+
+// decodeEmptyBody accepts what a route without parameters takes as its
+// body: none, or an empty JSON object (anything else is decodeJSON's 4xx).
+func decodeEmptyBody(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength <= 0 {
+		return nil
+	}
+	var body struct{}
+	return decodeJSON(w, r, &body)
+}
