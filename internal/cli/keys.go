@@ -11,19 +11,6 @@ import (
 	"github.com/redrive/redrive/client"
 )
 
-// apiKey is a named key as the API lists it.
-type apiKey struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Role       string `json:"role"`
-	CreatedBy  string `json:"created_by"`
-	CreatedAt  int64  `json:"created_at"`
-	ExpiresAt  *int64 `json:"expires_at"`
-	RevokedAt  *int64 `json:"revoked_at"`
-	LastUsedAt *int64 `json:"last_used_at"`
-	Token      string `json:"token"`
-}
-
 func (a *app) keysCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys",
@@ -103,27 +90,34 @@ func (a *app) keyCall(call func(context.Context, *client.ClientWithResponses) (j
 		if a.json {
 			return a.printJSON(data)
 		}
-		var keys []apiKey
+		// A list, or one key (with its token when just created).
+		var keys []client.CreatedApiKey
 		var list struct {
-			Keys []apiKey `json:"keys"`
+			Keys []client.CreatedApiKey `json:"keys"`
 		}
 		if json.Unmarshal(data, &list) == nil && list.Keys != nil {
 			keys = list.Keys
 		} else {
-			var one apiKey
+			var one client.CreatedApiKey
 			if err := json.Unmarshal(data, &one); err != nil {
 				return err
 			}
-			keys = []apiKey{one}
+			keys = []client.CreatedApiKey{one}
 		}
 		return a.showKeys(keys)
 	}
 }
 
-func (a *app) showKeys(keys []apiKey) error {
+func (a *app) showKeys(keys []client.CreatedApiKey) error {
 	t := newTable(a.env.Stdout, "ID", "NAME", "ROLE", "CREATED BY", "CREATED", "EXPIRES", "REVOKED", "LAST USED")
+	at := func(p *int) any { // the generated client's times are ints
+		if p == nil {
+			return nil
+		}
+		return ms(*p)
+	}
 	for _, k := range keys {
-		t.row(k.ID, k.Name, k.Role, k.CreatedBy, ms(k.CreatedAt), msp(k.ExpiresAt), msp(k.RevokedAt), msp(k.LastUsedAt))
+		t.row(k.Id, k.Name, string(k.Role), k.CreatedBy, ms(k.CreatedAt), at(k.ExpiresAt), at(k.RevokedAt), at(k.LastUsedAt))
 	}
 	if err := t.flush(); err != nil {
 		return err
