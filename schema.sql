@@ -164,10 +164,14 @@ CREATE TABLE IF NOT EXISTS admin_audit (
     counts TEXT,                            -- JSON object: the response's counts
     outcome TEXT NOT NULL,                  -- started | ok | partial | failed | error
     error TEXT,                             -- JSON object {code, message} when outcome is error
-    finished_at INTEGER
+    finished_at INTEGER,
+    principal TEXT,                         -- who acted: key:<name>, access:<email>, admin (0036)
+    source_queue TEXT                       -- the one queue the entry concerns; NULL: several or unknown (0036)
 );
 CREATE INDEX IF NOT EXISTS idx_admin_audit_action ON admin_audit(action, id);
 CREATE INDEX IF NOT EXISTS idx_admin_audit_at ON admin_audit(at);
+CREATE INDEX IF NOT EXISTS idx_admin_audit_principal ON admin_audit(principal, id) WHERE principal IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_admin_audit_queue ON admin_audit(source_queue, id) WHERE source_queue IS NOT NULL;
 
 -- dlq_messages: partial indexes, each holding only the rows its queries ask
 -- for (migrations/0012): a capture writes none of them, an acknowledge one,
@@ -373,7 +377,8 @@ CREATE TABLE IF NOT EXISTS replay_tasks (
     created_by TEXT NOT NULL,               -- key fingerprint
     request_id TEXT NOT NULL,
     canary TEXT,                            -- JSON {size, min_success_ratio, observe_minutes}; NULL: none (0021)
-    canary_result TEXT                      -- JSON {succeeded, failed_again, ratio, passed, reasons}; NULL while undecided
+    canary_result TEXT,                     -- JSON {succeeded, failed_again, ratio, passed, reasons}; NULL while undecided
+    principal TEXT                          -- who created it (0036)
 );
 -- The cron reads only the tasks it may advance.
 CREATE INDEX IF NOT EXISTS idx_replay_tasks_active ON replay_tasks(id) WHERE state IN ('running', 'canary');
@@ -465,5 +470,6 @@ CREATE TABLE IF NOT EXISTS api_keys (
     expires_at INTEGER,             -- NULL: never
     revoked_at INTEGER,
     revoked_by TEXT,
-    last_used_at INTEGER            -- written at most once a minute
+    last_used_at INTEGER,           -- written at most once a minute
+    pipelines TEXT                  -- JSON array of pipeline names; NULL: every pipeline (0036)
 ) WITHOUT ROWID;

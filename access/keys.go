@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -42,15 +43,17 @@ func validName(s string) bool {
 
 // Key is a named API key as the API lists it: never its secret.
 type Key struct {
-	ID         string  `json:"id"`
-	Name       string  `json:"name"`
-	Role       Role    `json:"role"`
-	CreatedBy  string  `json:"created_by"`
-	CreatedAt  int64   `json:"created_at"`
-	ExpiresAt  *int64  `json:"expires_at"`
-	RevokedAt  *int64  `json:"revoked_at"`
-	RevokedBy  *string `json:"revoked_by"`
-	LastUsedAt *int64  `json:"last_used_at"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+	// Pipelines limits the key to these pipelines (null: every pipeline).
+	Pipelines  []string `json:"pipelines"`
+	CreatedBy  string   `json:"created_by"`
+	CreatedAt  int64    `json:"created_at"`
+	ExpiresAt  *int64   `json:"expires_at"`
+	RevokedAt  *int64   `json:"revoked_at"`
+	RevokedBy  *string  `json:"revoked_by"`
+	LastUsedAt *int64   `json:"last_used_at"`
 }
 
 // Keys keeps the named API keys in D1 (api_keys) and authenticates their
@@ -79,6 +82,7 @@ type cached struct {
 // keyRow is what authentication needs of a key's row.
 type keyRow struct {
 	name, role, hash     string
+	pipelines            sql.NullString
 	expiresAt, revokedAt sql.NullInt64
 	lastUsedAt           sql.NullInt64
 }
@@ -137,7 +141,7 @@ func (k *Keys) Authenticate(ctx context.Context, token string) (Principal, error
 		return Principal{}, errExpired
 	}
 	k.touch(ctx, id, c, now)
-	return Principal{Name: "key:" + c.row.name, Role: Role(c.row.role)}, nil
+	return Principal{Name: "key:" + c.row.name, Role: Role(c.row.role), Pipelines: pipelinesOf(c.row.pipelines)}, nil
 }
 
 // row returns id's row from the cache, or reads it (one row) and keeps it.
@@ -152,8 +156,8 @@ func (k *Keys) row(ctx context.Context, id string, now time.Time) (cached, error
 		return cached{}, errRateLimited
 	}
 	c = cached{at: now}
-	err := k.DB.QueryRowContext(ctx, `SELECT name, role, secret_hash, expires_at, revoked_at, last_used_at FROM api_keys WHERE id = ?`, id).
-		Scan(&c.row.name, &c.row.role, &c.row.hash, &c.row.expiresAt, &c.row.revokedAt, &c.row.lastUsedAt)
+	err := k.DB.QueryRowContext(ctx, `SELECT name, role, secret_hash, pipelines, expires_at, revoked_at, last_used_at FROM api_keys WHERE id = ?`, id).
+		Scan(&c.row.name, &c.row.role, &c.row.hash, &c.row.pipelines, &c.row.expiresAt, &c.row.revokedAt, &c.row.lastUsedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		c.absent = true
 	} else if err != nil {
@@ -194,46 +198,95 @@ func (k *Keys) touch(ctx context.Context, id string, c cached, now time.Time) {
 		ms, id, lastUsedEvery.Milliseconds())
 }
 
-// Create makes a key named name with role, expiring at expiresAt (nil:
-// never), created by principal by, and returns it with its token (shown
-// once). A name in use, revoked keys' included, is 409 KEY_EXISTS.
-func (k *Keys) Create(ctx context.Context, name string, role Role, expiresAt *int64, by string) (Key, string, error) {
-	if !validName(name) {
-		return Key{}, "", &Error{400, "INVALID_KEY_NAME", "name must be 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"}
+// KeySpec is what a new key is made of.
+type KeySpec struct {
+	Name string
+	Role Role
+	// Pipelines limits the key to these pipelines (nil: every pipeline;
+	// the caller checks that each is configured).
+	Pipelines []string
+	// ExpiresAt is when the key stops working (Unix ms; nil: never).
+	ExpiresAt *int64
+}
+
+// MaxKeyPipelines bounds the pipelines one key names.
+const MaxKeyPipelines = 32
+
+// check validates s's name, role, pipelines and expiry at now (Unix ms).
+func (s KeySpec) check(now int64) error {
+	if !validName(s.Name) {
+		return &Error{400, "INVALID_KEY_NAME", "name must be 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"}
 	}
-	if _, err := ParseRole(string(role)); err != nil {
-		return Key{}, "", &Error{400, "INVALID_ROLE", err.Error()}
+	if _, err := ParseRole(string(s.Role)); err != nil {
+		return &Error{400, "INVALID_ROLE", err.Error()}
 	}
+	if s.Pipelines != nil && (len(s.Pipelines) == 0 || len(s.Pipelines) > MaxKeyPipelines) {
+		return &Error{400, "INVALID_PIPELINES", fmt.Sprintf("pipelines must name 1 to %d pipelines, or be absent for every pipeline", MaxKeyPipelines)}
+	}
+	if s.ExpiresAt != nil && *s.ExpiresAt <= now {
+		return &Error{400, "INVALID_EXPIRY", "expires_at must be in the future (Unix milliseconds)"}
+	}
+	return nil
+}
+
+// Create makes the key s, created by principal by, and returns it with
+// its token (shown once). A name in use, revoked keys' included, is 409
+// KEY_EXISTS.
+func (k *Keys) Create(ctx context.Context, s KeySpec, by string) (Key, string, error) {
 	now := k.Now.Now().UnixMilli()
-	if expiresAt != nil && *expiresAt <= now {
-		return Key{}, "", &Error{400, "INVALID_EXPIRY", "expires_at must be in the future (Unix milliseconds)"}
+	if err := s.check(now); err != nil {
+		return Key{}, "", err
 	}
 	id, secret, token, err := NewToken()
 	if err != nil {
 		return Key{}, "", err
 	}
-	res, err := k.DB.ExecContext(ctx, `INSERT INTO api_keys(id, name, role, secret_hash, created_by, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, id, name, string(role), SecretHash(secret), by, now, expiresAt)
+	res, err := k.DB.ExecContext(ctx, `INSERT INTO api_keys(id, name, role, secret_hash, created_by, created_at, expires_at, pipelines)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, id, s.Name, string(s.Role), SecretHash(secret), by, now, s.ExpiresAt, pipelinesColumn(s.Pipelines))
 	if err != nil {
 		return Key{}, "", err
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return Key{}, "", &Error{409, "KEY_EXISTS", fmt.Sprintf("a key named %q exists (revoked keys keep their names)", name)}
+		return Key{}, "", &Error{409, "KEY_EXISTS", fmt.Sprintf("a key named %q exists (revoked keys keep their names)", s.Name)}
 	}
-	return Key{ID: id, Name: name, Role: role, CreatedBy: by, CreatedAt: now, ExpiresAt: expiresAt}, token, nil
+	return Key{ID: id, Name: s.Name, Role: s.Role, Pipelines: s.Pipelines, CreatedBy: by, CreatedAt: now, ExpiresAt: s.ExpiresAt}, token, nil
+}
+
+// pipelinesColumn is ps as api_keys.pipelines stores it: a JSON array, or
+// NULL for every pipeline.
+func pipelinesColumn(ps []string) any {
+	if ps == nil {
+		return nil
+	}
+	js, _ := json.Marshal(ps)
+	return string(js)
+}
+
+// pipelinesOf reads api_keys.pipelines (nil: every pipeline). A value that
+// is not an array of names limits the key to no pipeline at all.
+func pipelinesOf(col sql.NullString) []string {
+	if !col.Valid {
+		return nil
+	}
+	var ps []string
+	if json.Unmarshal([]byte(col.String), &ps) != nil || ps == nil {
+		return []string{}
+	}
+	return ps
 }
 
 // keyColumns are the columns of a listed key, in Key's order.
-const keyColumns = `id, name, role, created_by, created_at, expires_at, revoked_at, revoked_by, last_used_at`
+const keyColumns = `id, name, role, pipelines, created_by, created_at, expires_at, revoked_at, revoked_by, last_used_at`
 
 func scanKey(s interface{ Scan(...any) error }) (Key, error) {
 	var key Key
 	var exp, rev, used sql.NullInt64
-	var revBy sql.NullString
-	if err := s.Scan(&key.ID, &key.Name, &key.Role, &key.CreatedBy, &key.CreatedAt, &exp, &rev, &revBy, &used); err != nil {
+	var revBy, pipelines sql.NullString
+	if err := s.Scan(&key.ID, &key.Name, &key.Role, &pipelines, &key.CreatedBy, &key.CreatedAt, &exp, &rev, &revBy, &used); err != nil {
 		return Key{}, err
 	}
 	key.ExpiresAt, key.RevokedAt, key.LastUsedAt = optInt(exp), optInt(rev), optInt(used)
+	key.Pipelines = pipelinesOf(pipelines)
 	if revBy.Valid {
 		key.RevokedBy = &revBy.String
 	}

@@ -60,6 +60,19 @@ type Principal struct {
 	// Pair is true for the operator's pair of secrets (API_KEY with
 	// ADMIN_SECRET), which also opens the development routes.
 	Pair bool
+	// Pipelines limits the principal to these pipelines' rows (nil: every
+	// pipeline): see Scoped.
+	Pipelines []string
+}
+
+// Scoped reports whether p is limited to some pipelines: it sees and acts
+// on their rows only, and a route about no pipeline in particular (the
+// metrics, the breaker, enrichment, keys, jobs, alerts) refuses it.
+func (p Principal) Scoped() bool { return p.Pipelines != nil }
+
+// Reaches reports whether p may see the rows of pipeline.
+func (p Principal) Reaches(pipeline string) bool {
+	return !p.Scoped() || slices.Contains(p.Pipelines, pipeline)
 }
 
 // Can reports whether p may do what perm allows.

@@ -926,6 +926,9 @@ type ApiKey struct {
 	// Name Its name, unique among keys (revoked keys keep theirs).
 	Name string `json:"name"`
 
+	// Pipelines The pipelines the key is limited to (it sees and acts on their rows alone); null: every pipeline.
+	Pipelines *[]string `json:"pipelines"`
+
 	// RevokedAt Unix ms; null: not revoked.
 	RevokedAt *int       `json:"revoked_at"`
 	RevokedBy *string    `json:"revoked_by"`
@@ -971,7 +974,10 @@ type AuditEntry struct {
 	KeyFingerprint string            `json:"key_fingerprint"`
 	Note           *string           `json:"note"`
 	Outcome        AuditEntryOutcome `json:"outcome"`
-	RequestId      string            `json:"request_id"`
+
+	// Principal Who acted: key:<name> (a named key), access:<email> (Cloudflare Access), admin (the pair of secrets), report-token; null for entries written before principals were recorded.
+	Principal *string `json:"principal"`
+	RequestId string  `json:"request_id"`
 }
 
 // AuditEntryAction defines model for AuditEntry.Action.
@@ -1072,6 +1078,9 @@ type CreatedApiKey struct {
 
 	// Name Its name, unique among keys (revoked keys keep theirs).
 	Name string `json:"name"`
+
+	// Pipelines The pipelines the key is limited to (it sees and acts on their rows alone); null: every pipeline.
+	Pipelines *[]string `json:"pipelines"`
 
 	// RevokedAt Unix ms; null: not revoked.
 	RevokedAt *int              `json:"revoked_at"`
@@ -1709,7 +1718,10 @@ type RowAuditEntry struct {
 	MatchedBy interface{}          `json:"matched_by"`
 	Note      *string              `json:"note"`
 	Outcome   RowAuditEntryOutcome `json:"outcome"`
-	RequestId string               `json:"request_id"`
+
+	// Principal Who acted: key:<name> (a named key), access:<email> (Cloudflare Access), admin (the pair of secrets), report-token; null for entries written before principals were recorded.
+	Principal *string `json:"principal"`
+	RequestId string  `json:"request_id"`
 }
 
 // RowAuditEntryAction defines model for RowAuditEntry.Action.
@@ -1844,9 +1856,12 @@ type Task struct {
 	LastStepAt *int   `json:"last_step_at"`
 
 	// Matched Replayable pending rows matching at creation.
-	Matched       int `json:"matched"`
-	RatePerMinute int `json:"rate_per_minute"`
-	Remaining     int `json:"remaining"`
+	Matched int `json:"matched"`
+
+	// Principal Who acted: key:<name> (a named key), access:<email> (Cloudflare Access), admin (the pair of secrets), report-token; null for entries written before principals were recorded.
+	Principal     *string `json:"principal"`
+	RatePerMinute int     `json:"rate_per_minute"`
+	Remaining     int     `json:"remaining"`
 
 	// SendFailed Rows whose send failed: back to pending, not sent again by the task.
 	SendFailed int       `json:"send_failed"`
@@ -1979,6 +1994,9 @@ type Unauthorized struct {
 type AuditLogParams struct {
 	// Action Filter by action.
 	Action *AuditLogParamsAction `form:"action,omitempty" json:"action,omitempty"`
+
+	// Principal Keep the entries of one principal (key:<name>, access:<email>, admin).
+	Principal *string `form:"principal,omitempty" json:"principal,omitempty"`
 
 	// Limit Page size; out of range is 400 INVALID_LIMIT.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -2151,8 +2169,11 @@ type ResetBreaker200JSONResponseBodyDataPreviousState string
 // CreateKeyJSONBody defines parameters for CreateKey.
 type CreateKeyJSONBody struct {
 	// ExpiresAt Unix ms, in the future; absent or null: never.
-	ExpiresAt *int                  `json:"expires_at,omitempty"`
-	Name      string                `json:"name"`
+	ExpiresAt *int   `json:"expires_at,omitempty"`
+	Name      string `json:"name"`
+
+	// Pipelines Configured pipeline names the key is limited to (400 UNKNOWN_PIPELINE for another); absent or null: every pipeline.
+	Pipelines *[]string             `json:"pipelines,omitempty"`
 	Role      CreateKeyJSONBodyRole `json:"role"`
 }
 
@@ -3859,6 +3880,18 @@ func NewAuditLogRequest(server string, params *AuditLogParams) (*http.Request, e
 		if params.Action != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6610,6 +6643,11 @@ type AcknowledgeDLQResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// AcknowledgeDLQResponse404Headers the declared response headers of an HTTP 404 response for AcknowledgeDLQ
+type AcknowledgeDLQResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // AcknowledgeDLQResponse409Headers the declared response headers of an HTTP 409 response for AcknowledgeDLQ
 type AcknowledgeDLQResponse409Headers struct {
 	XRequestID openapi_types.UUID
@@ -6650,6 +6688,8 @@ type AcknowledgeDLQResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -6668,6 +6708,8 @@ type AcknowledgeDLQResponse struct {
 	Headers401 *AcknowledgeDLQResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *AcknowledgeDLQResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AcknowledgeDLQResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *AcknowledgeDLQResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -6702,6 +6744,11 @@ func (r AcknowledgeDLQResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AcknowledgeDLQResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AcknowledgeDLQResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -7353,6 +7400,11 @@ type ReplayDLQResponse403Headers struct {
 	XRequestID openapi_types.UUID
 }
 
+// ReplayDLQResponse404Headers the declared response headers of an HTTP 404 response for ReplayDLQ
+type ReplayDLQResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
 // ReplayDLQResponse409Headers the declared response headers of an HTTP 409 response for ReplayDLQ
 type ReplayDLQResponse409Headers struct {
 	XRequestID openapi_types.UUID
@@ -7393,6 +7445,8 @@ type ReplayDLQResponse struct {
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -7411,6 +7465,8 @@ type ReplayDLQResponse struct {
 	Headers401 *ReplayDLQResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ReplayDLQResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReplayDLQResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ReplayDLQResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -7445,6 +7501,11 @@ func (r ReplayDLQResponse) GetJSON401() *Unauthorized {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r ReplayDLQResponse) GetJSON403() *Forbidden {
 	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReplayDLQResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -12211,6 +12272,13 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12289,6 +12357,16 @@ func ParseAcknowledgeDLQResponse(rsp *http.Response) (*AcknowledgeDLQResponse, e
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AcknowledgeDLQResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers AcknowledgeDLQResponse409Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
@@ -13007,6 +13085,13 @@ func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13085,6 +13170,16 @@ func ParseReplayDLQResponse(rsp *http.Response) (*ReplayDLQResponse, error) {
 			headers.XRequestID = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReplayDLQResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers ReplayDLQResponse409Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {

@@ -96,6 +96,19 @@ type AuditStart struct {
 	IDs    []int64
 	Filter *Filter
 	Note   string
+	// Queue is the one source queue the action concerns ("": several or
+	// unknown); a scoped credential's audit list shows the entries of its
+	// pipelines' queues (AuditParams.Queues).
+	Queue string
+}
+
+// queue is the source_queue column of s: Queue, else its filter's queue.
+func (s AuditStart) queue() any {
+	q := s.Queue
+	if q == "" && s.Filter != nil {
+		q = s.Filter.SourceQueue
+	}
+	return NullIfEmpty(q)
 }
 
 // values are the columns every audit row starts with, in auditColumns' order.
@@ -115,16 +128,16 @@ func (s AuditStart) values(at int64) []any {
 	if s.DryRun {
 		dry = 1
 	}
-	return []any{at, s.Action, s.RequestID, s.KeyFingerprint, dry, ids, filter, note}
+	return []any{at, s.Action, s.RequestID, s.KeyFingerprint, dry, ids, filter, note, NullIfEmpty(s.Principal), s.queue()}
 }
 
-const auditColumns = `at, action, request_id, key_fingerprint, dry_run, ids, filter, note`
+const auditColumns = `at, action, request_id, key_fingerprint, dry_run, ids, filter, note, principal, source_queue`
 
 // Begin records the start of an action and returns its audit id.
 func (a Audit) Begin(ctx context.Context, s AuditStart) (int64, error) {
 	var id int64
 	err := a.DB.QueryRowContext(ctx, `INSERT INTO admin_audit(`+auditColumns+`, outcome)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'started') RETURNING id`, s.values(a.Clock.Now().UnixMilli())...).Scan(&id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'started') RETURNING id`, s.values(a.Clock.Now().UnixMilli())...).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("audit begin: %w", err)
 	}
@@ -171,7 +184,7 @@ func AuditErrorOf(col sql.NullString, requestID string) *AuditError {
 func FinishedAuditStmt(s AuditStart, at int64, outcome string, e *AuditError, countsSQL string, countsArgs ...any) sqlbatch.Stmt {
 	args := append(s.values(at), outcome, e.column(), at)
 	return sqlbatch.Stmt{SQL: `INSERT INTO admin_audit(` + auditColumns + `, outcome, error, finished_at, counts)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + countsSQL + `) RETURNING counts`, Args: append(args, countsArgs...)}
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ` + countsSQL + `) RETURNING counts`, Args: append(args, countsArgs...)}
 }
 
 // Record writes s's finished audit row in one statement: for dry runs,
@@ -221,7 +234,9 @@ type AuditEntry struct {
 	Action         string `json:"action"`
 	RequestID      string `json:"request_id"`
 	KeyFingerprint string `json:"key_fingerprint"`
-	DryRun         bool   `json:"dry_run"`
+	// Principal names who acted (null: entries before principals).
+	Principal *string `json:"principal"`
+	DryRun    bool    `json:"dry_run"`
 	// IDs is the JSON array of requested ids, or null.
 	IDs json.RawMessage `json:"ids"`
 	// Filter is the JSON filter object of a bulk action, or null.
@@ -239,6 +254,12 @@ type AuditEntry struct {
 type AuditParams struct {
 	// Action filters to replay or acknowledge ("" for both).
 	Action string
+	// Principal keeps the entries of one principal ("key:<name>",
+	// "access:<email>", "admin"; "" for every one).
+	Principal string
+	// Queues, when not nil, keeps the entries that concern one of these
+	// source queues (a scoped credential's: dlq.Scope.Queues).
+	Queues []string
 	// Limit is 1..MaxListLimit; 0 means DefaultListLimit.
 	Limit  int
 	Cursor string
@@ -263,7 +284,13 @@ func (a Audit) Page(ctx context.Context, p AuditParams) (AuditPage, error) {
 	if err := CheckLimit(int64(p.Limit), MaxListLimit, ""); err != nil {
 		return AuditPage{}, err
 	}
-	fp := "action=" + p.Action
+	if len(p.Principal) > MaxFilterText {
+		return AuditPage{}, InputErr("INVALID_FILTER", "principal is longer than %d bytes", MaxFilterText)
+	}
+	fp := "action=" + p.Action + "\x00principal=" + p.Principal
+	if p.Queues != nil {
+		fp += "\x00queues=" + JSONList(p.Queues)
+	}
 	if a.DBs.Many() {
 		return a.pageMerged(ctx, p, fp)
 	}
@@ -295,11 +322,17 @@ func ReadAudit(ctx context.Context, db *sql.DB, p AuditParams, after int64) ([]A
 	if p.Action != "" {
 		cond, args = "action = ?", append(args, p.Action)
 	}
+	if p.Principal != "" {
+		cond, args = cond+" AND principal = ?", append(args, p.Principal)
+	}
+	if p.Queues != nil {
+		cond, args = cond+" AND source_queue IN (SELECT value FROM json_each(?))", append(args, JSONList(p.Queues))
+	}
 	if after != 0 {
 		cond, args = cond+" AND id < ?", append(args, after)
 	}
 	rows, err := db.QueryContext(ctx, `SELECT id, at, action, request_id, key_fingerprint, dry_run, ids, filter, note,
-			counts, outcome, error, finished_at
+			counts, outcome, error, finished_at, principal
 		FROM admin_audit WHERE `+cond+` ORDER BY id DESC LIMIT ?`, append(args, int64(p.Limit+1))...)
 	if err != nil {
 		return nil, fmt.Errorf("audit list: %w", err)
@@ -310,7 +343,7 @@ func ReadAudit(ctx context.Context, db *sql.DB, p AuditParams, after int64) ([]A
 		var e AuditEntry
 		var ids, filter, counts, errText sql.NullString
 		if err := rows.Scan(&e.ID, &e.At, &e.Action, &e.RequestID, &e.KeyFingerprint, &e.DryRun, &ids, &filter, &e.Note,
-			&counts, &e.Outcome, &errText, &e.FinishedAt); err != nil {
+			&counts, &e.Outcome, &errText, &e.FinishedAt, &e.Principal); err != nil {
 			return nil, fmt.Errorf("audit scan: %w", err)
 		}
 		e.IDs, e.Filter, e.Counts = RawJSON(ids), RawJSON(filter), RawJSON(counts)

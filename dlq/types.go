@@ -94,6 +94,11 @@ type Requester struct {
 	RequestID string
 	// KeyFingerprint identifies the API key used (never the key itself).
 	KeyFingerprint string
+	// Principal names who asks (access.Principal's Name: "key:<name>",
+	// "access:<email>", "admin"), recorded in the audit log and on tasks.
+	Principal string
+	// Scope is the pipelines the requester may see and act on.
+	Scope Scope
 }
 
 // InputError is a rejected input: the admin API answers it with a 400 and

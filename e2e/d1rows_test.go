@@ -413,7 +413,7 @@ func TestD1RowsBudget(t *testing.T) {
 		"metrics scrape (GET /admin/metrics)":                {1_000, 0},
 		"daily dlq_retention, nothing new due":               {1_000, 0},
 		"acknowledge 99 ids":                                 {0, 495}, // the original: 495
-		"replay 50 ids":                                      {0, 450}, // the original: 50 × (4 claim + 5 final update)
+		"replay 50 ids":                                      {0, 451}, // the original: 50 × (4 claim + 5 final update); +1: the audit entry's principal (its index, 0036)
 		"capture, 100 messages":                              {0, 419}, // 100 rows × 4 entries, attempt records, mark, tally, activity, signatures
 		"capture, 1 message (a batch of its own)":            {0, 11},
 		"attempt tracking, 4 failed attempts of one message": {0, 8}, // 2 per failed attempt

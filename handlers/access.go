@@ -20,16 +20,18 @@ func principalOf(r *http.Request) access.Principal {
 }
 
 // allow returns the check of a route that needs perm: it authenticates the
-// request (authenticate) and refuses a principal without perm with 403
-// FORBIDDEN naming it.
-func (a *API) allow(perm access.Permission) func(r *http.Request) (access.Principal, *APIError) {
+// request (authenticate) and refuses with 403 FORBIDDEN a principal
+// without perm (naming it), or a scoped one on an everyPipeline route.
+func (a *API) allow(perm access.Permission, scope routeScope) func(r *http.Request) (access.Principal, *APIError) {
 	return func(r *http.Request) (access.Principal, *APIError) {
 		p, err := a.authenticate(r, perm == access.Report)
-		if err != nil {
+		switch {
+		case err != nil:
 			return p, err
-		}
-		if !p.Can(perm) {
+		case !p.Can(perm):
 			return p, forbidden(p, perm)
+		case p.Scoped() && scope == everyPipeline:
+			return p, unscopedOnly(p)
 		}
 		return p, nil
 	}

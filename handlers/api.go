@@ -398,53 +398,56 @@ type route struct {
 	// to the pair on a loopback host (dev), any other to a principal that
 	// holds it (allow).
 	perm access.Permission
-	h    handlerFunc
+	// scope says whether the route serves a credential limited to
+	// pipelines (handlers/scope.go).
+	scope routeScope
+	h     handlerFunc
 }
 
 // routeTable is the single list of routes.
 func (a *API) routeTable() []route {
 	rs := []route{
-		{"GET /health", access.Public, a.health},
-		{"GET /admin/metrics", access.Read, a.metrics},
-		{"POST /admin/enrich", access.Enrich, a.enrich},
-		{"GET /admin/beers/{id}", access.Read, a.beer},
-		{"POST /admin/enrichment/breaker/reset", access.Breaker, a.breakerReset},
-		{"POST /admin/attempts", access.Report, a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts)},
+		{"GET /health", access.Public, perPipeline, a.health}, // anyone
+		{"GET /admin/metrics", access.Read, everyPipeline, a.metrics},
+		{"POST /admin/enrich", access.Enrich, everyPipeline, a.enrich},
+		{"GET /admin/beers/{id}", access.Read, everyPipeline, a.beer},
+		{"POST /admin/enrichment/breaker/reset", access.Breaker, everyPipeline, a.breakerReset},
+		{"POST /admin/attempts", access.Report, perPipeline, a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts)},
 
-		{"GET /admin/dlq", access.Read, a.dlqList},
-		{"GET /admin/dlq/stats", access.Read, a.dlqStats},
-		{"GET /admin/dlq/groups", access.Read, a.dlqGroups},
-		{"GET /admin/dlq/export", access.Read, a.dlqExport},
-		{"POST /admin/dlq/import", access.Move, a.dlqImport},
-		{"POST /admin/dlq/release", access.Move, a.dlqRelease},
-		{"POST /admin/dlq/replay", access.Replay, a.dlqReplay},
-		{"POST /admin/dlq/acknowledge", access.Acknowledge, a.dlqAcknowledge},
-		{"POST /admin/dlq/{id}/replay", access.Edit, a.dlqReplayEdited},
-		{"GET /admin/audit", access.Read, a.auditList},
-		{"POST /admin/dlq/replay-tasks", access.Tasks, a.taskCreate},
-		{"GET /admin/dlq/replay-tasks", access.Read, a.taskList},
-		{"GET /admin/dlq/replay-tasks/{id}", access.Read, a.taskGet},
-		{"POST /admin/dlq/replay-tasks/{id}/pause", access.Tasks, a.taskAction(dlq.TaskPause)},
-		{"POST /admin/dlq/replay-tasks/{id}/resume", access.Tasks, a.taskAction(dlq.TaskResume)},
-		{"POST /admin/dlq/replay-tasks/{id}/cancel", access.Tasks, a.taskAction(dlq.TaskCancel)},
+		{"GET /admin/dlq", access.Read, perPipeline, a.dlqList},
+		{"GET /admin/dlq/stats", access.Read, perPipeline, a.dlqStats},
+		{"GET /admin/dlq/groups", access.Read, perPipeline, a.dlqGroups},
+		{"GET /admin/dlq/export", access.Read, perPipeline, a.dlqExport},
+		{"POST /admin/dlq/import", access.Move, everyPipeline, a.dlqImport},
+		{"POST /admin/dlq/release", access.Move, everyPipeline, a.dlqRelease},
+		{"POST /admin/dlq/replay", access.Replay, perPipeline, a.dlqReplay},
+		{"POST /admin/dlq/acknowledge", access.Acknowledge, perPipeline, a.dlqAcknowledge},
+		{"POST /admin/dlq/{id}/replay", access.Edit, perPipeline, a.dlqReplayEdited},
+		{"GET /admin/audit", access.Read, perPipeline, a.auditList},
+		{"POST /admin/dlq/replay-tasks", access.Tasks, perPipeline, a.taskCreate},
+		{"GET /admin/dlq/replay-tasks", access.Read, perPipeline, a.taskList},
+		{"GET /admin/dlq/replay-tasks/{id}", access.Read, perPipeline, a.taskGet},
+		{"POST /admin/dlq/replay-tasks/{id}/pause", access.Tasks, perPipeline, a.taskAction(dlq.TaskPause)},
+		{"POST /admin/dlq/replay-tasks/{id}/resume", access.Tasks, perPipeline, a.taskAction(dlq.TaskResume)},
+		{"POST /admin/dlq/replay-tasks/{id}/cancel", access.Tasks, perPipeline, a.taskAction(dlq.TaskCancel)},
 		// For the console (handlers/console.go).
-		{"GET /admin/dlq/{id}", access.ReadBody, a.dlqDetail}, // its payload
-		{"GET /admin/dlq/timeseries", access.Read, a.dlqTimeseries},
-		{"GET /admin/alerts", access.Read, a.alertsList},
-		{"GET /admin/jobs", access.Read, a.jobsList},
-		{"GET /admin/queues", access.Read, a.queuesList},
-		{"GET /admin/openapi.json", access.Read, a.openAPI},
-		{"GET /admin/pipelines", access.Read, a.pipelinesList},
+		{"GET /admin/dlq/{id}", access.ReadBody, perPipeline, a.dlqDetail}, // its payload
+		{"GET /admin/dlq/timeseries", access.Read, perPipeline, a.dlqTimeseries},
+		{"GET /admin/alerts", access.Read, everyPipeline, a.alertsList},
+		{"GET /admin/jobs", access.Read, everyPipeline, a.jobsList},
+		{"GET /admin/queues", access.Read, everyPipeline, a.queuesList},
+		{"GET /admin/openapi.json", access.Read, perPipeline, a.openAPI},
+		{"GET /admin/pipelines", access.Read, perPipeline, a.pipelinesList},
 
-		{"POST /admin/keys", access.ManageKeys, a.keyCreate},
-		{"GET /admin/keys", access.ManageKeys, a.keyList},
-		{"POST /admin/keys/{id}/revoke", access.ManageKeys, a.keyRevoke},
+		{"POST /admin/keys", access.ManageKeys, everyPipeline, a.keyCreate},
+		{"GET /admin/keys", access.ManageKeys, everyPipeline, a.keyList},
+		{"POST /admin/keys/{id}/revoke", access.ManageKeys, everyPipeline, a.keyRevoke},
 	}
 	if a.DevSender != nil {
-		rs = append(rs, route{"POST /__dev/send", access.Dev, a.devSend}, route{"POST /__dev/sql", access.Dev, a.testSQL})
+		rs = append(rs, route{"POST /__dev/send", access.Dev, everyPipeline, a.devSend}, route{"POST /__dev/sql", access.Dev, everyPipeline, a.testSQL})
 	}
 	if a.DevCron != nil {
-		rs = append(rs, route{"POST /__dev/cron", access.Dev, a.devCron})
+		rs = append(rs, route{"POST /__dev/cron", access.Dev, everyPipeline, a.devCron})
 	}
 	return rs
 }
@@ -457,7 +460,7 @@ func (a *API) handler(rt route) http.Handler {
 	case access.Dev:
 		return a.dev(rt.h)
 	}
-	return a.guard(a.allow(rt.perm), rt.h)
+	return a.guard(a.allow(rt.perm, rt.scope), rt.h)
 }
 
 func (a *API) routes() *http.ServeMux {

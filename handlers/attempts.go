@@ -65,6 +65,13 @@ func (a *API) attempts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	scope, ps := scopeOf(r), a.databases().Pipelines()
+	for i, at := range ats {
+		if !scope.ReachesQueue(ps, at.Queue) {
+			return &APIError{Status: http.StatusForbidden, Code: "FORBIDDEN",
+				Message: fmt.Sprintf("attempts[%d].queue %s is not a queue of this credential's pipelines", i, quote(at.Queue))}
+		}
+	}
 	if err := a.databases().RecordAttempts(r.Context(), ats); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func (a *API) dlqDetail(w http.ResponseWriter, r *http.Request) error {
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err == nil {
 		var d inspect.MessageDetail
-		if d, err = inspect.ReadDetail(r.Context(), a.databases(), id); err == nil {
+		if d, err = inspect.ReadDetail(r.Context(), a.databases(), id, scopeOf(r)); err == nil {
 			respond(w, r, http.StatusOK, d)
 			return nil
 		}
@@ -61,7 +61,11 @@ func (a *API) otherMethods(path string) string {
 // dlqTimeseries serves GET /admin/dlq/timeseries: failures per hour over
 // the last dlq.SeriesHours hours, of every pipeline or of ?pipeline=.
 func (a *API) dlqTimeseries(w http.ResponseWriter, r *http.Request) error {
-	s, err := inspect.TimeSeries{DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Read(r.Context())
+	pipeline, err := scopedPipeline(r)
+	if err != nil {
+		return err
+	}
+	s, err := inspect.TimeSeries{DBs: a.databases(), Clock: a.Clock, Pipeline: pipeline}.Read(r.Context())
 	if err != nil {
 		return err
 	}

@@ -112,9 +112,20 @@ func parseListParams(q map[string]string) (inspect.ListParams, error) {
 	return p, nil
 }
 
+// listParams are the list's query parameters of r, its filter limited to
+// the principal's scope.
+func (a *API) listParams(r *http.Request) (inspect.ListParams, error) {
+	p, err := parseListParams(queryValues(r))
+	if err != nil {
+		return p, err
+	}
+	p.Filter, err = scopeOf(r).Filter(a.databases().Pipelines(), p.Filter)
+	return p, err
+}
+
 // dlqList serves GET /admin/dlq.
 func (a *API) dlqList(w http.ResponseWriter, r *http.Request) error {
-	p, err := parseListParams(queryValues(r))
+	p, err := a.listParams(r)
 	if err != nil {
 		return err
 	}
@@ -137,7 +148,11 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := inspect.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: q["pipeline"], Limit: limit}
+	pipeline, err := scopedPipeline(r)
+	if err != nil {
+		return err
+	}
+	p := inspect.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: pipeline, Limit: limit}
 	page, err := inspect.Groups{DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err
@@ -148,7 +163,11 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 
 // dlqStats serves GET /admin/dlq/stats.
 func (a *API) dlqStats(w http.ResponseWriter, r *http.Request) error {
-	rep, err := inspect.Stats{DBs: a.databases(), Clock: a.Clock, Pipeline: queryValues(r)["pipeline"]}.Report(r.Context())
+	pipeline, err := scopedPipeline(r)
+	if err != nil {
+		return err
+	}
+	rep, err := inspect.Stats{DBs: a.databases(), Clock: a.Clock, Pipeline: pipeline}.Report(r.Context())
 	if err != nil {
 		return err
 	}
@@ -325,7 +344,9 @@ func (a *API) requester(r *http.Request) dlq.Requester {
 	if token, ok := bearerToken(r.Header.Get("Authorization")); ok && !principalOf(r).Pair {
 		key = token // a named key or REPORT_TOKEN: its own fingerprint
 	}
-	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(key)}
+	p := principalOf(r)
+	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(key), Principal: p.Name,
+		Scope: dlq.Scope{Pipelines: p.Pipelines}}
 }
 
 // auditList serves GET /admin/audit: the audit log, newest first.
@@ -334,7 +355,8 @@ func (a *API) auditList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := dlq.AuditParams{Action: q["action"], Cursor: q["cursor"], Limit: limit}
+	p := dlq.AuditParams{Action: q["action"], Principal: q["principal"], Cursor: q["cursor"], Limit: limit,
+		Queues: scopeOf(r).Queues(a.databases().Pipelines())}
 	page, err := a.auditLog().Page(r.Context(), p)
 	if err != nil {
 		return err

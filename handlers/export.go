@@ -32,7 +32,7 @@ func (a *API) dlqExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := parseListParams(q)
+	p, err := a.listParams(r)
 	if err != nil {
 		return err
 	}
@@ -111,6 +111,9 @@ func exportAllowed(r *http.Request, raw, database bool) error {
 		}
 	}
 	if database {
+		if p := principalOf(r); p.Scoped() {
+			return unscopedOnly(p)
+		}
 		return need(r, access.Move)
 	}
 	return nil

@@ -14,6 +14,8 @@ import (
 type keyCreateRequest struct {
 	Name string `json:"name"`
 	Role string `json:"role"`
+	// Pipelines limits the key to these pipelines (absent or null: every pipeline).
+	Pipelines []string `json:"pipelines"`
 	// ExpiresAt is when the key stops working (Unix ms; absent or null: never).
 	ExpiresAt *int64 `json:"expires_at"`
 }
@@ -30,7 +32,7 @@ func (createdKeyData) AuditOutcome() string { return dlq.OutcomeOK }
 
 // AuditCounts names the key and its role, never its token.
 func (k createdKeyData) AuditCounts() any {
-	return map[string]any{"id": k.ID, "name": k.Name, "role": k.Role}
+	return map[string]any{"id": k.ID, "name": k.Name, "role": k.Role, "pipelines": k.Pipelines}
 }
 
 // revokedKeyData answers POST /admin/keys/{id}/revoke.
@@ -50,10 +52,14 @@ func (a *API) keyCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &body); err != nil {
 		return err
 	}
+	if err := checkPipelines(a.databases().Pipelines(), body.Pipelines); err != nil {
+		return err
+	}
 	by := principalOf(r).Name
+	spec := access.KeySpec{Name: body.Name, Role: access.Role(body.Role), Pipelines: body.Pipelines, ExpiresAt: body.ExpiresAt}
 	start := dlq.AuditStart{Action: dlq.ActionKeyCreate, Requester: a.requester(r)}
 	res, err := a.auditLog().Run(r.Context(), start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {
-		key, token, err := keys.Create(ctx, body.Name, access.Role(body.Role), body.ExpiresAt, by)
+		key, token, err := keys.Create(ctx, spec, by)
 		if err != nil {
 			return nil, keyError(err)
 		}

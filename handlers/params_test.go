@@ -27,7 +27,7 @@ func TestDeclaredQueryIsTheDocuments(t *testing.T) {
 		"GET /admin/dlq/export": {"beer_id", "cursor", "database", "failed_after", "failed_before", "format", "include_raw",
 			"limit", "pipeline", "q", "signature", "source_queue", "status", "version", "version_not"},
 		"GET /admin/dlq/groups":        {"class", "cursor", "limit", "pipeline", "sort", "version"},
-		"GET /admin/audit":             {"action", "cursor", "limit"},
+		"GET /admin/audit":             {"action", "cursor", "limit", "principal"},
 		"GET /admin/dlq/stats":         {"pipeline"},
 		"GET /admin/dlq/timeseries":    {"pipeline"},
 		"GET /admin/dlq/replay-tasks":  {"limit", "pipeline"},

@@ -37,6 +37,7 @@ func TestEveryRouteDeclaresItsPermission(t *testing.T) {
 		}
 		var op struct {
 			Permission access.Permission `json:"x-permission"`
+			Scope      string            `json:"x-pipeline-scope"`
 			Security   json.RawMessage   `json:"security"`
 		}
 		if err := json.Unmarshal(doc.Paths[path][strings.ToLower(method)], &op); err != nil {
@@ -44,6 +45,9 @@ func TestEveryRouteDeclaresItsPermission(t *testing.T) {
 		}
 		if op.Permission != rt.perm {
 			t.Errorf("%s: openapi.json x-permission %q, route table %q", rt.pattern, op.Permission, rt.perm)
+		}
+		if want := map[routeScope]string{perPipeline: "per-pipeline", everyPipeline: "every"}[rt.scope]; op.Scope != want {
+			t.Errorf("%s: openapi.json x-pipeline-scope %q, route table %q", rt.pattern, op.Scope, want)
 		}
 		want, ok := wantSecurity[rt.perm]
 		if !ok {

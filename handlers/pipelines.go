@@ -32,7 +32,11 @@ type pipelineView struct {
 // pipeline selector. It reads nothing from D1.
 func (a *API) pipelinesList(w http.ResponseWriter, r *http.Request) error {
 	out := []pipelineView{}
+	scope := scopeOf(r)
 	for _, p := range a.databases().Pipelines().All() {
+		if !scope.Reaches(p.Name) {
+			continue
+		}
 		_, missing := a.MissingProducers[p.Queue]
 		labels := p.Labels
 		if labels == nil {

@@ -97,7 +97,7 @@ func (a *API) taskList(w http.ResponseWriter, r *http.Request) error {
 	if limit == 0 {
 		limit = dlq.DefaultListLimit
 	}
-	tasks, err := a.actions().Tasks(r.Context(), limit, q["pipeline"])
+	tasks, err := a.actions().Tasks(r.Context(), limit, q["pipeline"], scopeOf(r))
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (a *API) taskGet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := a.actions().Task(r.Context(), id)
+	t, err := a.actions().Task(r.Context(), id, scopeOf(r))
 	if err != nil {
 		return taskError(err, r.PathValue("id"))
 	}

@@ -119,7 +119,7 @@ const detailAuditSQL = `SELECT
 		WHERE source_queue = ?2 AND body_hash = ?3 AND (status = 'replaying' OR replay_count > 0) AND id <> ?1
 		ORDER BY id DESC LIMIT ?9)) AS related,
 	(SELECT json_group_array(json_object('id', id, 'at', at, 'action', action, 'request_id', request_id,
-			'key_fingerprint', key_fingerprint, 'dry_run', dry_run, 'ids', ids, 'filter', filter, 'note', note,
+			'key_fingerprint', key_fingerprint, 'principal', principal, 'dry_run', dry_run, 'ids', ids, 'filter', filter, 'note', note,
 			'counts', counts, 'outcome', outcome, 'error', error, 'finished_at', finished_at, 'matched_by', matched_by) ORDER BY id DESC)
 		FROM (SELECT *, IIF(ids IS NULL, 'filter', 'ids') AS matched_by
 			FROM (SELECT * FROM admin_audit ORDER BY id DESC LIMIT ?8) AS recent
@@ -155,10 +155,17 @@ func (d Detail) Read(ctx context.Context, id int64) (MessageDetail, error) {
 }
 
 // ReadDetail reads row id from the database that holds it
-// (Databases.Holding), with the audit entries of the others (Detail.Read).
-func ReadDetail(ctx context.Context, dbs dlq.Databases, id int64) (MessageDetail, error) {
+// (Databases.Holding), with the audit entries of the others (Detail.Read):
+// ErrMessageNotFound when scope does not reach it (one more row read).
+func ReadDetail(ctx context.Context, dbs dlq.Databases, id int64, scope dlq.Scope) (MessageDetail, error) {
 	d, err := dbs.Holding(ctx, "dlq_messages", []int64{id})
 	if err != nil {
+		return MessageDetail{}, err
+	}
+	if err := scope.CheckScope(ctx, dbs.Pipelines(), d.DB, []int64{id}); err != nil {
+		if _, ok := dlq.OutOfScopeID(err); ok {
+			return MessageDetail{}, ErrMessageNotFound
+		}
 		return MessageDetail{}, err
 	}
 	var others []*sql.DB
@@ -285,6 +292,7 @@ func decodeAudit(audit string, out *MessageDetail) error {
 		Action         string   `json:"action"`
 		RequestID      string   `json:"request_id"`
 		KeyFingerprint string   `json:"key_fingerprint"`
+		Principal      *string  `json:"principal"`
 		DryRun         float64  `json:"dry_run"`
 		IDs            *string  `json:"ids"`
 		Filter         *string  `json:"filter"`
@@ -301,7 +309,7 @@ func decodeAudit(audit string, out *MessageDetail) error {
 	out.Audit = make([]RowAuditEntry, len(entries))
 	for i, e := range entries {
 		a := dlq.AuditEntry{ID: int64(e.ID), At: int64(e.At), Action: e.Action, RequestID: e.RequestID,
-			KeyFingerprint: e.KeyFingerprint, DryRun: e.DryRun != 0, Note: e.Note, Outcome: e.Outcome,
+			KeyFingerprint: e.KeyFingerprint, Principal: e.Principal, DryRun: e.DryRun != 0, Note: e.Note, Outcome: e.Outcome,
 			IDs: dlq.RawJSON(nullString(e.IDs)), Filter: dlq.RawJSON(nullString(e.Filter)), Counts: dlq.RawJSON(nullString(e.Counts)),
 			Error: dlq.AuditErrorOf(nullString(e.Error), e.RequestID)}
 		if e.FinishedAt != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 
@@ -45,28 +46,84 @@ func (x Actions) ofSelection(ctx context.Context, sel dlq.Selection) (Actions, e
 	return x.in(d), nil
 }
 
-// holdingTask is x on the database that holds task id (Databases.Holding).
-func (x Actions) holdingTask(ctx context.Context, id int64) (Actions, error) {
+// holdingTask is x on the database that holds task id (Databases.Holding),
+// a task of scope's pipelines (ReplayTasks.InScope).
+func (x Actions) holdingTask(ctx context.Context, id int64, scope dlq.Scope) (Actions, error) {
 	d, err := x.DBs.Holding(ctx, "replay_tasks", []int64{id})
 	if err != nil {
 		return x, err
 	}
-	return x.in(d), nil
+	x = x.in(d)
+	return x, x.tasks().InScope(ctx, id, scope)
 }
 
 func (x Actions) tasks() ReplayTasks { return ReplayTasks{Replay: x.Replay} }
 
+// scoped is sel limited to by's scope: its filter to the scope's
+// pipeline (dlq.Scope.Filter). Its ids are checked once their database is
+// known (inScope).
+func (x Actions) scoped(sel dlq.Selection, by dlq.Requester) (dlq.Selection, error) {
+	if sel.Filter == nil || by.Scope.All() {
+		return sel, nil
+	}
+	f, err := by.Scope.Filter(x.DBs.Pipelines(), *sel.Filter)
+	sel.Filter = &f
+	return sel, err
+}
+
+// inScope refuses (404 NOT_FOUND) ids of which one is not a row of by's
+// pipelines in x's database (dlq.Scope.CheckScope).
+func (x Actions) inScope(ctx context.Context, ids []int64, by dlq.Requester) error {
+	err := by.Scope.CheckScope(ctx, x.DBs.Pipelines(), x.Replay.DB, ids)
+	if id, ok := dlq.OutOfScopeID(err); ok {
+		return &dlq.InputError{Status: http.StatusNotFound, Code: "NOT_FOUND",
+			Message: fmt.Sprintf("no DLQ message with id %q", strconv.FormatInt(id, 10))}
+	}
+	return err
+}
+
+// auditQueue is the one queue an action on sel by by concerns (the audit
+// entry's, which scoped credentials list): sel's normalized filter's, or
+// the one queue of by's scope ("" otherwise).
+func (x Actions) auditQueue(sel dlq.Selection, by dlq.Requester) string {
+	if sel.Filter != nil {
+		return sel.Filter.SourceQueue
+	}
+	if qs := by.Scope.Queues(x.DBs.Pipelines()); len(qs) == 1 {
+		return qs[0]
+	}
+	return ""
+}
+
+// onRows is x on the database of sel's rows (ofSelection), for a
+// requester whose scope reaches all of them (scoped, inScope).
+func (x Actions) onRows(ctx context.Context, sel dlq.Selection, by dlq.Requester) (Actions, dlq.Selection, error) {
+	sel, err := x.scoped(sel, by)
+	if err != nil {
+		return x, sel, err
+	}
+	if x, err = x.ofSelection(ctx, sel); err != nil {
+		return x, sel, err
+	}
+	return x, sel, x.inScope(ctx, sel.IDs, by)
+}
+
 // ReplayRows replays req's rows (ReplayResult), or with dryRun reports
 // what it would replay (dlq.Preview), audited as replay.
 func (x Actions) ReplayRows(ctx context.Context, req ReplayRequest, by dlq.Requester, dryRun bool) (dlq.Audited, error) {
+	var err error
+	if req.Selection, err = x.scoped(req.Selection, by); err != nil {
+		return nil, err
+	}
 	sel, pos, limit, err := x.Replay.validate(req)
 	if err != nil {
 		return nil, err
 	}
-	if x, err = x.ofSelection(ctx, req.Selection); err != nil {
+	if x, _, err = x.onRows(ctx, req.Selection, by); err != nil {
 		return nil, err
 	}
-	start := dlq.AuditStart{Action: dlq.ActionReplay, Requester: by, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter}
+	start := dlq.AuditStart{Action: dlq.ActionReplay, Requester: by, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter,
+		Queue: x.auditQueue(sel, by)}
 	if dryRun {
 		return x.Audit.Run(ctx, start, dlq.AuditAfter, func(ctx context.Context) (dlq.Audited, error) {
 			return x.Replay.dryRun(ctx, sel, pos)
@@ -81,14 +138,19 @@ func (x Actions) ReplayRows(ctx context.Context, req ReplayRequest, by dlq.Reque
 // dryRun reports what it would acknowledge (dlq.Preview), audited as
 // acknowledge (the change writes its own entry in its batch).
 func (x Actions) AcknowledgeRows(ctx context.Context, req AcknowledgeRequest, dryRun bool) (dlq.Audited, error) {
+	var err error
+	if req.Selection, err = x.scoped(req.Selection, req.By); err != nil {
+		return nil, err
+	}
 	sel, err := x.Acknowledge.validate(req)
 	if err != nil {
 		return nil, err
 	}
-	if x, err = x.ofSelection(ctx, req.Selection); err != nil {
+	if x, _, err = x.onRows(ctx, req.Selection, req.By); err != nil {
 		return nil, err
 	}
-	start := dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: req.By, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter, Note: req.Note}
+	start := dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: req.By, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter, Note: req.Note,
+		Queue: x.auditQueue(sel, req.By)}
 	if dryRun {
 		return x.Audit.Run(ctx, start, dlq.AuditAfter, func(ctx context.Context) (dlq.Audited, error) {
 			return dlq.PreviewRows(ctx, x.Acknowledge.DB, x.Acknowledge.Pipelines, sel, false, nil)
@@ -104,7 +166,7 @@ func (x Actions) AcknowledgeRows(ctx context.Context, req AcknowledgeRequest, dr
 // exist is ErrRowNotFound, one that cannot be replayed edited a
 // *RowStateError.
 func (x Actions) ReplayEdited(ctx context.Context, req EditedReplayRequest, by dlq.Requester) (dlq.Audited, error) {
-	x, err := x.ofSelection(ctx, dlq.Selection{IDs: []int64{req.ID}})
+	x, _, err := x.onRows(ctx, dlq.Selection{IDs: []int64{req.ID}}, by)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +174,8 @@ func (x Actions) ReplayEdited(ctx context.Context, req EditedReplayRequest, by d
 	if err != nil {
 		return nil, err
 	}
-	start := dlq.AuditStart{Action: dlq.ActionReplayEdited, Requester: by, IDs: []int64{req.ID}, Note: req.Note}
+	start := dlq.AuditStart{Action: dlq.ActionReplayEdited, Requester: by, IDs: []int64{req.ID}, Note: req.Note,
+		Queue: x.auditQueue(dlq.Selection{}, by)}
 	return x.Audit.Run(ctx, start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {
 		res, err := x.Replay.runEdited(ctx, req, body)
 		return res, notFound(err, "DLQ message", req.ID)
@@ -122,6 +185,10 @@ func (x Actions) ReplayEdited(ctx context.Context, req EditedReplayRequest, by d
 // CreateTask stores a new replay task in the database of the rows it
 // replays, where its cron step runs (CreatedTask), audited as replay_task.
 func (x Actions) CreateTask(ctx context.Context, req TaskRequest, by dlq.Requester) (dlq.Audited, error) {
+	var err error
+	if req.Filter, err = by.Scope.Filter(x.DBs.Pipelines(), req.Filter); err != nil {
+		return nil, err
+	}
 	f, err := x.tasks().Check(req)
 	if err != nil {
 		return nil, err
@@ -142,20 +209,21 @@ func (x Actions) CreateTask(ctx context.Context, req TaskRequest, by dlq.Request
 // replay_task_<action>. A task that does not exist is ErrTaskNotFound,
 // one in a state the action does not apply to a *TaskStateError.
 func (x Actions) ActOnTask(ctx context.Context, id int64, action string, by dlq.Requester) (dlq.Audited, error) {
-	x, err := x.holdingTask(ctx, id)
+	x, err := x.holdingTask(ctx, id, by.Scope)
 	if err != nil {
 		return nil, err
 	}
-	start := dlq.AuditStart{Action: dlq.ActionReplayTask + "_" + action, Requester: by}
+	start := dlq.AuditStart{Action: dlq.ActionReplayTask + "_" + action, Requester: by, Queue: x.auditQueue(dlq.Selection{}, by)}
 	return x.Audit.Run(ctx, start, dlq.AuditAround, func(ctx context.Context) (dlq.Audited, error) {
 		t, err := x.tasks().Act(ctx, id, action)
 		return ActedTask{Task: t, id: id}, notFound(err, "replay task", id)
 	})
 }
 
-// Task reads task id from the database that holds it.
-func (x Actions) Task(ctx context.Context, id int64) (Task, error) {
-	x, err := x.holdingTask(ctx, id)
+// Task reads task id from the database that holds it (ErrTaskNotFound
+// when scope does not reach its pipeline).
+func (x Actions) Task(ctx context.Context, id int64, scope dlq.Scope) (Task, error) {
+	x, err := x.holdingTask(ctx, id, scope)
 	if err != nil {
 		return Task{}, err
 	}
@@ -164,14 +232,20 @@ func (x Actions) Task(ctx context.Context, id int64) (Task, error) {
 
 // Tasks lists the newest limit tasks that can replay pipeline's rows
 // (every pipeline's when ""): from its database, or from every database,
-// merged newest first (each reads at most limit rows).
-func (x Actions) Tasks(ctx context.Context, limit int, pipeline string) ([]Task, error) {
+// merged newest first (each reads at most limit rows). A scoped
+// requester names a pipeline of its scope or has one (dlq.Scope.Pipeline)
+// and sees the tasks of that pipeline alone.
+func (x Actions) Tasks(ctx context.Context, limit int, pipeline string, scope dlq.Scope) ([]Task, error) {
+	pipeline, err := scope.Pipeline(pipeline)
+	if err != nil {
+		return nil, err
+	}
 	if pipeline != "" || !x.DBs.Many() {
-		return x.in(x.DBs.OfPipeline(pipeline)).tasks().List(ctx, limit, pipeline)
+		return x.in(x.DBs.OfPipeline(pipeline)).tasks().List(ctx, limit, pipeline, scope)
 	}
 	var all []Task
 	for _, d := range x.DBs.All {
-		ts, err := x.in(d).tasks().List(ctx, limit, "")
+		ts, err := x.in(d).tasks().List(ctx, limit, "", scope)
 		if err != nil {
 			return nil, err
 		}

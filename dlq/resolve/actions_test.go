@@ -66,7 +66,7 @@ func TestActionsValidateRouteAndRecord(t *testing.T) {
 	if _, err := x.ActOnTask(ctx, id, dlq.TaskPause, by); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := x.Task(ctx, id); err != nil || got.State != TaskPaused {
+	if got, err := x.Task(ctx, id, dlq.Scope{}); err != nil || got.State != TaskPaused {
 		t.Fatalf("Task(%d) = %+v, %v", id, got, err)
 	}
 	_, err = x.ActOnTask(ctx, 77, dlq.TaskPause, by)

@@ -158,6 +158,8 @@ type Task struct {
 	LastStepAt        *int64 `json:"last_step_at"`
 	FinishedAt        *int64 `json:"finished_at"`
 	CreatedBy         string `json:"created_by"`
+	// Principal names who created the task (null: before principals).
+	Principal *string `json:"principal"`
 	// Canary is the task's canary (null: none); CanaryResult how it ended
 	// (null while undecided, or without a canary).
 	Canary       *Canary       `json:"canary"`
@@ -201,14 +203,14 @@ func (ActedTask) AuditOutcome() string { return dlq.OutcomeOK }
 func (t ActedTask) AuditCounts() any { return map[string]any{"task_id": t.id, "state": t.State} }
 
 const taskColumns = `id, state, filter, rate_per_minute, delay_seconds, destination, matched, sent, send_failed,
-	steps, created_at, updated_at, last_step_at, finished_at, created_by, slot_origin, slot_base, canary, canary_result`
+	steps, created_at, updated_at, last_step_at, finished_at, created_by, slot_origin, slot_base, canary, canary_result, principal`
 
 func scanTask(sc interface{ Scan(...any) error }) (Task, error) {
 	var t Task
 	var filter string
 	var canary, result sql.NullString
 	if err := sc.Scan(&t.ID, &t.State, &filter, &t.RatePerMinute, &t.DelaySeconds, &t.Destination, &t.Matched, &t.Sent, &t.SendFailed,
-		&t.Steps, &t.CreatedAt, &t.UpdatedAt, &t.LastStepAt, &t.FinishedAt, &t.CreatedBy, &t.slotOrigin, &t.slotBase, &canary, &result); err != nil {
+		&t.Steps, &t.CreatedAt, &t.UpdatedAt, &t.LastStepAt, &t.FinishedAt, &t.CreatedBy, &t.slotOrigin, &t.slotBase, &canary, &result, &t.Principal); err != nil {
 		return t, err
 	}
 	if canary.Valid {
@@ -372,11 +374,11 @@ func (ts ReplayTasks) create(ctx context.Context, req TaskRequest, f dlq.Filter,
 		canary, state = string(js), TaskCanary
 	}
 	all := []any{now, now, state, canary, string(fjs), req.RatePerMinute, req.DelaySeconds, dest, ceilSecond(now + req.DelaySeconds*1000),
-		now, int64(dlq.MaxSafeInteger), by.KeyFingerprint, by.RequestID}
+		now, int64(dlq.MaxSafeInteger), by.KeyFingerprint, by.RequestID, dlq.NullIfEmpty(by.Principal)}
 	all = append(all, args...)
 	row := ts.Replay.DB.QueryRowContext(ctx, `INSERT INTO replay_tasks(created_at, updated_at, state, canary, filter, rate_per_minute,
-			delay_seconds, destination, slot_origin, pos_failed_at, pos_id, created_by, request_id, matched)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`)
+			delay_seconds, destination, slot_origin, pos_failed_at, pos_id, created_by, request_id, principal, matched)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COUNT(*) FROM dlq_messages WHERE `+cond+`)
 		RETURNING `+taskColumns, all...)
 	t, err := scanTask(row)
 	if err != nil {
@@ -391,13 +393,19 @@ func (ts ReplayTasks) create(ctx context.Context, req TaskRequest, f dlq.Filter,
 // pipeline's rows: those whose filter names its queue, and those of every
 // queue; it reads the tasks newer than the last one returned (a table that
 // grows by one row per task an operator creates).
-func (ts ReplayTasks) List(ctx context.Context, limit int, pipeline string) ([]Task, error) {
+func (ts ReplayTasks) List(ctx context.Context, limit int, pipeline string, scope dlq.Scope) ([]Task, error) {
 	queue, err := ts.Replay.Pipelines.Queue(pipeline)
 	if err != nil {
 		return nil, err
 	}
+	var queues any // a scope's queues: only the tasks of its pipelines (never one of every pipeline)
+	if !scope.All() {
+		queues = dlq.JSONList(scope.Queues(ts.Replay.Pipelines))
+	}
 	rows, err := ts.Replay.DB.QueryContext(ctx, `SELECT `+taskColumns+` FROM replay_tasks
-		WHERE ?2 IS NULL OR COALESCE(filter ->> '$.source_queue', ?2) = ?2 ORDER BY id DESC LIMIT ?1`, int64(limit), dlq.NullIfEmpty(queue))
+		WHERE (?2 IS NULL OR COALESCE(filter ->> '$.source_queue', ?2) = ?2)
+		AND (?3 IS NULL OR filter ->> '$.source_queue' IN (SELECT value FROM json_each(?3))) ORDER BY id DESC LIMIT ?1`,
+		int64(limit), dlq.NullIfEmpty(queue), queues)
 	if err != nil {
 		return nil, fmt.Errorf("replay tasks: %w", err)
 	}
@@ -413,6 +421,25 @@ func (ts ReplayTasks) List(ctx context.Context, limit int, pipeline string) ([]T
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// InScope refuses (ErrTaskNotFound) task id when it may replay rows of a
+// pipeline scope does not reach: its filter names another queue, or none.
+// It reads the task's row (nothing when scope reaches every pipeline).
+func (ts ReplayTasks) InScope(ctx context.Context, id int64, scope dlq.Scope) error {
+	if scope.All() {
+		return nil
+	}
+	var in bool
+	err := ts.Replay.DB.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM replay_tasks WHERE id = ?1
+		AND filter ->> '$.source_queue' IN (SELECT value FROM json_each(?2)))`, id, dlq.JSONList(scope.Queues(ts.Replay.Pipelines))).Scan(&in)
+	if err != nil {
+		return fmt.Errorf("replay task scope: %w", err)
+	}
+	if !in {
+		return ErrTaskNotFound
+	}
+	return nil
 }
 
 // Get returns one task with its outcomes (Succeeded, FailedAgain), which

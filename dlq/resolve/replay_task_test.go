@@ -628,7 +628,7 @@ func TestReplayTaskListNewestFirst(t *testing.T) {
 		}
 		ids = append(ids, task.ID)
 	}
-	got, err := ts.List(ctx, 2, "")
+	got, err := ts.List(ctx, 2, "", dlq.Scope{})
 	if err != nil || len(got) != 2 {
 		t.Fatalf("list: %d tasks, %v", len(got), err)
 	}
@@ -636,11 +636,11 @@ func TestReplayTaskListNewestFirst(t *testing.T) {
 		t.Fatalf("list %+v, want tasks %d and %d, newest first, 4 rows remaining", got, ids[2], ids[1])
 	}
 	mustExec(t, db, `UPDATE replay_tasks SET created_at = 'not a time' WHERE id = ?`, ids[2])
-	if got, err := ts.List(ctx, 2, ""); err == nil || !strings.Contains(err.Error(), "replay tasks") {
+	if got, err := ts.List(ctx, 2, "", dlq.Scope{}); err == nil || !strings.Contains(err.Error(), "replay tasks") {
 		t.Fatalf("a row that does not scan: %v, %v", got, err)
 	}
 	mustExec(t, db, `DROP TABLE replay_tasks`)
-	if got, err := ts.List(ctx, 2, ""); err == nil || got != nil {
+	if got, err := ts.List(ctx, 2, "", dlq.Scope{}); err == nil || got != nil {
 		t.Fatalf("without its table: %v, %v", got, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,14 +25,18 @@ func (a *app) keysCmd() *cobra.Command {
 
 func (a *app) keyCreateCmd() *cobra.Command {
 	var name, role string
+	var pipelines []string
 	var expires time.Duration
 	cmd := &cobra.Command{
 		Use:     "create",
 		Short:   "Create a key; its token is printed this once",
-		Example: "  redrive keys create --name oncall-alice --role viewer --expires 720h",
+		Example: "  redrive keys create --name oncall-alice --role viewer --expires 720h\n  redrive keys create --name orders-bot --role operator --pipelines orders",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			body := client.CreateKeyJSONRequestBody{Name: name, Role: client.CreateKeyJSONBodyRole(role)}
+			if len(pipelines) > 0 {
+				body.Pipelines = &pipelines
+			}
 			if expires > 0 {
 				at := int(time.Now().Add(expires).UnixMilli())
 				body.ExpiresAt = &at
@@ -44,6 +49,7 @@ func (a *app) keyCreateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "the key's name (a-z, 0-9, . _ -)")
 	cmd.Flags().StringVar(&role, "role", "", "reporter, viewer, operator or admin")
 	cmd.Flags().DurationVar(&expires, "expires", 0, "how long the key works (0: until revoked)")
+	cmd.Flags().StringSliceVar(&pipelines, "pipelines", nil, "limit the key to these pipelines (comma-separated; default: every pipeline)")
 	return cmd
 }
 
@@ -109,7 +115,7 @@ func (a *app) keyCall(call func(context.Context, *client.ClientWithResponses) (j
 }
 
 func (a *app) showKeys(keys []client.CreatedApiKey) error {
-	t := newTable(a.env.Stdout, "ID", "NAME", "ROLE", "CREATED BY", "CREATED", "EXPIRES", "REVOKED", "LAST USED")
+	t := newTable(a.env.Stdout, "ID", "NAME", "ROLE", "PIPELINES", "CREATED BY", "CREATED", "EXPIRES", "REVOKED", "LAST USED")
 	at := func(p *int) any { // the generated client's times are ints
 		if p == nil {
 			return nil
@@ -117,7 +123,11 @@ func (a *app) showKeys(keys []client.CreatedApiKey) error {
 		return ms(*p)
 	}
 	for _, k := range keys {
-		t.row(k.Id, k.Name, string(k.Role), k.CreatedBy, ms(k.CreatedAt), at(k.ExpiresAt), at(k.RevokedAt), at(k.LastUsedAt))
+		scope := "all"
+		if k.Pipelines != nil {
+			scope = strings.Join(*k.Pipelines, ",")
+		}
+		t.row(k.Id, k.Name, string(k.Role), scope, k.CreatedBy, ms(k.CreatedAt), at(k.ExpiresAt), at(k.RevokedAt), at(k.LastUsedAt))
 	}
 	if err := t.flush(); err != nil {
 		return err

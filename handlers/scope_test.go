@@ -1,0 +1,132 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/access"
+)
+
+// createScopedKey creates a key of role limited to pipelines with the
+// pair and returns its token.
+func createScopedKey(t *testing.T, api *API, name string, role access.Role, pipelines ...string) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":%q,"role":%q,"pipelines":["%s"]}`, name, role, strings.Join(pipelines, `","`))
+	rec, env := checkedDo(t, api, "POST", "/admin/keys", body, adminHeaders)
+	var data struct {
+		Token     string
+		Pipelines []string
+	}
+	if rec.Code != http.StatusCreated || dataInto(env, &data) != nil || strings.Join(data.Pipelines, ",") != strings.Join(pipelines, ",") {
+		t.Fatalf("create %s: %d %s", name, rec.Code, rec.Body)
+	}
+	return data.Token
+}
+
+// The route × scope matrix, generated from the route table. Every request
+// of routeRequest is about the beers pipeline (row 2, task 1, a beers
+// filter), except the report (a tickets queue). An admin key limited to
+// the other pipeline is refused on every everyPipeline route (403), and on
+// every perPipeline route changes nothing and reads nothing of the
+// request's pipeline: a refusal (400, 403, 404), or an answer that names
+// none of its rows, queues or tasks. An admin key limited to the request's
+// own pipeline is answered as an unscoped one is.
+func TestScopedKeysReachOnlyTheirPipelines(t *testing.T) {
+	api, line, _ := everyRouteAPI(t)
+	keyOf := map[string]map[string]string{
+		"beers":   bearer(createScopedKey(t, api, "only-beers", access.Admin, "beers")),
+		"tickets": bearer(createScopedKey(t, api, "only-tickets", access.Admin, "tickets")),
+	}
+	for _, rt := range api.routeTable() {
+		if rt.perm == access.Public || rt.perm == access.Dev {
+			continue
+		}
+		method, path, body := routeRequest(rt.pattern, line)
+		own, other, otherQueue := "beers", "tickets", "beer-enrichment"
+		if rt.pattern == "POST /admin/attempts" {
+			own, other, otherQueue = "tickets", "beers", `"tickets"`
+		}
+		hdr := keyOf[other]
+		if rt.pattern == "POST /admin/dlq/import" {
+			hdr = map[string]string{"Authorization": hdr["Authorization"], "Content-Type": "application/x-ndjson"}
+		}
+		before := dbState(t, api.DBs.All[0].DB, api.DBs.All[1].DB)
+		rec, env := checkedDo(t, api, method, path, body, hdr)
+		if after := dbState(t, api.DBs.All[0].DB, api.DBs.All[1].DB); after != before && method == "POST" && rec.Code < 300 {
+			t.Errorf("%s as a %s key changed the database: %d %s", rt.pattern, other, rec.Code, rec.Body)
+		}
+		switch {
+		case rt.scope == everyPipeline:
+			if rec.Code != 403 || env.Error == nil || !strings.Contains(env.Error.Message, "credentials of every pipeline") {
+				t.Errorf("%s as a %s key: %d %s, want 403 (every pipeline's route)", rt.pattern, other, rec.Code, rec.Body)
+			}
+			continue
+		case rec.Code == 400 || rec.Code == 403 || rec.Code == 404:
+		case rec.Code == 200 && rt.pattern == "GET /admin/openapi.json":
+		case rec.Code < 300 && method == "GET" && !strings.Contains(rec.Body.String(), otherQueue) && !strings.Contains(rec.Body.String(), `"`+own+`"`):
+		default:
+			t.Errorf("%s as a %s key: %d %s", rt.pattern, other, rec.Code, rec.Body)
+		}
+		if rt.pattern == "POST /admin/dlq/{id}/replay" || rt.pattern == "POST /admin/dlq/replay-tasks/{id}/cancel" {
+			continue // the own key's request would change what the next routes act on
+		}
+		if rec, _ := checkedDo(t, api, method, path, body, keyOf[own]); rec.Code >= 300 {
+			t.Errorf("%s as a %s key: %d %s", rt.pattern, own, rec.Code, rec.Body)
+		}
+	}
+}
+
+// Every audit entry names its principal; ?principal= keeps one principal's
+// entries; a scoped key's audit list holds its pipelines' entries alone.
+func TestAuditNamesThePrincipal(t *testing.T) {
+	api, _, _ := everyRouteAPI(t)
+	beers := bearer(createScopedKey(t, api, "only-beers", access.Operator, "beers"))
+	tickets := bearer(createScopedKey(t, api, "only-tickets", access.Operator, "tickets"))
+	for _, c := range []struct {
+		hdr  map[string]string
+		body string
+	}{{beers, `{"ids":[2],"dry_run":true}`}, {adminHeaders, `{"ids":[2],"dry_run":true}`}, {tickets, `{"filter":{},"dry_run":true}`}} {
+		if rec, _ := checkedDo(t, api, "POST", "/admin/dlq/replay", c.body, c.hdr); rec.Code != 200 {
+			t.Fatalf("replay %s: %d %s", c.body, rec.Code, rec.Body)
+		}
+	}
+	type entry struct {
+		Principal *string
+		Action    string
+	}
+	list := func(path string, hdr map[string]string) []entry {
+		t.Helper()
+		rec, env := checkedDo(t, api, "GET", path, "", hdr)
+		var page struct{ Entries []entry }
+		if rec.Code != 200 || dataInto(env, &page) != nil {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+		return page.Entries
+	}
+	names := func(es []entry) string {
+		var out []string
+		for _, e := range es {
+			if e.Action == "replay" {
+				out = append(out, *e.Principal)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(list("/admin/audit", adminHeaders)); got != "key:only-tickets admin key:only-beers" {
+		t.Errorf("every entry: %q", got)
+	}
+	if got := names(list("/admin/audit?principal=key:only-beers", adminHeaders)); got != "key:only-beers" {
+		t.Errorf("?principal=key:only-beers: %q", got)
+	}
+	if got := names(list("/admin/audit", beers)); got != "key:only-beers" {
+		t.Errorf("the beers key's audit: %q", got)
+	}
+	if got := names(list("/admin/audit", tickets)); got != "key:only-tickets" {
+		t.Errorf("the tickets key's audit: %q", got)
+	}
+	if got := names(list("/admin/audit?principal=admin", tickets)); got != "" {
+		t.Errorf("the tickets key sees the pair's replay of a beers row: %q", got)
+	}
+}
