@@ -8,6 +8,9 @@ type Permission string
 const (
 	// Public: anyone (GET /health; its details still need the admin pair).
 	Public Permission = "public"
+	// Self: who the caller is and what it may do (GET /admin/whoami),
+	// held by every role.
+	Self Permission = "self"
 	// Read: lists, counts, stats, groups, time series, detail, tasks,
 	// audit, alerts, jobs, metrics and configuration, without message
 	// bodies (include_raw and a detail's payload also need ReadBody).
@@ -37,5 +40,5 @@ const (
 )
 
 // Permissions lists every permission, in the order above.
-var Permissions = []Permission{Public, Read, ReadBody, Replay, Acknowledge, Edit, Tasks,
+var Permissions = []Permission{Public, Self, Read, ReadBody, Replay, Acknowledge, Edit, Tasks,
 	Move, Enrich, Breaker, ManageKeys, Report, Dev}

@@ -28,10 +28,21 @@ const (
 var Roles = []Role{Reporter, Viewer, Operator, Admin}
 
 var rolePermissions = map[Role][]Permission{
-	Reporter: {Report},
-	Viewer:   {Public, Read},
-	Operator: {Public, Read, ReadBody, Replay, Acknowledge, Edit, Tasks},
-	Admin:    {Public, Read, ReadBody, Replay, Acknowledge, Edit, Tasks, Move, Enrich, Breaker, ManageKeys, Report},
+	Reporter: {Self, Report},
+	Viewer:   {Public, Self, Read},
+	Operator: {Public, Self, Read, ReadBody, Replay, Acknowledge, Edit, Tasks},
+	Admin:    {Public, Self, Read, ReadBody, Replay, Acknowledge, Edit, Tasks, Move, Enrich, Breaker, ManageKeys, Report},
+}
+
+// Permissions lists what r holds, in Permissions' order.
+func (r Role) Permissions() []Permission {
+	var out []Permission
+	for _, p := range Permissions {
+		if r.Can(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Can reports whether r holds p. No role holds Dev: the development routes

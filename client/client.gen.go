@@ -660,6 +660,81 @@ func (e TaskState) Valid() bool {
 	}
 }
 
+// Defines values for WhoamiPermissions.
+const (
+	WhoamiPermissionsAcknowledge WhoamiPermissions = "acknowledge"
+	WhoamiPermissionsBreaker     WhoamiPermissions = "breaker"
+	WhoamiPermissionsDev         WhoamiPermissions = "dev"
+	WhoamiPermissionsEdit        WhoamiPermissions = "edit"
+	WhoamiPermissionsEnrich      WhoamiPermissions = "enrich"
+	WhoamiPermissionsKeys        WhoamiPermissions = "keys"
+	WhoamiPermissionsMove        WhoamiPermissions = "move"
+	WhoamiPermissionsRead        WhoamiPermissions = "read"
+	WhoamiPermissionsReadBody    WhoamiPermissions = "read_body"
+	WhoamiPermissionsReplay      WhoamiPermissions = "replay"
+	WhoamiPermissionsReport      WhoamiPermissions = "report"
+	WhoamiPermissionsSelf        WhoamiPermissions = "self"
+	WhoamiPermissionsTasks       WhoamiPermissions = "tasks"
+)
+
+// Valid indicates whether the value is a known member of the WhoamiPermissions enum.
+func (e WhoamiPermissions) Valid() bool {
+	switch e {
+	case WhoamiPermissionsAcknowledge:
+		return true
+	case WhoamiPermissionsBreaker:
+		return true
+	case WhoamiPermissionsDev:
+		return true
+	case WhoamiPermissionsEdit:
+		return true
+	case WhoamiPermissionsEnrich:
+		return true
+	case WhoamiPermissionsKeys:
+		return true
+	case WhoamiPermissionsMove:
+		return true
+	case WhoamiPermissionsRead:
+		return true
+	case WhoamiPermissionsReadBody:
+		return true
+	case WhoamiPermissionsReplay:
+		return true
+	case WhoamiPermissionsReport:
+		return true
+	case WhoamiPermissionsSelf:
+		return true
+	case WhoamiPermissionsTasks:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WhoamiRole.
+const (
+	WhoamiRoleAdmin    WhoamiRole = "admin"
+	WhoamiRoleOperator WhoamiRole = "operator"
+	WhoamiRoleReporter WhoamiRole = "reporter"
+	WhoamiRoleViewer   WhoamiRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the WhoamiRole enum.
+func (e WhoamiRole) Valid() bool {
+	switch e {
+	case WhoamiRoleAdmin:
+		return true
+	case WhoamiRoleOperator:
+		return true
+	case WhoamiRoleReporter:
+		return true
+	case WhoamiRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditLogParamsAction.
 const (
 	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
@@ -1900,6 +1975,25 @@ type TaskRequest struct {
 	RatePerMinute int `json:"rate_per_minute"`
 }
 
+// Whoami defines model for Whoami.
+type Whoami struct {
+	// Permissions What the caller may do (x-permission of each operation).
+	Permissions []WhoamiPermissions `json:"permissions"`
+
+	// Pipelines The pipelines the caller is limited to; null: every pipeline.
+	Pipelines *[]string `json:"pipelines"`
+
+	// Principal key:<name>, access:<email>, admin (the pair of secrets) or report-token.
+	Principal string     `json:"principal"`
+	Role      WhoamiRole `json:"role"`
+}
+
+// WhoamiPermissions defines model for Whoami.Permissions.
+type WhoamiPermissions string
+
+// WhoamiRole defines model for Whoami.Role.
+type WhoamiRole string
+
 // BadRequest defines model for BadRequest.
 type BadRequest struct {
 	Error struct {
@@ -3038,6 +3132,13 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/queues (the `Queues` operationId).
 	Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Whoami Who the caller is: principal, role, pipelines and permissions
+	//
+	// The credential's principal (key:<name>, access:<email>, admin for the pair, report-token), its role, the pipelines it is limited to (null: every pipeline) and the permissions it holds. Any authenticated caller; no D1 read beyond the credential's own. The console shows each caller the actions its permissions allow.
+	//
+	// Corresponds with GET /admin/whoami (the `Whoami` operationId).
+	Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Health D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
 	//
 	// No credentials needed: an anonymous caller (or one with wrong credentials) gets {"status": "ok"} (or "degraded" with the 503) and nothing else; with X-API-Key and X-Admin-Secret the report also carries version, time, d1 {ok, latency_ms, error} and instance.
@@ -3755,6 +3856,23 @@ func (c *Client) Pipelines(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Corresponds with GET /admin/queues (the `Queues` operationId).
 func (c *Client) Queues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewQueuesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Whoami Who the caller is: principal, role, pipelines and permissions
+//
+// The credential's principal (key:<name>, access:<email>, admin for the pair, report-token), its role, the pipelines it is limited to (null: every pipeline) and the permissions it holds. Any authenticated caller; no D1 read beyond the credential's own. The console shows each caller the actions its permissions allow.
+//
+// Corresponds with GET /admin/whoami (the `Whoami` operationId).
+func (c *Client) Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhoamiRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5416,6 +5534,33 @@ func NewQueuesRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewWhoamiRequest constructs an http.Request for the Whoami method
+func NewWhoamiRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHealthRequest constructs an http.Request for the Health method
 func NewHealthRequest(server string) (*http.Request, error) {
 	var err error
@@ -5835,6 +5980,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/queues (the `Queues` operationId).
 	QueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*QueuesResponse, error)
+
+	// WhoamiWithResponse Who the caller is: principal, role, pipelines and permissions
+	//
+	// The credential's principal (key:<name>, access:<email>, admin for the pair, report-token), its role, the pipelines it is limited to (null: every pipeline) and the permissions it holds. Any authenticated caller; no D1 read beyond the credential's own. The console shows each caller the actions its permissions allow.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/whoami (the `Whoami` operationId).
+	WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error)
 
 	// HealthWithResponse D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
 	//
@@ -10726,6 +10880,146 @@ func (r QueuesResponse) ContentType() string {
 	return ""
 }
 
+// WhoamiResponse200Headers the declared response headers of an HTTP 200 response for Whoami
+type WhoamiResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// WhoamiResponse400Headers the declared response headers of an HTTP 400 response for Whoami
+type WhoamiResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
+type WhoamiResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// WhoamiResponse403Headers the declared response headers of an HTTP 403 response for Whoami
+type WhoamiResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// WhoamiResponse429Headers the declared response headers of an HTTP 429 response for Whoami
+type WhoamiResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// WhoamiResponse500Headers the declared response headers of an HTTP 500 response for Whoami
+type WhoamiResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// WhoamiResponse503Headers the declared response headers of an HTTP 503 response for Whoami
+type WhoamiResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type WhoamiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      Whoami             `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WhoamiResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *WhoamiResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WhoamiResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *WhoamiResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WhoamiResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *WhoamiResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WhoamiResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WhoamiResponse) GetJSON200() *struct {
+	Data      Whoami             `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r WhoamiResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WhoamiResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r WhoamiResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WhoamiResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r WhoamiResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WhoamiResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WhoamiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhoamiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhoamiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhoamiResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthResponse200Headers the declared response headers of an HTTP 200 response for Health
 type HealthResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -11419,6 +11713,21 @@ func (c *ClientWithResponses) QueuesWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseQueuesResponse(rsp)
+}
+
+// WhoamiWithResponse Who the caller is: principal, role, pipelines and permissions
+//
+// The credential's principal (key:<name>, access:<email>, admin for the pair, report-token), its role, the pipelines it is limited to (null: every pipeline) and the permissions it holds. Any authenticated caller; no D1 read beyond the credential's own. The console shows each caller the actions its permissions allow.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/whoami (the `Whoami` operationId).
+func (c *ClientWithResponses) WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error) {
+	rsp, err := c.Whoami(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhoamiResponse(rsp)
 }
 
 // HealthWithResponse D1 reachability: the status alone without credentials; version, D1 latency and instance with the admin pair
@@ -16497,6 +16806,151 @@ func ParseQueuesResponse(rsp *http.Response) (*QueuesResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers QueuesResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWhoamiResponse parses an HTTP response from a WhoamiWithResponse call
+func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhoamiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      Whoami             `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers WhoamiResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers WhoamiResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers WhoamiResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers WhoamiResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers WhoamiResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers WhoamiResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers WhoamiResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

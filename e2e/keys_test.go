@@ -15,10 +15,10 @@ import (
 
 // roleMay is what each role may do (docs/admin-api.md "Named keys").
 var roleMay = map[string]string{
-	"reporter": "report",
-	"viewer":   "read",
-	"operator": "read read_body replay acknowledge edit tasks",
-	"admin":    "read read_body replay acknowledge edit tasks move enrich breaker keys report",
+	"reporter": "self report",
+	"viewer":   "self read",
+	"operator": "self read read_body replay acknowledge edit tasks",
+	"admin":    "self read read_body replay acknowledge edit tasks move enrich breaker keys report",
 }
 
 // newKey creates a named key with the pair and returns its token.

@@ -408,6 +408,7 @@ type route struct {
 func (a *API) routeTable() []route {
 	rs := []route{
 		{"GET /health", access.Public, perPipeline, a.health}, // anyone
+		{"GET /admin/whoami", access.Self, perPipeline, a.whoami},
 		{"GET /admin/metrics", access.Read, everyPipeline, a.metrics},
 		{"POST /admin/enrich", access.Enrich, everyPipeline, a.enrich},
 		{"GET /admin/beers/{id}", access.Read, everyPipeline, a.beer},

@@ -29,10 +29,10 @@ func createKey(t *testing.T, api *API, name string, role access.Role) string {
 // roleSpec is what each role may do, as docs/admin-api.md states it: the
 // expectation of the matrix, written apart from access's own table.
 var roleSpec = map[access.Role]string{
-	access.Reporter: "report",
-	access.Viewer:   "read",
-	access.Operator: "read read_body replay acknowledge edit tasks",
-	access.Admin:    "read read_body replay acknowledge edit tasks move enrich breaker keys report",
+	access.Reporter: "self report",
+	access.Viewer:   "self read",
+	access.Operator: "self read read_body replay acknowledge edit tasks",
+	access.Admin:    "self read read_body replay acknowledge edit tasks move enrich breaker keys report",
 }
 
 // The route × role matrix, generated from the route table: a key of each
