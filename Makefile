@@ -73,10 +73,18 @@ DEV_CRON_SPEED ?= 1
 build/devcron: cmd/devcron/main.go internal/wranglerconfig/wranglerconfig.go
 	go build -o $@ ./cmd/devcron
 
-dev: node_modules .dev.vars build migrate-local build/devprovider build/devcron ## run the worker locally (local D1 + queues + stand-in provider + cron ticker) on :8787
+# The local stand-in for Cloudflare Access (cmd/devaccess), which
+# .dev.vars.example points ACCESS_TEAM_DOMAIN at: it issues tokens
+# (POST /token) that the worker signs in (docs/operations.md "Access control").
+DEV_ACCESS_ADDR ?= 127.0.0.1:8789
+build/devaccess: cmd/devaccess/main.go $(wildcard access/cfaccess/cfaccesstest/*.go)
+	go build -o $@ ./cmd/devaccess
+
+dev: node_modules .dev.vars build migrate-local build/devprovider build/devaccess build/devcron ## run the worker locally (local D1 + queues + stand-in provider and Access + cron ticker) on :8787
 	@build/devprovider -addr $(DEV_PROVIDER_ADDR) & pid=$$!; \
+	build/devaccess -addr $(DEV_ACCESS_ADDR) & apid=$$!; \
 	build/devcron -url http://127.0.0.1:8787 -speed $(DEV_CRON_SPEED) & cpid=$$!; \
-	trap 'kill $$pid $$cpid 2>/dev/null' EXIT; \
+	trap 'kill $$pid $$apid $$cpid 2>/dev/null' EXIT; \
 	$(WRANGLER) dev --local --persist-to $(PERSIST) --test-scheduled --port 8787
 
 vet: fmt-check ## go vet, native and js/wasm (after fmt-check)

@@ -22,6 +22,7 @@ import (
 	"github.com/syumai/workers"
 	"github.com/syumai/workers/cloudflare/cron"
 
+	"github.com/redrive/redrive/access/cfaccess"
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/consume"
@@ -231,6 +232,10 @@ func (w worker) api() *handlers.API {
 		BulkReplayMax:      cfg.BulkReplayMax,
 		ReportQueues:       externalQueues(cfg.Pipelines),
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
+	}
+	if cfg.Access.On() {
+		api.Access = &handlers.AccessSignIn{Rules: cfg.Access.Roles, Verifier: &cfaccess.Verifier{TeamDomain: cfg.Access.TeamDomain,
+			Audience: cfg.Access.Audience, CertsURL: cfg.Access.CertsURL, Doer: platform.Fetch{}, Now: time.Now}}
 	}
 	if cfg.DevRoutes {
 		// The pipelines' main queues and the queues DEV_SEND_QUEUES names

@@ -176,12 +176,16 @@ func (e CreatedApiKeyRole) Valid() bool {
 
 // Defines values for ErrorEnvelopeErrorCode.
 const (
+	ACCESSTOKENEXPIRED    ErrorEnvelopeErrorCode = "ACCESS_TOKEN_EXPIRED"
+	ACCESSUNAVAILABLE     ErrorEnvelopeErrorCode = "ACCESS_UNAVAILABLE"
+	CROSSSITE             ErrorEnvelopeErrorCode = "CROSS_SITE"
 	D1UNAVAILABLE         ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
 	DATABASENOTSEEDED     ErrorEnvelopeErrorCode = "DATABASE_NOT_SEEDED"
 	FORBIDDEN             ErrorEnvelopeErrorCode = "FORBIDDEN"
 	IDOUTOFRANGE          ErrorEnvelopeErrorCode = "ID_OUT_OF_RANGE"
 	IDSINSEVERALDATABASES ErrorEnvelopeErrorCode = "IDS_IN_SEVERAL_DATABASES"
 	INTERNALERROR         ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
+	INVALIDACCESSTOKEN    ErrorEnvelopeErrorCode = "INVALID_ACCESS_TOKEN"
 	INVALIDAFTER          ErrorEnvelopeErrorCode = "INVALID_AFTER"
 	INVALIDCANARY         ErrorEnvelopeErrorCode = "INVALID_CANARY"
 	INVALIDCURSOR         ErrorEnvelopeErrorCode = "INVALID_CURSOR"
@@ -203,6 +207,7 @@ const (
 	KEYEXPIRED            ErrorEnvelopeErrorCode = "KEY_EXPIRED"
 	KEYNOTFOUND           ErrorEnvelopeErrorCode = "KEY_NOT_FOUND"
 	KEYREVOKED            ErrorEnvelopeErrorCode = "KEY_REVOKED"
+	MALFORMEDACCESSTOKEN  ErrorEnvelopeErrorCode = "MALFORMED_ACCESS_TOKEN"
 	MALFORMEDCREDENTIAL   ErrorEnvelopeErrorCode = "MALFORMED_CREDENTIAL"
 	MALFORMEDKEY          ErrorEnvelopeErrorCode = "MALFORMED_KEY"
 	METHODNOTALLOWED      ErrorEnvelopeErrorCode = "METHOD_NOT_ALLOWED"
@@ -227,6 +232,12 @@ const (
 // Valid indicates whether the value is a known member of the ErrorEnvelopeErrorCode enum.
 func (e ErrorEnvelopeErrorCode) Valid() bool {
 	switch e {
+	case ACCESSTOKENEXPIRED:
+		return true
+	case ACCESSUNAVAILABLE:
+		return true
+	case CROSSSITE:
+		return true
 	case D1UNAVAILABLE:
 		return true
 	case DATABASENOTSEEDED:
@@ -238,6 +249,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case IDSINSEVERALDATABASES:
 		return true
 	case INTERNALERROR:
+		return true
+	case INVALIDACCESSTOKEN:
 		return true
 	case INVALIDAFTER:
 		return true
@@ -280,6 +293,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case KEYNOTFOUND:
 		return true
 	case KEYREVOKED:
+		return true
+	case MALFORMEDACCESSTOKEN:
 		return true
 	case MALFORMEDCREDENTIAL:
 		return true
@@ -1221,7 +1236,7 @@ type Envelope struct {
 	Success   interface{}        `json:"success"`
 }
 
-// ErrorEnvelope Stable error codes: UNAUTHORIZED (401); FORBIDDEN (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE, TIMEOUT (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY, UNKNOWN_QUEUE, UNKNOWN_PIPELINE, PRODUCER_MISSING (400); INVALID_STATE, ROWS_MOVING (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
+// ErrorEnvelope Stable error codes: UNAUTHORIZED, MALFORMED_ACCESS_TOKEN, INVALID_ACCESS_TOKEN, ACCESS_TOKEN_EXPIRED (401); FORBIDDEN, CROSS_SITE (403); NOT_CONFIGURED, QUEUE_UNAVAILABLE, D1_UNAVAILABLE, ACCESS_UNAVAILABLE, TIMEOUT (503); INVALID_REQUEST, INVALID_STATUS, INVALID_LIMIT, INVALID_CURSOR, INVALID_FILTER, INVALID_DELAY, INVALID_RATE, INVALID_DESTINATION, INVALID_FORMAT, INVALID_CANARY, UNKNOWN_QUEUE, UNKNOWN_PIPELINE, PRODUCER_MISSING (400); INVALID_STATE, ROWS_MOVING (409); PAYLOAD_TOO_LARGE (413); NOT_FOUND (404); METHOD_NOT_ALLOWED (405); INTERNAL_ERROR (500).
 type ErrorEnvelope struct {
 	Error struct {
 		Code ErrorEnvelopeErrorCode `json:"code"`

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/access/cfaccess"
 	"github.com/redrive/redrive/outbound"
 )
 
@@ -105,7 +106,26 @@ type Config struct {
 	// ReportToken is the secret REPORT_TOKEN: the bearer token external
 	// consumers report failed attempts with (POST /admin/attempts).
 	ReportToken string
+	// Access is Cloudflare Access sign-in (docs/configuration.md): off
+	// (TeamDomain empty) unless ACCESS_TEAM_DOMAIN and ACCESS_AUD are set.
+	Access Access
 }
+
+// Access is the Cloudflare Access application requests come through.
+type Access struct {
+	// TeamDomain is var ACCESS_TEAM_DOMAIN (https://<team>.cloudflareaccess.com), the tokens' issuer.
+	TeamDomain string
+	// Audience is var ACCESS_AUD: the application's AUD tag.
+	Audience string
+	// CertsURL is var ACCESS_CERTS_URL: where the team's keys are fetched
+	// ("": TeamDomain's /cdn-cgi/access/certs; the stand-in's locally).
+	CertsURL string
+	// Roles is var ACCESS_ROLES: who gets which role and pipelines.
+	Roles cfaccess.Rules
+}
+
+// On reports whether Access sign-in is configured.
+func (a Access) On() bool { return a.TeamDomain != "" }
 
 // Load reads the config through getenv. Invalid values are replaced by their
 // defaults and returned as problems for the caller to log loudly.
@@ -154,6 +174,7 @@ func (l *loader) load() Config {
 		D1UsageFlush:          time.Duration(l.int("D1_USAGE_FLUSH_SECONDS", 60, 0, 3600)) * time.Second,
 	}
 	c.ReportToken = getenv("REPORT_TOKEN")
+	c.Access = l.access()
 	if err := outbound.CheckURL(c.EnrichmentAPIURL); err != nil {
 		// The key goes only where outbound.CheckURL allows: without it no
 		// provider call is made.
@@ -163,6 +184,7 @@ func (l *loader) load() Config {
 	var problems []error
 	c.Pipelines, problems = ParsePipelines(l.str("PIPELINES", ""), c.AlertPendingThreshold, c.AlertOldestPending, c.DLQRetention)
 	l.problems = append(l.problems, problems...)
+	l.problems = append(l.problems, checkAccessPipelines(c.Access, c.Pipelines)...)
 	c.DevSendQueues, problems = ParseDevSendQueues(l.str("DEV_SEND_QUEUES", DefaultDevSendQueues))
 	l.problems = append(l.problems, problems...)
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {

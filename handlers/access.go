@@ -54,14 +54,19 @@ func forbidden(p access.Principal, perm access.Permission) *APIError {
 
 // authenticate returns the request's principal: a named key's (access.Keys)
 // for `Authorization: Bearer rdk_…`, REPORT_TOKEN's for another bearer
-// token on the report route, the pair's for a request without
-// Authorization that carries X-API-Key and X-Admin-Secret (Auth.check).
+// token on the report route, the Access identity's for a request without
+// Authorization nor X-API-Key that came through Cloudflare Access (accessPrincipal, when
+// API.Access is set), the pair's for a request without either that carries
+// X-API-Key and X-Admin-Secret (Auth.check).
 // Nothing is answered while the pair is not configured (503).
 func (a *API) authenticate(r *http.Request, report bool) (access.Principal, *APIError) {
 	if a.Auth.APIKey == "" || a.Auth.AdminSecret == "" {
 		return access.Principal{}, a.Auth.check(r)
 	}
 	h := r.Header.Get("Authorization")
+	if jwt := r.Header.Get(AccessHeader); h == "" && r.Header.Get("X-API-Key") == "" && jwt != "" && a.Access != nil {
+		return a.accessPrincipal(r, jwt)
+	}
 	if h == "" {
 		if err := a.Auth.check(r); err != nil {
 			return access.Principal{}, err

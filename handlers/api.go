@@ -44,6 +44,9 @@ type API struct {
 	Log *slog.Logger
 	// Auth guards every /admin/* route.
 	Auth Auth
+	// Access, when set, signs in the requests that came through Cloudflare
+	// Access (ACCESS_TEAM_DOMAIN, ACCESS_AUD, ACCESS_ROLES).
+	Access *AccessSignIn
 	// keyStore holds the named API keys (keys: made once, on first use).
 	keysOnce sync.Once
 	keyStore *access.Keys

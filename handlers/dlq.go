@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/redrive/redrive/access"
 	"github.com/redrive/redrive/dlq"
@@ -340,11 +341,13 @@ func (a *API) dlqAcknowledge(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) requester(r *http.Request) dlq.Requester {
-	key := r.Header.Get("X-API-Key")
-	if token, ok := bearerToken(r.Header.Get("Authorization")); ok && !principalOf(r).Pair {
-		key = token // a named key or REPORT_TOKEN: its own fingerprint
-	}
 	p := principalOf(r)
+	key := r.Header.Get("X-API-Key")
+	if token, ok := bearerToken(r.Header.Get("Authorization")); ok && !p.Pair {
+		key = token // a named key or REPORT_TOKEN: its own fingerprint
+	} else if strings.HasPrefix(p.Name, "access:") {
+		key = p.Name // an Access identity: its name's
+	}
 	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(key), Principal: p.Name,
 		Scope: dlq.Scope{Pipelines: p.Pipelines}}
 }

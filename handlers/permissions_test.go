@@ -19,8 +19,8 @@ import (
 func TestEveryRouteDeclaresItsPermission(t *testing.T) {
 	doc := loadOpenAPI(t)
 	api := &API{DevSender: &queuetest.Sender{}, DevCron: func(context.Context, string, time.Time) error { return nil }}
-	admin := `[{"AdminSecret":[],"ApiKey":[]},{"NamedKey":[]}]` // keys sorted, as json.Marshal writes a map
-	wantSecurity := map[access.Permission]string{access.Public: `[]`, access.Report: `[{"ReportToken":[]},{"AdminSecret":[],"ApiKey":[]},{"NamedKey":[]}]`}
+	admin := `[{"AdminSecret":[],"ApiKey":[]},{"NamedKey":[]},{"CloudflareAccess":[]}]` // keys sorted, as json.Marshal writes a map
+	wantSecurity := map[access.Permission]string{access.Public: `[]`, access.Report: `[{"ReportToken":[]},{"AdminSecret":[],"ApiKey":[]},{"NamedKey":[]},{"CloudflareAccess":[]}]`}
 	seen := map[access.Permission]bool{}
 	for _, rt := range api.routeTable() {
 		if !slices.Contains(access.Permissions, rt.perm) {
