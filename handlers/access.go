@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 
@@ -24,7 +25,7 @@ func principalOf(r *http.Request) access.Principal {
 // without perm (naming it), or a scoped one on an everyPipeline route.
 func (a *API) allow(perm access.Permission, scope routeScope) func(r *http.Request) (access.Principal, *APIError) {
 	return func(r *http.Request) (access.Principal, *APIError) {
-		p, err := a.authenticate(r, perm == access.Report)
+		p, err := a.signIn(r, perm == access.Report)
 		switch {
 		case err != nil:
 			return p, err
@@ -35,6 +36,28 @@ func (a *API) allow(perm access.Permission, scope routeScope) func(r *http.Reque
 		}
 		return p, nil
 	}
+}
+
+// signIn is authenticate behind the limit of failed sign-ins per client
+// (signIns): a client past it is refused, 429 RATE_LIMITED, before its
+// credentials are checked; a refused credential (401, or the 403 of the
+// pair's wrong secret or of an Access identity without a role) counts
+// against its client.
+func (a *API) signIn(r *http.Request, report bool) (access.Principal, *APIError) {
+	client := r.Header.Get("CF-Connecting-IP")
+	if client == "" {
+		return a.authenticate(r, report)
+	}
+	now := a.Clock.Now()
+	if wait := a.failedSignIns.limited(client, now); wait > 0 {
+		return access.Principal{}, &APIError{Status: http.StatusTooManyRequests, Code: "RATE_LIMITED",
+			Message: fmt.Sprintf("too many failed sign-ins from this client: try again in %d s", int64(math.Ceil(wait.Seconds())))}
+	}
+	p, err := a.authenticate(r, report)
+	if err != nil && (err.Status == http.StatusUnauthorized || err.Status == http.StatusForbidden) {
+		a.failedSignIns.failed(client, now)
+	}
+	return p, err
 }
 
 // need refuses the request's principal, 403, when it lacks perm (a

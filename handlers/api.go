@@ -47,6 +47,8 @@ type API struct {
 	// Access, when set, signs in the requests that came through Cloudflare
 	// Access (ACCESS_TEAM_DOMAIN, ACCESS_AUD, ACCESS_ROLES).
 	Access *AccessSignIn
+	// failedSignIns limits the failed sign-ins of each client (signIn).
+	failedSignIns signIns
 	// keyStore holds the named API keys (keys: made once, on first use).
 	keysOnce sync.Once
 	keyStore *access.Keys

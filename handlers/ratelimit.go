@@ -53,6 +53,67 @@ func (l *rateLimit) take(now time.Time) (time.Duration, bool) {
 	return 0, true
 }
 
+// wait is how long until l holds a token at now (0: it holds one); it
+// spends nothing.
+func (l *rateLimit) wait(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at.IsZero() {
+		return 0
+	}
+	tokens := math.Min(l.burst, l.tokens+max(now.Sub(l.at), 0).Seconds()*l.rate)
+	if tokens >= 1 {
+		return 0
+	}
+	return time.Duration((1 - tokens) / l.rate * float64(time.Second))
+}
+
+// Failed sign-ins: a client (its CF-Connecting-IP, which Cloudflare sets
+// and a caller cannot) may fail signInBurst times, then once per
+// 1/signInPerSecond seconds, per isolate; past that its requests are
+// refused (429 RATE_LIMITED) before any credential is checked: no hash, no
+// D1 read, no signature. A request without CF-Connecting-IP (local runs)
+// is not limited. An isolate keeps at most signInClients clients (it
+// starts over past them): about 100 bytes each.
+const (
+	signInBurst     = 20
+	signInPerSecond = 0.2
+	signInClients   = 4096
+)
+
+// signIns counts the failed sign-ins of each client.
+type signIns struct {
+	mu      sync.Mutex
+	clients map[string]*rateLimit
+}
+
+// limited returns how long client must wait before its credentials are
+// checked again (0: at once).
+func (s *signIns) limited(client string, now time.Time) time.Duration {
+	s.mu.Lock()
+	l := s.clients[client]
+	s.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return l.wait(now)
+}
+
+// failed counts a refused credential of client at now.
+func (s *signIns) failed(client string, now time.Time) {
+	s.mu.Lock()
+	if s.clients == nil || len(s.clients) >= signInClients {
+		s.clients = map[string]*rateLimit{}
+	}
+	l := s.clients[client]
+	if l == nil {
+		l = newRateLimit(signInBurst, signInPerSecond)
+		s.clients[client] = l
+	}
+	s.mu.Unlock()
+	l.take(now)
+}
+
 // limitReports refuses, with 429 RATE_LIMITED and Retry-After (whole
 // seconds), the calls authenticated by the report token (an Authorization
 // header: the route's check has accepted it) beyond l.

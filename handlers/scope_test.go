@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/access"
 )
@@ -128,5 +129,58 @@ func TestAuditNamesThePrincipal(t *testing.T) {
 	}
 	if got := names(list("/admin/audit?principal=admin", tickets)); got != "" {
 		t.Errorf("the tickets key sees the pair's replay of a beers row: %q", got)
+	}
+}
+
+// A client (CF-Connecting-IP) that fails signInBurst sign-ins is refused,
+// 429 before any check, its good credentials too, until the bucket refills
+// (one a 1/signInPerSecond seconds); another client, and a request without
+// the header, are not.
+func TestFailedSignInsAreLimitedPerClient(t *testing.T) {
+	api, _, _ := everyRouteAPI(t)
+	now := time.UnixMilli(1_800_000_000_000)
+	api.Clock = func() time.Time { return now }
+	good := createKey(t, api, "good", access.Viewer)
+	_, _, made, _ := access.NewToken()
+	as := func(ip, token string) int {
+		hdr := bearer(token)
+		if ip != "" {
+			hdr["CF-Connecting-IP"] = ip
+		}
+		rec, _ := checkedDo(t, api, "GET", "/admin/whoami", "", hdr)
+		return rec.Code
+	}
+	for i := 0; i < signInBurst; i++ {
+		if code := as("203.0.113.9", made); code != 401 {
+			t.Fatalf("failure %d: %d", i+1, code)
+		}
+	}
+	for ip, want := range map[string]int{"203.0.113.9": 429, "198.51.100.7": 200, "": 200} {
+		if code := as(ip, good); code != want {
+			t.Errorf("client %q with a good key: %d, want %d", ip, code, want)
+		}
+	}
+	if code := as("198.51.100.7", made); code != 401 {
+		t.Errorf("another client's failure: %d", code)
+	}
+	// The pair's wrong secret (403) counts as a failure too.
+	for i := 1; i < signInBurst; i++ {
+		rec, _ := checkedDo(t, api, "GET", "/admin/whoami", "", map[string]string{"X-API-Key": "k", "X-Admin-Secret": "wrong", "CF-Connecting-IP": "198.51.100.7"})
+		if rec.Code != 403 {
+			t.Fatalf("wrong secret %d: %d", i, rec.Code)
+		}
+	}
+	if code := as("198.51.100.7", good); code != 429 {
+		t.Errorf("after %d failures of the pair and a key: %d", signInBurst, code)
+	}
+	now = now.Add(time.Duration(float64(time.Second) / signInPerSecond))
+	if code := as("203.0.113.9", good); code != 200 {
+		t.Errorf("after a refill, a good key: %d", code)
+	}
+	if code := as("203.0.113.9", made); code != 401 {
+		t.Errorf("after a refill, a made-up key: %d", code)
+	}
+	if code := as("203.0.113.9", good); code != 429 {
+		t.Errorf("the refill spent: %d", code)
 	}
 }
