@@ -15,7 +15,8 @@ import (
 // turns it off (or keeps no rule) and is a problem, so that a typo never
 // signs anyone in.
 func (l *loader) access() Access {
-	a := Access{TeamDomain: l.getenv("ACCESS_TEAM_DOMAIN"), Audience: l.getenv("ACCESS_AUD"), CertsURL: l.getenv("ACCESS_CERTS_URL")}
+	a := Access{TeamDomain: l.str("ACCESS_TEAM_DOMAIN", ""), Audience: l.str("ACCESS_AUD", ""), CertsURL: l.str("ACCESS_CERTS_URL", "")}
+	roles := l.str("ACCESS_ROLES", "")
 	switch {
 	case a.TeamDomain == "" && a.Audience == "":
 		return Access{}
@@ -37,7 +38,7 @@ func (l *loader) access() Access {
 			return Access{}
 		}
 	}
-	rules, err := cfaccess.ParseRules(l.getenv("ACCESS_ROLES"))
+	rules, err := cfaccess.ParseRules(roles)
 	if err != nil {
 		l.problems = append(l.problems, fmt.Errorf("%v (ACCESS_ROLES); nobody signed in through Access gets a role", err))
 		return a

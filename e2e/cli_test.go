@@ -612,3 +612,49 @@ func TestCLIPipelineFlag(t *testing.T) {
 		t.Fatalf("ls --pipeline unknown: stderr %q", r.stderr)
 	}
 }
+
+// The CLI manages keys and runs on one: keys create --pipelines prints the
+// token once; on that token (REDRIVE_TOKEN, no pair) whoami names the key,
+// ls --pipeline keeps its pipeline's rows, another pipeline is refused;
+// keys revoke ends it.
+func TestCLIRunsOnAScopedKey(t *testing.T) {
+	w := shared
+	ctx := context.Background()
+	prefix := newPrefix("clikey")
+	w.Exec(t, seedSQL(prefix, 4, 1, time.Now().Add(-time.Hour).UnixMilli(), "e2e-orders"))
+	defer w.Exec(t, fmt.Sprintf(`DELETE FROM dlq_messages WHERE row_key LIKE '%s%%'`, prefix))
+	r := runCLI(t, ctx, cliEnv(w, nil), "", "keys", "create", "--name", prefix+"-orders", "--role", "operator", "--pipelines", "orders", "--json").
+		wantCode(t, 0, "keys create")
+	var key struct{ ID, Token string }
+	if err := json.Unmarshal([]byte(r.stdout), &key); err != nil || !strings.HasPrefix(key.Token, "rdk_") {
+		t.Fatalf("keys create: %v %s", err, r.stdout)
+	}
+	env := map[string]string{"REDRIVE_URL": w.URL, "REDRIVE_TOKEN": key.Token,
+		"REDRIVE_CONFIG": filepath.Join(os.TempDir(), "redrive-e2e-no-such-config.json")}
+	r = runCLI(t, ctx, env, "", "whoami", "--json").wantCode(t, 0, "whoami")
+	checkOutput(t, "GET", "/admin/whoami", "", r.stdout)
+	var me struct {
+		Principal string
+		Pipelines []string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &me); err != nil || me.Principal != "key:"+prefix+"-orders" || strings.Join(me.Pipelines, ",") != "orders" {
+		t.Fatalf("whoami: %v %s", err, r.stdout)
+	}
+	r = runCLI(t, ctx, env, "", "ls", "--q", prefix, "--json").wantCode(t, 0, "ls on the key")
+	var pg struct {
+		Messages []struct {
+			SourceQueue string `json:"source_queue"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pg); err != nil || len(pg.Messages) != 4 || pg.Messages[0].SourceQueue != "e2e-orders" {
+		t.Fatalf("ls on the key: %v %s", err, r.stdout)
+	}
+	r = runCLI(t, ctx, env, "", "ls", "--pipeline", "beers")
+	if r.code == 0 || !strings.Contains(r.stderr, "FORBIDDEN") {
+		t.Fatalf("ls --pipeline beers on an orders key: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	runCLI(t, ctx, cliEnv(w, nil), "", "keys", "revoke", key.ID).wantCode(t, 0, "keys revoke")
+	if r = runCLI(t, ctx, env, "", "whoami"); r.code == 0 || !strings.Contains(r.stderr, "KEY_REVOKED") {
+		t.Fatalf("whoami after revoke: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -150,7 +150,7 @@ func (a *app) root() *cobra.Command {
 		c.GroupID = "rows"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.replayCmd(), a.ackCmd(), a.editCmd(), a.tasksCmd(), a.exportCmd(), a.importCmd(), a.releaseCmd(), a.keysCmd(), a.healthCmd(), a.metricsCmd()} {
+	for _, c := range []*cobra.Command{a.replayCmd(), a.ackCmd(), a.editCmd(), a.tasksCmd(), a.exportCmd(), a.importCmd(), a.releaseCmd(), a.keysCmd(), a.whoamiCmd(), a.healthCmd(), a.metricsCmd()} {
 		c.GroupID = "ops"
 		root.AddCommand(c)
 	}

@@ -262,3 +262,32 @@ func TestKeysCommands(t *testing.T) {
 		t.Fatalf("revoke: exit %d %s %v", code, out, calls)
 	}
 }
+
+// whoami prints the credential's principal, role, pipelines and
+// permissions; keys create --pipelines sends them.
+func TestWhoamiAndScopedKeys(t *testing.T) {
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		calls = append(calls, r.Method+" "+r.URL.Path+" "+b.String()+" "+r.Header.Get("Authorization"))
+		if r.URL.Path == "/admin/whoami" {
+			fmt.Fprint(w, `{"success":true,"requestId":"x","data":{"principal":"key:orders-bot","role":"operator","pipelines":["orders"],"permissions":["self","read","replay"]}}`)
+			return
+		}
+		w.WriteHeader(201)
+		fmt.Fprint(w, `{"success":true,"requestId":"x","data":{"id":"0123456789abcdef","name":"o","role":"operator","pipelines":["orders","tickets"],"created_by":"admin","created_at":1800000000000,"expires_at":null,"revoked_at":null,"revoked_by":null,"last_used_at":null,"token":"rdk_0123456789abcdef_`+strings.Repeat("A", 43)+`"}}`)
+	}))
+	defer srv.Close()
+	token := "rdk_0123456789abcdef_" + strings.Repeat("B", 43)
+	code, out, errOut := run(t, map[string]string{"REDRIVE_URL": srv.URL, "REDRIVE_TOKEN": token}, "", "whoami")
+	if code != 0 || !strings.Contains(out, "key:orders-bot") || !strings.Contains(out, "orders") || !strings.Contains(out, "self read replay") ||
+		calls[0] != "GET /admin/whoami  Bearer "+token {
+		t.Fatalf("whoami: exit %d %q %s %v", code, out, errOut, calls)
+	}
+	env := map[string]string{"REDRIVE_URL": srv.URL, "REDRIVE_API_KEY": "k", "REDRIVE_ADMIN_SECRET": "s"}
+	code, out, errOut = run(t, env, "", "keys", "create", "--name", "o", "--role", "operator", "--pipelines", "orders,tickets")
+	if code != 0 || !strings.Contains(out, "orders,tickets") || calls[1] != `POST /admin/keys {"name":"o","pipelines":["orders","tickets"],"role":"operator"} ` {
+		t.Fatalf("create: exit %d %q %s %v", code, out, errOut, calls)
+	}
+}

@@ -138,3 +138,37 @@ func (a *app) showKeys(keys []client.CreatedApiKey) error {
 	}
 	return nil
 }
+
+func (a *app) whoamiCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "whoami",
+		Short:   "Who the credential is: principal, role, pipelines and permissions",
+		Example: "  redrive whoami",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.api()
+			if err != nil {
+				return err
+			}
+			var me client.Whoami
+			data, err := into(&me)(c.Whoami(cmd.Context()))
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(data)
+			}
+			scope := "every pipeline"
+			if me.Pipelines != nil {
+				scope = strings.Join(*me.Pipelines, ", ")
+			}
+			t := newTable(a.env.Stdout, "PRINCIPAL", "ROLE", "PIPELINES", "PERMISSIONS")
+			perms := make([]string, len(me.Permissions))
+			for i, p := range me.Permissions {
+				perms[i] = string(p)
+			}
+			t.row(me.Principal, string(me.Role), scope, strings.Join(perms, " "))
+			return t.flush()
+		},
+	}
+}
