@@ -1,6 +1,11 @@
-// The admin API, with the credentials of this tab. They live in
-// sessionStorage only (gone when the tab closes) and travel in the two
-// headers; never in a URL, a cookie or a log.
+// The admin API, with the credentials of this tab. A named key (the usual
+// way) or the pair of API_KEY and ADMIN_SECRET lives in sessionStorage only
+// (gone when the tab closes) and travels in headers only (Authorization:
+// Bearer, or X-API-Key and X-Admin-Secret, with credentials "omit"); never
+// in a URL, a cookie or a log. Behind Cloudflare Access the tab keeps no
+// credential: the browser's own Access cookie reaches the worker (Access
+// adds its assertion), so requests go with credentials "same-origin".
+const TOKEN = "redrive.token";
 const KEY = "redrive.apiKey";
 const SECRET = "redrive.adminSecret";
 
@@ -17,31 +22,74 @@ export function whenSignedOut(f) {
   onSignedOut = f;
 }
 
-export function signedIn() {
-  return !!(sessionStorage.getItem(KEY) && sessionStorage.getItem(SECRET));
+// throughAccess is true once GET /admin/whoami answered without a
+// credential of the tab's: the page is behind Cloudflare Access.
+let throughAccess = false;
+
+// mode is how this tab signs its requests: "key", "pair", "access", or ""
+// (signed out).
+export function mode() {
+  if (sessionStorage.getItem(TOKEN)) return "key";
+  if (sessionStorage.getItem(KEY) && sessionStorage.getItem(SECRET)) return "pair";
+  return throughAccess ? "access" : "";
 }
 
+export function signedIn() {
+  return mode() !== "";
+}
+
+// signIn keeps a named key's token (one argument) or the pair.
 export function signIn(key, secret) {
-  sessionStorage.setItem(KEY, key);
-  sessionStorage.setItem(SECRET, secret);
+  signOut();
+  if (secret === undefined) sessionStorage.setItem(TOKEN, key);
+  else {
+    sessionStorage.setItem(KEY, key);
+    sessionStorage.setItem(SECRET, secret);
+  }
 }
 
 export function signOut() {
+  sessionStorage.removeItem(TOKEN);
   sessionStorage.removeItem(KEY);
   sessionStorage.removeItem(SECRET);
+  throughAccess = false;
 }
 
 // What a refused credential means, in the operator's words.
-export function authMessage(e) {
+// m is the tab's mode when the credential was sent.
+export function authMessage(e, m = mode()) {
   switch (e.code) {
     case "UNAUTHORIZED":
-      return "The API key is wrong.";
+      return m === "pair" ? "The API key is wrong." : m === "key" ? "The worker refused the key." : "The worker did not accept this tab's sign-in.";
     case "FORBIDDEN":
-      return "The admin secret is wrong.";
+      return secretRefused(e) ? "The admin secret is wrong." : e.message;
+    case "MALFORMED_CREDENTIAL":
+      return "The credential is not a bearer token.";
+    case "MALFORMED_KEY":
+      return "That is not a redrive key: a key reads rdk_, 16 hex digits, _ and its secret.";
+    case "INVALID_KEY":
+      return "No key matches that token: it is wrong, or its key was deleted.";
+    case "KEY_REVOKED":
+      return "This key has been revoked.";
+    case "KEY_EXPIRED":
+      return "This key has expired.";
+    case "MALFORMED_ACCESS_TOKEN":
+    case "INVALID_ACCESS_TOKEN":
+      return "Cloudflare Access's sign-in was not accepted by the worker.";
+    case "ACCESS_TOKEN_EXPIRED":
+      return "The Cloudflare Access session has expired: reload the page to sign in again.";
+    case "RATE_LIMITED":
+      return "Too many requests with this credential: wait a moment and try again.";
     case "NOT_CONFIGURED":
       return "The worker has no API_KEY or ADMIN_SECRET set.";
   }
   return e.message;
+}
+
+// secretRefused: the pair's X-Admin-Secret was refused (a 403, unlike
+// every other refused credential).
+function secretRefused(e) {
+  return e.status === 403 && /X-Admin-Secret/.test(e.message);
 }
 
 // A read that has not answered within READ_TIMEOUT_MS is asked once more
@@ -50,14 +98,34 @@ export function authMessage(e) {
 // as long as the worker takes: their outcome must not be guessed.
 const READ_TIMEOUT_MS = 8_000;
 
+// auth is the headers and fetch credentials mode of this tab's credential.
+function auth() {
+  const token = sessionStorage.getItem(TOKEN);
+  if (token) return { headers: { Authorization: "Bearer " + token }, credentials: "omit" };
+  const key = sessionStorage.getItem(KEY);
+  const secret = sessionStorage.getItem(SECRET);
+  if (key && secret) return { headers: { "X-API-Key": key, "X-Admin-Secret": secret }, credentials: "omit" };
+  if (throughAccess) return { headers: {}, credentials: "same-origin" };
+  throw new ApiError(401, "UNAUTHORIZED", "Signed out.");
+}
+
+// refused signs the tab out when err is a refused credential: any 401, and
+// the pair's refused secret (403). Any other 403 is what the caller's role
+// or scope may not do: the page shows it where it happened.
+function refused(err) {
+  if (err.status === 401 || (mode() === "pair" && secretRefused(err))) {
+    const msg = authMessage(err);
+    signOut();
+    onSignedOut(msg);
+  }
+}
+
 // request sends one call and returns the envelope's data, or throws an
 // ApiError with the envelope's code and message. A refused credential
 // signs the tab out.
 export async function request(method, path, body) {
-  const key = sessionStorage.getItem(KEY);
-  const secret = sessionStorage.getItem(SECRET);
-  if (!key || !secret) throw new ApiError(401, "UNAUTHORIZED", "Signed out.");
-  const headers = { "X-API-Key": key, "X-Admin-Secret": secret };
+  const a = auth();
+  const headers = { ...a.headers };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const read = method === "GET";
   let res;
@@ -68,7 +136,7 @@ export async function request(method, path, body) {
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         cache: "no-store",
-        credentials: "omit",
+        credentials: a.credentials,
         referrerPolicy: "no-referrer",
         signal: read ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined,
       });
@@ -86,10 +154,7 @@ export async function request(method, path, body) {
   }
   if (!res.ok || !env || !env.success) {
     const err = new ApiError(res.status, env?.error?.code, env?.error?.message);
-    if (res.status === 401 || res.status === 403) {
-      signOut();
-      onSignedOut(authMessage(err));
-    }
+    refused(err);
     throw err;
   }
   return env.data;
@@ -97,6 +162,27 @@ export async function request(method, path, body) {
 
 export const get = (path, params) => request("GET", path + query(params));
 export const post = (path, body) => request("POST", path, body);
+
+// probeAccess asks GET /admin/whoami with no credential of the tab's, as
+// the page loads: an answer means Cloudflare Access signed the browser in
+// (its cookie goes with the request); the tab then uses it. Anything else
+// (401 without Access, a network error) is null: the sign-in form shows.
+export async function probeAccess() {
+  try {
+    const res = await fetch("/admin/whoami", {
+      cache: "no-store",
+      credentials: "same-origin",
+      referrerPolicy: "no-referrer",
+      signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+    });
+    const env = await res.json();
+    if (!res.ok || !env?.success) return null;
+    throughAccess = true;
+    return env.data;
+  } catch {
+    return null;
+  }
+}
 
 // query builds ?a=b from the params that are set.
 export function query(params) {
@@ -111,21 +197,20 @@ export function query(params) {
 
 // exportRows downloads every row of the list filter as format (csv or
 // ndjson): GET /admin/dlq/export, following X-Next-Cursor (up to 5,000 rows
-// or about 8 MiB a request); a CSV part after the first loses its header row. It returns a
-// Blob and the number of rows.
-export async function exportRows(filter, format) {
-  const key = sessionStorage.getItem(KEY);
-  const secret = sessionStorage.getItem(SECRET);
-  if (!key || !secret) throw new ApiError(401, "UNAUTHORIZED", "Signed out.");
+// or about 8 MiB a request); a CSV part after the first loses its header
+// row. raw adds the bodies (include_raw, the read_body permission). It
+// returns a Blob and the number of rows.
+export async function exportRows(filter, format, raw) {
   const parts = [];
   let cursor, rows = 0;
   for (let i = 0; i < 1000; i++) {
+    const a = auth();
     let res;
     try {
-      res = await fetch("/admin/dlq/export" + query({ ...filter, format, cursor }), {
-        headers: { "X-API-Key": key, "X-Admin-Secret": secret },
+      res = await fetch("/admin/dlq/export" + query({ ...filter, format, include_raw: raw ? "true" : undefined, cursor }), {
+        headers: a.headers,
         cache: "no-store",
-        credentials: "omit",
+        credentials: a.credentials,
         referrerPolicy: "no-referrer",
       });
     } catch {
@@ -138,7 +223,9 @@ export async function exportRows(filter, format) {
       } catch {
         /* not an envelope */
       }
-      throw new ApiError(res.status, env?.error?.code, env?.error?.message);
+      const err = new ApiError(res.status, env?.error?.code, env?.error?.message);
+      refused(err);
+      throw err;
     }
     let text = await res.text();
     if (format === "csv" && parts.length > 0) text = text.slice(text.indexOf("\r\n") + 2);

@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
+import { can, me } from "./state.js";
 import { format, iso, utc } from "./time.js";
 
 // Time shows ms in the viewer's zone (or UTC, per the header's switch), the
@@ -15,12 +16,36 @@ export function Time({ ms }) {
   );
 }
 
+// ErrorBox shows an API error where it happened. A 403 is what this
+// sign-in may not do (its message names the missing permission, or the
+// pipelines the key is limited to): the tab stays signed in.
 export function ErrorBox({ error }) {
   if (!error) return null;
   return (
     <p class="error" role="alert">
-      {error.code ? <strong>{error.code}: </strong> : null}
+      {error.status === 403 ? <strong>Not allowed: </strong> : error.code ? <strong>{error.code}: </strong> : null}
       {error.message}
+    </p>
+  );
+}
+
+// Needs says, next to actions the principal may not take, why: items are
+// [label, permission] pairs; each missing permission gets one sentence
+// naming its actions, then the role. Nothing when every one is allowed.
+// The disabled buttons point at it with aria-describedby={id}.
+export function Needs({ id, items }) {
+  const m = me.value;
+  const missing = new Map();
+  for (const [label, p] of items) {
+    if (can(p)) continue;
+    if (!missing.has(p)) missing.set(p, []);
+    missing.get(p).push(label);
+  }
+  if (!missing.size) return null;
+  return (
+    <p class="needs small" id={id}>
+      {[...missing].map(([p, labels]) => `${labels.join(", ")}: needs the ${p} permission. `)}
+      Your role is {m?.role ?? "unknown"}.
     </p>
   );
 }

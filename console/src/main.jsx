@@ -2,7 +2,7 @@ import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import css from "./app.css";
 import { adopt } from "./style.js";
-import { get, signedIn, signOut, whenSignedOut } from "./api.js";
+import { get, mode, probeAccess, signedIn, signOut, whenSignedOut } from "./api.js";
 import { Audit } from "./audit.jsx";
 import { Tasks } from "./tasks.jsx";
 import { Detail } from "./detail.jsx";
@@ -11,7 +11,7 @@ import { Groups } from "./groups.jsx";
 import { Overview } from "./overview.jsx";
 import { href, pipeline, route, selectPipeline } from "./router.js";
 import { SignIn } from "./signin.jsx";
-import { pipelines, useSignal } from "./state.js";
+import { can, me, needs, pipelines, useSignal } from "./state.js";
 import { utc, zone } from "./time.js";
 
 adopt(css);
@@ -26,7 +26,22 @@ const PAGES = [
 
 function page(path, params) {
   const m = /^\/failures\/([^/]+)$/.exec(path);
-  if (m) return { title: `Failure #${m[1]}`, body: <Detail id={m[1]} />, nav: "/failures" };
+  if (m) {
+    const title = `Failure #${m[1]}`;
+    // The detail shows the row's body: a role without read_body is told
+    // so, rather than shown a page that fails.
+    if (!can("read_body"))
+      return {
+        title,
+        nav: "/failures",
+        body: (
+          <p class="needs" role="note">
+            A failure's detail page shows its body: {needs("read_body")} The <a href={href("/failures")}>failures list</a> shows its fields.
+          </p>
+        ),
+      };
+    return { title, body: <Detail id={m[1]} />, nav: "/failures" };
+  }
   switch (path) {
     case "/failures":
       return { title: "Failures", body: <Failures params={params} />, nav: path };
@@ -42,8 +57,9 @@ function page(path, params) {
   return { title: "Not found", body: <p>No such page. <a href="#/">Overview</a></p>, nav: "" };
 }
 
-// loadPipelines reads the configured pipelines' names (see state.js); a
-// failed read leaves the selector out rather than the page waiting.
+// loadPipelines reads the configured pipelines' names (see state.js; a key
+// limited to pipelines gets its own only); a failed read leaves the
+// selector out rather than the page waiting.
 let asked = null;
 function loadPipelines() {
   asked ??= get("/admin/pipelines").then(
@@ -54,22 +70,72 @@ function loadPipelines() {
     },
   );
 }
+
+// loadMe asks who this tab is signed in as (GET /admin/whoami), at every
+// load: the stored answer may be stale. A 401 signs the tab out (api.js).
+let askedMe = null;
+function loadMe() {
+  askedMe ??= get("/admin/whoami").then(
+    (d) => (me.value = d),
+    () => (askedMe = null),
+  );
+}
+
+// forget drops what the last sign-in read: another may see other pipelines.
+function forget() {
+  me.value = null;
+  pipelines.value = null;
+  asked = askedMe = null;
+}
+
+// A principal limited to pipelines reads its pipelines only: with several,
+// one of them is selected (a read naming none would be refused,
+// PIPELINE_REQUIRED); with one, none need be (it is implied).
+function applyScope(m) {
+  const ps = m?.pipelines;
+  if (!Array.isArray(ps)) return;
+  const want = ps.includes(pipeline.value) ? pipeline.value : ps.length > 1 ? ps[0] : "";
+  if (want !== pipeline.value) selectPipeline(want, true);
+}
+me.subscribe(applyScope);
+applyScope(me.value);
+
 // Signed in already (a reload): ask now, alongside the page's own calls.
-if (signedIn()) loadPipelines();
+// Otherwise, maybe Cloudflare Access signed the browser in.
+const probe = signedIn() ? null : probeAccess();
+if (signedIn()) {
+  loadPipelines();
+  loadMe();
+}
 
 function App() {
   const [authed, setAuthed] = useState(signedIn());
+  const [probing, setProbing] = useState(!!probe);
   const [message, setMessage] = useState("");
   const r = useSignal(route);
   const inUtc = useSignal(utc);
   const heading = useRef(null);
   const chosen = useSignal(pipeline);
   const names = useSignal(pipelines);
+  const who = useSignal(me);
   useEffect(() => {
-    if (authed) loadPipelines();
+    probe?.then((d) => {
+      if (d) {
+        me.value = d;
+        setAuthed(true);
+      }
+      setProbing(false);
+    });
+  }, []);
+  useEffect(() => {
+    if (authed) {
+      loadPipelines();
+      loadMe();
+    }
   }, [authed]);
   useEffect(() => {
     whenSignedOut((msg) => {
+      forget();
       setMessage(msg + " Sign in again.");
       setAuthed(false);
     });
@@ -82,6 +148,7 @@ function App() {
   if (!authed)
     return (
       <SignIn
+        probing={probing}
         message={message}
         onSignedIn={() => {
           setMessage("");
@@ -89,6 +156,8 @@ function App() {
         }}
       />
     );
+  const limited = Array.isArray(who?.pipelines);
+  const access = mode() === "access";
   return (
     <>
       <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), heading.current?.focus())}>
@@ -97,18 +166,18 @@ function App() {
       <header class="top">
         <span class="brand">redrive</span>
         <nav aria-label="Console">
-          {PAGES.map(([path, label]) => (
+          {PAGES.filter(([, , show]) => !show || show()).map(([path, label]) => (
             <a key={path} href={href(path)} aria-current={p.nav === path ? "page" : undefined}>
               {label}
             </a>
           ))}
         </nav>
         {/* Until the names are known, an invisible selector keeps its place. */}
-        {(names === null || names.length > 1 || chosen) && (
+        {(names === null || names.length > 1 || (chosen && !limited)) && (
           <label class={names === null && !chosen ? "pipeline pending" : "pipeline"}>
             Pipeline
             <select name="pipeline" value={chosen} disabled={names === null && !chosen} onChange={(e) => selectPipeline(e.currentTarget.value)}>
-              <option value="">All pipelines</option>
+              {!limited && <option value="">All pipelines</option>}
               {(names ?? []).map((n) => (
                 <option key={n} value={n}>
                   {n}
@@ -122,23 +191,38 @@ function App() {
           <input type="checkbox" checked={inUtc} onChange={(e) => (utc.value = e.currentTarget.checked)} /> UTC times
           <span class="sr-only"> (otherwise {zone})</span>
         </label>
-        <button
-          type="button"
-          class="link"
-          onClick={() => {
-            signOut();
-            setMessage("Signed out.");
-            setAuthed(false);
-          }}
-        >
-          Sign out
-        </button>
+        {who && (
+          <span class="who" id="who">
+            {access ? "Signed in through Cloudflare Access as " : ""}
+            <strong>{who.principal}</strong> ({who.role}){limited ? `, limited to ${who.pipelines.join(", ")}` : ""}
+          </span>
+        )}
+        {access ? (
+          // Access keeps the sign-in in its own cookie: its logout ends it.
+          <a class="signout" href="/cdn-cgi/access/logout">
+            Sign out
+          </a>
+        ) : (
+          <button
+            type="button"
+            class="link"
+            onClick={() => {
+              signOut();
+              forget();
+              setMessage("Signed out.");
+              setAuthed(false);
+            }}
+          >
+            Sign out
+          </button>
+        )}
       </header>
       <main id="main">
         <h1 tabIndex={-1} ref={heading}>
           {p.title}
         </h1>
-        {p.body}
+        {/* The pages show what the principal may do: they wait for it (kept for a reload). */}
+        {who ? p.body : <p aria-busy="true">Loading…</p>}
       </main>
     </>
   );

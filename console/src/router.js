@@ -48,10 +48,11 @@ export function href(path, params) {
   return "#" + path + query(withPipeline(params));
 }
 
-// selectPipeline switches the header's selector and keeps the page.
-export function selectPipeline(name) {
+// selectPipeline switches the header's selector and keeps the page;
+// replace keeps the history entry (a choice the console made itself).
+export function selectPipeline(name, replace = false) {
   pipeline.value = name;
-  navigate(route.value.path, route.value.params);
+  navigate(route.value.path, route.value.params, replace);
 }
 
 // navigate goes to path; replace keeps the history entry (typing in a filter).

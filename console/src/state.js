@@ -52,3 +52,48 @@ function stored() {
     return null;
   }
 }
+
+// me is who this tab is signed in as (GET /admin/whoami: principal, role,
+// pipelines, permissions), or null until known. Each page shows the actions
+// its permissions allow and says why the others are off. It is kept in this
+// tab's sessionStorage (no credential: a name and a role), so a reload
+// draws at once; main.jsx asks again at every load.
+const ME = "redrive.me";
+export const me = signal(storedMe());
+me.subscribe((v) => {
+  try {
+    if (v) sessionStorage.setItem(ME, JSON.stringify(v));
+    else sessionStorage.removeItem(ME);
+  } catch {
+    /* storage full or off */
+  }
+});
+
+function storedMe() {
+  try {
+    const v = JSON.parse(sessionStorage.getItem(ME));
+    return v && typeof v.principal === "string" && Array.isArray(v.permissions) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+// can reports whether the principal holds permission p.
+export function can(p) {
+  return !!me.value?.permissions.includes(p);
+}
+
+// scoped reports whether the principal is limited to pipelines: routes of
+// every pipeline (alerts, jobs, queues, the breaker, keys) refuse it.
+export function scoped() {
+  return Array.isArray(me.value?.pipelines);
+}
+
+// needs is why the principal may not use permission p ("" when it may).
+export function needs(p) {
+  return can(p) ? "" : `Needs the ${p} permission; your role is ${me.value?.role ?? "unknown"}.`;
+}
+
+// EVERY_NOTE is what a page says in place of what only a credential of
+// every pipeline may read or do.
+export const EVERY_NOTE = "not available to a key limited to pipelines";
