@@ -1,6 +1,7 @@
 import { get } from "./api.js";
 import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
+import { can } from "./state.js";
 
 function counts(c) {
   if (!c || typeof c !== "object") return "—";
@@ -19,7 +20,7 @@ function target(e) {
         {ids.slice(0, 10).map((id, i) => (
           <span key={id}>
             {i ? ", " : ""}
-            <a href={href("/failures/" + id)}>{id}</a>
+            {can("read_body") ? <a href={href("/failures/" + id)}>{id}</a> : id}
           </span>
         ))}
         {ids.length > 10 ? ` and ${ids.length - 10} more` : ""}
@@ -41,7 +42,18 @@ export function AuditTable({ entries, label = "Audit entries" }) {
       rowKey={(e) => e.id}
       columns={[
         { head: "When", cellClass: "nowrap", cell: (e) => <Time ms={e.at} /> },
-        { head: "Who (key)", cell: (e) => <code title="first 12 hex digits of the API key's HMAC-SHA256 (keyed by ADMIN_SECRET)">{e.key_fingerprint}</code> },
+        {
+          head: "Who",
+          cell: (e) => (
+            <>
+              {e.principal ?? "—"}
+              <br />
+              <code class="small" title="first 12 hex digits of the API key's HMAC-SHA256 (keyed by ADMIN_SECRET)">
+                {e.key_fingerprint}
+              </code>
+            </>
+          ),
+        },
         {
           head: "What",
           cell: (e) => (
@@ -77,19 +89,34 @@ export function AuditTable({ entries, label = "Audit entries" }) {
 
 export function Audit({ params }) {
   const action = params.action || "";
-  const pages = useCursors(action);
-  const [state] = useLoad(() => get("/admin/audit", { action, limit: 50, cursor: pages.cursor }), pages.deps);
+  const principal = params.principal || "";
+  const pages = useCursors(JSON.stringify([action, principal]));
+  const [state] = useLoad(() => get("/admin/audit", { action, principal, limit: 50, cursor: pages.cursor }), pages.deps);
+  const set = (patch) => {
+    const next = { action, principal, ...patch };
+    for (const k of Object.keys(next)) if (!next[k]) delete next[k];
+    navigate("/audit", next);
+  };
   const d = state.data;
   return (
     <div>
       <form class="filters" aria-label="Filter the audit log" onSubmit={(e) => e.preventDefault()}>
         <label>
           Action
-          <select value={action} onChange={(e) => navigate("/audit", e.currentTarget.value ? { action: e.currentTarget.value } : {})}>
+          <select value={action} onChange={(e) => set({ action: e.currentTarget.value })}>
             <option value="">all</option>
             <option value="replay">replay</option>
             <option value="acknowledge">acknowledge</option>
+            <option value="replay_edited">replay_edited</option>
+            <option value="replay_task">replay_task</option>
+            <option value="breaker_reset">breaker_reset</option>
+            <option value="key_create">key_create</option>
+            <option value="key_revoke">key_revoke</option>
           </select>
+        </label>
+        <label>
+          Who <span class="muted small">(key:name, access:email or admin)</span>
+          <input type="text" name="principal" value={principal} maxLength={200} placeholder="anyone" onChange={(e) => set({ principal: e.currentTarget.value.trim() })} />
         </label>
       </form>
       <ErrorBox error={state.error} />

@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
 import { get } from "./api.js";
 import { ActionDialog, ResultSummary } from "./action.jsx";
-import { Copy, ErrorBox, Pre, Table, Time, useLoad } from "./components.jsx";
+import { Copy, ErrorBox, Needs, Pre, Table, Time, useLoad } from "./components.jsx";
+import { can } from "./state.js";
 import { href } from "./router.js";
 import { AuditTable } from "./audit.jsx";
 import { EditReplayDialog } from "./edit.jsx";
@@ -55,6 +56,7 @@ export function Detail({ id }) {
   const d = state.data;
   const m = d.message;
   const p = payloadText(m);
+  const why = (perm) => (can(perm) ? undefined : "detail-needs");
   return (
     <div class="detail">
       <p>
@@ -62,18 +64,26 @@ export function Detail({ id }) {
       </p>
       <div class="toolbar" role="group" aria-label="Actions on this row">
         <span class={"status " + m.status}>{m.status}</span>
-        <button type="button" disabled={m.status !== "pending"} onClick={() => setAction("replay")}>
+        <button type="button" disabled={!can("replay") || m.status !== "pending"} aria-describedby={why("replay")} onClick={() => setAction("replay")}>
           Replay
         </button>
-        <button type="button" disabled={m.status !== "pending"} onClick={() => setAction("acknowledge")}>
+        <button type="button" disabled={!can("acknowledge") || m.status !== "pending"} aria-describedby={why("acknowledge")} onClick={() => setAction("acknowledge")}>
           Acknowledge
         </button>
         {m.content_type === "json" && (
-          <button type="button" disabled={m.status !== "pending"} onClick={() => setAction("edit")}>
+          <button type="button" disabled={!can("edit") || m.status !== "pending"} aria-describedby={why("edit")} onClick={() => setAction("edit")}>
             Edit and replay
           </button>
         )}
       </div>
+      <Needs
+        id="detail-needs"
+        items={[
+          ["Replay", "replay"],
+          ["Acknowledge", "acknowledge"],
+          ...(m.content_type === "json" ? [["Edit and replay", "edit"]] : []),
+        ]}
+      />
       {result && (
         <div class="result" role="status">
           <ResultSummary result={result} />

@@ -2,9 +2,9 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { exportRows, get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
-import { ErrorBox, Pager, Table, Time, useCursors, useInSteps, useLoad } from "./components.jsx";
+import { ErrorBox, Needs, Pager, Table, Time, useCursors, useInSteps, useLoad } from "./components.jsx";
 import { href, navigate } from "./router.js";
-import { pipelines, useSignal } from "./state.js";
+import { can, pipelines, useSignal } from "./state.js";
 import { format, fromInput, toInput, utc } from "./time.js";
 
 const STATUSES = ["pending", "replaying", "replayed", "acknowledged", "all"];
@@ -79,6 +79,11 @@ export function Failures({ params }) {
   const ids = [...selected];
   const bulkFilter = { ...filter };
   delete bulkFilter.status;
+  const mayReplay = can("replay");
+  const mayAck = can("acknowledge");
+  const [raw, setRaw] = useState(false);
+  // why points a button the principal may not use at the reason.
+  const why = (p) => (can(p) ? undefined : "failures-needs");
   const done = (res) => {
     setAction(null);
     if (res) {
@@ -163,30 +168,44 @@ export function Failures({ params }) {
           {data ? `${data.total_count} matching` : list.loading || names === null ? "Loading…" : ""}
           {ids.length ? ` · ${ids.length} selected` : ""}
         </span>
-        <button type="button" disabled={!ids.length || ids.length > 50} onClick={() => setAction({ kind: "replay", selection: { ids }, classes: rows.filter((m) => selected.has(m.id)).map((m) => m.failure_class) })}>
+        <button type="button" disabled={!mayReplay || !ids.length || ids.length > 50} aria-describedby={why("replay")} onClick={() => setAction({ kind: "replay", selection: { ids }, classes: rows.filter((m) => selected.has(m.id)).map((m) => m.failure_class) })}>
           Replay selected
         </button>
-        <button type="button" disabled={!ids.length} onClick={() => setAction({ kind: "acknowledge", selection: { ids } })}>
+        <button type="button" disabled={!mayAck || !ids.length} aria-describedby={why("acknowledge")} onClick={() => setAction({ kind: "acknowledge", selection: { ids } })}>
           Acknowledge selected
         </button>
-        <button type="button" disabled={status !== "pending" || !data?.total_count} onClick={() => setAction({ kind: "replay", selection: { filter: bulkFilter } })}>
+        <button type="button" disabled={!mayReplay || status !== "pending" || !data?.total_count} aria-describedby={why("replay")} onClick={() => setAction({ kind: "replay", selection: { filter: bulkFilter } })}>
           Replay all matching
         </button>
         <button
           type="button"
-          disabled={status !== "pending" || !data?.total_count}
+          disabled={!mayAck || status !== "pending" || !data?.total_count}
+          aria-describedby={why("acknowledge")}
           onClick={() => setAction({ kind: "acknowledge", selection: { filter: bulkFilter } })}
         >
           Acknowledge all matching
         </button>
-        <button type="button" disabled={status !== "pending" || !data?.total_count} onClick={() => setAction({ kind: "task", filter: bulkFilter })}>
+        <button type="button" disabled={!can("tasks") || status !== "pending" || !data?.total_count} aria-describedby={why("tasks")} onClick={() => setAction({ kind: "task", filter: bulkFilter })}>
           Replay task…
         </button>
-        <ExportButton filter={filter} format="csv" />
-        <ExportButton filter={filter} format="ndjson" />
+        <ExportButton filter={filter} format="csv" raw={raw} />
+        <ExportButton filter={filter} format="ndjson" raw={raw} />
+        <label>
+          <input type="checkbox" name="include_raw" checked={raw} disabled={!can("read_body")} aria-describedby={why("read_body")} onChange={(e) => setRaw(e.currentTarget.checked)} /> with bodies
+        </label>
         {status !== "pending" && <span class="muted small">Actions on everything matching need status pending.</span>}
         {ids.length > 50 && <span class="muted small">Replay takes at most 50 selected rows.</span>}
       </div>
+      <Needs
+        id="failures-needs"
+        items={[
+          ["Replay", "replay"],
+          ["Acknowledge", "acknowledge"],
+          ["Replay task…", "tasks"],
+          ["Export with bodies", "read_body"],
+          ["A row's detail page", "read_body"],
+        ]}
+      />
 
       <ResultBox result={result} onDismiss={() => setResult(null)} />
       <ErrorBox error={list.error} />
@@ -205,7 +224,8 @@ export function Failures({ params }) {
             head: <input type="checkbox" aria-label="Select every row on this page" checked={allOnPage} onChange={toggleAll} />,
             cell: (m) => <input type="checkbox" aria-label={`Select row ${m.id}`} checked={selected.has(m.id)} onChange={() => toggle(m.id)} />,
           },
-          { head: "Id", cell: (m) => <a href={href("/failures/" + m.id)}>{m.id}</a> },
+          // A role without read_body cannot open the detail (it shows the body).
+          { head: "Id", cell: (m) => (can("read_body") ? <a href={href("/failures/" + m.id)}>{m.id}</a> : m.id) },
           { head: "Failed", cellClass: "nowrap", cell: (m) => <Time ms={m.failed_at} /> },
           {
             head: "Beer",
@@ -234,14 +254,15 @@ export function Failures({ params }) {
 }
 
 // ExportButton downloads every row matching the current filter.
-function ExportButton({ filter, format }) {
+// raw adds the bodies (include_raw, the read_body permission).
+function ExportButton({ filter, format, raw }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
   const run = async () => {
     setBusy(true);
     setError(null);
     try {
-      const { blob } = await exportRows(filter, format);
+      const { blob } = await exportRows(filter, format, raw);
       const url = URL.createObjectURL(blob);
       const a = document.createElement("a");
       a.href = url;
@@ -261,7 +282,11 @@ function ExportButton({ filter, format }) {
       <button type="button" disabled={busy} onClick={run}>
         {busy ? "Exporting…" : "Export " + format.toUpperCase()}
       </button>
-      {error && <span class="error small">{error}</span>}
+      {error && (
+        <span class="error small" role="alert">
+          {error}
+        </span>
+      )}
     </>
   );
 }

@@ -2,9 +2,9 @@ import { useState } from "preact/hooks";
 import { get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
-import { ErrorBox, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
+import { ErrorBox, Needs, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
 import { href, navigate, pipeline } from "./router.js";
-import { useSignal } from "./state.js";
+import { can, useSignal } from "./state.js";
 
 const SIZES = [10, 25, 50, 100];
 
@@ -23,7 +23,9 @@ export function Groups({ params }) {
   const [action, setAction] = useState(null);
   const [result, setResult] = useState(null);
   const [list, reload] = useLoad(() => get("/admin/dlq/groups", { ...filter, limit, cursor: pages.cursor }), pages.deps);
-  const [stats] = useLoad(() => get("/admin/dlq/stats"), []);
+  // The live version, from the stats (of the selected pipeline: a key
+  // limited to several pipelines must name one).
+  const [stats] = useLoad(() => get("/admin/dlq/stats", chosen ? { pipeline: chosen } : undefined), [chosen]);
   const live = stats.data?.current_version;
   // A group is one cause in one pipeline (its key names the pipeline's
   // queue): its signature alone selects its rows.
@@ -34,6 +36,7 @@ export function Groups({ params }) {
     navigate("/groups", next);
   };
   const groups = list.data?.groups ?? [];
+  const why = (p) => (can(p) ? undefined : "groups-needs");
   // The page appears with the live version (one fast call) in its first
   // lines, rather than pushing everything down when it comes.
   if (!stats.data && !stats.error) return <p aria-busy="true">Loading…</p>;
@@ -63,6 +66,15 @@ export function Groups({ params }) {
           Clear filters
         </button>
       </form>
+      <Needs
+        id="groups-needs"
+        items={[
+          ["Replay", "replay"],
+          ["Acknowledge", "acknowledge"],
+          ["Replay task…", "tasks"],
+          ["Sample rows' detail pages", "read_body"],
+        ]}
+      />
       <ResultBox result={result} onDismiss={() => setResult(null)} />
       <ErrorBox error={list.error} />
       <Table
@@ -87,7 +99,7 @@ export function Groups({ params }) {
                   {g.sample_ids.slice(0, 3).map((id, i) => (
                     <span key={id}>
                       {i ? ", " : ""}
-                      <a href={href("/failures/" + id)}>#{id}</a>
+                      {can("read_body") ? <a href={href("/failures/" + id)}>#{id}</a> : `#${id}`}
                     </span>
                   ))}
                 </span>
@@ -128,13 +140,13 @@ export function Groups({ params }) {
             head: "Act on the group",
             cell: (g) => (
               <span class="actions">
-                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "replay", selection: { filter: groupFilter(g) } })}>
+                <button type="button" disabled={!can("replay") || !g.counts.pending} aria-describedby={why("replay")} onClick={() => setAction({ kind: "replay", selection: { filter: groupFilter(g) } })}>
                   Replay
                 </button>
-                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "acknowledge", selection: { filter: groupFilter(g) } })}>
+                <button type="button" disabled={!can("acknowledge") || !g.counts.pending} aria-describedby={why("acknowledge")} onClick={() => setAction({ kind: "acknowledge", selection: { filter: groupFilter(g) } })}>
                   Acknowledge
                 </button>
-                <button type="button" disabled={!g.counts.pending} onClick={() => setAction({ kind: "task", filter: groupFilter(g), what: g.text })}>
+                <button type="button" disabled={!can("tasks") || !g.counts.pending} aria-describedby={why("tasks")} onClick={() => setAction({ kind: "task", filter: groupFilter(g), what: g.text })}>
                   Replay task…
                 </button>
               </span>

@@ -1,10 +1,10 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { get, post } from "./api.js";
 import { BarChart, daily } from "./chart.jsx";
-import { Bars, ErrorBox, Table, Time } from "./components.jsx";
+import { Bars, ErrorBox, Needs, Table, Time } from "./components.jsx";
 import { QueueBacklogs } from "./queues.jsx";
 import { href, pipeline } from "./router.js";
-import { pipelines, useSignal } from "./state.js";
+import { can, EVERY_NOTE, pipelines, scoped, useSignal } from "./state.js";
 import { hours, utc } from "./time.js";
 
 // The overview refreshes itself at most once a minute, and only while the
@@ -13,14 +13,16 @@ const REFRESH_MS = 60_000;
 
 // loadOverview reads the stats and the chart of the selected pipeline
 // (name; "" = all): the response's not_filtered names what still covers
-// every pipeline.
+// every pipeline. Alerts, jobs and queue backlogs are of every pipeline: a
+// key limited to pipelines may not read them (null: the page says so).
 async function loadOverview(name) {
+  const every = !scoped();
   const [stats, series, alerts, jobs, queues] = await Promise.all([
     get("/admin/dlq/stats", name ? { pipeline: name } : undefined),
     get("/admin/dlq/timeseries", name ? { pipeline: name } : undefined),
-    get("/admin/alerts"),
-    get("/admin/jobs"),
-    bonus(get("/admin/queues")), // the backlogs are a bonus: the page shows without them
+    every ? get("/admin/alerts") : null,
+    every ? get("/admin/jobs") : null,
+    every ? bonus(get("/admin/queues")) : null, // the backlogs are a bonus: the page shows without them
   ]);
   return { stats, series, alerts, jobs, queues, at: Date.now() };
 }
@@ -79,7 +81,7 @@ export function Overview() {
   const { stats, series, alerts, jobs, queues } = data;
   const s = stats.by_status;
   const chosenQueue = stats.by_pipeline.find((x) => x.pipeline === chosen)?.queue;
-  const firing = alerts.alerts.filter((a) => a.firing);
+  const firing = alerts?.alerts.filter((a) => a.firing) ?? [];
   const last24 = series.hourly.slice(-24).map((b) => ({ start: b.start, count: b.failures }));
   const week = daily(series.hourly, 7, inUtc);
   return (
@@ -150,6 +152,13 @@ export function Overview() {
 
       <QueueBacklogs queues={queues} />
 
+      {!alerts && (
+        <p class="small muted" role="note">
+          Alerts, scheduled jobs, queue backlogs and the provider's circuit breaker are {EVERY_NOTE}.
+        </p>
+      )}
+
+      {alerts && (
       <section aria-labelledby="h-alerts">
         <h2 id="h-alerts">Alerts {firing.length ? <span class="badge bad">{firing.length} firing</span> : <span class="badge ok">none firing</span>}</h2>
         {firing.length > 0 && (
@@ -168,8 +177,9 @@ export function Overview() {
           </ul>
         )}
       </section>
+      )}
 
-      <BreakerReset onDone={() => refresh(true)} />
+      {alerts && <BreakerReset onDone={() => refresh(true)} />}
 
       <section aria-labelledby="h-time">
         <h2 id="h-time">Failures over time</h2>
@@ -198,6 +208,7 @@ export function Overview() {
         </section>
       </div>
 
+      {jobs && (
       <section aria-labelledby="h-jobs">
         <h2 id="h-jobs">Scheduled jobs</h2>
         <Table
@@ -223,6 +234,7 @@ export function Overview() {
           ]}
         />
       </section>
+      )}
     </div>
   );
 }
@@ -255,10 +267,11 @@ function BreakerReset({ onDone }) {
       </p>
       <ErrorBox error={error} />
       {phase === "idle" && (
-        <button type="button" onClick={() => setPhase("confirm")}>
+        <button type="button" disabled={!can("breaker")} aria-describedby={can("breaker") ? undefined : "breaker-needs"} onClick={() => setPhase("confirm")}>
           Close the breaker…
         </button>
       )}
+      <Needs id="breaker-needs" items={[["Closing the breaker", "breaker"]]} />
       {phase === "confirm" && (
         <p role="alertdialog" aria-label="Confirm closing the breaker">
           Close the provider's circuit breaker now? This is audited.{" "}

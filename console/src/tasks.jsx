@@ -1,8 +1,8 @@
 import { useState } from "preact/hooks";
 import { get, post } from "./api.js";
-import { ErrorBox, Table, Time, useLoad } from "./components.jsx";
+import { ErrorBox, Needs, Table, Time, useLoad } from "./components.jsx";
 import { href, pipeline } from "./router.js";
-import { useSignal } from "./state.js";
+import { can, useSignal } from "./state.js";
 
 const ACTIONS = {
   canary: ["pause", "cancel"],
@@ -40,6 +40,7 @@ export function Tasks() {
         Replay tasks are advanced by the 5-minute cron at their rate. Start one from the <a href={href("/failures")}>failures</a> (every
         row matching a filter) or from a <a href={href("/groups")}>failure group</a>: "Replay task…".
       </p>
+      <Needs id="tasks-needs" items={[["Start, pause, resume and cancel", "tasks"]]} />
       <ErrorBox error={error} />
       {tasks.length === 0 ? (
         <p class="muted">No replay tasks.</p>
@@ -60,6 +61,7 @@ export function Tasks() {
               ),
             },
             { head: "Filter", cell: (t) => <code>{JSON.stringify(t.filter)}</code> },
+            { head: "Started by", cell: (t) => t.principal ?? "—" },
             { head: "Rate / min", class: "num", cell: (t) => t.rate_per_minute },
             {
               head: "Progress",
@@ -78,7 +80,7 @@ export function Tasks() {
               cell: (t) => (
                 <span class="actions">
                   {(ACTIONS[t.state] || []).map((a) => (
-                    <button key={a} type="button" disabled={busy === t.id} onClick={() => act(t.id, a)}>
+                    <button key={a} type="button" disabled={!can("tasks") || busy === t.id} aria-describedby={can("tasks") ? undefined : "tasks-needs"} onClick={() => act(t.id, a)}>
                       {a[0].toUpperCase() + a.slice(1)}
                     </button>
                   ))}
