@@ -8,10 +8,11 @@ import { Tasks } from "./tasks.jsx";
 import { Detail } from "./detail.jsx";
 import { Failures } from "./failures.jsx";
 import { Groups } from "./groups.jsx";
+import { Keys } from "./keys.jsx";
 import { Overview } from "./overview.jsx";
 import { href, pipeline, route, selectPipeline } from "./router.js";
 import { SignIn } from "./signin.jsx";
-import { can, me, needs, pipelines, useSignal } from "./state.js";
+import { can, me, needs, pipelines, scoped, useSignal } from "./state.js";
 import { utc, zone } from "./time.js";
 
 adopt(css);
@@ -22,6 +23,7 @@ const PAGES = [
   ["/groups", "Groups"],
   ["/tasks", "Replay tasks"],
   ["/audit", "Audit log"],
+  ["/keys", "Keys", () => can("keys") && !scoped()],
 ];
 
 function page(path, params) {
@@ -51,6 +53,8 @@ function page(path, params) {
       return { title: "Replay tasks", body: <Tasks />, nav: path };
     case "/audit":
       return { title: "Audit log", body: <Audit params={params} />, nav: path };
+    case "/keys":
+      return { title: "API keys", body: <Keys />, nav: path };
     case "/":
       return { title: "Overview", body: <Overview />, nav: path };
   }
