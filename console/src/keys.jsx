@@ -5,10 +5,10 @@ import { can, EVERY_NOTE, me, needs, pipelines, scoped, useSignal } from "./stat
 import { fromInput, utc } from "./time.js";
 
 const ROLES = [
-  ["viewer", "reads the dead letters, not their bodies"],
-  ["operator", "a viewer that also reads bodies, replays, acknowledges, edits and runs replay tasks"],
-  ["admin", "everything, keys and the breaker included"],
-  ["reporter", "only reports failures (POST /admin/attempts)"],
+  ["viewer", "A viewer reads the dead letters, not their bodies."],
+  ["operator", "An operator is a viewer that also reads bodies, replays, acknowledges, edits and runs replay tasks."],
+  ["admin", "An admin does everything, keys and the breaker included."],
+  ["reporter", "A reporter only reports failures (POST /admin/attempts)."],
 ];
 const NAME = "^[a-z0-9][a-z0-9._\\-]{0,63}$";
 
@@ -157,7 +157,9 @@ function CreateKey({ onCreated }) {
           <input type="datetime-local" name="expires" value={f.expires} onInput={(e) => setF({ ...f, expires: e.currentTarget.value })} />
         </label>
       </div>
-      <p class="small muted">{ROLES.find(([r]) => r === f.role)[1]}.</p>
+      <p class="small muted">
+        {ROLES.find(([r]) => r === f.role)[1]}
+      </p>
       {names.length > 0 && (
         <fieldset>
           <legend>Limit to pipelines</legend>
