@@ -17,12 +17,13 @@ import { utc, zone } from "./time.js";
 
 adopt(css);
 
+// [path, label, shown (default: always), the label on a narrow screen]
 const PAGES = [
   ["/", "Overview"],
   ["/failures", "Failures"],
   ["/groups", "Groups"],
-  ["/tasks", "Replay tasks"],
-  ["/audit", "Audit log"],
+  ["/tasks", "Replay tasks", null, "Tasks"],
+  ["/audit", "Audit log", null, "Audit"],
   ["/keys", "Keys", () => can("keys") && !scoped()],
 ];
 
@@ -170,16 +171,25 @@ function App() {
       <header class="top">
         <span class="brand">redrive</span>
         <nav aria-label="Console">
-          {PAGES.filter(([, , show]) => !show || show()).map(([path, label]) => (
+          {PAGES.filter(([, , show]) => !show || show()).map(([path, label, , short]) => (
             <a key={path} href={href(path)} aria-current={p.nav === path ? "page" : undefined}>
-              {label}
+              {short ? (
+                <>
+                  <span class="long">{label}</span>
+                  <span class="short" aria-hidden="true">
+                    {short}
+                  </span>
+                </>
+              ) : (
+                label
+              )}
             </a>
           ))}
         </nav>
         {/* Until the names are known, an invisible selector keeps its place. */}
         {(names === null || names.length > 1 || (chosen && !limited)) && (
           <label class={names === null && !chosen ? "pipeline pending" : "pipeline"}>
-            Pipeline
+            <span class="label-text">Pipeline</span>
             <select name="pipeline" value={chosen} disabled={names === null && !chosen} onChange={(e) => selectPipeline(e.currentTarget.value)}>
               {!limited && <option value="">All pipelines</option>}
               {(names ?? []).map((n) => (
