@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
 	"github.com/redrive/redrive/access/cfaccess/cfaccesstest"
 )
 
@@ -114,4 +117,52 @@ func TestAccessSignInInWorkerd(t *testing.T) {
 	if r := do(http.MethodGet, "/admin/whoami", alice, nil); r.Status != 401 {
 		t.Errorf("a token of the key rotated out: %d %.300s", r.Status, r.Raw)
 	}
+}
+
+// The console behind Cloudflare Access: the browser sends the identity's
+// JWT with every request (Access's edge adds it; here DevTools does), and
+// the console signs in without a key, names the identity and its role, and
+// offers an operator's actions; an acknowledge from the console (a POST
+// from its own origin) is done and audited under the identity. axe finds
+// nothing on the page.
+func TestConsoleSignsInThroughAccess(t *testing.T) {
+	chromiumPath(t)
+	iss := accessIssuer(t, "redrive-e2e")
+	w := startWorker(t, map[string]string{"ACCESS_TEAM_DOMAIN": iss.Team, "ACCESS_AUD": "redrive-e2e",
+		"ACCESS_ROLES": `[{"email":"alice@example.com","role":"operator"}]`})
+	prefix := newPrefix("consaccess")
+	w.Exec(t, seedSQL(prefix, 2, 1, time.Now().UnixMilli(), "beer-enrichment"))
+	token, err := iss.Token("alice@example.com", nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rolesBrowser(t)
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
+		Headers: network.Headers{"Cf-Access-Jwt-Assertion": token}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Do(chromedp.Navigate(w.URL + "/"))
+	b.Wait("signed in through Access", `document.querySelector('#who')?.textContent.includes('access:alice@example.com (operator)')`)
+	if got := Eval[string](b, `String(sessionStorage.getItem('redrive.token')) + '|' + String(sessionStorage.getItem('redrive.apiKey'))`); got != "null|null" {
+		t.Errorf("a credential is kept for an Access sign-in: %q", got)
+	}
+	b.Do(chromedp.Navigate(w.URL + "/#/failures?q=" + prefix))
+	b.Wait("the rows", failuresRows+`.length === 2`)
+	b.Click("table.rows tbody tr input[type=checkbox]")
+	b.Wait("a row selected", `document.querySelector('.toolbar .count').textContent.includes('1 selected')`)
+	wantButtons(t, b, "failures through Access", map[string]string{"Replay selected": "enabled", "Acknowledge selected": "enabled"})
+	b.ClickText("main button", "Acknowledge selected")
+	b.Wait("the dry run", `document.querySelector('dialog[open] .preview-count')`)
+	b.ClickText("dialog[open] button", "Acknowledge 1 row")
+	b.Wait("the result", `document.querySelector('dialog[open] .result')?.textContent.includes('Acknowledged 1')`)
+	b.ClickText("dialog[open] button", "Close")
+	if n := w.Int(t, `SELECT COUNT(*) FROM admin_audit WHERE action = 'acknowledge' AND principal = 'access:alice@example.com' AND dry_run = 0`); n != 1 {
+		t.Errorf("%d acknowledges audited under access:alice@example.com, want 1", n)
+	}
+	fitsAndAxe(b, "failures through Access")
+	b.CheckCSP("access")
+	b.Check()
 }
