@@ -126,7 +126,8 @@ type isolate struct {
 type modelKey struct {
 	id, token string
 	role      Role
-	expiresAt int64 // 0: never
+	pipelines []string // nil: every pipeline
+	expiresAt int64    // 0: never
 	revoked   bool
 	lastUsed  int64 // 0: never (D1's last_used_at)
 }
@@ -176,12 +177,16 @@ func runKeysModel(t *testing.T, seed uint64, steps int) (stale, refused, touched
 				e := now.Add(time.Duration(1+rng.IntN(4)) * 30 * time.Second).UnixMilli() // on the steps' boundaries
 				exp = &e
 			}
-			key, token, err := x.k.Create(ctx, KeySpec{Name: name, Role: role, ExpiresAt: exp}, "admin")
+			var pipelines []string // every pipeline, one, or two
+			if n := rng.IntN(3); n > 0 {
+				pipelines = []string{"beers", "orders"}[:n]
+			}
+			key, token, err := x.k.Create(ctx, KeySpec{Name: name, Role: role, Pipelines: pipelines, ExpiresAt: exp}, "admin")
 			if _, taken := keys[name]; taken != (code(err) == "KEY_EXISTS") || (!taken && err != nil) {
 				t.Fatalf("step %d: create %q: %v (taken %v)", step, name, err, taken)
 			}
 			if err == nil {
-				m := &modelKey{id: key.ID, token: token, role: role}
+				m := &modelKey{id: key.ID, token: token, role: role, pipelines: pipelines}
 				if exp != nil {
 					m.expiresAt = *exp
 				}
@@ -207,7 +212,7 @@ func runKeysModel(t *testing.T, seed uint64, steps int) (stale, refused, touched
 			p, err := x.k.Authenticate(ctx, token)
 			used := m.lastUsed
 			want := x.expect(m, token == m.token, now)
-			if code(err) != want || (want == "" && p.Role != m.role) {
+			if code(err) != want || (want == "" && (p.Role != m.role || !slices.Equal(p.Pipelines, m.pipelines) || p.Scoped() != (m.pipelines != nil))) {
 				t.Fatalf("step %d: authenticate %s (tampered %v): %+v %v, want %q", step, m.id, token != m.token, p, err, want)
 			}
 			switch {
@@ -231,7 +236,7 @@ func runKeysModel(t *testing.T, seed uint64, steps int) (stale, refused, touched
 			}
 			for _, l := range listed {
 				m := keys[l.Name]
-				if m == nil || l.ID != m.id || l.Role != m.role || (l.RevokedAt != nil) != m.revoked || ptr(l.LastUsedAt) != m.lastUsed {
+				if m == nil || l.ID != m.id || l.Role != m.role || !slices.Equal(l.Pipelines, m.pipelines) || (l.RevokedAt != nil) != m.revoked || ptr(l.LastUsedAt) != m.lastUsed {
 					t.Fatalf("step %d: listed %+v, model %+v", step, l, m)
 				}
 			}

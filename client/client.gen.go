@@ -1545,7 +1545,10 @@ type MessageDetail struct {
 		KeyFingerprint *string                        `json:"key_fingerprint,omitempty"`
 		MatchedBy      *MessageDetailReplaysMatchedBy `json:"matched_by,omitempty"`
 		Outcome        *string                        `json:"outcome,omitempty"`
-		RequestId      *string                        `json:"request_id,omitempty"`
+
+		// Principal Who replayed: key:<name>, access:<email>, admin; null for replays before principals were recorded.
+		Principal *string `json:"principal,omitempty"`
+		RequestId *string `json:"request_id,omitempty"`
 	} `json:"replays"`
 
 	// Signature The latest failure's group (GET /admin/dlq/groups).

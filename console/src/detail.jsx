@@ -198,7 +198,7 @@ export function Detail({ id }) {
             {d.replays.map((r, i) => (
               <span key={i}>
                 {i ? "; " : ""}
-                <Time ms={r.at} /> by key <code>{r.key_fingerprint}</code>, {r.outcome}
+                <Time ms={r.at} /> by {r.principal ? <code>{r.principal}</code> : <>key <code>{r.key_fingerprint}</code></>}, {r.outcome}
               </span>
             ))}
           </p>

@@ -85,9 +85,11 @@ type RowReplay struct {
 	At             int64  `json:"at"`
 	FinishedAt     *int64 `json:"finished_at"`
 	KeyFingerprint string `json:"key_fingerprint"`
-	RequestID      string `json:"request_id"`
-	Outcome        string `json:"outcome"`
-	MatchedBy      string `json:"matched_by"`
+	// Principal names who replayed (null: before principals).
+	Principal *string `json:"principal"`
+	RequestID string  `json:"request_id"`
+	Outcome   string  `json:"outcome"`
+	MatchedBy string  `json:"matched_by"`
 }
 
 // RowAuditEntry is an audit entry and how it was tied to the row.
@@ -318,7 +320,7 @@ func decodeAudit(audit string, out *MessageDetail) error {
 		}
 		out.Audit[i] = RowAuditEntry{AuditEntry: a, MatchedBy: e.MatchedBy}
 		if a.Action == dlq.ActionReplay && !a.DryRun {
-			out.Replays = append(out.Replays, RowReplay{At: a.At, FinishedAt: a.FinishedAt, KeyFingerprint: a.KeyFingerprint,
+			out.Replays = append(out.Replays, RowReplay{At: a.At, FinishedAt: a.FinishedAt, KeyFingerprint: a.KeyFingerprint, Principal: a.Principal,
 				RequestID: a.RequestID, Outcome: a.Outcome, MatchedBy: e.MatchedBy})
 		}
 	}
