@@ -101,6 +101,18 @@ func (s Scope) Filter(ps Pipelines, f Filter) (Filter, error) {
 	return f, err
 }
 
+// BulkFilter is Filter for a bulk action (a replay or acknowledge by
+// filter, a replay task): a scoped credential names the pipeline (or its
+// source_queue) of what it acts on, even with one pipeline, so that a
+// bulk action never reaches further than its caller wrote (400
+// PIPELINE_REQUIRED).
+func (s Scope) BulkFilter(ps Pipelines, f Filter) (Filter, error) {
+	if !s.All() && f.Pipeline == "" && f.SourceQueue == "" {
+		return f, InputErr("PIPELINE_REQUIRED", "this credential is limited to the pipelines %s: a bulk action names its pipeline (filter.pipeline)", s.names())
+	}
+	return s.Filter(ps, f)
+}
+
 // errOutOfScope is a named row the scope does not reach, or no row at
 // all: both are answered as the row's absence (404), so that a scoped
 // credential never learns that another pipeline holds an id.

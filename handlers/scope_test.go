@@ -79,6 +79,31 @@ func TestScopedKeysReachOnlyTheirPipelines(t *testing.T) {
 	}
 }
 
+// A bulk action of a scoped key names its pipeline, even the one it has
+// (400 PIPELINE_REQUIRED); a read may leave it implied.
+func TestScopedBulkActionsNameTheirPipeline(t *testing.T) {
+	api, _, _ := everyRouteAPI(t)
+	beers := bearer(createScopedKey(t, api, "only-beers", access.Operator, "beers"))
+	for _, c := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/admin/dlq/replay", `{"filter":{},"dry_run":true}`, 400},
+		{"/admin/dlq/acknowledge", `{"filter":{"q":"x"},"dry_run":true}`, 400},
+		{"/admin/dlq/replay-tasks", `{"filter":{},"rate_per_minute":1}`, 400},
+		{"/admin/dlq/replay", `{"filter":{"pipeline":"beers"},"dry_run":true}`, 200},
+		{"/admin/dlq/acknowledge", `{"filter":{"source_queue":"beer-enrichment"},"dry_run":true}`, 200},
+	} {
+		rec, env := checkedDo(t, api, "POST", c.path, c.body, beers)
+		if rec.Code != c.want || c.want == 400 && env.Error.Code != "PIPELINE_REQUIRED" {
+			t.Errorf("%s %s: %d %s", c.path, c.body, rec.Code, rec.Body)
+		}
+	}
+	if rec, _ := checkedDo(t, api, "GET", "/admin/dlq", "", beers); rec.Code != 200 {
+		t.Errorf("a read with the pipeline implied: %d %s", rec.Code, rec.Body)
+	}
+}
+
 // Every audit entry names its principal; ?principal= keeps one principal's
 // entries; a scoped key's audit list holds its pipelines' entries alone.
 func TestAuditNamesThePrincipal(t *testing.T) {
@@ -88,7 +113,7 @@ func TestAuditNamesThePrincipal(t *testing.T) {
 	for _, c := range []struct {
 		hdr  map[string]string
 		body string
-	}{{beers, `{"ids":[2],"dry_run":true}`}, {adminHeaders, `{"ids":[2],"dry_run":true}`}, {tickets, `{"filter":{},"dry_run":true}`}} {
+	}{{beers, `{"ids":[2],"dry_run":true}`}, {adminHeaders, `{"ids":[2],"dry_run":true}`}, {tickets, `{"filter":{"pipeline":"tickets"},"dry_run":true}`}} {
 		if rec, _ := checkedDo(t, api, "POST", "/admin/dlq/replay", c.body, c.hdr); rec.Code != 200 {
 			t.Fatalf("replay %s: %d %s", c.body, rec.Code, rec.Body)
 		}

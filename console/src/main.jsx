@@ -93,13 +93,13 @@ function forget() {
   asked = askedMe = null;
 }
 
-// A principal limited to pipelines reads its pipelines only: with several,
-// one of them is selected (a read naming none would be refused,
-// PIPELINE_REQUIRED); with one, none need be (it is implied).
+// A principal limited to pipelines reads and acts on its pipelines only:
+// one of them is always selected (a read naming none is refused when it
+// has several, a bulk action naming none always: PIPELINE_REQUIRED).
 function applyScope(m) {
   const ps = m?.pipelines;
   if (!Array.isArray(ps)) return;
-  const want = ps.includes(pipeline.value) ? pipeline.value : ps.length > 1 ? ps[0] : "";
+  const want = ps.includes(pipeline.value) ? pipeline.value : (ps[0] ?? "");
   if (want !== pipeline.value) selectPipeline(want, true);
 }
 me.subscribe(applyScope);

@@ -59,14 +59,14 @@ func (x Actions) holdingTask(ctx context.Context, id int64, scope dlq.Scope) (Ac
 
 func (x Actions) tasks() ReplayTasks { return ReplayTasks{Replay: x.Replay} }
 
-// scoped is sel limited to by's scope: its filter to the scope's
-// pipeline (dlq.Scope.Filter). Its ids are checked once their database is
+// scoped is sel limited to by's scope: its filter to a pipeline of the
+// scope, which it names (dlq.Scope.BulkFilter). Its ids are checked once their database is
 // known (inScope).
 func (x Actions) scoped(sel dlq.Selection, by dlq.Requester) (dlq.Selection, error) {
 	if sel.Filter == nil || by.Scope.All() {
 		return sel, nil
 	}
-	f, err := by.Scope.Filter(x.DBs.Pipelines(), *sel.Filter)
+	f, err := by.Scope.BulkFilter(x.DBs.Pipelines(), *sel.Filter)
 	sel.Filter = &f
 	return sel, err
 }
@@ -186,7 +186,7 @@ func (x Actions) ReplayEdited(ctx context.Context, req EditedReplayRequest, by d
 // replays, where its cron step runs (CreatedTask), audited as replay_task.
 func (x Actions) CreateTask(ctx context.Context, req TaskRequest, by dlq.Requester) (dlq.Audited, error) {
 	var err error
-	if req.Filter, err = by.Scope.Filter(x.DBs.Pipelines(), req.Filter); err != nil {
+	if req.Filter, err = by.Scope.BulkFilter(x.DBs.Pipelines(), req.Filter); err != nil {
 		return nil, err
 	}
 	f, err := x.tasks().Check(req)
