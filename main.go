@@ -235,7 +235,7 @@ func (w worker) api() *handlers.API {
 	}
 	if cfg.Access.On() {
 		api.Access = &handlers.AccessSignIn{Rules: cfg.Access.Roles, Verifier: &cfaccess.Verifier{TeamDomain: cfg.Access.TeamDomain,
-			Audience: cfg.Access.Audience, CertsURL: cfg.Access.CertsURL, Doer: platform.Fetch{}, Now: time.Now}}
+			Audience: cfg.Access.Audience, CertsURL: cfg.Access.CertsURL, Doer: platform.Fetch{}, Now: time.Now, RSA: &platform.WebCryptoRSA{}}}
 	}
 	if cfg.DevRoutes {
 		// The pipelines' main queues and the queues DEV_SEND_QUEUES names

@@ -2,10 +2,9 @@ package cfaccess
 
 import (
 	"context"
-	"crypto/rsa"
 	"encoding/base64"
 	"errors"
-	"math/big"
+	"math/bits"
 	"time"
 
 	"github.com/redrive/redrive/outbound"
@@ -22,7 +21,7 @@ const (
 // keys held are stale or lack kid and the last fetch is RefetchEvery old.
 // One goroutine fetches at a time, without holding mu; others that need
 // the result wait for it (or for ctx).
-func (v *Verifier) key(ctx context.Context, kid string) (*rsa.PublicKey, *Error) {
+func (v *Verifier) key(ctx context.Context, kid string) (*rsaKey, *Error) {
 	for {
 		v.mu.Lock()
 		now := v.Now.Now()
@@ -65,7 +64,7 @@ func (v *Verifier) key(ctx context.Context, kid string) (*rsa.PublicKey, *Error)
 // because the fetches fail, up to maxStale past CertsCacheFor. Without
 // it a token is invalid, unless the last fetch failed: then the keys
 // could not be had.
-func (v *Verifier) held(kid string, now time.Time) (*rsa.PublicKey, *Error) {
+func (v *Verifier) held(kid string, now time.Time) (*rsaKey, *Error) {
 	if k := v.keys[kid]; k != nil && now.Sub(v.fetchedAt) < v.cacheFor()+maxStale {
 		return k, nil
 	}
@@ -100,7 +99,7 @@ var errNoKeys = errors.New("no usable key")
 
 // fetch gets and reads the key set. A caller that goes away does not
 // cancel it: its result serves the callers waiting for it.
-func (v *Verifier) fetch(ctx context.Context) (map[string]*rsa.PublicKey, error) {
+func (v *Verifier) fetch(ctx context.Context) (map[string]*rsaKey, error) {
 	resp, err := v.Doer.Do(context.WithoutCancel(ctx), outbound.Request{Method: "GET", URL: v.certsURL(), Timeout: fetchTimeout})
 	if err != nil {
 		return nil, err
@@ -126,14 +125,14 @@ type jwk struct {
 // use, without a kid, under 2048 or over 8192 bits, or with an exponent
 // that is even or outside 3 to 2^31-1 are left out; a set with none left
 // is an error, as is one that is not JSON.
-func parseJWKS(b []byte) (map[string]*rsa.PublicKey, error) {
+func parseJWKS(b []byte) (map[string]*rsaKey, error) {
 	var set struct {
 		Keys []jwk `json:"keys"`
 	}
 	if err := strictUnmarshal(b, &set); err != nil {
 		return nil, err
 	}
-	keys := map[string]*rsa.PublicKey{}
+	keys := map[string]*rsaKey{}
 	for i, k := range set.Keys {
 		if i == maxKeys {
 			break
@@ -148,8 +147,14 @@ func parseJWKS(b []byte) (map[string]*rsa.PublicKey, error) {
 	return keys, nil
 }
 
+// rsaKey is an RSA public key of the team's: its modulus and exponent,
+// big-endian, as the key set gives them (the RSA verifier imports them).
+type rsaKey struct {
+	n, e []byte
+}
+
 // publicKey is k as an RSA key, or nil when it is not one to verify RS256 with.
-func (k jwk) publicKey() *rsa.PublicKey {
+func (k jwk) publicKey() *rsaKey {
 	if k.Kid == "" || k.Kty != "RSA" || (k.Alg != "" && k.Alg != "RS256") || (k.Use != "" && k.Use != "sig") {
 		return nil
 	}
@@ -158,19 +163,18 @@ func (k jwk) publicKey() *rsa.PublicKey {
 		return nil
 	}
 	e, err := base64.RawURLEncoding.DecodeString(k.E)
-	if err != nil || len(e) == 0 || len(e) > 4 {
+	if err != nil || len(e) == 0 || len(e) > 4 || e[0] == 0 {
 		return nil
 	}
 	var exp int64
 	for _, c := range e {
 		exp = exp<<8 | int64(c)
 	}
-	mod := new(big.Int).SetBytes(n)
-	if bits := mod.BitLen(); bits < minKeyBits || bits > maxKeyBits || mod.Bit(0) == 0 {
+	if size := (len(n)-1)*8 + bits.Len8(n[0]); size < minKeyBits || size > maxKeyBits || n[len(n)-1]&1 == 0 {
 		return nil
 	}
 	if exp < 3 || exp > 1<<31-1 || exp%2 == 0 {
 		return nil
 	}
-	return &rsa.PublicKey{N: mod, E: int(exp)}
+	return &rsaKey{n: n, e: e}
 }

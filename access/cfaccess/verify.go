@@ -19,8 +19,6 @@ package cfaccess
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -128,12 +126,16 @@ type Verifier struct {
 	// RefetchEvery is the least time between two fetches
 	// (DefaultRefetchEvery when zero).
 	RefetchEvery time.Duration
+	// RSA verifies the signatures: nil is Go's crypto/rsa natively; the
+	// Worker sets the runtime's WebCrypto (platform.WebCryptoRSA), faster
+	// under wasm, and without it crypto/rsa stays out of the script.
+	RSA RSA
 
 	// mu guards the fields below. It is not held during a fetch: the
 	// goroutine that fetches sets inflight, and others that need the
 	// result wait for it to close.
 	mu          sync.Mutex
-	keys        map[string]*rsa.PublicKey
+	keys        map[string]*rsaKey
 	fetchedAt   time.Time // when keys were fetched
 	attemptedAt time.Time // when the last fetch started
 	lastFailed  bool      // whether the last fetch failed
@@ -145,6 +147,21 @@ type Verifier struct {
 	verified map[[32]byte]Identity
 }
 
+// RSA verifies an RS256 signature (RSASSA-PKCS1-v1_5 with SHA-256) of
+// signed with the public key of modulus n and exponent e (big-endian
+// bytes). An error says the verification could not be made, not that
+// the signature is wrong.
+type RSA interface {
+	VerifyRS256(ctx context.Context, n, e, signed, sig []byte) (bool, error)
+}
+
+func (v *Verifier) rsa() RSA {
+	if v.RSA != nil {
+		return v.RSA
+	}
+	return defaultRSA()
+}
+
 // maxVerified bounds the tokens a Verifier remembers (it starts over past it).
 const maxVerified = 1024
 
@@ -152,7 +169,7 @@ const maxVerified = 1024
 // returns the identity it names. Every error is an *Error.
 func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	iss, auds := v.issuer(), v.audiences()
-	if iss == "" || len(auds) == 0 || v.Doer == nil {
+	if iss == "" || len(auds) == 0 || v.Doer == nil || v.rsa() == nil {
 		return Identity{}, unavailable("Cloudflare Access is not configured")
 	}
 	t, err := parse(token)
@@ -167,7 +184,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	if err := t.verifySignature(key); err != nil {
+	if err := t.verifySignature(ctx, v.rsa(), key); err != nil {
 		return Identity{}, err
 	}
 	id, cerr := t.claims.check(iss, auds, v.Now.Now())
@@ -192,7 +209,7 @@ func (v *Verifier) remembered(sum [32]byte) (Identity, bool) {
 
 // remember keeps id for the token whose hash is sum, unless the keys were
 // replaced since key was had.
-func (v *Verifier) remember(sum [32]byte, kid string, key *rsa.PublicKey, id Identity) {
+func (v *Verifier) remember(sum [32]byte, kid string, key *rsaKey, id Identity) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.keys[kid] != key {
@@ -318,12 +335,15 @@ type header struct {
 }
 
 // verifySignature checks t's RS256 signature with key.
-func (t *token) verifySignature(key *rsa.PublicKey) *Error {
-	if len(t.signature) != key.Size() {
+func (t *token) verifySignature(ctx context.Context, r RSA, key *rsaKey) *Error {
+	if len(t.signature) != len(key.n) {
 		return invalid("the Access token's signature does not verify")
 	}
-	sum := sha256.Sum256(t.signed)
-	if rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], t.signature) != nil {
+	ok, err := r.VerifyRS256(ctx, key.n, key.e, t.signed, t.signature)
+	if err != nil {
+		return unavailable("the Access token's signature could not be checked")
+	}
+	if !ok {
 		return invalid("the Access token's signature does not verify")
 	}
 	return nil
