@@ -90,6 +90,9 @@ function loadMe() {
 function forget() {
   me.value = null;
   pipelines.value = null;
+  // The next principal starts from every pipeline (or its own), not from
+  // the pipeline this one had selected.
+  if (pipeline.value) selectPipeline("", true);
   asked = askedMe = null;
 }
 
