@@ -142,8 +142,8 @@ type Verifier struct {
 	inflight    chan struct{}
 	// verified holds the identities of tokens verified with the keys held,
 	// by the SHA-256 of the token: a browser sends the same token with
-	// every request, and an RSA verification costs about 5 ms of the
-	// Worker's CPU (TinyGo). It is emptied when the keys are replaced.
+	// every request, and an RSA verification costs milliseconds of the
+	// Worker's CPU (docs/costs.md). It is emptied when the keys are replaced.
 	verified map[[32]byte]Identity
 }
 
