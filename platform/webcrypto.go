@@ -11,7 +11,7 @@ import (
 
 // WebCryptoRSA verifies RS256 signatures with the runtime's WebCrypto
 // (crypto.subtle): cfaccess.Verifier's RSA in the Worker. Under wasm, Go's
-// crypto/rsa costs about 5 ms of CPU a verification and some 160 KB of
+// crypto/rsa costs about 5 ms of CPU a verification and some 110 KB of
 // script; the runtime's native code is a fraction of that, and crypto/rsa
 // is then not linked. Each key is imported once and kept (at most
 // maxWebCryptoKeys: a team publishes two or three).
