@@ -198,6 +198,7 @@ const (
 	INVALIDKEYNAME        ErrorEnvelopeErrorCode = "INVALID_KEY_NAME"
 	INVALIDLIMIT          ErrorEnvelopeErrorCode = "INVALID_LIMIT"
 	INVALIDLINE           ErrorEnvelopeErrorCode = "INVALID_LINE"
+	INVALIDPIPELINES      ErrorEnvelopeErrorCode = "INVALID_PIPELINES"
 	INVALIDRATE           ErrorEnvelopeErrorCode = "INVALID_RATE"
 	INVALIDREQUEST        ErrorEnvelopeErrorCode = "INVALID_REQUEST"
 	INVALIDROLE           ErrorEnvelopeErrorCode = "INVALID_ROLE"
@@ -275,6 +276,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case INVALIDLIMIT:
 		return true
 	case INVALIDLINE:
+		return true
+	case INVALIDPIPELINES:
 		return true
 	case INVALIDRATE:
 		return true

@@ -209,3 +209,22 @@ func TestFailedSignInsAreLimitedPerClient(t *testing.T) {
 		t.Errorf("the refill spent: %d", code)
 	}
 }
+
+// A key's pipelines are configured ones, one to access.MaxKeyPipelines of
+// them; absent or null is every pipeline.
+func TestKeyPipelinesAreChecked(t *testing.T) {
+	api, _, _ := everyRouteAPI(t)
+	for body, want := range map[string]string{
+		`{"name":"a","role":"viewer","pipelines":["nope"]}`:  "UNKNOWN_PIPELINE",
+		`{"name":"b","role":"viewer","pipelines":[]}`:        "INVALID_PIPELINES",
+		`{"name":"c","role":"viewer","pipelines":[""]}`:      "UNKNOWN_PIPELINE",
+		`{"name":"d","role":"viewer","pipelines":null}`:      "",
+		`{"name":"e","role":"viewer","pipelines":["beers"]}`: "",
+		`{"name":"f","role":"viewer","pipelines":"beers"}`:   "INVALID_REQUEST",
+	} {
+		rec, env := checkedDo(t, api, "POST", "/admin/keys", body, adminHeaders)
+		if want == "" && rec.Code != 201 || want != "" && (rec.Code != 400 || env.Error.Code != want) {
+			t.Errorf("%s: %d %s, want %q", body, rec.Code, rec.Body, want)
+		}
+	}
+}
