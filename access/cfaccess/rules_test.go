@@ -124,3 +124,41 @@ func TestParseRulesLimitsAndRoles(t *testing.T) {
 		t.Fatalf("u99: %q %v", role, ok)
 	}
 }
+
+// Each check of a rule at its boundary: the size of ACCESS_ROLES, the
+// number of pipelines, an email's and a domain's shape, a DEL byte.
+func TestParseRulesBoundaries(t *testing.T) {
+	rule := `[{"email":"a@example.com","role":"viewer"}]`
+	pipes := func(n int) string {
+		var ps []string
+		for i := range n {
+			ps = append(ps, fmt.Sprintf(`"p%d"`, i))
+		}
+		return `[{"email":"a@example.com","role":"viewer","pipelines":[` + strings.Join(ps, ",") + `]}]`
+	}
+	for _, c := range []struct {
+		name, in string
+		ok       bool
+	}{
+		{"MaxRulesBytes", rule + strings.Repeat(" ", MaxRulesBytes-len(rule)), true},
+		{"MaxRulesBytes + 1", rule + strings.Repeat(" ", MaxRulesBytes-len(rule)+1), false},
+		{"maxRulePipelines pipelines", pipes(maxRulePipelines), true},
+		{"one more", pipes(maxRulePipelines + 1), false},
+		{"email without a local part", `[{"email":"@example.com","role":"viewer"}]`, false},
+		{"email without @", `[{"email":"alice","role":"viewer"}]`, false},
+		{"email with a blank", `[{"email":"a b@example.com","role":"viewer"}]`, false},
+		{"email with DEL", "[{\"email\":\"a\x7f@example.com\",\"role\":\"viewer\"}]", false},
+		{"email with ~", `[{"email":"a~b@example.com","role":"viewer"}]`, true},
+		{"email with two @", `[{"email":"a@b@example.com","role":"viewer"}]`, false},
+		{"domain", `[{"email_domain":"example.com","role":"viewer"}]`, true},
+		{"domain with @", `[{"email_domain":"a@example.com","role":"viewer"}]`, false},
+		{"domain starting with a dot", `[{"email_domain":".example.com","role":"viewer"}]`, false},
+		{"domain ending with a dot", `[{"email_domain":"example.com.","role":"viewer"}]`, false},
+		{"email's domain ending with a dot", `[{"email":"a@example.com.","role":"viewer"}]`, false},
+	} {
+		_, err := ParseRules(c.in)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v, want ok %v", c.name, err, c.ok)
+		}
+	}
+}

@@ -656,3 +656,147 @@ func TestVerifiedTokensAreRemembered(t *testing.T) {
 	_, err = f.v.Verify(context.Background(), tok)
 	wantError(t, err, tok, 401, CodeExpired)
 }
+
+// publicKey keeps an RS256 signing key of 2048 to 8192 bits with an odd
+// modulus and an odd exponent in 3..2^31-1, and nothing else: each
+// condition at its boundary.
+func TestPublicKeyBoundaries(t *testing.T) {
+	b64 := base64.RawURLEncoding.EncodeToString
+	mod := func(bits int, odd bool) string { // a modulus of exactly bits bits
+		n := make([]byte, (bits+7)/8)
+		n[0] = byte(1 << ((bits - 1) % 8))
+		if odd {
+			n[len(n)-1] |= 1
+		}
+		return b64(n)
+	}
+	exp := func(e ...byte) string { return b64(e) }
+	good := jwk{Kid: "k", Kty: "RSA", Alg: "RS256", Use: "sig", N: mod(2048, true), E: exp(1, 0, 1)}
+	for _, c := range []struct {
+		name string
+		edit func(*jwk)
+		ok   bool
+	}{
+		{"as Access publishes it", func(*jwk) {}, true},
+		{"no alg, no use", func(k *jwk) { k.Alg, k.Use = "", "" }, true},
+		{"no kid", func(k *jwk) { k.Kid = "" }, false},
+		{"EC", func(k *jwk) { k.Kty = "EC" }, false},
+		{"RS384", func(k *jwk) { k.Alg = "RS384" }, false},
+		{"use enc", func(k *jwk) { k.Use = "enc" }, false},
+		{"2047 bits", func(k *jwk) { k.N = mod(2047, true) }, false},
+		{"2049 bits", func(k *jwk) { k.N = mod(2049, true) }, true},
+		{"8192 bits", func(k *jwk) { k.N = mod(8192, true) }, true},
+		{"8193 bits", func(k *jwk) { k.N = mod(8193, true) }, false},
+		{"even modulus", func(k *jwk) { k.N = mod(2048, false) }, false},
+		{"modulus with a leading zero byte", func(k *jwk) { k.N = b64(append([]byte{0}, mustDecode(t, mod(2048, true))...)) }, false},
+		{"no modulus", func(k *jwk) { k.N = "" }, false},
+		{"modulus not base64url", func(k *jwk) { k.N = "!!" }, false},
+		{"e = 3", func(k *jwk) { k.E = exp(3) }, true},
+		{"e = 1", func(k *jwk) { k.E = exp(1) }, false},
+		{"e = 2", func(k *jwk) { k.E = exp(2) }, false},
+		{"e even", func(k *jwk) { k.E = exp(1, 0, 0) }, false},
+		{"e = 2^31-1", func(k *jwk) { k.E = exp(0x7f, 0xff, 0xff, 0xff) }, true},
+		{"e = 2^31+1", func(k *jwk) { k.E = exp(0x80, 0, 0, 1) }, false},
+		{"e of 5 bytes", func(k *jwk) { k.E = exp(1, 0, 0, 0, 1) }, false},
+		{"e with a leading zero byte", func(k *jwk) { k.E = exp(0, 1, 0, 1) }, false},
+		{"no e", func(k *jwk) { k.E = "" }, false},
+		{"e not base64url", func(k *jwk) { k.E = "!" }, false},
+	} {
+		k := good
+		c.edit(&k)
+		if got := k.publicKey(); (got != nil) != c.ok {
+			t.Errorf("%s: kept %v, want %v", c.name, got != nil, c.ok)
+		}
+	}
+}
+
+func mustDecode(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The key set is kept exactly DefaultCertsCacheFor (zero CertsCacheFor),
+// then fetched again; while fetches fail, the keys held verify until
+// exactly maxStale past that, then the keys cannot be had (503).
+func TestCacheBoundaries(t *testing.T) {
+	f := newFixture(t)
+	mustVerify(t, f.v, f.token(t, nil))
+	f.clock.Advance(DefaultCertsCacheFor - time.Millisecond)
+	mustVerify(t, f.v, f.token(t, nil))
+	if n := f.doer.count(); n != 1 {
+		t.Fatalf("%d fetches within DefaultCertsCacheFor, want 1", n)
+	}
+	f.clock.Advance(time.Millisecond)
+	mustVerify(t, f.v, f.token(t, nil))
+	if n := f.doer.count(); n != 2 {
+		t.Fatalf("%d fetches at DefaultCertsCacheFor, want 2", n)
+	}
+	f.doer.setFail("status")
+	f.clock.Advance(DefaultCertsCacheFor + maxStale - time.Millisecond)
+	mustVerify(t, f.v, f.token(t, nil)) // the refetch fails; the keys held still verify
+	f.clock.Advance(time.Millisecond)
+	tok := f.token(t, nil)
+	_, err := f.v.Verify(context.Background(), tok)
+	wantError(t, err, tok, 503, CodeUnavailable)
+	if n := f.doer.count(); n != 3 {
+		t.Fatalf("%d fetches, want 3 (the last within its refetch window)", n)
+	}
+}
+
+// countingRSA counts the signatures verified.
+type countingRSA struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingRSA) VerifyRS256(ctx context.Context, n, e, signed, sig []byte) (bool, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return GoRSA{}.VerifyRS256(ctx, n, e, signed, sig)
+}
+
+// A token verified once is remembered (no second signature check) while
+// the keys it was verified with are fresh, up to maxVerified tokens, past
+// which the memory starts over; at exactly CertsCacheFor it is verified
+// again.
+func TestRememberedTokensBoundaries(t *testing.T) {
+	f := newFixture(t)
+	rsa := &countingRSA{}
+	f.v.RSA = rsa
+	tokens := make([]string, maxVerified+1)
+	for i := range tokens {
+		tok, err := f.iss.Token(fmt.Sprintf("u%d@example.com", i), nil, 2*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[i] = tok
+	}
+	mustVerify(t, f.v, tokens[0])
+	mustVerify(t, f.v, tokens[1])
+	mustVerify(t, f.v, tokens[0])
+	if rsa.n != 2 {
+		t.Fatalf("%d signatures checked for two tokens, one of them twice: want 2", rsa.n)
+	}
+	for _, tok := range tokens[2:maxVerified] {
+		mustVerify(t, f.v, tok)
+	}
+	mustVerify(t, f.v, tokens[0]) // maxVerified remembered, the first among them
+	if rsa.n != maxVerified {
+		t.Fatalf("%d signatures checked for %d tokens: want %d", rsa.n, maxVerified, maxVerified)
+	}
+	mustVerify(t, f.v, tokens[maxVerified]) // one more: the memory starts over
+	mustVerify(t, f.v, tokens[0])
+	if rsa.n != maxVerified+2 {
+		t.Fatalf("%d signatures checked: want %d (the memory started over)", rsa.n, maxVerified+2)
+	}
+	f.clock.Advance(DefaultCertsCacheFor)
+	mustVerify(t, f.v, tokens[0])
+	if rsa.n != maxVerified+3 || f.doer.count() != 2 {
+		t.Fatalf("at CertsCacheFor: %d signatures, %d fetches; want %d and 2", rsa.n, f.doer.count(), maxVerified+3)
+	}
+}
