@@ -102,10 +102,17 @@ func TestAccessSignIn(t *testing.T) {
 	}
 	// A change from another site is refused; from the console's own origin it is done.
 	alice := token("alice@example.com", nil)
-	for origin, want := range map[string]int{"https://evil.example": 403, "http://example.com": 200} {
-		hdr := map[string]string{AccessHeader: alice[AccessHeader], "Origin": origin, "Content-Type": "application/json"}
-		if rec, _ := checkedDo(t, api, "POST", "/admin/dlq/replay", `{"ids":[2],"dry_run":true}`, hdr); rec.Code != want {
-			t.Errorf("replay from %s: %d %s, want %d", origin, rec.Code, rec.Body, want)
+	for _, c := range []struct {
+		name, value string
+		want        int
+	}{
+		{"Origin", "https://evil.example", 403}, {"Origin", "http://example.com", 200}, {"Origin", "::not a url", 403},
+		{"Sec-Fetch-Site", "cross-site", 403}, {"Sec-Fetch-Site", "same-site", 403}, {"Sec-Fetch-Site", "same-origin", 200},
+		{"Sec-Fetch-Site", "none", 200}, {"X-Nothing", "", 200},
+	} {
+		hdr := map[string]string{AccessHeader: alice[AccessHeader], c.name: c.value, "Content-Type": "application/json"}
+		if rec, _ := checkedDo(t, api, "POST", "/admin/dlq/replay", `{"ids":[2],"dry_run":true}`, hdr); rec.Code != c.want {
+			t.Errorf("replay with %s: %s: %d %s, want %d", c.name, c.value, rec.Code, rec.Body, c.want)
 		}
 	}
 	// The pair's headers win over the Access identity; a viewer cannot replay.

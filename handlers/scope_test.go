@@ -228,3 +228,36 @@ func TestKeyPipelinesAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// A key of two pipelines names one of them, or a source_queue of one; a key
+// whose stored pipelines are unreadable, or an empty list, reaches no
+// pipeline (never every one).
+func TestScopesOfSeveralAndOfNone(t *testing.T) {
+	api, _, _ := everyRouteAPI(t)
+	two := bearer(createScopedKey(t, api, "two", access.Viewer, "beers", "tickets"))
+	broken := createScopedKey(t, api, "broken", access.Viewer, "beers")
+	empty := createScopedKey(t, api, "empty", access.Viewer, "beers")
+	if _, err := api.DB.Exec(`UPDATE api_keys SET pipelines = CASE name WHEN 'broken' THEN 'not json' ELSE '[]' END WHERE name IN ('broken', 'empty')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		hdr        map[string]string
+		path       string
+		status     int
+		code, want string
+	}{
+		{two, "/admin/dlq", 400, "PIPELINE_REQUIRED", ""},
+		{two, "/admin/dlq?pipeline=tickets&status=all", 200, "", `"messages":[]`}, // tickets lives in TICKETS_DB, empty
+		{two, "/admin/dlq?source_queue=tickets&status=all", 200, "", `"messages":[]`},
+		{two, "/admin/dlq/stats", 400, "PIPELINE_REQUIRED", ""},
+		{bearer(broken), "/admin/dlq?status=all", 400, "PIPELINE_REQUIRED", ""},
+		{bearer(empty), "/admin/dlq?status=all", 400, "PIPELINE_REQUIRED", ""},
+		{bearer(empty), "/admin/dlq?pipeline=beers", 403, "FORBIDDEN", ""},
+		{bearer(empty), "/admin/metrics", 403, "FORBIDDEN", ""},
+	} {
+		rec, env := checkedDo(t, api, "GET", c.path, "", c.hdr)
+		if rec.Code != c.status || c.code != "" && env.Error.Code != c.code || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s as %s: %d %.300s", c.path, c.hdr["Authorization"][:30], rec.Code, rec.Body)
+		}
+	}
+}
