@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -291,10 +292,77 @@ func ptr(p *int64) int64 {
 
 func TestValidNameIsThePattern(t *testing.T) {
 	pattern := regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) // the API's pattern (openapi.json)
-	for _, s := range []string{"", "a", "0", "ci-bot", "a.b_c-d", ".a", "-a", "_a", "A", "a b", "é", "a\x00", strings.Repeat("a", 64), strings.Repeat("a", 65), "a/b"} {
+	names := []string{"", "a", "0", "ci-bot", "a.b_c-d", ".a", "-a", "_a", "A", "a b", "é", "a\x00", strings.Repeat("a", 64), strings.Repeat("a", 65), "a/b"}
+	for b := 0; b < 256; b++ { // every byte first and later
+		c := string([]byte{byte(b)})
+		names = append(names, c, "a"+c, "a"+c+"b")
+	}
+	for _, s := range names {
 		if got, want := validName(s), pattern.MatchString(s); got != want {
 			t.Errorf("validName(%q) = %v, the pattern says %v", s, got, want)
 		}
+	}
+}
+
+// A key names 1 to MaxKeyPipelines pipelines, or none for every pipeline;
+// its stored pipelines read back as they were, and a value that is not a
+// list of names (null, an empty list, broken JSON) as no pipeline at all.
+func TestKeyPipelinesBounds(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000).UnixMilli()
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("p%d", i)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		ps []string
+		ok bool
+	}{{nil, true}, {names(0), false}, {names(1), true}, {names(MaxKeyPipelines), true}, {names(MaxKeyPipelines + 1), false}} {
+		if err := (KeySpec{Name: "k", Role: Viewer, Pipelines: c.ps}).check(now); (err == nil) != c.ok {
+			t.Errorf("%d pipelines (nil %v): %v", len(c.ps), c.ps == nil, err)
+		}
+	}
+	for col, want := range map[string]string{`["a","b"]`: "a,b", `null`: "", `[]`: "", `not json`: "", `{"a":1}`: ""} {
+		got := pipelinesOf(sql.NullString{String: col, Valid: true})
+		if got == nil || strings.Join(got, ",") != want {
+			t.Errorf("pipelinesOf(%s) = %#v, want the pipelines %q (never nil: every pipeline)", col, got, want)
+		}
+	}
+	if got := pipelinesOf(sql.NullString{}); got != nil {
+		t.Errorf("pipelinesOf(NULL) = %#v, want nil (every pipeline)", got)
+	}
+}
+
+// last_used_at is written when the row's is a minute old or more, not a
+// millisecond before.
+func TestLastUsedBoundary(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_800_000_000_000)
+	k := &Keys{DB: sqlitetest.New(t), Now: func() time.Time { return now }, CacheFor: time.Hour}
+	_, token, _ := k.Create(ctx, KeySpec{Name: "k", Role: Viewer}, "admin")
+	used := func() int64 {
+		var ms int64
+		k.DB.QueryRow(`SELECT last_used_at FROM api_keys`).Scan(&ms)
+		return ms
+	}
+	mustAuth := func() {
+		if _, err := k.Authenticate(ctx, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAuth()
+	first := used()
+	now = now.Add(time.Minute - time.Millisecond)
+	mustAuth()
+	if used() != first {
+		t.Fatalf("written again %d ms later", used()-first)
+	}
+	now = now.Add(time.Millisecond)
+	mustAuth()
+	if used() != first+time.Minute.Milliseconds() {
+		t.Fatalf("a minute later: %d, want %d", used(), first+time.Minute.Milliseconds())
 	}
 }
 

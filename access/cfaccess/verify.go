@@ -411,6 +411,7 @@ func groupNames(raw json.RawMessage) []string {
 	if json.Unmarshal(raw, &objs) != nil {
 		return nil
 	}
+	names = nil // the failed decode above may have left empty names
 	for _, o := range objs {
 		if o.Name != "" {
 			names = append(names, o.Name)
