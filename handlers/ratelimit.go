@@ -72,8 +72,8 @@ func (l *rateLimit) wait(now time.Time) time.Duration {
 // and a caller cannot) may fail signInBurst times, then once per
 // 1/signInPerSecond seconds, per isolate; past that its requests are
 // refused (429 RATE_LIMITED) before any credential is checked: no hash, no
-// D1 read, no signature. A request without CF-Connecting-IP (local runs)
-// is not limited. An isolate keeps at most signInClients clients (it
+// D1 read, no signature. A request without CF-Connecting-IP, or with a
+// loopback one (local runs: wrangler dev sets 127.0.0.1), is not limited. An isolate keeps at most signInClients clients (it
 // starts over past them): about 100 bytes each.
 const (
 	signInBurst     = 20
