@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // roleMay is what each role may do (docs/admin-api.md "Named keys").
@@ -150,5 +152,32 @@ func TestNamedKeysInWorkerd(t *testing.T) {
 		if r := as(token, "GET", "/admin/dlq?limit=1", nil); r.Status != 401 {
 			t.Errorf("token %.30q: %d %.200s", token, r.Status, r.Raw)
 		}
+	}
+}
+
+// Failed sign-ins in workerd: a remote client (CF-Connecting-IP, as
+// Cloudflare sets it) that fails 20 times is refused, 429 before any
+// check, its good key too; another client is not.
+func TestFailedSignInsLimitedInWorkerd(t *testing.T) {
+	good := newKey(t, shared, newPrefix("signin")+"-viewer", "viewer")
+	ip := fmt.Sprintf("203.0.113.%d", 1+time.Now().UnixNano()%250)
+	as := func(client, token string) int {
+		r, err := shared.Do("GET", "/admin/whoami", nil, map[string]string{"Authorization": "Bearer " + token, "CF-Connecting-IP": client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	made := "rdk_0123456789abcdef_" + strings.Repeat("A", 43)
+	for i := 0; i < 20; i++ {
+		if code := as(ip, made); code != 401 {
+			t.Fatalf("failure %d: %d", i+1, code)
+		}
+	}
+	if code := as(ip, good); code != 429 {
+		t.Errorf("the limited client's good key: %d, want 429", code)
+	}
+	if code := as("198.51.100.77", good); code != 200 {
+		t.Errorf("another client: %d, want 200", code)
 	}
 }
