@@ -34,17 +34,6 @@ var rolePermissions = map[Role][]Permission{
 	Admin:    {Public, Self, Read, ReadBody, Replay, Acknowledge, Edit, Tasks, Move, Enrich, Breaker, ManageKeys, Report},
 }
 
-// Permissions lists what r holds, in Permissions' order.
-func (r Role) Permissions() []Permission {
-	var out []Permission
-	for _, p := range Permissions {
-		if r.Can(p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Can reports whether r holds p. No role holds Dev: the development routes
 // answer the operator's pair of secrets only.
 func (r Role) Can(p Permission) bool { return slices.Contains(rolePermissions[r], p) }
@@ -81,13 +70,20 @@ type Principal struct {
 // metrics, the breaker, enrichment, keys, jobs, alerts) refuses it.
 func (p Principal) Scoped() bool { return p.Pipelines != nil }
 
-// Reaches reports whether p may see the rows of pipeline.
-func (p Principal) Reaches(pipeline string) bool {
-	return !p.Scoped() || slices.Contains(p.Pipelines, pipeline)
-}
-
 // Can reports whether p may do what perm allows.
 func (p Principal) Can(perm Permission) bool { return p.Pair || p.Role.Can(perm) }
+
+// Permissions lists what p may do, in Permissions' order (Public, which
+// anyone may, left out): GET /admin/whoami's answer.
+func (p Principal) Permissions() []Permission {
+	out := []Permission{}
+	for _, perm := range Permissions {
+		if perm != Public && p.Can(perm) {
+			out = append(out, perm)
+		}
+	}
+	return out
+}
 
 // PairPrincipal is the principal of the operator's pair of secrets.
 var PairPrincipal = Principal{Name: "admin", Role: Admin, Pair: true}

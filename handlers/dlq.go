@@ -149,7 +149,7 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pipeline, err := scopedPipeline(r)
+	pipeline, err := scopeOf(r).Pipeline(q["pipeline"])
 	if err != nil {
 		return err
 	}
@@ -349,7 +349,7 @@ func (a *API) requester(r *http.Request) dlq.Requester {
 		key = p.Name // an Access identity: its name's
 	}
 	return dlq.Requester{RequestID: RequestID(r.Context()), KeyFingerprint: a.Auth.KeyFingerprint(key), Principal: p.Name,
-		Scope: dlq.Scope{Pipelines: p.Pipelines}}
+		Scope: scopeOf(r)}
 }
 
 // auditList serves GET /admin/audit: the audit log, newest first.

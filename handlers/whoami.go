@@ -13,20 +13,14 @@ type whoamiData struct {
 	Principal string `json:"principal"`
 	Role      string `json:"role"`
 	// Pipelines limits the caller to these pipelines (null: every pipeline).
-	Pipelines   []string `json:"pipelines"`
-	Permissions []string `json:"permissions"`
+	Pipelines   []string            `json:"pipelines"`
+	Permissions []access.Permission `json:"permissions"`
 }
 
 // whoami serves GET /admin/whoami (any authenticated caller; no D1 read
 // beyond its credential's).
 func (a *API) whoami(w http.ResponseWriter, r *http.Request) error {
 	p := principalOf(r)
-	perms := []string{}
-	for _, perm := range access.Permissions {
-		if perm != access.Public && p.Can(perm) {
-			perms = append(perms, string(perm))
-		}
-	}
-	respond(w, r, http.StatusOK, whoamiData{Principal: p.Name, Role: string(p.Role), Pipelines: p.Pipelines, Permissions: perms})
+	respond(w, r, http.StatusOK, whoamiData{Principal: p.Name, Role: string(p.Role), Pipelines: p.Pipelines, Permissions: p.Permissions()})
 	return nil
 }

@@ -96,16 +96,14 @@ func (x Actions) auditQueue(sel dlq.Selection, by dlq.Requester) string {
 }
 
 // onRows is x on the database of sel's rows (ofSelection), for a
-// requester whose scope reaches all of them (scoped, inScope).
-func (x Actions) onRows(ctx context.Context, sel dlq.Selection, by dlq.Requester) (Actions, dlq.Selection, error) {
-	sel, err := x.scoped(sel, by)
+// requester whose scope reaches all of them: sel's filter is scoped
+// already (scoped), its ids are checked here (inScope).
+func (x Actions) onRows(ctx context.Context, sel dlq.Selection, by dlq.Requester) (Actions, error) {
+	x, err := x.ofSelection(ctx, sel)
 	if err != nil {
-		return x, sel, err
+		return x, err
 	}
-	if x, err = x.ofSelection(ctx, sel); err != nil {
-		return x, sel, err
-	}
-	return x, sel, x.inScope(ctx, sel.IDs, by)
+	return x, x.inScope(ctx, sel.IDs, by)
 }
 
 // ReplayRows replays req's rows (ReplayResult), or with dryRun reports
@@ -119,7 +117,7 @@ func (x Actions) ReplayRows(ctx context.Context, req ReplayRequest, by dlq.Reque
 	if err != nil {
 		return nil, err
 	}
-	if x, _, err = x.onRows(ctx, req.Selection, by); err != nil {
+	if x, err = x.onRows(ctx, req.Selection, by); err != nil {
 		return nil, err
 	}
 	start := dlq.AuditStart{Action: dlq.ActionReplay, Requester: by, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter,
@@ -146,7 +144,7 @@ func (x Actions) AcknowledgeRows(ctx context.Context, req AcknowledgeRequest, dr
 	if err != nil {
 		return nil, err
 	}
-	if x, _, err = x.onRows(ctx, req.Selection, req.By); err != nil {
+	if x, err = x.onRows(ctx, req.Selection, req.By); err != nil {
 		return nil, err
 	}
 	start := dlq.AuditStart{Action: dlq.ActionAcknowledge, Requester: req.By, DryRun: dryRun, IDs: req.IDs, Filter: req.Filter, Note: req.Note,
@@ -166,7 +164,7 @@ func (x Actions) AcknowledgeRows(ctx context.Context, req AcknowledgeRequest, dr
 // exist is ErrRowNotFound, one that cannot be replayed edited a
 // *RowStateError.
 func (x Actions) ReplayEdited(ctx context.Context, req EditedReplayRequest, by dlq.Requester) (dlq.Audited, error) {
-	x, _, err := x.onRows(ctx, dlq.Selection{IDs: []int64{req.ID}}, by)
+	x, err := x.onRows(ctx, dlq.Selection{IDs: []int64{req.ID}}, by)
 	if err != nil {
 		return nil, err
 	}
