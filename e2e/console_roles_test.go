@@ -408,7 +408,7 @@ func TestConsoleRolesScoped(t *testing.T) {
 	w.Exec(t, seedSQL(prefix+"o", 2, 1, now, "e2e-orders"))
 	w.Exec(t, seedSQL(prefix+"b", 2, 1, now, "beer-enrichment"))
 	name := prefix + "-orders"
-	token := newScopedKey(t, w, name, "operator", "orders")
+	token := newKey(t, w, name, "operator", "orders")
 	b := rolesBrowser(t)
 	signInWithKey(b.In(t), w, token, "key:"+name, "operator")
 
@@ -456,7 +456,7 @@ func TestConsoleRolesScoped(t *testing.T) {
 	t.Run("several pipelines", func(t *testing.T) {
 		b := b.In(t)
 		two := prefix + "-two"
-		twoToken := newScopedKey(t, w, two, "viewer", "beers", "orders")
+		twoToken := newKey(t, w, two, "viewer", "beers", "orders")
 		b.ClickText("header button", "Sign out")
 		signInWithKey(b, w, twoToken, "key:"+two, "viewer")
 		b.Do(chromedp.Navigate(w.URL + "/#/failures?q=" + prefix))

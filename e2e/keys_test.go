@@ -5,11 +5,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,17 +23,52 @@ var roleMay = map[string]string{
 	"admin":    "self read read_body replay acknowledge edit tasks move enrich breaker keys report",
 }
 
-// newKey creates a named key with the pair and returns its token.
-func newKey(t *testing.T, w *Worker, name, role string) string {
+// newKey creates a named key with the pair, limited to pipelines when it
+// names some, and returns its token.
+func newKey(t *testing.T, w *Worker, name, role string, pipelines ...string) string {
 	t.Helper()
-	r := w.Admin(t, http.MethodPost, "/admin/keys", map[string]any{"name": name, "role": role})
-	var env struct {
-		Data struct{ Token string } `json:"data"`
+	body := map[string]any{"name": name, "role": role}
+	if pipelines != nil {
+		body["pipelines"] = pipelines
 	}
-	if r.Status != http.StatusCreated || json.Unmarshal(r.Raw, &env) != nil || !strings.HasPrefix(env.Data.Token, "rdk_") {
+	r := w.Admin(t, http.MethodPost, "/admin/keys", body)
+	var env struct {
+		Data struct {
+			Token     string
+			Pipelines []string
+		} `json:"data"`
+	}
+	if r.Status != http.StatusCreated || json.Unmarshal(r.Raw, &env) != nil || !strings.HasPrefix(env.Data.Token, "rdk_") ||
+		strings.Join(env.Data.Pipelines, ",") != strings.Join(pipelines, ",") {
 		t.Fatalf("create key %s: %d %s", name, r.Status, r.Raw)
 	}
 	return env.Data.Token
+}
+
+// operation is an operation of handlers/openapi.json as the route
+// matrices read it (a native test holds both fields to the route table).
+type operation struct {
+	Permission string `json:"x-permission"`
+	Scope      string `json:"x-pipeline-scope"`
+}
+
+// openAPIOperations returns the document's paths, sorted, and their
+// operations by path and (lower-case) method.
+func openAPIOperations(t *testing.T) ([]string, map[string]map[string]operation) {
+	t.Helper()
+	root, _ := os.Getwd()
+	raw, err := os.ReadFile(filepath.Join(root, "..", "handlers", "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]operation `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	paths := slices.Sorted(maps.Keys(doc.Paths))
+	return paths, doc.Paths
 }
 
 // The route × role matrix in workerd, generated from handlers/openapi.json
@@ -43,32 +78,15 @@ func newKey(t *testing.T, w *Worker, name, role string) string {
 // request is one its route refuses after that check (an unknown body
 // field, an id no row has), so nothing changes.
 func TestRoleMatrixInWorkerd(t *testing.T) {
-	root, _ := os.Getwd()
-	raw, err := os.ReadFile(filepath.Join(root, "..", "handlers", "openapi.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Paths map[string]map[string]struct {
-			Permission string `json:"x-permission"`
-		} `json:"paths"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	paths, ops := openAPIOperations(t)
 	prefix := newPrefix("matrix")
 	tokens := map[string]string{}
 	for role := range roleMay {
 		tokens[role] = newKey(t, shared, prefix+"-"+role, role)
 	}
-	var paths []string
-	for p := range doc.Paths {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
 	checked := 0
 	for _, p := range paths {
-		for method, op := range doc.Paths[p] {
+		for method, op := range ops[p] {
 			if op.Permission == "public" {
 				continue
 			}

@@ -6,28 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
-
-// newScopedKey creates a named key limited to pipelines and returns its token.
-func newScopedKey(t *testing.T, w *Worker, name, role string, pipelines ...string) string {
-	t.Helper()
-	r := w.Admin(t, http.MethodPost, "/admin/keys", map[string]any{"name": name, "role": role, "pipelines": pipelines})
-	var env struct {
-		Data struct {
-			Token     string
-			Pipelines []string
-		} `json:"data"`
-	}
-	if r.Status != http.StatusCreated || json.Unmarshal(r.Raw, &env) != nil || strings.Join(env.Data.Pipelines, ",") != strings.Join(pipelines, ",") {
-		t.Fatalf("create key %s: %d %s", name, r.Status, r.Raw)
-	}
-	return env.Data.Token
-}
 
 // The route × scope matrix in workerd, generated from handlers/openapi.json
 // (whose x-pipeline-scope a native test holds to the route table). An
@@ -37,20 +18,7 @@ func newScopedKey(t *testing.T, w *Worker, name, role string, pipelines ...strin
 // the beers row, and nothing changes. A beers key reads the row; a key of
 // two pipelines names one.
 func TestScopeMatrixInWorkerd(t *testing.T) {
-	root, _ := os.Getwd()
-	raw, err := os.ReadFile(filepath.Join(root, "..", "handlers", "openapi.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Paths map[string]map[string]struct {
-			Permission string `json:"x-permission"`
-			Scope      string `json:"x-pipeline-scope"`
-		} `json:"paths"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	paths, ops := openAPIOperations(t)
 	prefix := newPrefix("scope")
 	shared.Exec(t, fmt.Sprintf(`INSERT INTO dlq_messages(message_id, %s, label_1, failed_at, source_queue, raw_message, content_type, first_failed_at, updated_at)
 		VALUES ('%[2]s-m', '%[2]s-beer', 'Scoped', 1000, 'beer-enrichment', '{"beer_id":"%[2]s-beer"}', 'json', 1000, 1000)`, shared.KeyColumn(), prefix))
@@ -71,7 +39,7 @@ func TestScopeMatrixInWorkerd(t *testing.T) {
 	if r := shared.Admin(t, http.MethodPost, fmt.Sprintf("/admin/dlq/replay-tasks/%d/cancel", task.ID), nil); r.Status != 200 {
 		t.Fatalf("cancel: %d %s", r.Status, r.Raw)
 	}
-	tickets := map[string]string{"Authorization": "Bearer " + newScopedKey(t, shared, prefix+"-tickets", "admin", "tickets")}
+	tickets := map[string]string{"Authorization": "Bearer " + newKey(t, shared, prefix+"-tickets", "admin", "tickets")}
 	bodies := map[string]string{
 		"/admin/dlq/replay":       fmt.Sprintf(`{"ids":[%d]}`, id),
 		"/admin/dlq/acknowledge":  fmt.Sprintf(`{"ids":[%d],"note":"n"}`, id),
@@ -79,14 +47,9 @@ func TestScopeMatrixInWorkerd(t *testing.T) {
 		"/admin/dlq/replay-tasks": `{"filter":{"pipeline":"beers"},"rate_per_minute":1}`,
 		"/admin/attempts":         `{"attempts":[{"queue":"e2e-orders","message_id":"x","attempt":1,"error":"e"}]}`,
 	}
-	var paths []string
-	for p := range doc.Paths {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
 	before, checked := status(), 0
 	for _, p := range paths {
-		for method, op := range doc.Paths[p] {
+		for method, op := range ops[p] {
 			if op.Permission == "public" || p == "/admin/openapi.json" {
 				continue
 			}
@@ -135,8 +98,8 @@ func TestScopeMatrixInWorkerd(t *testing.T) {
 		}
 		return r
 	}
-	beers := newScopedKey(t, shared, prefix+"-beers", "viewer", "beers")
-	two := newScopedKey(t, shared, prefix+"-two", "viewer", "beers", "tickets")
+	beers := newKey(t, shared, prefix+"-beers", "viewer", "beers")
+	two := newKey(t, shared, prefix+"-two", "viewer", "beers", "tickets")
 	if r := as(beers, "/admin/dlq?beer_id="+prefix+"-beer"); r.Status != 200 || !strings.Contains(string(r.Raw), prefix+"-beer") {
 		t.Errorf("the beers key's list: %d %.300s", r.Status, r.Raw)
 	}
