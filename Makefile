@@ -80,11 +80,20 @@ DEV_ACCESS_ADDR ?= 127.0.0.1:8789
 build/devaccess: cmd/devaccess/main.go $(wildcard access/cfaccess/cfaccesstest/*.go)
 	go build -o $@ ./cmd/devaccess
 
-dev: node_modules .dev.vars build migrate-local build/devprovider build/devaccess build/devcron ## run the worker locally (local D1 + queues + stand-in provider and Access + cron ticker) on :8787
+# The local stand-in for where alerts go (cmd/devreceiver): a Standard
+# Webhooks endpoint (POST /webhook, signed with its dev secret), a PagerDuty
+# Events API v2 endpoint (POST /v2/enqueue) and a Slack webhook (POST
+# /slack); GET /__received shows what came (docs/development.md "Seeing alerts locally").
+DEV_RECEIVER_ADDR ?= 127.0.0.1:8790
+build/devreceiver: cmd/devreceiver/main.go $(filter-out %_test.go,$(wildcard internal/receiver/*.go alerts/*.go))
+	go build -o $@ ./cmd/devreceiver
+
+dev: node_modules .dev.vars build migrate-local build/devprovider build/devaccess build/devreceiver build/devcron ## run the worker locally (local D1 + queues + stand-in provider, Access and alert receiver + cron ticker) on :8787
 	@build/devprovider -addr $(DEV_PROVIDER_ADDR) & pid=$$!; \
 	build/devaccess -addr $(DEV_ACCESS_ADDR) & apid=$$!; \
+	build/devreceiver -addr $(DEV_RECEIVER_ADDR) & rpid=$$!; \
 	build/devcron -url http://127.0.0.1:8787 -speed $(DEV_CRON_SPEED) & cpid=$$!; \
-	trap 'kill $$pid $$apid $$cpid 2>/dev/null' EXIT; \
+	trap 'kill $$pid $$apid $$rpid $$cpid 2>/dev/null' EXIT; \
 	$(WRANGLER) dev --local --persist-to $(PERSIST) --test-scheduled --port 8787
 
 vet: fmt-check ## go vet, native and js/wasm (after fmt-check)

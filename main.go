@@ -232,6 +232,7 @@ func (w worker) api() *handlers.API {
 		BulkReplayMax:      cfg.BulkReplayMax,
 		ReportQueues:       externalQueues(cfg.Pipelines),
 		BulkAcknowledgeMax: cfg.BulkAcknowledgeMax,
+		Outbox:             w.outbox(),
 	}
 	if cfg.Access.On() {
 		api.Access = &handlers.AccessSignIn{Rules: cfg.Access.Roles, Verifier: &cfaccess.Verifier{TeamDomain: cfg.Access.TeamDomain,
@@ -320,10 +321,6 @@ func (w worker) enrichmentConsumer() *enrichment.Consumer {
 func (w worker) cronRouter() *jobs.CronRouter {
 	cfg, db, log := w.cfg, w.db, w.log
 	limits := jobs.Limits{ChunkRows: cfg.CronBatchSize, Budget: cfg.CronJobBudget}
-	var notifier alerts.Notifier
-	if cfg.AlertWebhookURL != "" {
-		notifier = alerts.Webhook{Doer: platform.Fetch{}, URL: cfg.AlertWebhookURL, Timeout: cfg.AlertWebhookTimeout}
-	}
 	runs := metrics.JobRuns{DB: db}
 	consumer := w.enrichmentConsumer()
 	keyProbe := &enrichment.KeyProbe{Provider: consumer.Provider, Breaker: consumer.Breaker(), Quota: consumer.Quota()}
@@ -357,14 +354,22 @@ func (w worker) cronRouter() *jobs.CronRouter {
 	conditions := append(sched.PipelineAlerts(), sched.RowAlerts()...)
 	conditions = append(conditions, alerts.JobFailing{DB: db}, enrichment.BreakerOpenCondition(db), enrichment.AuthFailingCondition(db))
 	conditions = append(conditions, sched.RetentionBehindAlerts()...)
-	frequent = append(frequent, &alerts.Engine{DB: db, Log: log, Notifier: notifier, Reminder: cfg.AlertReminder,
-		Conditions: conditions, Announcers: sched.Announcers()})
+	frequent = append(frequent, &alerts.Engine{DB: db, Log: log, Outbox: w.outbox(), Reminder: cfg.AlertReminder,
+		Conditions: conditions, Sources: sched.Lifecycles(cfg.GroupAutoResolve)})
 	// After retention: counts what it deleted again (dlq_tally, dlq_activity).
 	daily = append(daily, sched.TallyChecks()...)
 	return &jobs.CronRouter{Log: log, Recorder: runs, Meter: w.meter, Jobs: map[string][]jobs.Job{
 		jobs.Frequent: frequent,
 		jobs.Daily:    daily,
 	}}
+}
+
+// outbox records events in the shared database and delivers them to
+// ALERT_CHANNELS (alerts.Outbox).
+func (w worker) outbox() *alerts.Outbox {
+	shared := w.dbs.Shared()
+	return &alerts.Outbox{DB: shared.DB, Batch: shared.Batch, Doer: platform.Fetch{}, Log: w.log,
+		Channels: w.cfg.AlertChannels, Attempts: w.cfg.AlertDeliveryAttempts}
 }
 
 // externalQueues says whether a queue is the main queue of a configured

@@ -413,7 +413,15 @@ CREATE TABLE IF NOT EXISTS dlq_signatures (
     -- migrations/0028
     announce_claimed_at INTEGER,            -- when a run claimed it to send it (a lease; NULL: none)
     -- migrations/0030
-    source_queue TEXT NOT NULL DEFAULT ''   -- the queue of its failures (signatures of other queues than the beer queue hash it)
+    source_queue TEXT NOT NULL DEFAULT '',  -- the queue of its failures (signatures of other queues than the beer queue hash it)
+    -- migrations/0037: the group as an incident (dlq/upkeep/incidents.go)
+    incident TEXT NOT NULL DEFAULT 'open',  -- open | acknowledged | resolved | ignored | snoozed
+    incident_seq INTEGER NOT NULL DEFAULT 1, -- its openings (a reopen adds one)
+    incident_at INTEGER,                    -- when incident last changed
+    resolved_at INTEGER,                    -- when it was last resolved
+    snoozed_until INTEGER,                  -- a snoozed group opens again then
+    owner TEXT,
+    note TEXT
 ) WITHOUT ROWID;
 -- GET /admin/dlq/groups pages by pending rows.
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_pending ON dlq_signatures(pending DESC, signature);
@@ -424,6 +432,15 @@ CREATE INDEX IF NOT EXISTS idx_dlq_signatures_queue_pending ON dlq_signatures(so
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_queue_first_seen ON dlq_signatures(source_queue, first_seen DESC, signature);
 -- The alert's work: signatures not announced yet (a handful at any time).
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_unannounced ON dlq_signatures(first_seen) WHERE announced_at IS NULL;
+-- GET /admin/dlq/groups?incident=: by status, newest first.
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_incident ON dlq_signatures(incident, first_seen DESC, signature);
+-- Resolved groups that failed again since (the cron reopens them).
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_recurred ON dlq_signatures(signature) WHERE incident = 'resolved' AND last_seen > resolved_at;
+-- Open groups with nothing left to do (the cron resolves them once quiet).
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_quiet ON dlq_signatures(last_seen)
+    WHERE incident IN ('open', 'acknowledged') AND pending = 0 AND replaying = 0 AND announced_at IS NOT NULL;
+-- Snoozed groups (the cron opens them again when the snooze ends).
+CREATE INDEX IF NOT EXISTS idx_dlq_signatures_snoozed ON dlq_signatures(snoozed_until) WHERE incident = 'snoozed';
 
 -- A row that changed status or signature outside the statements that keep
 -- the counts themselves (tally_seq unchanged): a repeat failure of a
@@ -472,4 +489,45 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_by TEXT,
     last_used_at INTEGER,           -- written at most once a minute
     pipelines TEXT                  -- JSON array of pipeline names; NULL: every pipeline (0036)
+) WITHOUT ROWID;
+
+-- alert_events: every event redrive told (alerts.Event), by its stable id:
+-- writing an occurrence twice is one event. body is the JSON sent.
+CREATE TABLE IF NOT EXISTS alert_events (
+    id TEXT PRIMARY KEY,                    -- evt_ + 24 hex digits
+    type TEXT NOT NULL,
+    dedup_key TEXT NOT NULL,                -- the incident's key (redrive:group:<sig>, ...)
+    pipeline TEXT,
+    severity TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    body TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_alert_events_created ON alert_events(created_at DESC, id);
+
+-- alert_deliveries: the outbox, one row per event and channel, written in
+-- the batch that wrote the event. The alerts job delivers the due ones in
+-- seq order, one channel and incident at a time in order, with backoff.
+CREATE TABLE IF NOT EXISTS alert_deliveries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    dedup_key TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',  -- pending | sent | failed | skipped
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_at INTEGER NOT NULL,               -- due time; a claim moves it a lease ahead
+    last_status INTEGER,                    -- the receiver's last HTTP status
+    last_error TEXT,
+    done_at INTEGER,
+    UNIQUE (event_id, channel)
+);
+CREATE INDEX IF NOT EXISTS idx_alert_deliveries_due ON alert_deliveries(next_at) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS idx_alert_deliveries_order ON alert_deliveries(channel, dedup_key, seq) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS idx_alert_deliveries_failed ON alert_deliveries(done_at) WHERE state = 'failed';
+
+-- alert_channels: a configured channel's state; a receiver that answered
+-- 410 Gone is disabled until an admin enables it again.
+CREATE TABLE IF NOT EXISTS alert_channels (
+    name TEXT PRIMARY KEY,
+    disabled_at INTEGER,
+    reason TEXT
 ) WITHOUT ROWID;

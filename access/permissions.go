@@ -19,7 +19,8 @@ const (
 	ReadBody Permission = "read_body"
 	// Replay: replay rows, ad hoc or by filter.
 	Replay Permission = "replay"
-	// Acknowledge: acknowledge rows.
+	// Acknowledge: acknowledge rows, and change a failure group's incident
+	// status (acknowledge, resolve, ignore, snooze).
 	Acknowledge Permission = "acknowledge"
 	// Edit: replay one row with an edited body.
 	Edit Permission = "edit"
@@ -29,7 +30,8 @@ const (
 	Move Permission = "move"
 	// Enrich: register beers for enrichment and enqueue them.
 	Enrich Permission = "enrich"
-	// Breaker: reset the provider's circuit breaker.
+	// Breaker: reset the provider's circuit breaker, and enable an alert
+	// channel again after its receiver answered 410.
 	Breaker Permission = "breaker"
 	// ManageKeys: create, list and revoke API keys.
 	ManageKeys Permission = "keys"

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/sqlbatch"
 )
 
 // JobName is the name the alerts job records its runs under.
@@ -30,12 +32,6 @@ type Condition interface {
 	Check(ctx context.Context, now time.Time) (firing bool, detail string, err error)
 }
 
-// Notifier delivers one alert message, e.g. to ALERT_WEBHOOK_URL (see
-// alerts.Webhook, which posts WebhookPayload(text)).
-type Notifier interface {
-	Notify(ctx context.Context, text string) error
-}
-
 // WebhookPayload is the Slack-compatible JSON body for text: {"text": ...},
 // with &, < and > escaped as Slack requires.
 func WebhookPayload(text string) []byte {
@@ -44,24 +40,57 @@ func WebhookPayload(text string) []byte {
 	return b
 }
 
-// Alerts checks its conditions and notifies once when one starts firing,
-// once when it resolves, and again every Reminder while it keeps firing.
-// The state lives in D1 (alert_state) and every transition is claimed by one
-// conditional statement, so overlapping runs never notify twice. When the
-// notification fails, the claim is undone (the next run tries again) and the
-// run fails. Every transition is logged, with or without a Notifier.
+// Kind says which events a condition's transitions are; a Condition that
+// implements Described has its own, the others are alert.firing and
+// alert.resolved at severity error.
+type Kind struct {
+	// Fire and Resolve are the event types of its start and its end.
+	Fire, Resolve string
+	// Pipeline is the pipeline it concerns ("" for none).
+	Pipeline string
+	// Severity is its events' severity.
+	Severity string
+}
+
+// Described is a Condition that names its events.
+type Described interface {
+	Kind() Kind
+}
+
+func kindOf(c Condition) Kind {
+	if d, ok := c.(Described); ok {
+		return d.Kind()
+	}
+	return Kind{Fire: AlertFiring, Resolve: AlertResolved, Severity: severityError}
+}
+
+// Source writes events of its own through the outbox, each in the batch of
+// the change it tells (the failure groups' lifecycle: dlq/upkeep).
+type Source interface {
+	Name() string
+	// Emit makes the changes due at now and records their events; it
+	// returns how many events it recorded.
+	Emit(ctx context.Context, o *Outbox, now time.Time) (int, error)
+}
+
+// Engine checks its conditions and records an event once when one starts
+// firing, once when it resolves, and again every Reminder while it keeps
+// firing; then runs its Sources, delivers the due events (Outbox.Deliver)
+// and prunes old ones. The state lives in D1 (alert_state); each
+// transition is one conditional statement, in one batch with its event
+// (Outbox.Record), so overlapping runs never record it twice and an event
+// is never lost to a failed delivery: the outbox retries it.
 type Engine struct {
 	DB  *sql.DB
 	Log *slog.Logger
 	// Conditions are checked in order on every run.
 	Conditions []Condition
-	// Notifier receives the messages; nil means they are only logged.
-	Notifier Notifier
+	// Outbox records and delivers the events.
+	Outbox *Outbox
 	// Reminder is ALERT_REMINDER_MINUTES.
 	Reminder time.Duration
-	// Announcers are checked after the conditions: each new item is
-	// announced once (announce.go).
-	Announcers []Announcer
+	// Sources run after the conditions.
+	Sources []Source
 }
 
 // Name implements jobs.Job.
@@ -72,7 +101,8 @@ type alertState struct {
 	since, lastNotified, resolvedAt sql.NullInt64
 }
 
-// Run checks every condition at now and makes the transitions due.
+// Run checks every condition at now, records the transitions due, runs
+// the sources and delivers what is due.
 func (a *Engine) Run(ctx context.Context, now time.Time) (map[string]any, error) {
 	if a.Reminder <= 0 {
 		return nil, errors.New("alerts: Reminder must be positive")
@@ -94,7 +124,7 @@ func (a *Engine) Run(ctx context.Context, now time.Time) (map[string]any, error)
 		if on {
 			firing = append(firing, name)
 		}
-		sent, err := a.transition(ctx, name, on, detail, states[name], now)
+		sent, err := a.transition(ctx, c, on, detail, states[name], now)
 		if sent {
 			notified++
 		}
@@ -102,9 +132,25 @@ func (a *Engine) Run(ctx context.Context, now time.Time) (map[string]any, error)
 			errs = append(errs, fmt.Errorf("alert %s: %w", name, err))
 		}
 	}
-	sent, aerrs := a.announce(ctx, now)
-	errs = append(errs, aerrs...)
-	return map[string]any{"firing": firing, "notified": notified, "announced": sent}, errors.Join(errs...)
+	announced := 0
+	for _, s := range a.Sources {
+		n, err := s.Emit(ctx, a.Outbox, now)
+		announced += n
+		if err != nil {
+			a.Log.ErrorContext(ctx, "alert: source failed", "source", s.Name(), "error", err.Error())
+			errs = append(errs, fmt.Errorf("alert %s: %w", s.Name(), err))
+		}
+	}
+	rep, err := a.Outbox.Deliver(ctx, now)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	pruned, err := a.Outbox.Prune(ctx, now)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return map[string]any{"firing": firing, "notified": notified, "announced": announced, "delivered": rep.Sent,
+		"retrying": rep.Retrying, "failed": rep.Failed, "skipped": rep.Skipped, "disabled": rep.Disabled, "pruned": pruned}, errors.Join(errs...)
 }
 
 func (a *Engine) states(ctx context.Context) (map[string]alertState, error) {
@@ -125,89 +171,85 @@ func (a *Engine) states(ctx context.Context) (map[string]alertState, error) {
 	return out, rows.Err()
 }
 
-// transition claims and sends the notification due for one condition, if
-// any. sent reports that a message was delivered (or logged, without a Notifier).
-func (a *Engine) transition(ctx context.Context, name string, on bool, detail string, st alertState, now time.Time) (sent bool, err error) {
-	t := now.UnixMilli()
+// transition records the transition due for one condition, if any, and
+// its event, in one batch. recorded reports that this run made it.
+func (a *Engine) transition(ctx context.Context, c Condition, on bool, detail string, st alertState, now time.Time) (recorded bool, err error) {
+	name, k, t := c.Name(), kindOf(c), now.UnixMilli()
+	p, due := a.plan(name, k, on, detail, st, t)
+	if !due {
+		return false, nil
+	}
+	ev := Event{ID: EventID("alert", name, p.occurrence, fmt.Sprint(p.at)), Type: p.typ, Timestamp: Timestamp(now),
+		Severity: k.Severity, Pipeline: k.Pipeline, DedupKey: DedupKey("alert:" + name), Summary: p.summary,
+		Data: map[string]any{"alert": name, "detail": detail, "since": p.since}}
+	rec, err := a.Outbox.Record([]Keyed{{Event: ev}}, now, p.guard, p.guardArgs...)
+	if err != nil {
+		return false, err
+	}
+	res, err := a.Outbox.Batch.Batch(ctx, append([]sqlbatch.Stmt{p.claim}, rec...)...)
+	if err != nil {
+		return false, fmt.Errorf("record transition: %w", err)
+	}
+	var rows []json.RawMessage
+	_ = json.Unmarshal(res[0], &rows)
+	if len(rows) == 0 {
+		return false, nil
+	}
+	a.Log.Log(ctx, p.level, p.msg, "alert", name, "since", p.since, "detail", detail, "event_id", ev.ID)
+	return true, nil
+}
+
+// transitionPlan is a transition's claim (one conditional statement, with
+// RETURNING: a row when this run made it), the guard its event is written
+// under (the state the claim leaves), and the event's words.
+type transitionPlan struct {
+	claim      sqlbatch.Stmt
+	guard      string
+	guardArgs  []any
+	typ        string
+	occurrence string
+	// at fixes the occurrence (the id): the start time, the reminder's time.
+	at, since int64
+	summary   string
+	msg       string
+	level     slog.Level
+}
+
+// plan is the transition due for condition name at t, if any.
+func (a *Engine) plan(name string, k Kind, on bool, detail string, st alertState, t int64) (transitionPlan, bool) {
 	switch {
 	case on && !st.firing:
-		claimed, err := a.claim(ctx, `INSERT INTO alert_state(name, firing, since, last_notified_at, detail, notifications, updated_at)
+		return transitionPlan{claim: sqlbatch.Stmt{SQL: `INSERT INTO alert_state(name, firing, since, last_notified_at, detail, notifications, updated_at)
 			VALUES (?, 1, ?, ?, ?, 1, ?)
 			ON CONFLICT(name) DO UPDATE SET firing = 1, since = excluded.since, last_notified_at = excluded.last_notified_at,
 				detail = excluded.detail, notifications = notifications + 1, updated_at = excluded.updated_at
 			WHERE alert_state.firing = 0
-			RETURNING name`, name, t, t, detail, t)
-		if err != nil || !claimed {
-			return false, err
-		}
-		a.Log.WarnContext(ctx, "alert: firing", "alert", name, "detail", detail)
-		return a.send(ctx, name, fmt.Sprintf("[redrive] FIRING %s: %s", name, detail), `UPDATE alert_state
-			SET firing = 0, since = NULL, last_notified_at = ?, notifications = notifications - 1, updated_at = ?
-			WHERE name = ? AND firing = 1 AND since = ? AND last_notified_at = ?`, st.lastNotified, t, name, t, t)
-
+			RETURNING name`, Args: []any{name, t, t, detail, t}},
+			guard: `EXISTS (SELECT 1 FROM alert_state WHERE name = ? AND firing = 1 AND since = ?)`, guardArgs: []any{name, t},
+			typ: k.Fire, occurrence: "firing", at: t, since: t, summary: fmt.Sprintf("FIRING %s: %s", name, detail),
+			msg: "alert: firing", level: slog.LevelWarn}, true
 	case on && st.firing:
 		if st.lastNotified.Valid && t-st.lastNotified.Int64 < a.Reminder.Milliseconds() {
-			return false, nil
+			return transitionPlan{}, false
 		}
-		claimed, err := a.claim(ctx, `UPDATE alert_state SET last_notified_at = ?, detail = ?, notifications = notifications + 1, updated_at = ?
+		return transitionPlan{claim: sqlbatch.Stmt{SQL: `UPDATE alert_state SET last_notified_at = ?, detail = ?, notifications = notifications + 1, updated_at = ?
 			WHERE name = ? AND firing = 1 AND last_notified_at IS ? AND COALESCE(last_notified_at, 0) <= ?
-			RETURNING name`, t, detail, t, name, st.lastNotified, t-a.Reminder.Milliseconds())
-		if err != nil || !claimed {
-			return false, err
-		}
-		a.Log.WarnContext(ctx, "alert: still firing", "alert", name, "since", st.since.Int64, "detail", detail)
-		return a.send(ctx, name, fmt.Sprintf("[redrive] STILL FIRING %s (since %s, %s): %s", name,
-			Stamp(st.since.Int64), ago(t, st.since.Int64), detail), `UPDATE alert_state
-			SET last_notified_at = ?, notifications = notifications - 1, updated_at = ?
-			WHERE name = ? AND firing = 1 AND last_notified_at = ?`, st.lastNotified, t, name, t)
-
+			RETURNING name`, Args: []any{t, detail, t, name, st.lastNotified, t - a.Reminder.Milliseconds()}},
+			guard: `EXISTS (SELECT 1 FROM alert_state WHERE name = ? AND firing = 1 AND last_notified_at = ?)`, guardArgs: []any{name, t},
+			typ: AlertReminder, occurrence: "reminder", at: t, since: st.since.Int64,
+			summary: fmt.Sprintf("STILL FIRING %s (since %s, %s): %s", name, Stamp(st.since.Int64), ago(t, st.since.Int64), detail),
+			msg:     "alert: still firing", level: slog.LevelWarn}, true
 	case !on && st.firing:
-		claimed, err := a.claim(ctx, `UPDATE alert_state SET firing = 0, since = NULL, resolved_at = ?, detail = ?,
+		return transitionPlan{claim: sqlbatch.Stmt{SQL: `UPDATE alert_state SET firing = 0, since = NULL, resolved_at = ?, detail = ?,
 				notifications = notifications + 1, updated_at = ?
 			WHERE name = ? AND firing = 1 AND since IS ?
-			RETURNING name`, t, detail, t, name, st.since)
-		if err != nil || !claimed {
-			return false, err
-		}
-		a.Log.InfoContext(ctx, "alert: resolved", "alert", name, "since", st.since.Int64, "detail", detail)
-		return a.send(ctx, name, fmt.Sprintf("[redrive] RESOLVED %s after %s: %s", name, ago(t, st.since.Int64), detail), `UPDATE alert_state
-			SET firing = 1, since = ?, resolved_at = ?, notifications = notifications - 1, updated_at = ?
-			WHERE name = ? AND firing = 0 AND resolved_at = ?`, st.since, st.resolvedAt, t, name, t)
+			RETURNING name`, Args: []any{t, detail, t, name, st.since}},
+			guard: `EXISTS (SELECT 1 FROM alert_state WHERE name = ? AND firing = 0 AND resolved_at = ?)`, guardArgs: []any{name, t},
+			typ: k.Resolve, occurrence: "resolved", at: st.since.Int64, since: st.since.Int64,
+			summary: fmt.Sprintf("RESOLVED %s after %s: %s", name, ago(t, st.since.Int64), detail),
+			msg:     "alert: resolved", level: slog.LevelInfo}, true
 	}
-	return false, nil
-}
-
-// claim runs one conditional statement and reports whether it changed the
-// row (RETURNING produced it): only the run that changed it notifies.
-func (a *Engine) claim(ctx context.Context, query string, args ...any) (bool, error) {
-	rows, err := a.DB.QueryContext(ctx, query, args...)
-	if err != nil {
-		return false, fmt.Errorf("claim: %w", err)
-	}
-	defer rows.Close()
-	claimed := rows.Next()
-	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("claim: %w", err)
-	}
-	return claimed, nil
-}
-
-// send notifies; on failure it undoes the claim with the given conditional
-// statement so that the next run tries again, and returns the error.
-func (a *Engine) send(ctx context.Context, name, text, undo string, undoArgs ...any) (bool, error) {
-	if a.Notifier == nil {
-		return true, nil
-	}
-	err := a.Notifier.Notify(ctx, text)
-	if err == nil {
-		return true, nil
-	}
-	a.Log.ErrorContext(ctx, "alert: notification failed; the next run retries", "alert", name, "error", err.Error())
-	if _, uerr := a.DB.ExecContext(ctx, undo, undoArgs...); uerr != nil {
-		a.Log.ErrorContext(ctx, "alert: could not undo the claim", "alert", name, "error", uerr.Error())
-		err = errors.Join(err, fmt.Errorf("undo claim: %w", uerr))
-	}
-	return false, fmt.Errorf("notify: %w", err)
+	return transitionPlan{}, false
 }
 
 // Stamp formats epoch milliseconds as RFC 3339 UTC, for alert details.

@@ -12,23 +12,32 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/outbound"
+	"github.com/redrive/redrive/sqlbatch"
 )
 
-// recorder is a Notifier that records texts and fails while failing is set.
+// recorder is a Slack-compatible receiver (an outbound.Doer) that records
+// texts and answers 500 while failing is set.
 type recorder struct {
 	mu      sync.Mutex
 	texts   []string
 	failing bool
+	calls   int
 }
 
-func (r *recorder) Notify(_ context.Context, text string) error {
+func (r *recorder) Do(_ context.Context, req outbound.Request) (outbound.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.calls++
 	if r.failing {
-		return errors.New("webhook: status 500")
+		return outbound.Response{Status: 500}, nil
 	}
-	r.texts = append(r.texts, text)
-	return nil
+	var body struct{ Text string }
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return outbound.Response{Status: 400}, nil
+	}
+	r.texts = append(r.texts, body.Text)
+	return outbound.Response{Status: 200}, nil
 }
 
 func (r *recorder) take() []string {
@@ -58,7 +67,10 @@ func (c *switchCond) Check(context.Context, time.Time) (bool, string, error) {
 
 func newAlerts(t *testing.T, conds ...Condition) (*Engine, *recorder) {
 	rec := &recorder{}
-	return &Engine{DB: sqlitetest.New(t), Log: discard, Conditions: conds, Notifier: rec, Reminder: time.Hour}, rec
+	db := sqlitetest.New(t)
+	o := &Outbox{DB: db, Batch: sqlbatch.Tx{DB: db}, Doer: rec, Log: discard, Attempts: 3, Jitter: func() float64 { return 0 },
+		Channels: []Channel{{Name: "hook", Type: ChannelSlack, URL: "http://127.0.0.1:9/hook"}}}
+	return &Engine{DB: db, Log: discard, Conditions: conds, Outbox: o, Reminder: time.Hour}, rec
 }
 
 func mustRun(t *testing.T, a *Engine, at time.Time) map[string]any {
@@ -129,10 +141,9 @@ func TestAlertRemindsWhileFiring(t *testing.T) {
 // Two runs that read the state before either claims a transition: exactly
 // one of them notifies, for the start and for the resolve.
 func TestAlertOverlappingRunsNotifyOnce(t *testing.T) {
-	db := sqlitetest.New(t)
-	rec := &recorder{}
 	var wg sync.WaitGroup
 	c := &switchCond{name: "x", firing: true, wait: &wg}
+	a, rec := newAlerts(t, c)
 	run := func(at time.Time) {
 		wg.Add(2)
 		var errs [2]error
@@ -141,7 +152,7 @@ func TestAlertOverlappingRunsNotifyOnce(t *testing.T) {
 			done.Add(1)
 			go func() {
 				defer done.Done()
-				_, errs[i] = (&Engine{DB: db, Log: discard, Conditions: []Condition{c}, Notifier: rec, Reminder: time.Hour}).Run(ctx, at)
+				_, errs[i] = (&Engine{DB: a.DB, Log: discard, Conditions: []Condition{c}, Outbox: a.Outbox, Reminder: time.Hour}).Run(ctx, at)
 			}()
 		}
 		done.Wait()
@@ -158,17 +169,21 @@ func TestAlertOverlappingRunsNotifyOnce(t *testing.T) {
 	expectTexts(t, rec, "[redrive] RESOLVED x")
 }
 
-// A failed notification undoes its claim and fails the run; the next run
-// delivers it. This holds for the start, the reminder and the resolve.
-func TestAlertFailedNotificationIsRetriedByTheNextRun(t *testing.T) {
+// A failed delivery leaves the transition recorded and fails the run; the
+// outbox delivers it on a later run, once its backoff passed. This holds
+// for the start, the reminder and the resolve.
+func TestAlertFailedDeliveryIsRetriedByALaterRun(t *testing.T) {
 	c := &switchCond{name: "x", firing: true}
 	a, rec := newAlerts(t, c)
 	rec.failing = true
 	if _, err := a.Run(ctx, alertT0); err == nil || !strings.Contains(err.Error(), "status 500") {
 		t.Fatalf("run with failing webhook: err = %v", err)
 	}
-	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_state WHERE name = 'x' AND firing = 1`); n != 0 {
-		t.Fatal("failed start left the alert marked firing")
+	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_state WHERE name = 'x' AND firing = 1`); n != 1 {
+		t.Fatal("the start was not recorded")
+	}
+	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_deliveries WHERE state = 'pending' AND attempts = 1 AND last_status = 500`); n != 1 {
+		t.Fatal("the failed delivery is not pending with its attempt")
 	}
 	rec.failing = false
 	mustRun(t, a, alertT0.Add(5*time.Minute))
@@ -191,7 +206,10 @@ func TestAlertFailedNotificationIsRetriedByTheNextRun(t *testing.T) {
 	mustRun(t, a, alertT0.Add(80*time.Minute))
 	expectTexts(t, rec, "[redrive] RESOLVED x after 1h15m0s")
 	if n := count(t, a.DB, `SELECT notifications FROM alert_state WHERE name = 'x' AND firing = 0`); n != 3 {
-		t.Fatalf("notifications = %d, want 3 (failed ones undone)", n)
+		t.Fatalf("notifications = %d, want 3", n)
+	}
+	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_deliveries WHERE state = 'sent' AND attempts = 2`); n != 3 {
+		t.Fatalf("%d deliveries sent at their second attempt, want 3", n)
 	}
 }
 
@@ -213,15 +231,21 @@ func TestAlertCheckErrorKeepsState(t *testing.T) {
 	}
 }
 
-func TestAlertWithoutNotifierStillTracksTransitions(t *testing.T) {
+func TestAlertWithoutChannelsStillRecordsEvents(t *testing.T) {
 	c := &switchCond{name: "x", firing: true}
-	a, _ := newAlerts(t, c)
-	a.Notifier = nil
+	a, rec := newAlerts(t, c)
+	a.Outbox.Channels = nil
 	if sum := mustRun(t, a, alertT0); sum["notified"] != 1 {
 		t.Fatalf("summary %v", sum)
 	}
 	if sum := mustRun(t, a, alertT0.Add(time.Minute)); sum["notified"] != 0 {
 		t.Fatalf("summary %v", sum)
+	}
+	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_events WHERE type = 'alert.firing'`); n != 1 {
+		t.Fatalf("%d events recorded, want 1", n)
+	}
+	if n := count(t, a.DB, `SELECT COUNT(*) FROM alert_deliveries`); n != 0 || rec.calls != 0 {
+		t.Fatalf("%d deliveries and %d calls without a channel", n, rec.calls)
 	}
 }
 

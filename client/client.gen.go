@@ -18,6 +18,135 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AlertChannelType.
+const (
+	Pagerduty AlertChannelType = "pagerduty"
+	Slack     AlertChannelType = "slack"
+	Webhook   AlertChannelType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the AlertChannelType enum.
+func (e AlertChannelType) Valid() bool {
+	switch e {
+	case Pagerduty:
+		return true
+	case Slack:
+		return true
+	case Webhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertDeliveryState.
+const (
+	AlertDeliveryStateFailed  AlertDeliveryState = "failed"
+	AlertDeliveryStatePending AlertDeliveryState = "pending"
+	AlertDeliveryStateSent    AlertDeliveryState = "sent"
+	AlertDeliveryStateSkipped AlertDeliveryState = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the AlertDeliveryState enum.
+func (e AlertDeliveryState) Valid() bool {
+	switch e {
+	case AlertDeliveryStateFailed:
+		return true
+	case AlertDeliveryStatePending:
+		return true
+	case AlertDeliveryStateSent:
+		return true
+	case AlertDeliveryStateSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertEventSeverity.
+const (
+	AlertEventSeverityCritical AlertEventSeverity = "critical"
+	AlertEventSeverityError    AlertEventSeverity = "error"
+	AlertEventSeverityInfo     AlertEventSeverity = "info"
+	AlertEventSeverityWarning  AlertEventSeverity = "warning"
+)
+
+// Valid indicates whether the value is a known member of the AlertEventSeverity enum.
+func (e AlertEventSeverity) Valid() bool {
+	switch e {
+	case AlertEventSeverityCritical:
+		return true
+	case AlertEventSeverityError:
+		return true
+	case AlertEventSeverityInfo:
+		return true
+	case AlertEventSeverityWarning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertEventType.
+const (
+	AlertFiring              AlertEventType = "alert.firing"
+	AlertReminder            AlertEventType = "alert.reminder"
+	AlertResolved            AlertEventType = "alert.resolved"
+	ChannelDisabled          AlertEventType = "channel.disabled"
+	DeliveryFailed           AlertEventType = "delivery.failed"
+	EnrichmentBreakerClosed  AlertEventType = "enrichment.breaker_closed"
+	EnrichmentBreakerOpened  AlertEventType = "enrichment.breaker_opened"
+	GroupAcknowledged        AlertEventType = "group.acknowledged"
+	GroupIgnored             AlertEventType = "group.ignored"
+	GroupOpened              AlertEventType = "group.opened"
+	GroupReopened            AlertEventType = "group.reopened"
+	GroupResolved            AlertEventType = "group.resolved"
+	PipelineBacklogHigh      AlertEventType = "pipeline.backlog_high"
+	PipelineBacklogRecovered AlertEventType = "pipeline.backlog_recovered"
+	TaskFinished             AlertEventType = "task.finished"
+	TaskPaused               AlertEventType = "task.paused"
+)
+
+// Valid indicates whether the value is a known member of the AlertEventType enum.
+func (e AlertEventType) Valid() bool {
+	switch e {
+	case AlertFiring:
+		return true
+	case AlertReminder:
+		return true
+	case AlertResolved:
+		return true
+	case ChannelDisabled:
+		return true
+	case DeliveryFailed:
+		return true
+	case EnrichmentBreakerClosed:
+		return true
+	case EnrichmentBreakerOpened:
+		return true
+	case GroupAcknowledged:
+		return true
+	case GroupIgnored:
+		return true
+	case GroupOpened:
+		return true
+	case GroupReopened:
+		return true
+	case GroupResolved:
+		return true
+	case PipelineBacklogHigh:
+		return true
+	case PipelineBacklogRecovered:
+		return true
+	case TaskFinished:
+		return true
+	case TaskPaused:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ApiKeyRole.
 const (
 	ApiKeyRoleAdmin    ApiKeyRole = "admin"
@@ -47,6 +176,7 @@ const (
 	AuditEntryActionAcknowledge      AuditEntryAction = "acknowledge"
 	AuditEntryActionBreakerReset     AuditEntryAction = "breaker_reset"
 	AuditEntryActionEnrich           AuditEntryAction = "enrich"
+	AuditEntryActionGroupStatus      AuditEntryAction = "group_status"
 	AuditEntryActionImport           AuditEntryAction = "import"
 	AuditEntryActionKeyCreate        AuditEntryAction = "key_create"
 	AuditEntryActionKeyRevoke        AuditEntryAction = "key_revoke"
@@ -67,6 +197,8 @@ func (e AuditEntryAction) Valid() bool {
 	case AuditEntryActionBreakerReset:
 		return true
 	case AuditEntryActionEnrich:
+		return true
+	case AuditEntryActionGroupStatus:
 		return true
 	case AuditEntryActionImport:
 		return true
@@ -150,6 +282,21 @@ func (e BeerStateStatus) Valid() bool {
 	}
 }
 
+// Defines values for ChannelEnabledEnabled.
+const (
+	ChannelEnabledEnabledTrue ChannelEnabledEnabled = true
+)
+
+// Valid indicates whether the value is a known member of the ChannelEnabledEnabled enum.
+func (e ChannelEnabledEnabled) Valid() bool {
+	switch e {
+	case ChannelEnabledEnabledTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreatedApiKeyRole.
 const (
 	CreatedApiKeyRoleAdmin    CreatedApiKeyRole = "admin"
@@ -178,10 +325,13 @@ func (e CreatedApiKeyRole) Valid() bool {
 const (
 	ACCESSTOKENEXPIRED    ErrorEnvelopeErrorCode = "ACCESS_TOKEN_EXPIRED"
 	ACCESSUNAVAILABLE     ErrorEnvelopeErrorCode = "ACCESS_UNAVAILABLE"
+	CHANNELNOTFOUND       ErrorEnvelopeErrorCode = "CHANNEL_NOT_FOUND"
+	CONFLICT              ErrorEnvelopeErrorCode = "CONFLICT"
 	CROSSSITE             ErrorEnvelopeErrorCode = "CROSS_SITE"
 	D1UNAVAILABLE         ErrorEnvelopeErrorCode = "D1_UNAVAILABLE"
 	DATABASENOTSEEDED     ErrorEnvelopeErrorCode = "DATABASE_NOT_SEEDED"
 	FORBIDDEN             ErrorEnvelopeErrorCode = "FORBIDDEN"
+	GROUPNOTFOUND         ErrorEnvelopeErrorCode = "GROUP_NOT_FOUND"
 	IDOUTOFRANGE          ErrorEnvelopeErrorCode = "ID_OUT_OF_RANGE"
 	IDSINSEVERALDATABASES ErrorEnvelopeErrorCode = "IDS_IN_SEVERAL_DATABASES"
 	INTERNALERROR         ErrorEnvelopeErrorCode = "INTERNAL_ERROR"
@@ -204,6 +354,7 @@ const (
 	INVALIDROLE           ErrorEnvelopeErrorCode = "INVALID_ROLE"
 	INVALIDSTATE          ErrorEnvelopeErrorCode = "INVALID_STATE"
 	INVALIDSTATUS         ErrorEnvelopeErrorCode = "INVALID_STATUS"
+	INVALIDUNTIL          ErrorEnvelopeErrorCode = "INVALID_UNTIL"
 	KEYEXISTS             ErrorEnvelopeErrorCode = "KEY_EXISTS"
 	KEYEXPIRED            ErrorEnvelopeErrorCode = "KEY_EXPIRED"
 	KEYNOTFOUND           ErrorEnvelopeErrorCode = "KEY_NOT_FOUND"
@@ -237,6 +388,10 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 		return true
 	case ACCESSUNAVAILABLE:
 		return true
+	case CHANNELNOTFOUND:
+		return true
+	case CONFLICT:
+		return true
 	case CROSSSITE:
 		return true
 	case D1UNAVAILABLE:
@@ -244,6 +399,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case DATABASENOTSEEDED:
 		return true
 	case FORBIDDEN:
+		return true
+	case GROUPNOTFOUND:
 		return true
 	case IDOUTOFRANGE:
 		return true
@@ -288,6 +445,8 @@ func (e ErrorEnvelopeErrorCode) Valid() bool {
 	case INVALIDSTATE:
 		return true
 	case INVALIDSTATUS:
+		return true
+	case INVALIDUNTIL:
 		return true
 	case KEYEXISTS:
 		return true
@@ -354,6 +513,60 @@ func (e FilterStatus) Valid() bool {
 	case FilterStatusLessThannil:
 		return true
 	case FilterStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupIncidentStatus.
+const (
+	GroupIncidentStatusAcknowledged GroupIncidentStatus = "acknowledged"
+	GroupIncidentStatusIgnored      GroupIncidentStatus = "ignored"
+	GroupIncidentStatusOpen         GroupIncidentStatus = "open"
+	GroupIncidentStatusResolved     GroupIncidentStatus = "resolved"
+	GroupIncidentStatusSnoozed      GroupIncidentStatus = "snoozed"
+)
+
+// Valid indicates whether the value is a known member of the GroupIncidentStatus enum.
+func (e GroupIncidentStatus) Valid() bool {
+	switch e {
+	case GroupIncidentStatusAcknowledged:
+		return true
+	case GroupIncidentStatusIgnored:
+		return true
+	case GroupIncidentStatusOpen:
+		return true
+	case GroupIncidentStatusResolved:
+		return true
+	case GroupIncidentStatusSnoozed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupStatusChangeStatus.
+const (
+	GroupStatusChangeStatusAcknowledged GroupStatusChangeStatus = "acknowledged"
+	GroupStatusChangeStatusIgnored      GroupStatusChangeStatus = "ignored"
+	GroupStatusChangeStatusOpen         GroupStatusChangeStatus = "open"
+	GroupStatusChangeStatusResolved     GroupStatusChangeStatus = "resolved"
+	GroupStatusChangeStatusSnoozed      GroupStatusChangeStatus = "snoozed"
+)
+
+// Valid indicates whether the value is a known member of the GroupStatusChangeStatus enum.
+func (e GroupStatusChangeStatus) Valid() bool {
+	switch e {
+	case GroupStatusChangeStatusAcknowledged:
+		return true
+	case GroupStatusChangeStatusIgnored:
+		return true
+	case GroupStatusChangeStatusOpen:
+		return true
+	case GroupStatusChangeStatusResolved:
+		return true
+	case GroupStatusChangeStatusSnoozed:
 		return true
 	default:
 		return false
@@ -542,6 +755,7 @@ const (
 	RowAuditEntryActionAcknowledge      RowAuditEntryAction = "acknowledge"
 	RowAuditEntryActionBreakerReset     RowAuditEntryAction = "breaker_reset"
 	RowAuditEntryActionEnrich           RowAuditEntryAction = "enrich"
+	RowAuditEntryActionGroupStatus      RowAuditEntryAction = "group_status"
 	RowAuditEntryActionImport           RowAuditEntryAction = "import"
 	RowAuditEntryActionKeyCreate        RowAuditEntryAction = "key_create"
 	RowAuditEntryActionKeyRevoke        RowAuditEntryAction = "key_revoke"
@@ -562,6 +776,8 @@ func (e RowAuditEntryAction) Valid() bool {
 	case RowAuditEntryActionBreakerReset:
 		return true
 	case RowAuditEntryActionEnrich:
+		return true
+	case RowAuditEntryActionGroupStatus:
 		return true
 	case RowAuditEntryActionImport:
 		return true
@@ -753,11 +969,36 @@ func (e WhoamiRole) Valid() bool {
 	}
 }
 
+// Defines values for AlertEventsParamsFailed.
+const (
+	AlertEventsParamsFailedFalse AlertEventsParamsFailed = "false"
+	AlertEventsParamsFailedN0    AlertEventsParamsFailed = "0"
+	AlertEventsParamsFailedN1    AlertEventsParamsFailed = "1"
+	AlertEventsParamsFailedTrue  AlertEventsParamsFailed = "true"
+)
+
+// Valid indicates whether the value is a known member of the AlertEventsParamsFailed enum.
+func (e AlertEventsParamsFailed) Valid() bool {
+	switch e {
+	case AlertEventsParamsFailedFalse:
+		return true
+	case AlertEventsParamsFailedN0:
+		return true
+	case AlertEventsParamsFailedN1:
+		return true
+	case AlertEventsParamsFailedTrue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditLogParamsAction.
 const (
 	AuditLogParamsActionAcknowledge      AuditLogParamsAction = "acknowledge"
 	AuditLogParamsActionBreakerReset     AuditLogParamsAction = "breaker_reset"
 	AuditLogParamsActionEnrich           AuditLogParamsAction = "enrich"
+	AuditLogParamsActionGroupStatus      AuditLogParamsAction = "group_status"
 	AuditLogParamsActionImport           AuditLogParamsAction = "import"
 	AuditLogParamsActionKeyCreate        AuditLogParamsAction = "key_create"
 	AuditLogParamsActionKeyRevoke        AuditLogParamsAction = "key_revoke"
@@ -778,6 +1019,8 @@ func (e AuditLogParamsAction) Valid() bool {
 	case AuditLogParamsActionBreakerReset:
 		return true
 	case AuditLogParamsActionEnrich:
+		return true
+	case AuditLogParamsActionGroupStatus:
 		return true
 	case AuditLogParamsActionImport:
 		return true
@@ -894,21 +1137,48 @@ func (e DlqGroupsParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for DlqGroupsParamsIncident.
+const (
+	DlqGroupsParamsIncidentAcknowledged DlqGroupsParamsIncident = "acknowledged"
+	DlqGroupsParamsIncidentIgnored      DlqGroupsParamsIncident = "ignored"
+	DlqGroupsParamsIncidentOpen         DlqGroupsParamsIncident = "open"
+	DlqGroupsParamsIncidentResolved     DlqGroupsParamsIncident = "resolved"
+	DlqGroupsParamsIncidentSnoozed      DlqGroupsParamsIncident = "snoozed"
+)
+
+// Valid indicates whether the value is a known member of the DlqGroupsParamsIncident enum.
+func (e DlqGroupsParamsIncident) Valid() bool {
+	switch e {
+	case DlqGroupsParamsIncidentAcknowledged:
+		return true
+	case DlqGroupsParamsIncidentIgnored:
+		return true
+	case DlqGroupsParamsIncidentOpen:
+		return true
+	case DlqGroupsParamsIncidentResolved:
+		return true
+	case DlqGroupsParamsIncidentSnoozed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResetBreaker200JSONResponseBodyDataPreviousState.
 const (
-	Closed   ResetBreaker200JSONResponseBodyDataPreviousState = "closed"
-	HalfOpen ResetBreaker200JSONResponseBodyDataPreviousState = "half_open"
-	Open     ResetBreaker200JSONResponseBodyDataPreviousState = "open"
+	ResetBreaker200JSONResponseBodyDataPreviousStateClosed   ResetBreaker200JSONResponseBodyDataPreviousState = "closed"
+	ResetBreaker200JSONResponseBodyDataPreviousStateHalfOpen ResetBreaker200JSONResponseBodyDataPreviousState = "half_open"
+	ResetBreaker200JSONResponseBodyDataPreviousStateOpen     ResetBreaker200JSONResponseBodyDataPreviousState = "open"
 )
 
 // Valid indicates whether the value is a known member of the ResetBreaker200JSONResponseBodyDataPreviousState enum.
 func (e ResetBreaker200JSONResponseBodyDataPreviousState) Valid() bool {
 	switch e {
-	case Closed:
+	case ResetBreaker200JSONResponseBodyDataPreviousStateClosed:
 		return true
-	case HalfOpen:
+	case ResetBreaker200JSONResponseBodyDataPreviousStateHalfOpen:
 		return true
-	case Open:
+	case ResetBreaker200JSONResponseBodyDataPreviousStateOpen:
 		return true
 	default:
 		return false
@@ -974,6 +1244,74 @@ type AcknowledgeResult struct {
 	// HasMore Bulk only.
 	HasMore        *bool `json:"has_more,omitempty"`
 	RequestedCount int   `json:"requested_count"`
+}
+
+// AlertChannel A configured channel (ALERT_CHANNELS), never its URL or secret.
+type AlertChannel struct {
+	DisabledAt  *int             `json:"disabled_at"`
+	Events      []string         `json:"events"`
+	MinSeverity string           `json:"min_severity"`
+	Name        string           `json:"name"`
+	Pipelines   []string         `json:"pipelines"`
+	Reason      *string          `json:"reason"`
+	Type        AlertChannelType `json:"type"`
+}
+
+// AlertChannelType defines model for AlertChannel.Type.
+type AlertChannelType string
+
+// AlertDelivery defines model for AlertDelivery.
+type AlertDelivery struct {
+	Attempts   int     `json:"attempts"`
+	Channel    string  `json:"channel"`
+	DoneAt     *int    `json:"done_at"`
+	LastError  *string `json:"last_error"`
+	LastStatus *int    `json:"last_status"`
+
+	// NextAt When a pending delivery is tried next (epoch ms).
+	NextAt int                `json:"next_at"`
+	State  AlertDeliveryState `json:"state"`
+}
+
+// AlertDeliveryState defines model for AlertDelivery.State.
+type AlertDeliveryState string
+
+// AlertEvent What redrive tells on-call (docs/admin-api.md "Events"): the body a webhook channel receives, signed.
+type AlertEvent struct {
+	// Data The type's own fields: a group's signature, class, text, source_queue, occurrence, pending, total, replay_will_fail, sample_row_id, owner, note; an alert's alert, detail, since; a channel's channel, reason.
+	Data map[string]interface{} `json:"data"`
+
+	// DedupKey The same for every event of one incident (PagerDuty's dedup_key): redrive:group:<signature>, redrive:alert:<name>, redrive:channel:<name>.
+	DedupKey string `json:"dedup_key"`
+
+	// Id Stable: the same occurrence is one id (receivers drop a redelivery by it; the webhook-id header).
+	Id        string             `json:"id"`
+	Pipeline  *string            `json:"pipeline,omitempty"`
+	Severity  AlertEventSeverity `json:"severity"`
+	Summary   string             `json:"summary"`
+	Timestamp time.Time          `json:"timestamp"`
+	Type      AlertEventType     `json:"type"`
+}
+
+// AlertEventSeverity defines model for AlertEvent.Severity.
+type AlertEventSeverity string
+
+// AlertEventType defines model for AlertEvent.Type.
+type AlertEventType string
+
+// AlertEventList defines model for AlertEventList.
+type AlertEventList struct {
+	Channels []AlertChannel `json:"channels"`
+	Events   []struct {
+		CreatedAt  int             `json:"created_at"`
+		Deliveries []AlertDelivery `json:"deliveries"`
+
+		// Event What redrive tells on-call (docs/admin-api.md "Events"): the body a webhook channel receives, signed.
+		Event AlertEvent `json:"event"`
+	} `json:"events"`
+
+	// Failed Deliveries whose last attempt failed, counted up to 1,000.
+	Failed int `json:"failed"`
 }
 
 // AlertList defines model for AlertList.
@@ -1152,6 +1490,16 @@ type CanaryResult struct {
 	Succeeded int       `json:"succeeded"`
 }
 
+// ChannelEnabled defines model for ChannelEnabled.
+type ChannelEnabled struct {
+	Channel     string                `json:"channel"`
+	Enabled     ChannelEnabledEnabled `json:"enabled"`
+	WasDisabled bool                  `json:"was_disabled"`
+}
+
+// ChannelEnabledEnabled defines model for ChannelEnabled.Enabled.
+type ChannelEnabledEnabled bool
+
 // CreatedApiKey A key just created, with its token.
 type CreatedApiKey struct {
 	// CreatedAt Unix ms.
@@ -1312,7 +1660,10 @@ type Group struct {
 		Replaying    *int `json:"replaying,omitempty"`
 	} `json:"counts"`
 	FirstSeen int `json:"first_seen"`
-	LastSeen  int `json:"last_seen"`
+
+	// Incident A failure group as an incident (docs/operations.md "Alerts").
+	Incident GroupIncident `json:"incident"`
+	LastSeen int           `json:"last_seen"`
 
 	// Pipeline The configured pipeline of source_queue (null: none).
 	Pipeline *string `json:"pipeline"`
@@ -1335,6 +1686,52 @@ type Group struct {
 
 	// Versions Versions its failures happened on, newest first, at most 10.
 	Versions []string `json:"versions"`
+}
+
+// GroupIncident A failure group as an incident (docs/operations.md "Alerts").
+type GroupIncident struct {
+	Note *string `json:"note"`
+
+	// Occurrence The group's openings: a reopen adds one (events of each occurrence have ids of their own).
+	Occurrence int     `json:"occurrence"`
+	Owner      *string `json:"owner"`
+	ResolvedAt *int    `json:"resolved_at"`
+	Signature  string  `json:"signature"`
+
+	// Since When the status last changed (epoch ms).
+	Since        *int `json:"since"`
+	SnoozedUntil *int `json:"snoozed_until"`
+
+	// Status open: new or failing again; acknowledged: someone owns it; resolved: by an operator or after GROUP_AUTO_RESOLVE_MINUTES with nothing pending and no new failure (a new failure reopens it: group.reopened); ignored: only counted, no event; snoozed: no event until snoozed_until, then open.
+	Status GroupIncidentStatus `json:"status"`
+}
+
+// GroupIncidentStatus open: new or failing again; acknowledged: someone owns it; resolved: by an operator or after GROUP_AUTO_RESOLVE_MINUTES with nothing pending and no new failure (a new failure reopens it: group.reopened); ignored: only counted, no event; snoozed: no event until snoozed_until, then open.
+type GroupIncidentStatus string
+
+// GroupStatusChange defines model for GroupStatusChange.
+type GroupStatusChange struct {
+	// Note Replaces the note ("" clears it).
+	Note *string `json:"note,omitempty"`
+
+	// Owner Replaces the owner ("" clears it).
+	Owner  *string                 `json:"owner,omitempty"`
+	Status GroupStatusChangeStatus `json:"status"`
+
+	// Until Epoch ms when a snooze ends: required with snoozed (in the future, at most 30 days ahead); 400 INVALID_UNTIL otherwise.
+	Until *int `json:"until,omitempty"`
+}
+
+// GroupStatusChangeStatus defines model for GroupStatusChange.Status.
+type GroupStatusChangeStatus string
+
+// GroupStatusChanged defines model for GroupStatusChanged.
+type GroupStatusChanged struct {
+	// EventId The event the change recorded: group.acknowledged, group.resolved or group.ignored (null for open and snoozed, or when the group already had that status).
+	EventId *string `json:"event_id"`
+
+	// Incident A failure group as an incident (docs/operations.md "Alerts").
+	Incident GroupIncident `json:"incident"`
 }
 
 // GroupsPage defines model for GroupsPage.
@@ -2105,6 +2502,21 @@ type Unauthorized struct {
 	Success   interface{}        `json:"success"`
 }
 
+// EnableAlertChannelJSONBody defines parameters for EnableAlertChannel.
+type EnableAlertChannelJSONBody = map[string]interface{}
+
+// AlertEventsParams defines parameters for AlertEvents.
+type AlertEventsParams struct {
+	// Limit Events (default 50).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Failed Only events with a failed delivery.
+	Failed *AlertEventsParamsFailed `form:"failed,omitempty" json:"failed,omitempty"`
+}
+
+// AlertEventsParamsFailed defines parameters for AlertEvents.
+type AlertEventsParamsFailed string
+
 // AuditLogParams defines parameters for AuditLog.
 type AuditLogParams struct {
 	// Action Filter by action.
@@ -2245,10 +2657,16 @@ type DlqGroupsParams struct {
 
 	// Pipeline A configured pipeline's name (GET /admin/pipelines): only its groups. A group is one cause in one pipeline: the same failure on two queues is two groups (migrations/0030). An unknown name is 400 UNKNOWN_PIPELINE; a cursor is valid only with the pipeline it was given for.
 	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
+
+	// Incident Only the groups of this incident status, newest first unless sort says otherwise (through an index of their own). Another value is 400 INVALID_FILTER.
+	Incident *DlqGroupsParamsIncident `form:"incident,omitempty" json:"incident,omitempty"`
 }
 
 // DlqGroupsParamsSort defines parameters for DlqGroups.
 type DlqGroupsParamsSort string
+
+// DlqGroupsParamsIncident defines parameters for DlqGroups.
+type DlqGroupsParamsIncident string
 
 // ReplayDLQ200JSONResponseBody_Data defines parameters for ReplayDLQ.
 type ReplayDLQ200JSONResponseBody_Data struct {
@@ -2298,11 +2716,17 @@ type CreateKeyJSONBodyRole string
 // RevokeKeyJSONBody defines parameters for RevokeKey.
 type RevokeKeyJSONBody = map[string]interface{}
 
+// EnableAlertChannelJSONRequestBody defines body for EnableAlertChannel for application/json ContentType.
+type EnableAlertChannelJSONRequestBody = EnableAlertChannelJSONBody
+
 // ReportAttemptsJSONRequestBody defines body for ReportAttempts for application/json ContentType.
 type ReportAttemptsJSONRequestBody = AttemptsReport
 
 // AcknowledgeDLQJSONRequestBody defines body for AcknowledgeDLQ for application/json ContentType.
 type AcknowledgeDLQJSONRequestBody = AcknowledgeRequest
+
+// SetGroupStatusJSONRequestBody defines body for SetGroupStatus for application/json ContentType.
+type SetGroupStatusJSONRequestBody = GroupStatusChange
 
 // ReleaseDLQJSONRequestBody defines body for ReleaseDLQ for application/json ContentType.
 type ReleaseDLQJSONRequestBody = ReleaseRequest
@@ -2851,6 +3275,31 @@ type ClientInterface interface {
 	// Corresponds with GET /admin/alerts (the `Alerts` operationId).
 	Alerts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// EnableAlertChannelWithBody Enable an alert channel a 410 disabled
+	//
+	// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+	EnableAlertChannelWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EnableAlertChannel Enable an alert channel a 410 disabled
+	//
+	// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+	EnableAlertChannel(ctx context.Context, name string, body EnableAlertChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AlertEvents The newest events, their deliveries and the channels
+	//
+	// The newest events (alert_events) with each channel's delivery, newest first; failed=true keeps the events with a delivery whose last attempt failed. Also the configured channels (no URL, no secret) and whether a 410 disabled them. Reads at most limit events, their deliveries, 1,000 index entries and the channel rows.
+	//
+	// Corresponds with GET /admin/alerts/events (the `AlertEvents` operationId).
+	AlertEvents(ctx context.Context, params *AlertEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReportAttemptsWithBody Report failed attempts of messages consumed outside redrive
 	//
 	// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
@@ -2909,6 +3358,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 	DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetGroupStatusWithBody Acknowledge, resolve, ignore, snooze or open a failure group
+	//
+	// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+	SetGroupStatusWithBody(ctx context.Context, signature string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetGroupStatus Acknowledge, resolve, ignore, snooze or open a failure group
+	//
+	// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+	SetGroupStatus(ctx context.Context, signature string, body SetGroupStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ImportDLQWithBody Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 	//
@@ -3185,6 +3652,61 @@ func (c *Client) Alerts(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// EnableAlertChannelWithBody Enable an alert channel a 410 disabled
+//
+// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+func (c *Client) EnableAlertChannelWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnableAlertChannelRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EnableAlertChannel Enable an alert channel a 410 disabled
+//
+// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+func (c *Client) EnableAlertChannel(ctx context.Context, name string, body EnableAlertChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEnableAlertChannelRequest(c.Server, name, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AlertEvents The newest events, their deliveries and the channels
+//
+// The newest events (alert_events) with each channel's delivery, newest first; failed=true keeps the events with a delivery whose last attempt failed. Also the configured channels (no URL, no secret) and whether a 410 disabled them. Reads at most limit events, their deliveries, 1,000 index entries and the channel rows.
+//
+// Corresponds with GET /admin/alerts/events (the `AlertEvents` operationId).
+func (c *Client) AlertEvents(ctx context.Context, params *AlertEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAlertEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReportAttemptsWithBody Report failed attempts of messages consumed outside redrive
 //
 // A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
@@ -3324,6 +3846,44 @@ func (c *Client) ExportDLQ(ctx context.Context, params *ExportDLQParams, reqEdit
 // Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 func (c *Client) DlqGroups(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDlqGroupsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetGroupStatusWithBody Acknowledge, resolve, ignore, snooze or open a failure group
+//
+// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+func (c *Client) SetGroupStatusWithBody(ctx context.Context, signature string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetGroupStatusRequestWithBody(c.Server, signature, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetGroupStatus Acknowledge, resolve, ignore, snooze or open a failure group
+//
+// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+func (c *Client) SetGroupStatus(ctx context.Context, signature string, body SetGroupStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetGroupStatusRequest(c.Server, signature, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3938,6 +4498,119 @@ func NewAlertsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewEnableAlertChannelRequest calls the generic EnableAlertChannel builder with application/json body
+func NewEnableAlertChannelRequest(server string, name string, body EnableAlertChannelJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEnableAlertChannelRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewEnableAlertChannelRequestWithBody constructs an http.Request for the EnableAlertChannel method, with any body, and a specified content type
+func NewEnableAlertChannelRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/alerts/channels/%s/enable", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAlertEventsRequest constructs an http.Request for the AlertEvents method
+func NewAlertEventsRequest(server string, params *AlertEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/alerts/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Failed != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "failed", *params.Failed, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4672,6 +5345,18 @@ func NewDlqGroupsRequest(server string, params *DlqGroupsParams) (*http.Request,
 
 		}
 
+		if params.Incident != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "incident", *params.Incident, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4682,6 +5367,53 @@ func NewDlqGroupsRequest(server string, params *DlqGroupsParams) (*http.Request,
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewSetGroupStatusRequest calls the generic SetGroupStatus builder with application/json body
+func NewSetGroupStatusRequest(server string, signature string, body SetGroupStatusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetGroupStatusRequestWithBody(server, signature, "application/json", bodyReader)
+}
+
+// NewSetGroupStatusRequestWithBody constructs an http.Request for the SetGroupStatus method, with any body, and a specified content type
+func NewSetGroupStatusRequestWithBody(server string, signature string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "signature", signature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/dlq/groups/%s/status", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5662,6 +6394,33 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin/alerts (the `Alerts` operationId).
 	AlertsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*AlertsResponse, error)
 
+	// EnableAlertChannelWithBodyWithResponse Enable an alert channel a 410 disabled
+	//
+	// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+	EnableAlertChannelWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnableAlertChannelResponse, error)
+
+	// EnableAlertChannelWithResponse Enable an alert channel a 410 disabled
+	//
+	// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+	EnableAlertChannelWithResponse(ctx context.Context, name string, body EnableAlertChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*EnableAlertChannelResponse, error)
+
+	// AlertEventsWithResponse The newest events, their deliveries and the channels
+	//
+	// The newest events (alert_events) with each channel's delivery, newest first; failed=true keeps the events with a delivery whose last attempt failed. Also the configured channels (no URL, no secret) and whether a 410 disabled them. Reads at most limit events, their deliveries, 1,000 index entries and the channel rows.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/alerts/events (the `AlertEvents` operationId).
+	AlertEventsWithResponse(ctx context.Context, params *AlertEventsParams, reqEditors ...RequestEditorFn) (*AlertEventsResponse, error)
+
 	// ReportAttemptsWithBodyWithResponse Report failed attempts of messages consumed outside redrive
 	//
 	// A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
@@ -5730,6 +6489,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /admin/dlq/groups (the `DlqGroups` operationId).
 	DlqGroupsWithResponse(ctx context.Context, params *DlqGroupsParams, reqEditors ...RequestEditorFn) (*DlqGroupsResponse, error)
+
+	// SetGroupStatusWithBodyWithResponse Acknowledge, resolve, ignore, snooze or open a failure group
+	//
+	// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+	SetGroupStatusWithBodyWithResponse(ctx context.Context, signature string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetGroupStatusResponse, error)
+
+	// SetGroupStatusWithResponse Acknowledge, resolve, ignore, snooze or open a failure group
+	//
+	// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+	SetGroupStatusWithResponse(ctx context.Context, signature string, body SetGroupStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*SetGroupStatusResponse, error)
 
 	// ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
 	//
@@ -6155,6 +6932,326 @@ func (r AlertsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AlertsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EnableAlertChannelResponse200Headers the declared response headers of an HTTP 200 response for EnableAlertChannel
+type EnableAlertChannelResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse400Headers the declared response headers of an HTTP 400 response for EnableAlertChannel
+type EnableAlertChannelResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse401Headers the declared response headers of an HTTP 401 response for EnableAlertChannel
+type EnableAlertChannelResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse403Headers the declared response headers of an HTTP 403 response for EnableAlertChannel
+type EnableAlertChannelResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse404Headers the declared response headers of an HTTP 404 response for EnableAlertChannel
+type EnableAlertChannelResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse413Headers the declared response headers of an HTTP 413 response for EnableAlertChannel
+type EnableAlertChannelResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse429Headers the declared response headers of an HTTP 429 response for EnableAlertChannel
+type EnableAlertChannelResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse500Headers the declared response headers of an HTTP 500 response for EnableAlertChannel
+type EnableAlertChannelResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// EnableAlertChannelResponse503Headers the declared response headers of an HTTP 503 response for EnableAlertChannel
+type EnableAlertChannelResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type EnableAlertChannelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      ChannelEnabled     `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *EnableAlertChannelResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *EnableAlertChannelResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EnableAlertChannelResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *EnableAlertChannelResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *EnableAlertChannelResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *EnableAlertChannelResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EnableAlertChannelResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *EnableAlertChannelResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EnableAlertChannelResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON200() *struct {
+	Data      ChannelEnabled     `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON404() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EnableAlertChannelResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EnableAlertChannelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EnableAlertChannelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EnableAlertChannelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EnableAlertChannelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AlertEventsResponse200Headers the declared response headers of an HTTP 200 response for AlertEvents
+type AlertEventsResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// AlertEventsResponse400Headers the declared response headers of an HTTP 400 response for AlertEvents
+type AlertEventsResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// AlertEventsResponse401Headers the declared response headers of an HTTP 401 response for AlertEvents
+type AlertEventsResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// AlertEventsResponse403Headers the declared response headers of an HTTP 403 response for AlertEvents
+type AlertEventsResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// AlertEventsResponse429Headers the declared response headers of an HTTP 429 response for AlertEvents
+type AlertEventsResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// AlertEventsResponse500Headers the declared response headers of an HTTP 500 response for AlertEvents
+type AlertEventsResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// AlertEventsResponse503Headers the declared response headers of an HTTP 503 response for AlertEvents
+type AlertEventsResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type AlertEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      AlertEventList     `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AlertEventsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AlertEventsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AlertEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AlertEventsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AlertEventsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AlertEventsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AlertEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AlertEventsResponse) GetJSON200() *struct {
+	Data      AlertEventList     `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AlertEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AlertEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AlertEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AlertEventsResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AlertEventsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AlertEventsResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AlertEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AlertEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AlertEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AlertEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7241,6 +8338,200 @@ func (r DlqGroupsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DlqGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetGroupStatusResponse200Headers the declared response headers of an HTTP 200 response for SetGroupStatus
+type SetGroupStatusResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse400Headers the declared response headers of an HTTP 400 response for SetGroupStatus
+type SetGroupStatusResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse401Headers the declared response headers of an HTTP 401 response for SetGroupStatus
+type SetGroupStatusResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse403Headers the declared response headers of an HTTP 403 response for SetGroupStatus
+type SetGroupStatusResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse404Headers the declared response headers of an HTTP 404 response for SetGroupStatus
+type SetGroupStatusResponse404Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse409Headers the declared response headers of an HTTP 409 response for SetGroupStatus
+type SetGroupStatusResponse409Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse413Headers the declared response headers of an HTTP 413 response for SetGroupStatus
+type SetGroupStatusResponse413Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse429Headers the declared response headers of an HTTP 429 response for SetGroupStatus
+type SetGroupStatusResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse500Headers the declared response headers of an HTTP 500 response for SetGroupStatus
+type SetGroupStatusResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// SetGroupStatusResponse503Headers the declared response headers of an HTTP 503 response for SetGroupStatus
+type SetGroupStatusResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type SetGroupStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data      GroupStatusChanged `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *struct {
+		Error struct {
+			Code interface{} `json:"code,omitempty"`
+		} `json:"error"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetGroupStatusResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetGroupStatusResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetGroupStatusResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetGroupStatusResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetGroupStatusResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SetGroupStatusResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SetGroupStatusResponse413Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetGroupStatusResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SetGroupStatusResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetGroupStatusResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetGroupStatusResponse) GetJSON200() *struct {
+	Data      GroupStatusChanged `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetGroupStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetGroupStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetGroupStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetGroupStatusResponse) GetJSON404() *struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetGroupStatusResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetGroupStatusResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetGroupStatusResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetGroupStatusResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetGroupStatusResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetGroupStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetGroupStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetGroupStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetGroupStatusResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11156,6 +12447,51 @@ func (c *ClientWithResponses) AlertsWithResponse(ctx context.Context, reqEditors
 	return ParseAlertsResponse(rsp)
 }
 
+// EnableAlertChannelWithBodyWithResponse Enable an alert channel a 410 disabled
+//
+// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+func (c *ClientWithResponses) EnableAlertChannelWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EnableAlertChannelResponse, error) {
+	rsp, err := c.EnableAlertChannelWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnableAlertChannelResponse(rsp)
+}
+
+// EnableAlertChannelWithResponse Enable an alert channel a 410 disabled
+//
+// A channel whose receiver answered 410 Gone takes no delivery until enabled again; its deliveries failed then stay failed. An optional empty JSON object as body. Cost: one row deleted.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/alerts/channels/{name}/enable (the `EnableAlertChannel` operationId).
+func (c *ClientWithResponses) EnableAlertChannelWithResponse(ctx context.Context, name string, body EnableAlertChannelJSONRequestBody, reqEditors ...RequestEditorFn) (*EnableAlertChannelResponse, error) {
+	rsp, err := c.EnableAlertChannel(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnableAlertChannelResponse(rsp)
+}
+
+// AlertEventsWithResponse The newest events, their deliveries and the channels
+//
+// The newest events (alert_events) with each channel's delivery, newest first; failed=true keeps the events with a delivery whose last attempt failed. Also the configured channels (no URL, no secret) and whether a 410 disabled them. Reads at most limit events, their deliveries, 1,000 index entries and the channel rows.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/alerts/events (the `AlertEvents` operationId).
+func (c *ClientWithResponses) AlertEventsWithResponse(ctx context.Context, params *AlertEventsParams, reqEditors ...RequestEditorFn) (*AlertEventsResponse, error) {
+	rsp, err := c.AlertEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAlertEventsResponse(rsp)
+}
+
 // ReportAttemptsWithBodyWithResponse Report failed attempts of messages consumed outside redrive
 //
 // A worker that consumes a pipeline's main queue itself (consumer external) reports each failed attempt before retrying the message, through a service binding to redrive or over HTTP (docs/pipelines.md; clients/js/redrive-report.mjs). When the message reaches the DLQ its row carries these attempts as its history, failure count, reason and signature, as the beer consumer's rows do; without reports a row carries Queues' delivery count and "no attempt record". Authenticated by `Authorization: Bearer <REPORT_TOKEN>`, or by the admin pair when no Authorization header is sent. Not audited (attempt records are data, like the beer consumer's). Rows written: 3 for a message's first record, 1 per later attempt.
@@ -11277,6 +12613,36 @@ func (c *ClientWithResponses) DlqGroupsWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseDlqGroupsResponse(rsp)
+}
+
+// SetGroupStatusWithBodyWithResponse Acknowledge, resolve, ignore, snooze or open a failure group
+//
+// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+func (c *ClientWithResponses) SetGroupStatusWithBodyWithResponse(ctx context.Context, signature string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetGroupStatusResponse, error) {
+	rsp, err := c.SetGroupStatusWithBody(ctx, signature, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetGroupStatusResponse(rsp)
+}
+
+// SetGroupStatusWithResponse Acknowledge, resolve, ignore, snooze or open a failure group
+//
+// Changes a failure group's incident status, owner and note, and records its event in the same batch (group.acknowledged, group.resolved, group.ignored; none for open and snoozed). Audited (action group_status). A group changed since it was read is 409 CONFLICT. Cost: one dlq_signatures row read and written, one event and a delivery per channel (docs/costs.md).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /admin/dlq/groups/{signature}/status (the `SetGroupStatus` operationId).
+func (c *ClientWithResponses) SetGroupStatusWithResponse(ctx context.Context, signature string, body SetGroupStatusJSONRequestBody, reqEditors ...RequestEditorFn) (*SetGroupStatusResponse, error) {
+	rsp, err := c.SetGroupStatus(ctx, signature, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetGroupStatusResponse(rsp)
 }
 
 // ImportDLQWithBodyWithResponse Write exported rows (NDJSON of GET /admin/dlq/export?format=ndjson&include_raw=true) into their pipeline's database, as they were; rows already there are skipped
@@ -11898,6 +13264,336 @@ func ParseAlertsResponse(rsp *http.Response) (*AlertsResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers AlertsResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEnableAlertChannelResponse parses an HTTP response from a EnableAlertChannelWithResponse call
+func ParseEnableAlertChannelResponse(rsp *http.Response) (*EnableAlertChannelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EnableAlertChannelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      ChannelEnabled     `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers EnableAlertChannelResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers EnableAlertChannelResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers EnableAlertChannelResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers EnableAlertChannelResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers EnableAlertChannelResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers EnableAlertChannelResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers EnableAlertChannelResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers EnableAlertChannelResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers EnableAlertChannelResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAlertEventsResponse parses an HTTP response from a AlertEventsWithResponse call
+func ParseAlertEventsResponse(rsp *http.Response) (*AlertEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AlertEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      AlertEventList     `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AlertEventsResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AlertEventsResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AlertEventsResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AlertEventsResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers AlertEventsResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AlertEventsResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers AlertEventsResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
@@ -13032,6 +14728,208 @@ func ParseDlqGroupsResponse(rsp *http.Response) (*DlqGroupsResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers DlqGroupsResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetGroupStatusResponse parses an HTTP response from a SetGroupStatusWithResponse call
+func ParseSetGroupStatusResponse(rsp *http.Response) (*SetGroupStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetGroupStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data      GroupStatusChanged `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest struct {
+			Error struct {
+				Code interface{} `json:"code,omitempty"`
+			} `json:"error"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetGroupStatusResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetGroupStatusResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetGroupStatusResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetGroupStatusResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetGroupStatusResponse404Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SetGroupStatusResponse409Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SetGroupStatusResponse413Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetGroupStatusResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SetGroupStatusResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetGroupStatusResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

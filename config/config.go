@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/access/cfaccess"
+	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/outbound"
 )
 
@@ -83,6 +84,13 @@ type Config struct {
 	AlertReminder time.Duration
 	// RetentionBehindAlert is var RETENTION_BEHIND_ALERT_MINUTES.
 	RetentionBehindAlert time.Duration
+	// AlertChannels is var ALERT_CHANNELS (config/alertchannels.go), or
+	// ALERT_WEBHOOK_URL alone as one slack channel.
+	AlertChannels []alerts.Channel
+	// AlertDeliveryAttempts is var ALERT_DELIVERY_ATTEMPTS.
+	AlertDeliveryAttempts int
+	// GroupAutoResolve is var GROUP_AUTO_RESOLVE_MINUTES.
+	GroupAutoResolve time.Duration
 
 	// BulkReplayMax is var DLQ_BULK_REPLAY_MAX.
 	BulkReplayMax int
@@ -173,8 +181,7 @@ func (l *loader) load() Config {
 		D1RetryBase:           l.seconds("D1_RETRY_BASE_SECONDS", 300, 1, 3600),
 		D1UsageFlush:          time.Duration(l.int("D1_USAGE_FLUSH_SECONDS", 60, 0, 3600)) * time.Second,
 	}
-	c.ReportToken = getenv("REPORT_TOKEN")
-	c.Access = l.access()
+	c.ReportToken, c.Access = getenv("REPORT_TOKEN"), l.access()
 	if err := outbound.CheckURL(c.EnrichmentAPIURL); err != nil {
 		// The key goes only where outbound.CheckURL allows: without it no
 		// provider call is made.
@@ -185,6 +192,7 @@ func (l *loader) load() Config {
 	c.Pipelines, problems = ParsePipelines(l.str("PIPELINES", ""), c.AlertPendingThreshold, c.AlertOldestPending, c.DLQRetention)
 	l.problems = append(l.problems, problems...)
 	l.problems = append(l.problems, checkAccessPipelines(c.Access, c.Pipelines)...)
+	l.incidents(&c)
 	c.DevSendQueues, problems = ParseDevSendQueues(l.str("DEV_SEND_QUEUES", DefaultDevSendQueues))
 	l.problems = append(l.problems, problems...)
 	if c.EnrichmentBackoffBase > c.EnrichmentBackoffMax {

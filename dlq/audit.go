@@ -45,12 +45,15 @@ const (
 	// (POST /admin/keys, POST /admin/keys/{id}/revoke).
 	ActionKeyCreate = "key_create"
 	ActionKeyRevoke = "key_revoke"
+	// ActionGroupStatus changes a failure group's incident status
+	// (dlq/incidents).
+	ActionGroupStatus = "group_status"
 )
 
 // auditActions are the actions GET /admin/audit filters by.
 var auditActions = []string{ActionReplay, ActionAcknowledge, ActionReplayEdited, ActionReplayTask,
 	ActionReplayTask + "_" + TaskPause, ActionReplayTask + "_" + TaskResume, ActionReplayTask + "_" + TaskCancel, ActionBreakerReset,
-	ActionImport, ActionRelease, ActionEnrich, ActionKeyCreate, ActionKeyRevoke}
+	ActionImport, ActionRelease, ActionEnrich, ActionKeyCreate, ActionKeyRevoke, ActionGroupStatus}
 
 // Audit outcomes.
 const (

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/alerts/alertstest"
 )
 
 // enrichment_auth_failing follows the consumer: it fires once the provider
@@ -19,7 +20,7 @@ func TestAuthFailingConditionFiresAndResolves(t *testing.T) {
 	f := newFixture(t)
 	cond := AuthFailingCondition(f.db)
 	n := &notes{}
-	alerts := &alerts.Engine{DB: f.db, Log: discard, Notifier: n, Reminder: time.Hour,
+	alerts := &alerts.Engine{DB: f.db, Log: discard, Outbox: alertstest.Outbox(f.db, n), Reminder: time.Hour,
 		Conditions: []alerts.Condition{cond, BreakerOpenCondition(f.db)}}
 	check := func(want bool, detail string) {
 		t.Helper()

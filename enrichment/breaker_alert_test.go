@@ -2,13 +2,16 @@ package enrichment
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/alerts/alertstest"
 	"github.com/redrive/redrive/internal/sqlitetest"
+	"github.com/redrive/redrive/outbound"
 )
 
 type notes struct {
@@ -16,11 +19,16 @@ type notes struct {
 	text []string
 }
 
-func (n *notes) Notify(_ context.Context, text string) error {
+// Do receives a Slack-compatible post (an outbound.Doer for alertstest.Outbox).
+func (n *notes) Do(_ context.Context, req outbound.Request) (outbound.Response, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.text = append(n.text, text)
-	return nil
+	var body struct{ Text string }
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return outbound.Response{Status: 400}, nil
+	}
+	n.text = append(n.text, body.Text)
+	return outbound.Response{Status: 200}, nil
 }
 
 // The breaker's real transitions drive the condition: it fires once when
@@ -32,7 +40,7 @@ func TestBreakerOpenConditionFollowsTheBreaker(t *testing.T) {
 	b := Breaker{DB: db, Threshold: 2, Cooldown: time.Minute, ProbeLease: 30 * time.Second}
 	cond := BreakerOpenCondition(db)
 	n := &notes{}
-	alerts := &alerts.Engine{DB: db, Log: discard, Notifier: n, Reminder: time.Hour, Conditions: []alerts.Condition{cond}}
+	alerts := &alerts.Engine{DB: db, Log: discard, Outbox: alertstest.Outbox(db, n), Reminder: time.Hour, Conditions: []alerts.Condition{cond}}
 	check := func(at time.Time, want bool, detail string) {
 		t.Helper()
 		on, d, err := cond.Check(ctx, at)

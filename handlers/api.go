@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/access"
+	"github.com/redrive/redrive/alerts"
 
 	"github.com/google/uuid"
 
@@ -68,6 +69,9 @@ type API struct {
 	// (its producer binding is absent) to that binding: a replay to it is
 	// refused with a 400 naming the binding.
 	MissingProducers map[string]string
+	// Outbox records events (a group's status change) and lists them (GET
+	// /admin/alerts/events); nil: one in DB without channels.
+	Outbox *alerts.Outbox
 	// Backlogs reads the backlog of the ReplayDestinations queues (GET
 	// /admin/queues); nil: none is available.
 	Backlogs queue.BacklogReader
@@ -440,6 +444,9 @@ func (a *API) routeTable() []route {
 		{"GET /admin/dlq/{id}", access.ReadBody, perPipeline, a.dlqDetail}, // its payload
 		{"GET /admin/dlq/timeseries", access.Read, perPipeline, a.dlqTimeseries},
 		{"GET /admin/alerts", access.Read, everyPipeline, a.alertsList},
+		{"GET /admin/alerts/events", access.Read, everyPipeline, a.alertEvents},
+		{"POST /admin/alerts/channels/{name}/enable", access.Breaker, everyPipeline, a.channelEnable},
+		{"POST /admin/dlq/groups/{signature}/status", access.Acknowledge, perPipeline, a.groupStatus},
 		{"GET /admin/jobs", access.Read, everyPipeline, a.jobsList},
 		{"GET /admin/queues", access.Read, everyPipeline, a.queuesList},
 		{"GET /admin/openapi.json", access.Read, perPipeline, a.openAPI},

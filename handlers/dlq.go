@@ -153,7 +153,8 @@ func (a *API) dlqGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := inspect.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: pipeline, Limit: limit}
+	p := inspect.GroupsParams{Cursor: q["cursor"], Class: q["class"], Version: q["version"], Sort: q["sort"], Pipeline: pipeline, Limit: limit,
+		Incident: q["incident"]}
 	page, err := inspect.Groups{DBs: a.databases(), Cursors: a.cursors()}.Page(r.Context(), p)
 	if err != nil {
 		return err

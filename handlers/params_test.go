@@ -26,7 +26,7 @@ func TestDeclaredQueryIsTheDocuments(t *testing.T) {
 			"signature", "source_queue", "status", "version", "version_not"},
 		"GET /admin/dlq/export": {"beer_id", "cursor", "database", "failed_after", "failed_before", "format", "include_raw",
 			"limit", "pipeline", "q", "signature", "source_queue", "status", "version", "version_not"},
-		"GET /admin/dlq/groups":        {"class", "cursor", "limit", "pipeline", "sort", "version"},
+		"GET /admin/dlq/groups":        {"class", "cursor", "incident", "limit", "pipeline", "sort", "version"},
 		"GET /admin/audit":             {"action", "cursor", "limit", "principal"},
 		"GET /admin/dlq/stats":         {"pipeline"},
 		"GET /admin/dlq/timeseries":    {"pipeline"},
@@ -87,11 +87,19 @@ func everyRouteAPI(t *testing.T) (api *API, line string, senders []*queuetest.Se
 		t.Fatalf("export: %d %s", rec.Code, rec.Body)
 	}
 	seedRows(t, api.DB, 1) // id 2 (moveAPI's row is 1)
+	// A failure group of the beer pipeline ({signature}).
+	if _, err := api.DB.Exec(`INSERT INTO dlq_signatures(signature, class, text, pending, first_seen, last_seen, source_queue)
+		VALUES (?, 'transient', 'status <n>', 1, 1, 1, 'beer-enrichment')`, routeSignature); err != nil {
+		t.Fatal(err)
+	}
 	if rec, _ := do(api.Handler(), "POST", "/admin/dlq/replay-tasks", `{"filter":{"pipeline":"beers"},"rate_per_minute":60}`, adminHeaders); rec.Code != 202 {
 		t.Fatalf("task: %d %s", rec.Code, rec.Body)
 	}
 	return api, rec.Body.String(), []*queuetest.Sender{s, dev, beers}
 }
+
+// routeSignature is everyRouteAPI's failure group, of the beer pipeline.
+const routeSignature = "0123456789abcdef"
 
 // routeRequest is a request to pattern that its route would act on:
 // {id} is an existing row's or task's, the body a valid one (an import
@@ -102,20 +110,21 @@ func routeRequest(pattern, importLine string) (method, path, body string) {
 	if strings.Contains(path, "/replay-tasks/") {
 		id = "1" // the task
 	}
-	path = strings.ReplaceAll(path, "{id}", id)
+	path = strings.ReplaceAll(strings.ReplaceAll(path, "{id}", id), "{signature}", routeSignature)
 	body = map[string]string{
-		"POST /admin/dlq/import":       importLine,
-		"POST /admin/dlq/release":      `{"pipeline":"tickets","database":"DB"}`,
-		"POST /admin/dlq/replay":       `{"ids":[2]}`,
-		"POST /admin/dlq/acknowledge":  `{"ids":[2],"note":"n"}`,
-		"POST /admin/dlq/{id}/replay":  `{"body":{"beer_id":"b0"},"note":"n"}`,
-		"POST /admin/dlq/replay-tasks": `{"filter":{"pipeline":"beers"},"rate_per_minute":60}`,
-		"POST /admin/enrich":           `{"beers":[{"beer_id":"new","beer_name":"New","brewer":"B"}]}`,
-		"POST /admin/attempts":         `{"attempts":[{"queue":"tickets","message_id":"x","attempt":1,"error":"e"}]}`,
-		"POST /admin/keys":             `{"name":"made-by-a-key","role":"viewer"}`,
-		"POST /__dev/send":             `{"queue":"tickets","messages":[{"body":"x"}]}`,
-		"POST /__dev/sql":              `{"statements":[{"sql":"DELETE FROM dlq_messages"}]}`,
-		"POST /__dev/cron":             `{"cron":"*/5 * * * *"}`,
+		"POST /admin/dlq/import":                    importLine,
+		"POST /admin/dlq/release":                   `{"pipeline":"tickets","database":"DB"}`,
+		"POST /admin/dlq/replay":                    `{"ids":[2]}`,
+		"POST /admin/dlq/acknowledge":               `{"ids":[2],"note":"n"}`,
+		"POST /admin/dlq/{id}/replay":               `{"body":{"beer_id":"b0"},"note":"n"}`,
+		"POST /admin/dlq/replay-tasks":              `{"filter":{"pipeline":"beers"},"rate_per_minute":60}`,
+		"POST /admin/enrich":                        `{"beers":[{"beer_id":"new","beer_name":"New","brewer":"B"}]}`,
+		"POST /admin/attempts":                      `{"attempts":[{"queue":"tickets","message_id":"x","attempt":1,"error":"e"}]}`,
+		"POST /admin/keys":                          `{"name":"made-by-a-key","role":"viewer"}`,
+		"POST /admin/dlq/groups/{signature}/status": `{"status":"acknowledged","owner":"alice","note":"n"}`,
+		"POST /__dev/send":                          `{"queue":"tickets","messages":[{"body":"x"}]}`,
+		"POST /__dev/sql":                           `{"statements":[{"sql":"DELETE FROM dlq_messages"}]}`,
+		"POST /__dev/cron":                          `{"cron":"*/5 * * * *"}`,
 	}[pattern]
 	if method == "POST" && body == "" {
 		body = "{}"

@@ -11,16 +11,23 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/alerts/alertstest"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
+	"github.com/redrive/redrive/outbound"
 )
 
 type texts struct{ got []string }
 
-func (n *texts) Notify(_ context.Context, text string) error {
-	n.got = append(n.got, text)
-	return nil
+// Do receives a Slack-compatible post (an outbound.Doer for alertstest.Outbox).
+func (n *texts) Do(_ context.Context, req outbound.Request) (outbound.Response, error) {
+	var body struct{ Text string }
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return outbound.Response{Status: 400}, nil
+	}
+	n.got = append(n.got, body.Text)
+	return outbound.Response{Status: 200}, nil
 }
 
 // A failing job is logged at ERROR with one summary line, recorded in
@@ -61,7 +68,7 @@ func TestCronFailureIsLoggedRecordedAndAlerted(t *testing.T) {
 	}
 
 	n := &texts{}
-	alerts := &alerts.Engine{DB: db, Log: log, Notifier: n, Reminder: time.Hour, Conditions: []alerts.Condition{alerts.JobFailing{DB: db}}}
+	alerts := &alerts.Engine{DB: db, Log: log, Outbox: alertstest.Outbox(db, n), Reminder: time.Hour, Conditions: []alerts.Condition{alerts.JobFailing{DB: db}}}
 	if _, err := alerts.Run(context.Background(), at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}

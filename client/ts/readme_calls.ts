@@ -68,7 +68,15 @@ export const exports: Query<"/admin/dlq/export">[] = [
   {status: "all", q: "Lagunitas"},
 ];
 export const audits: Query<"/admin/audit">[] = [{limit: 20}, {action: "replay", cursor: "<next_cursor>"}];
-export const groups: Query<"/admin/dlq/groups">[] = [{limit: 20}];
+export const groups: Query<"/admin/dlq/groups">[] = [{limit: 20}, {incident: "open"}];
+export const groupStatuses: Post<"/admin/dlq/groups/{signature}/status">[] = [
+  {"status":"acknowledged","owner":"alice","note":"model name typo"},
+  {"status":"snoozed","until":1796320800000},
+];
+export const rejectedGroupStatus: Post<"/admin/dlq/groups/{signature}/status">[] = [
+  // @ts-expect-error not a status
+  {"status":"closed"},
+];
 
 // What the API rejects must not type-check.
 export const rejected: Replay[] = [

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/incidents"
 )
 
 // Groups reads GET /admin/dlq/groups: failures grouped by signature, from
@@ -48,6 +50,10 @@ type GroupsParams struct {
 	// cause in one pipeline's queue, migrations/0030), through
 	// idx_dlq_signatures_queue_pending or _queue_first_seen.
 	Pipeline string
+	// Incident keeps the groups of one status (incidents.Statuses),
+	// newest first unless Sort says otherwise, through
+	// idx_dlq_signatures_incident.
+	Incident string
 }
 
 // Orders of the groups page.
@@ -94,8 +100,10 @@ type Group struct {
 	ReplayWillFail bool `json:"replay_will_fail"`
 	// Advice says so in words (empty when there is nothing to say).
 	Advice string `json:"advice,omitempty"`
-	// AnnouncedAt is when dlq_new_failure_signature announced it (null: not yet).
+	// AnnouncedAt is when group.opened was recorded for it (null: not yet).
 	AnnouncedAt *int64 `json:"announced_at"`
+	// Incident is its lifecycle (dlq/incidents).
+	Incident incidents.Incident `json:"incident"`
 }
 
 // GroupsPage is the groups route's response: groups by pending rows, most
@@ -110,24 +118,16 @@ type GroupsPage struct {
 // Page returns one page of groups, most pending rows first (then by
 // signature), or newest first with SortFirstSeen.
 func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
-	if p.Limit == 0 {
-		p.Limit = dlq.DefaultListLimit
-	}
-	if p.Limit < 1 || p.Limit > dlq.MaxListLimit {
-		return GroupsPage{}, dlq.InputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", dlq.MaxListLimit)
-	}
-	for _, t := range []struct{ name, v string }{{"class", p.Class}, {"version", p.Version}} {
-		if len(t.v) > dlq.MaxFilterText {
-			return GroupsPage{}, dlq.InputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, dlq.MaxFilterText)
-		}
+	if err := p.check(); err != nil {
+		return GroupsPage{}, err
 	}
 	byFirstSeen := p.Sort == SortFirstSeen
-	if p.Sort != "" && p.Sort != SortPending && !byFirstSeen {
-		return GroupsPage{}, dlq.InputErr("INVALID_FILTER", "sort must be %s or %s", SortPending, SortFirstSeen)
-	}
 	status := "groups"
 	if byFirstSeen {
 		status = "groups:" + SortFirstSeen
+	}
+	if p.Incident != "" {
+		status += ":incident=" + p.Incident
 	}
 	queue, err := g.DBs.Pipelines().Queue(p.Pipeline)
 	if err != nil {
@@ -162,6 +162,32 @@ func (g Groups) Page(ctx context.Context, p GroupsParams) (GroupsPage, error) {
 	return out, nil
 }
 
+// check validates p and applies its defaults: limit, and newest first for
+// an incident status.
+func (p *GroupsParams) check() error {
+	if p.Limit == 0 {
+		p.Limit = dlq.DefaultListLimit
+	}
+	if p.Limit < 1 || p.Limit > dlq.MaxListLimit {
+		return dlq.InputErr("INVALID_LIMIT", "limit must be an integer in 1..%d", dlq.MaxListLimit)
+	}
+	for _, t := range []struct{ name, v string }{{"class", p.Class}, {"version", p.Version}} {
+		if len(t.v) > dlq.MaxFilterText {
+			return dlq.InputErr("INVALID_FILTER", "%s is longer than %d bytes", t.name, dlq.MaxFilterText)
+		}
+	}
+	if p.Incident != "" && !incidents.ValidStatus(p.Incident) {
+		return dlq.InputErr("INVALID_FILTER", "incident must be one of %s", strings.Join(incidents.Statuses, ", "))
+	}
+	if p.Sort == "" && p.Incident != "" {
+		p.Sort = SortFirstSeen
+	}
+	if p.Sort != "" && p.Sort != SortPending && p.Sort != SortFirstSeen {
+		return dlq.InputErr("INVALID_FILTER", "sort must be %s or %s", SortPending, SortFirstSeen)
+	}
+	return nil
+}
+
 // groupSpot is the position of group gr in the order of the page: its
 // pending count + 1 (or, by first seen, 1 and its first_seen) and signature.
 func groupSpot(gr Group, byFirstSeen bool) dlq.Spot {
@@ -188,6 +214,9 @@ func readGroups(ctx context.Context, db *sql.DB, ps dlq.Pipelines, p GroupsParam
 	}
 	if p.Class != "" {
 		cond, args = cond+" AND class = ?", append(args, p.Class)
+	}
+	if p.Incident != "" {
+		cond, args = cond+" AND incident = ?", append(args, p.Incident)
 	}
 	if p.Version != "" {
 		cond, args = cond+" AND EXISTS (SELECT 1 FROM json_each(versions) WHERE value = ?)", append(args, p.Version)
@@ -216,12 +245,14 @@ func scanGroup(rows *sql.Rows, ps dlq.Pipelines) (Group, error) {
 	var gr Group
 	var versions, samples string
 	var announced sql.NullInt64
-	c := &gr.Counts
+	c, in := &gr.Counts, &gr.Incident
 	if err := rows.Scan(&gr.Signature, &gr.Class, &gr.Text, &c.Pending, &c.Replaying, &c.Replayed, &c.Acknowledged,
-		&gr.FirstSeen, &gr.LastSeen, &versions, &samples, &announced, &gr.SourceQueue); err != nil {
+		&gr.FirstSeen, &gr.LastSeen, &versions, &samples, &announced, &gr.SourceQueue,
+		&in.Status, &in.Occurrence, &in.Since, &in.ResolvedAt, &in.SnoozedUntil, &in.Owner, &in.Note); err != nil {
 		return Group{}, fmt.Errorf("dlq groups scan: %w", err)
 	}
 	gr.Total = c.Pending + c.Replaying + c.Replayed + c.Acknowledged
+	in.Signature = gr.Signature
 	if pl, ok := ps.OfQueue(gr.SourceQueue); ok {
 		gr.Pipeline = &pl.Name
 	}
@@ -251,6 +282,7 @@ func groupsSQL(cond string, byFirstSeen bool) string {
 		order = "first_seen DESC, signature"
 	}
 	return `SELECT signature, class, text, pending, replaying, replayed, acknowledged,
-			first_seen, last_seen, versions, sample_ids, announced_at, source_queue
+			first_seen, last_seen, versions, sample_ids, announced_at, source_queue,
+			incident, incident_seq, incident_at, resolved_at, snoozed_until, owner, note
 		FROM dlq_signatures WHERE ` + cond + ` ORDER BY ` + order + ` LIMIT ?`
 }

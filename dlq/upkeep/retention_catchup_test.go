@@ -1,7 +1,6 @@
 package upkeep
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/alerts/alertstest"
 	"github.com/redrive/redrive/jobs"
 )
 
@@ -312,8 +312,8 @@ func TestRetentionBehindFiresAndResolves(t *testing.T) {
 		rows = append(rows, row{MsgID: fmt.Sprint("old", i), Key: fmt.Sprint(i), Status: "replayed", FailedAt: now.Add(-90 * day), ReplayedAt: now.Add(-60 * day)})
 	}
 	seed(t, r.DB, rows...)
-	rec := &texts{}
-	engine := &alerts.Engine{DB: r.DB, Log: discard, Notifier: rec, Reminder: 24 * time.Hour,
+	rec := &alertstest.Slack{}
+	engine := &alerts.Engine{DB: r.DB, Log: discard, Outbox: alertstest.Outbox(r.DB, rec), Reminder: 24 * time.Hour,
 		Conditions: []alerts.Condition{RetentionBehind{DB: r.DB, After: 10 * time.Minute}}}
 	var fired, resolved time.Time
 	for at := now; ; at = at.Add(5 * time.Minute) {
@@ -321,7 +321,7 @@ func TestRetentionBehindFiresAndResolves(t *testing.T) {
 		if _, err := engine.Run(ctx, at); err != nil {
 			t.Fatal(err)
 		}
-		for _, text := range rec.take() {
+		for _, text := range rec.Take() {
 			switch {
 			case strings.HasPrefix(text, "[redrive] FIRING retention_behind: dlq_retention has had expired rows left since 2030-06-01T03:17:00Z (15m0s; threshold 10m0s): 22 left"):
 				fired = at
@@ -341,18 +341,4 @@ func TestRetentionBehindFiresAndResolves(t *testing.T) {
 	if fired != now.Add(15*time.Minute) || resolved != now.Add(70*time.Minute) {
 		t.Fatalf("fired at %s, resolved at %s", fired, resolved)
 	}
-}
-
-// texts is an alerts.Notifier that keeps what it was sent.
-type texts struct{ sent []string }
-
-func (r *texts) Notify(_ context.Context, text string) error {
-	r.sent = append(r.sent, text)
-	return nil
-}
-
-func (r *texts) take() []string {
-	out := r.sent
-	r.sent = nil
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/incidents"
 	"github.com/redrive/redrive/dlq/resolve"
 	"github.com/redrive/redrive/jobs"
 )
@@ -170,11 +171,13 @@ func (u Schedule) RetentionBehindAlerts() []alerts.Condition {
 	return out
 }
 
-// Announcers are dlq_new_failure_signature of each database.
-func (u Schedule) Announcers() []alerts.Announcer {
-	var out []alerts.Announcer
+// Lifecycles are the failure groups' lifecycle (incidents.Lifecycle) of each
+// database; the shared one's changes and events are one batch.
+func (u Schedule) Lifecycles(autoResolve time.Duration) []alerts.Source {
+	var out []alerts.Source
 	for _, d := range u.DBs.All {
-		out = append(out, NewFailureSignature{DB: d.DB, Database: d.Name, Pipelines: u.DBs.Pipelines()})
+		out = append(out, incidents.Lifecycle{DB: d.DB, Batch: dlq.BatchOf(d.Batch, d.DB), Database: d.Name, SameDB: d.Name == u.DBs.Shared().Name,
+			Pipelines: u.DBs.Pipelines(), AutoResolve: autoResolve})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package upkeep_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/alerts/alertstest"
 	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/upkeep"
@@ -34,7 +36,7 @@ func upkeepCrons(u upkeep.Schedule, runs metrics.JobRuns) *jobs.CronRouter {
 	conditions := append(u.PipelineAlerts(), u.RowAlerts()...)
 	conditions = append(conditions, u.RetentionBehindAlerts()...)
 	frequent = append(frequent, &alerts.Engine{DB: u.DBs.Shared().DB, Log: slog.New(slog.DiscardHandler), Reminder: time.Hour,
-		Conditions: conditions, Announcers: u.Announcers()})
+		Conditions: conditions, Sources: u.Lifecycles(time.Hour), Outbox: alertstest.Outbox(u.DBs.Shared().DB, &alertstest.Slack{})})
 	daily = append(daily, u.TallyChecks()...)
 	return &jobs.CronRouter{Log: slog.New(slog.DiscardHandler), Recorder: runs,
 		Jobs: map[string][]jobs.Job{jobs.Frequent: frequent, jobs.Daily: daily}}
@@ -64,10 +66,10 @@ func TestUpkeepOfOneDatabaseKeepsTheNames(t *testing.T) {
 		{Name: "orders", Queue: "orders"}})
 	got := strings.Join(slices.Concat(names(u.Rescues()), names(u.ReplayTaskJobs()), names(u.Retentions()),
 		names(u.AuditRetentions()), names(u.TallyChecks()), names(u.PipelineAlerts()), names(u.RowAlerts()),
-		names(u.RetentionBehindAlerts()), names(u.Announcers())), ",")
+		names(u.RetentionBehindAlerts()), names(u.Lifecycles(time.Hour))), ",")
 	want := "dlq_rescue,dlq_replay_tasks,dlq_retention,audit_retention,dlq_tally," +
 		"dlq_pending_high,dlq_oldest_pending,dlq_pending_high:orders,dlq_oldest_pending:orders," +
-		"dlq_repeat_failures,replay_canary_failed,dlq_cap_evicting,retention_behind,dlq_new_failure_signature"
+		"dlq_repeat_failures,replay_canary_failed,dlq_cap_evicting,retention_behind,group_lifecycle"
 	if got != want {
 		t.Fatalf("names\n got %s\nwant %s", got, want)
 	}
@@ -116,9 +118,10 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 	insert(own, "t-pending-2", "e2e-tickets", "pending", at(1), 0)
 	insert(shared, "b-ack-31d", config.BeerQueue, "acknowledged", at(31), 0)
 	insert(shared, "b-ack-8d", config.BeerQueue, "acknowledged", at(8), 0)
-	for _, db := range []*sql.DB{shared, own} {
+	for i, db := range []*sql.DB{shared, own} {
+		// A signature is one cause in one queue: one group per database.
 		if _, err := db.Exec(`INSERT INTO dlq_signatures(signature, class, text, first_seen, last_seen, source_queue)
-			VALUES ('sig-new', 'permanent', 'boom', 1, 1, 'q')`); err != nil {
+			VALUES (?, 'permanent', 'boom', 1, 1, 'q')`, fmt.Sprint("sig-new-", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,8 +206,8 @@ func TestUpkeepRunsEachJobOnEachDatabase(t *testing.T) {
 		t.Error("no alerts run recorded")
 	}
 	var latest int64
-	if err := shared.QueryRow(`SELECT COUNT(*) FROM alert_state WHERE name IN ('dlq_new_failure_signature', 'dlq_new_failure_signature:TICKETS_DB')`).Scan(&latest); err != nil || latest != 2 {
-		t.Errorf("announcements kept in DB's alert_state: %d %v", latest, err)
+	if err := shared.QueryRow(`SELECT COUNT(*) FROM alert_events WHERE type = 'group.opened'`).Scan(&latest); err != nil || latest != 2 {
+		t.Errorf("group.opened events in DB's outbox: %d %v, want one per database", latest, err)
 	}
 	if got := jobNames(shared); !strings.Contains(got, "dlq_rescue,dlq_rescue:TICKETS_DB") || !strings.Contains(got, "alerts") {
 		t.Errorf("job_runs after the frequent cron: %s", got)
