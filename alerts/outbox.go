@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redrive/redrive/clock"
 	"github.com/redrive/redrive/internal/text"
 	"github.com/redrive/redrive/outbound"
 	"github.com/redrive/redrive/sqlbatch"
@@ -42,6 +43,10 @@ type Outbox struct {
 	Attempts int
 	// Jitter returns a number in [0, 1) (nil: math/rand/v2).
 	Jitter func() float64
+	// Clock stamps a request when it is sent (a signature's
+	// webhook-timestamp), which may be later than the run's scheduled
+	// time; nil: the wall clock.
+	Clock clock.Clock
 }
 
 // Delivery bounds, per alerts run.
@@ -306,7 +311,7 @@ func (o *Outbox) deliver(ctx context.Context, d claimed, body string, now time.T
 		return skipped, o.exec(ctx, `UPDATE alert_deliveries SET state = 'skipped', done_at = ?2, last_error = ?3 WHERE seq = ?1 AND state = 'pending'`,
 			d.seq, t, reason)
 	}
-	req, send, err := ch.Request(ev, []byte(body), now)
+	req, send, err := ch.Request(ev, []byte(body), o.Clock.Now())
 	if err != nil || !send {
 		reason := "nothing to send for " + ev.Type
 		if err != nil {

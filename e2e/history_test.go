@@ -227,13 +227,12 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 		t.Errorf("dry run of a replay of older versions matches %d rows, want 1", preview.MatchedCount)
 	}
 
-	// The alert: once per signature, never lost. A run claimed every
-	// signature a minute ago and died before sending: while its claim holds
-	// nothing is sent; after it lapsed, a failing webhook is tried once (not
-	// once per signature), and the next run sends each signature once.
+	// The announcement (group.opened): once per group, never lost. With the
+	// webhook down, a run records every new group's event and tries the
+	// webhook once (not once per event: the channel is down for that run);
+	// later runs deliver each group once, after the backoff.
 	sigs := w.Int(t, `SELECT COUNT(*) FROM dlq_signatures`)
 	now := time.Now()
-	w.Exec(t, fmt.Sprintf(`UPDATE dlq_signatures SET announce_claimed_at = %d`, now.Add(-time.Minute).UnixMilli()))
 	news := func(delivered bool) []string {
 		hook.mu.Lock()
 		defer hook.mu.Unlock()
@@ -245,25 +244,37 @@ func TestFailureHistoryGroupsAndVersions(t *testing.T) {
 		}
 		return out
 	}
-	w.FireCron(t, "*/5 * * * *", now)
-	if got := len(news(true)) + len(news(false)); got != 0 {
-		t.Errorf("%d announcements sent while another run's claim held", got)
+	failedCalls := func() (n int) {
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		for _, c := range hook.got {
+			if c.Status >= 300 {
+				n++
+			}
+		}
+		return n
 	}
 	hook.setStatus(http.StatusInternalServerError)
-	if err := w.FireCronErr("*/5 * * * *", now.Add(20*time.Minute)); err != nil {
+	if err := w.FireCronErr("*/5 * * * *", now); err != nil {
 		t.Logf("alerts run with the webhook down: %v", err)
 	}
-	if got := news(false); len(got) != 1 {
-		t.Errorf("the failing webhook got %d announcements in one run, want 1: %q", len(got), got)
+	if got := failedCalls(); got != 1 {
+		t.Errorf("the failing webhook got %d calls in one run, want 1", got)
+	}
+	if n := w.Int(t, `SELECT COUNT(*) FROM alert_events WHERE type = 'group.opened'`); n != sigs {
+		t.Errorf("%d group.opened events recorded with the webhook down, want %d", n, sigs)
 	}
 	hook.setStatus(http.StatusOK)
-	w.FireCron(t, "*/5 * * * *", now.Add(25*time.Minute))
-	w.FireCron(t, "*/5 * * * *", now.Add(30*time.Minute))
+	w.FireCron(t, "*/5 * * * *", now.Add(5*time.Minute))
+	w.FireCron(t, "*/5 * * * *", now.Add(10*time.Minute))
 	if got := news(true); int64(len(got)) != sigs || sigs != 5 {
 		t.Errorf("%d announcements for %d signatures (want 5: transient, permanent, 3 poison): %q", len(got), sigs, got)
 	}
-	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE announced_at IS NULL OR announce_claimed_at IS NOT NULL`); n != 0 {
+	if n := w.Int(t, `SELECT COUNT(*) FROM dlq_signatures WHERE announced_at IS NULL`); n != 0 {
 		t.Errorf("%d signatures not marked announced", n)
+	}
+	if n := w.Int(t, `SELECT COUNT(*) FROM alert_deliveries WHERE state <> 'sent'`); n != 0 {
+		t.Errorf("%d deliveries not sent after the webhook came back", n)
 	}
 	newsText := news(true)
 	if !strings.Contains(strings.Join(newsText, "\n"), "binary body (&lt;n&gt; base64 characters)") {

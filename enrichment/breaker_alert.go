@@ -115,3 +115,13 @@ func (b breakerRow) openDetail(now time.Time) (bool, string, error) {
 		return true, fmt.Sprintf("provider circuit breaker %s since %s %s; %s", b.state, since, why, next), nil
 	}
 }
+
+// Kind implements alerts.Described: enrichment_breaker_open is
+// enrichment.breaker_opened and _closed; enrichment_auth_failing an
+// alert.firing and alert.resolved of its own.
+func (c BreakerCondition) Kind() alerts.Kind {
+	if c.Auth {
+		return alerts.Kind{Fire: alerts.AlertFiring, Resolve: alerts.AlertResolved, Severity: "critical"}
+	}
+	return alerts.Kind{Fire: alerts.BreakerOpened, Resolve: alerts.BreakerClosed, Pipeline: "beers", Severity: "error"}
+}

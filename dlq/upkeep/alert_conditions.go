@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/resolve"
 )
@@ -317,3 +318,17 @@ func (c ReplayCanaryFailed) Check(ctx context.Context, _ time.Time) (bool, strin
 	}
 	return true, strings.Join(parts, " | "), nil
 }
+
+// backlogKind is the events of a pipeline's backlog alerts.
+func backlogKind(pipeline string) alerts.Kind {
+	if pipeline == "" {
+		pipeline = config.BeerPipeline().Name
+	}
+	return alerts.Kind{Fire: alerts.BacklogHigh, Resolve: alerts.BacklogRecovered, Pipeline: pipeline, Severity: "warning"}
+}
+
+// Kind implements alerts.Described: pipeline.backlog_high and _recovered.
+func (c PendingHigh) Kind() alerts.Kind { return backlogKind(c.Pipeline) }
+
+// Kind implements alerts.Described: pipeline.backlog_high and _recovered.
+func (c OldestPending) Kind() alerts.Kind { return backlogKind(c.Pipeline) }
