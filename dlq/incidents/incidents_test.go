@@ -246,7 +246,9 @@ func (m *model) fail(sig string, t int64) {
 	m.lastSeen[sig] = max(m.lastSeen[sig], t)
 }
 
-func (m *model) event(typ, sig string, occ int64) { m.events[fmt.Sprintf("%s %s %d", typ, sig, occ)] = true }
+func (m *model) event(typ, sig string, occ int64) {
+	m.events[fmt.Sprintf("%s %s %d", typ, sig, occ)] = true
+}
 
 func (m *model) run(sigs []string, t, autoResolve int64) {
 	for _, s := range sigs {

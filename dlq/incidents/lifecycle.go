@@ -99,9 +99,14 @@ func (l Lifecycle) Emit(ctx context.Context, o *alerts.Outbox, now time.Time) (i
 
 func (l Lifecycle) run(ctx context.Context, o *alerts.Outbox, s step, now time.Time) (int, error) {
 	t := now.UnixMilli()
-	readArgs := []any{int64(stepLimit), t}
-	if s.name == "resolved" {
-		readArgs[1] = now.Add(-l.AutoResolve).UnixMilli()
+	// D1 refuses a parameter the statement does not use: opened and
+	// reopened read with ?1 alone.
+	readArgs := []any{int64(stepLimit)}
+	switch s.name {
+	case "resolved":
+		readArgs = append(readArgs, now.Add(-l.AutoResolve).UnixMilli())
+	case "unsnoozed":
+		readArgs = append(readArgs, t)
 	}
 	gs, err := l.read(ctx, s.read, readArgs)
 	if err != nil {

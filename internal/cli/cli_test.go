@@ -291,3 +291,34 @@ func TestWhoamiAndScopedKeys(t *testing.T) {
 		t.Fatalf("create: exit %d %q %s %v", code, out, errOut, calls)
 	}
 }
+
+// groups ack|resolve|ignore|snooze|open send the group's status change
+// with the owner and note given; snooze needs --for.
+func TestGroupStatusCommands(t *testing.T) {
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		calls = append(calls, r.Method+" "+r.URL.Path+" "+b.String())
+		fmt.Fprint(w, `{"success":true,"requestId":"x","data":{"incident":{"signature":"3c0f9a2b7d1e4c55","status":"acknowledged",`+
+			`"occurrence":2,"since":1800000000000,"resolved_at":null,"snoozed_until":null,"owner":"alice","note":null},"event_id":"evt_0123456789abcdef01234567"}}`)
+	}))
+	defer srv.Close()
+	env := map[string]string{"REDRIVE_URL": srv.URL, "REDRIVE_API_KEY": "k", "REDRIVE_ADMIN_SECRET": "s"}
+	code, out, errOut := run(t, env, "", "groups", "ack", "3c0f9a2b7d1e4c55", "--owner", "alice")
+	if code != 0 || !strings.Contains(out, "acknowledged") || !strings.Contains(out, "evt_0123456789abcdef01234567") || len(calls) != 1 ||
+		calls[0] != `POST /admin/dlq/groups/3c0f9a2b7d1e4c55/status {"owner":"alice","status":"acknowledged"}` {
+		t.Fatalf("ack: exit %d %s %s %v", code, out, errOut, calls)
+	}
+	if code, _, _ := run(t, env, "", "groups", "snooze", "3c0f9a2b7d1e4c55"); code != 2 || len(calls) != 1 {
+		t.Fatalf("snooze without --for: exit %d, %d calls", code, len(calls))
+	}
+	code, _, _ = run(t, env, "", "groups", "snooze", "3c0f9a2b7d1e4c55", "--for", "2h")
+	if code != 0 || len(calls) != 2 || !strings.Contains(calls[1], `"status":"snoozed","until":`) {
+		t.Fatalf("snooze: exit %d %v", code, calls)
+	}
+	code, _, _ = run(t, env, "", "groups", "resolve", "3c0f9a2b7d1e4c55", "--note", "")
+	if code != 0 || calls[2] != `POST /admin/dlq/groups/3c0f9a2b7d1e4c55/status {"note":"","status":"resolved"}` {
+		t.Fatalf("resolve: exit %d %v", code, calls)
+	}
+}

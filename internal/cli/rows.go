@@ -329,20 +329,27 @@ func (a *app) showStats(s stats) error {
 
 func (a *app) groupsCmd() *cobra.Command {
 	var l listFlags
-	var class, version, pipeline string
+	var class, version, pipeline, incident string
 	cmd := &cobra.Command{
 		Use:     "groups",
-		Short:   "Failure groups (signatures), most pending rows first",
-		Example: "  redrive groups --class permanent\n  redrive groups --pipeline orders",
+		Short:   "Failure groups (signatures), most pending rows first; ack, resolve, ignore, snooze, open one",
+		Example: "  redrive groups --class permanent\n  redrive groups --pipeline orders\n  redrive groups --incident open\n  redrive groups ack 3c0f9a2b7d1e4c55",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.groups(cmd.Context(), &l, &client.DlqGroupsParams{Class: opt(class), Version: opt(version), Pipeline: opt(pipeline)})
+			p := &client.DlqGroupsParams{Class: opt(class), Version: opt(version), Pipeline: opt(pipeline)}
+			if incident != "" {
+				s := client.DlqGroupsParamsIncident(incident)
+				p.Incident = &s
+			}
+			return a.groups(cmd.Context(), &l, p)
 		},
 	}
+	cmd.AddCommand(a.groupStatusCmds()...)
 	l.register(cmd, "groups per page (1..100)", "continue from next_cursor")
 	cmd.Flags().StringVar(&class, "class", "", "only this class (transient, permanent, poison, ...)")
 	cmd.Flags().StringVar(&version, "version", "", "groups seen on this worker version")
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "one pipeline's groups (redrive pipelines)")
+	cmd.Flags().StringVar(&incident, "incident", "", "only groups of this status (open, acknowledged, resolved, ignored, snoozed), newest first")
 	return cmd
 }
 
@@ -356,7 +363,7 @@ func (a *app) groups(ctx context.Context, l *listFlags, p *client.DlqGroupsParam
 	if err != nil {
 		return err
 	}
-	return a.printList(out, out.Groups, []string{"SIGNATURE", "CLASS", "PENDING", "TOTAL", "LAST SEEN", "REPLAY FAILS", "TEXT"}, groupCells)
+	return a.printList(out, out.Groups, []string{"SIGNATURE", "STATUS", "CLASS", "PENDING", "TOTAL", "LAST SEEN", "REPLAY FAILS", "TEXT"}, groupCells)
 }
 
 // groupCells is a failure group's row of the groups table.
@@ -369,11 +376,14 @@ func groupCells(raw json.RawMessage) ([]any, error) {
 		Total          int            `json:"total"`
 		LastSeen       int64          `json:"last_seen"`
 		ReplayWillFail bool           `json:"replay_will_fail"`
+		Incident       struct {
+			Status string `json:"status"`
+		} `json:"incident"`
 	}
 	if err := json.Unmarshal(raw, &g); err != nil {
 		return nil, err
 	}
-	return []any{g.Signature, g.Class, g.Counts["pending"], g.Total, ms(g.LastSeen), g.ReplayWillFail, g.Text}, nil
+	return []any{g.Signature, g.Incident.Status, g.Class, g.Counts["pending"], g.Total, ms(g.LastSeen), g.ReplayWillFail, g.Text}, nil
 }
 
 func (a *app) auditCmd() *cobra.Command {

@@ -114,6 +114,9 @@ func (c d1Conn) CheckNamedValue(nv *driver.NamedValue) error {
 // objects keyed by column name): two columns of the same name, or an
 // integer-like name beside other columns.
 func (c d1Conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.checkBindings(ctx, query, len(args)); err != nil {
+		return nil, err
+	}
 	rows, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 	if err != nil {
 		return nil, err
@@ -123,6 +126,48 @@ func (c d1Conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		return nil, fmt.Errorf("%w in %q", err, query)
 	}
 	return rows, nil
+}
+
+// checkBindings is D1's rule that a statement gets exactly as many
+// arguments as it has parameters (the largest ?NNN): "Wrong number of
+// parameter bindings for SQL query" in workerd, where SQLite would bind
+// the first ones and ignore the rest.
+func (c d1Conn) checkBindings(_ context.Context, query string, n int) error {
+	if want := parameters(query); n > 0 && want != n {
+		return fmt.Errorf("sqlitetest: %d arguments for %d parameters (D1: Wrong number of parameter bindings) in %q", n, want, query)
+	}
+	return nil
+}
+
+// parameters is SQLite's parameter count of query (its largest ?NNN, a
+// bare ? numbered one past the largest before it), outside string
+// literals, quoted names and comments. (modernc.org/sqlite's NumInput
+// says -1.)
+func parameters(query string) int {
+	n := 0
+	for i := 0; i < len(query); i++ {
+		switch ch := query[i]; {
+		case ch == '\'' || ch == '"' || ch == '`':
+			for i++; i < len(query) && query[i] != ch; i++ {
+			}
+		case ch == '-' && i+1 < len(query) && query[i+1] == '-':
+			for i < len(query) && query[i] != '\n' {
+				i++
+			}
+		case ch == '?':
+			j := i + 1
+			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+				j++
+			}
+			if j == i+1 {
+				n++
+			} else if v, err := strconv.Atoi(query[i+1 : j]); err == nil {
+				n = max(n, v)
+			}
+			i = j - 1
+		}
+	}
+	return n
 }
 
 // checkColumns is D1-as-objects' rule for result column names.
@@ -141,6 +186,9 @@ func checkColumns(cols []string) error {
 }
 
 func (c d1Conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.checkBindings(ctx, query, len(args)); err != nil {
+		return nil, err
+	}
 	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 

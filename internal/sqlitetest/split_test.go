@@ -91,3 +91,19 @@ func TestMigrationsSplitAsWranglerDoes(t *testing.T) {
 		t.Errorf("the split of a trigger with CAST(CASE is one statement; wrangler's is not")
 	}
 }
+
+// As in D1, a statement gets exactly as many arguments as its parameters.
+func TestArgumentsMatchParameters(t *testing.T) {
+	db := New(t)
+	if _, err := db.Exec(`SELECT ?1`, 1, 2); err == nil || !strings.Contains(err.Error(), "Wrong number of parameter bindings") {
+		t.Fatalf("one extra argument: %v", err)
+	}
+	if _, err := db.Query(`SELECT ?, ?`, 1); err == nil {
+		t.Fatal("one argument short passed")
+	}
+	if rows, err := db.Query(`SELECT ?2, ?1`, 1, 2); err != nil {
+		t.Fatal(err)
+	} else {
+		rows.Close()
+	}
+}
