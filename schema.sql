@@ -378,8 +378,12 @@ CREATE TABLE IF NOT EXISTS replay_tasks (
     request_id TEXT NOT NULL,
     canary TEXT,                            -- JSON {size, min_success_ratio, observe_minutes}; NULL: none (0021)
     canary_result TEXT,                     -- JSON {succeeded, failed_again, ratio, passed, reasons}; NULL while undecided
-    principal TEXT                          -- who created it (0036)
+    principal TEXT,                         -- who created it (0036)
+    told_state TEXT                         -- the state its task.paused / task.finished event told (0037)
 );
+-- Tasks whose pause or end was not told yet (0037; a handful).
+CREATE INDEX IF NOT EXISTS idx_replay_tasks_untold ON replay_tasks(updated_at)
+    WHERE state IN ('paused', 'done', 'cancelled') AND told_state IS NOT state;
 -- The cron reads only the tasks it may advance.
 CREATE INDEX IF NOT EXISTS idx_replay_tasks_active ON replay_tasks(id) WHERE state IN ('running', 'canary');
 

@@ -234,7 +234,7 @@ func (a *Engine) plan(name string, k Kind, on bool, detail string, st alertState
 		}
 		return transitionPlan{claim: sqlbatch.Stmt{SQL: `UPDATE alert_state SET last_notified_at = ?, detail = ?, notifications = notifications + 1, updated_at = ?
 			WHERE name = ? AND firing = 1 AND last_notified_at IS ? AND COALESCE(last_notified_at, 0) <= ?
-			RETURNING name`, Args: []any{t, detail, t, name, st.lastNotified, t - a.Reminder.Milliseconds()}},
+			RETURNING name`, Args: []any{t, detail, t, name, nullable(st.lastNotified), t - a.Reminder.Milliseconds()}},
 			guard: `EXISTS (SELECT 1 FROM alert_state WHERE name = ? AND firing = 1 AND last_notified_at = ?)`, guardArgs: []any{name, t},
 			typ: AlertReminder, occurrence: "reminder", at: t, since: st.since.Int64,
 			summary: fmt.Sprintf("STILL FIRING %s (since %s, %s): %s", name, Stamp(st.since.Int64), ago(t, st.since.Int64), detail),
@@ -243,13 +243,22 @@ func (a *Engine) plan(name string, k Kind, on bool, detail string, st alertState
 		return transitionPlan{claim: sqlbatch.Stmt{SQL: `UPDATE alert_state SET firing = 0, since = NULL, resolved_at = ?, detail = ?,
 				notifications = notifications + 1, updated_at = ?
 			WHERE name = ? AND firing = 1 AND since IS ?
-			RETURNING name`, Args: []any{t, detail, t, name, st.since}},
+			RETURNING name`, Args: []any{t, detail, t, name, nullable(st.since)}},
 			guard: `EXISTS (SELECT 1 FROM alert_state WHERE name = ? AND firing = 0 AND resolved_at = ?)`, guardArgs: []any{name, t},
 			typ: k.Resolve, occurrence: "resolved", at: st.since.Int64, since: st.since.Int64,
 			summary: fmt.Sprintf("RESOLVED %s after %s: %s", name, ago(t, st.since.Int64), detail),
 			msg:     "alert: resolved", level: slog.LevelInfo}, true
 	}
 	return transitionPlan{}, false
+}
+
+// nullable is v as a batch argument: its int64, or nil (sqlbatch takes
+// int64, float64, string, []byte and nil only).
+func nullable(v sql.NullInt64) any {
+	if !v.Valid {
+		return nil
+	}
+	return v.Int64
 }
 
 // Stamp formats epoch milliseconds as RFC 3339 UTC, for alert details.

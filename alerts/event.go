@@ -76,7 +76,7 @@ func Action(eventType string) string {
 		return "trigger"
 	case GroupAcknowledged:
 		return "acknowledge"
-	case GroupResolved, GroupIgnored, BacklogRecovered, BreakerClosed, AlertResolved:
+	case GroupResolved, GroupIgnored, BacklogRecovered, BreakerClosed, AlertResolved, TaskFinished:
 		return "resolve"
 	}
 	return ""

@@ -26,6 +26,14 @@ CREATE INDEX IF NOT EXISTS idx_dlq_signatures_quiet ON dlq_signatures(last_seen)
 -- Snoozed groups (the cron opens them again when the snooze ends).
 CREATE INDEX IF NOT EXISTS idx_dlq_signatures_snoozed ON dlq_signatures(snoozed_until) WHERE incident = 'snoozed';
 
+-- replay_tasks.told_state: the state a task.paused or task.finished event
+-- was recorded for (dlq/upkeep/task_events.go); tasks that ended before
+-- this migration count as told (one row written per such task, once).
+ALTER TABLE replay_tasks ADD COLUMN told_state TEXT;
+UPDATE replay_tasks SET told_state = state WHERE state IN ('paused', 'done', 'cancelled');
+CREATE INDEX IF NOT EXISTS idx_replay_tasks_untold ON replay_tasks(updated_at)
+    WHERE state IN ('paused', 'done', 'cancelled') AND told_state IS NOT state;
+
 -- alert_events: every event redrive told (alerts.Event), by its stable id:
 -- writing an occurrence twice is one event. body is the JSON sent.
 CREATE TABLE IF NOT EXISTS alert_events (

@@ -26,6 +26,9 @@ func (b D1Batch) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawM
 	}
 	prepared := make([]any, len(stmts))
 	for i, s := range stmts {
+		if err := sqlbatch.CheckArgs(s.Args); err != nil {
+			return nil, fmt.Errorf("batch statement %d: %w", i+1, err)
+		}
 		args := make([]any, len(s.Args))
 		for j, a := range s.Args {
 			if p, ok := a.([]byte); ok {

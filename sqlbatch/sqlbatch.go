@@ -25,6 +25,21 @@ type Runner interface {
 	Batch(ctx context.Context, stmts ...Stmt) ([]json.RawMessage, error)
 }
 
+// CheckArgs fails on an argument D1's batch cannot bind: the worker hands
+// each to JavaScript as it is (platform.D1Batch), and anything but int64,
+// float64, string, []byte and nil panics there ("ValueOf: invalid value"),
+// though database/sql would convert it natively (sql.NullInt64, int, bool).
+func CheckArgs(args []any) error {
+	for i, a := range args {
+		switch a.(type) {
+		case int64, float64, string, []byte, nil:
+		default:
+			return fmt.Errorf("argument %d is a %T: a batch takes int64, float64, string, []byte or nil", i+1, a)
+		}
+	}
+	return nil
+}
+
 // Tx is the Runner over database/sql: one transaction. It serves the
 // native tests (SQLite); D1's driver has no transactions.
 type Tx struct{ DB *sql.DB }
@@ -38,6 +53,9 @@ func (t Tx) Batch(ctx context.Context, stmts ...Stmt) ([]json.RawMessage, error)
 	defer tx.Rollback() // a no-op after Commit
 	out := make([]json.RawMessage, len(stmts))
 	for i, s := range stmts {
+		if err := CheckArgs(s.Args); err != nil {
+			return nil, fmt.Errorf("batch statement %d: %w", i+1, err)
+		}
 		if out[i], err = query(ctx, tx, s); err != nil {
 			return nil, fmt.Errorf("batch statement %d: %w", i+1, err)
 		}

@@ -2,8 +2,10 @@ package sqlbatch
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/internal/sqlitetest"
 )
@@ -43,5 +45,17 @@ func TestTxIsAllOrNothing(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM t`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d rows after a failed batch (err %v), want 0", n, err)
+	}
+}
+
+// A batch refuses an argument D1 could not bind, natively as in the worker.
+func TestBatchRefusesWhatD1CannotBind(t *testing.T) {
+	for _, a := range []any{sql.NullInt64{Int64: 1, Valid: true}, 1, true, time.Now()} {
+		if err := CheckArgs([]any{int64(1), a}); err == nil || !strings.Contains(err.Error(), "argument 2") {
+			t.Errorf("%T: %v", a, err)
+		}
+	}
+	if err := CheckArgs([]any{int64(1), 1.5, "s", []byte("b"), nil}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -99,16 +99,7 @@ func (l Lifecycle) Emit(ctx context.Context, o *alerts.Outbox, now time.Time) (i
 
 func (l Lifecycle) run(ctx context.Context, o *alerts.Outbox, s step, now time.Time) (int, error) {
 	t := now.UnixMilli()
-	// D1 refuses a parameter the statement does not use: opened and
-	// reopened read with ?1 alone.
-	readArgs := []any{int64(stepLimit)}
-	switch s.name {
-	case "resolved":
-		readArgs = append(readArgs, now.Add(-l.AutoResolve).UnixMilli())
-	case "unsnoozed":
-		readArgs = append(readArgs, t)
-	}
-	gs, err := l.read(ctx, s.read, readArgs)
+	gs, err := l.read(ctx, s.read, l.readArgs(s.name, now))
 	if err != nil {
 		return 0, err
 	}
@@ -159,6 +150,18 @@ func (l Lifecycle) run(ctx context.Context, o *alerts.Outbox, s step, now time.T
 		return len(evs), fmt.Errorf("change groups (their events are recorded; the next run writes them again as the same): %w", err)
 	}
 	return len(evs), nil
+}
+
+// readArgs are a step's read parameters: D1 refuses one the statement does
+// not use, and opened and reopened read with ?1 alone.
+func (l Lifecycle) readArgs(step string, now time.Time) []any {
+	switch step {
+	case "resolved":
+		return []any{int64(stepLimit), now.Add(-l.AutoResolve).UnixMilli()}
+	case "unsnoozed":
+		return []any{int64(stepLimit), now.UnixMilli()}
+	}
+	return []any{int64(stepLimit)}
 }
 
 // read reads the groups of a step (at most stepLimit).

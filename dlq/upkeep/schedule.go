@@ -171,13 +171,16 @@ func (u Schedule) RetentionBehindAlerts() []alerts.Condition {
 	return out
 }
 
-// Lifecycles are the failure groups' lifecycle (incidents.Lifecycle) of each
-// database; the shared one's changes and events are one batch.
+// Lifecycles are the failure groups' lifecycle (incidents.Lifecycle) and
+// the replay tasks' events (TaskEvents) of each database; the shared one's
+// changes and events are one batch.
 func (u Schedule) Lifecycles(autoResolve time.Duration) []alerts.Source {
 	var out []alerts.Source
 	for _, d := range u.DBs.All {
-		out = append(out, incidents.Lifecycle{DB: d.DB, Batch: dlq.BatchOf(d.Batch, d.DB), Database: d.Name, SameDB: d.Name == u.DBs.Shared().Name,
-			Pipelines: u.DBs.Pipelines(), AutoResolve: autoResolve})
+		same, batch := d.Name == u.DBs.Shared().Name, dlq.BatchOf(d.Batch, d.DB)
+		out = append(out, incidents.Lifecycle{DB: d.DB, Batch: batch, Database: d.Name, SameDB: same,
+			Pipelines: u.DBs.Pipelines(), AutoResolve: autoResolve},
+			TaskEvents{DB: d.DB, Batch: batch, Database: d.Name, SameDB: same})
 	}
 	return out
 }

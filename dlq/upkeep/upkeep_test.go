@@ -69,7 +69,7 @@ func TestUpkeepOfOneDatabaseKeepsTheNames(t *testing.T) {
 		names(u.RetentionBehindAlerts()), names(u.Lifecycles(time.Hour))), ",")
 	want := "dlq_rescue,dlq_replay_tasks,dlq_retention,audit_retention,dlq_tally," +
 		"dlq_pending_high,dlq_oldest_pending,dlq_pending_high:orders,dlq_oldest_pending:orders," +
-		"dlq_repeat_failures,replay_canary_failed,dlq_cap_evicting,retention_behind,group_lifecycle"
+		"dlq_repeat_failures,replay_canary_failed,dlq_cap_evicting,retention_behind,group_lifecycle,task_events"
 	if got != want {
 		t.Fatalf("names\n got %s\nwant %s", got, want)
 	}

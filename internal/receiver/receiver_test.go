@@ -251,8 +251,8 @@ func TestPagerDutyIncidentLifecycle(t *testing.T) {
 			t.Fatalf("step %d (%s): incidents %+v, want %s opened %d deduplicated %d", i, s.typ, inc, s.state, s.opened, s.dedup)
 		}
 	}
-	if _, _, sent := deliver(t, url, PagerDutyPath, pagerDutyChannel, event("evt_x", alerts.TaskFinished, "info", "done"), fixedNow); sent {
-		t.Fatal("task.finished was sent to PagerDuty")
+	if _, _, sent := deliver(t, url, PagerDutyPath, pagerDutyChannel, event("evt_x", "note.unknown", "info", "done"), fixedNow); sent {
+		t.Fatal("an event without a PagerDuty action was sent to PagerDuty")
 	}
 	events := r.PagerDutyEvents()
 	if len(events) != len(steps) {
