@@ -214,6 +214,9 @@ func TestBurstOfOneGroupIsOneEventInWorkerd(t *testing.T) {
 	w.FireCron(t, "*/5 * * * *", cronTime())
 	after := d1Usage(t, w)[metrics.CronOp("alerts")]
 	w.FireCron(t, "*/5 * * * *", cronTime().Add(5*time.Minute))
+	quiet := d1Usage(t, w)[metrics.CronOp("alerts")]
+	t.Logf("an alerts run with nothing to tell or deliver: %d rows read, %d rows written, %d statements",
+		quiet.RowsRead-after.RowsRead, quiet.RowsWritten-after.RowsWritten, quiet.Statements-after.Statements)
 	key := alerts.DedupKey("group:" + sig)
 	if n := w.Int(t, `SELECT COUNT(*) FROM alert_events WHERE dedup_key = ?`, key); n != 1 {
 		t.Fatalf("%d events for one group of 10,000 failures", n)
