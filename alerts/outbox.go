@@ -54,9 +54,10 @@ const (
 	// DeliveriesPerRun bounds the requests one run sends (subrequests:
 	// the Free plan allows 50 per invocation).
 	DeliveriesPerRun = 25
-	// deliveryRounds bounds the claims of one run: each round takes the
-	// next event of every incident whose previous one was delivered.
-	deliveryRounds = 4
+	// deliveryRounds bounds the claims of one run: the first takes one
+	// delivery per channel, each next one the next event of every
+	// incident whose previous one was delivered.
+	deliveryRounds = 5
 	// deliveryLease is how long a claim holds a delivery: longer than a
 	// run. A run that dies leaves it to lapse, then it is sent again.
 	deliveryLease = 15 * time.Minute
@@ -158,15 +159,16 @@ func (o *Outbox) Write(ctx context.Context, evs []Keyed, at time.Time) error {
 
 // claimSQL takes the due deliveries (?1 now) that are the first pending
 // one of their channel and incident, not of a channel in ?4 (a JSON list),
-// oldest first, at most ?2, for a lease (?3 ms). Through
-// idx_alert_deliveries_due (only due entries are read) and
+// oldest first, at most ?5 per channel and ?2 in all, for a lease (?3 ms).
+// Through idx_alert_deliveries_due (only due entries are read) and
 // idx_alert_deliveries_order.
 const claimSQL = `UPDATE alert_deliveries SET next_at = ?1 + ?3, attempts = attempts + 1
-	WHERE seq IN (SELECT d.seq FROM alert_deliveries d
-		WHERE d.state = 'pending' AND d.next_at <= ?1 AND d.channel NOT IN (SELECT value FROM json_each(?4))
-			AND NOT EXISTS (SELECT 1 FROM alert_deliveries e WHERE e.state = 'pending' AND e.channel = d.channel
-				AND e.dedup_key = d.dedup_key AND e.seq < d.seq)
-		ORDER BY d.seq LIMIT ?2)
+	WHERE seq IN (SELECT seq FROM (SELECT d.seq, ROW_NUMBER() OVER (PARTITION BY d.channel ORDER BY d.seq) AS k
+			FROM alert_deliveries d
+			WHERE d.state = 'pending' AND d.next_at <= ?1 AND d.channel NOT IN (SELECT value FROM json_each(?4))
+				AND NOT EXISTS (SELECT 1 FROM alert_deliveries e WHERE e.state = 'pending' AND e.channel = d.channel
+					AND e.dedup_key = d.dedup_key AND e.seq < d.seq))
+		WHERE k <= ?5 ORDER BY seq LIMIT ?2)
 		AND state = 'pending' AND next_at <= ?1
 	RETURNING seq, event_id, channel, attempts`
 
@@ -194,7 +196,14 @@ func (o *Outbox) Deliver(ctx context.Context, now time.Time) (DeliveryReport, er
 	down := []string{}
 	requests := 0
 	for round := 0; round < deliveryRounds && requests < DeliveriesPerRun; round++ {
-		batch, err := o.claim(ctx, now, DeliveriesPerRun-requests, down)
+		// The first round tries one delivery per channel: a receiver that
+		// is down costs one attempt a run, not a claim of every delivery
+		// it has due.
+		perChannel := DeliveriesPerRun
+		if round == 0 {
+			perChannel = 1
+		}
+		batch, err := o.claim(ctx, now, DeliveriesPerRun-requests, perChannel, down)
 		if err != nil {
 			return rep, errors.Join(append(errs, err)...)
 		}
@@ -239,9 +248,9 @@ func (o *Outbox) Deliver(ctx context.Context, now time.Time) (DeliveryReport, er
 	return rep, errors.Join(errs...)
 }
 
-func (o *Outbox) claim(ctx context.Context, now time.Time, n int, down []string) ([]claimed, error) {
+func (o *Outbox) claim(ctx context.Context, now time.Time, n, perChannel int, down []string) ([]claimed, error) {
 	js, _ := json.Marshal(down) // a []string always marshals
-	rows, err := o.DB.QueryContext(ctx, claimSQL, now.UnixMilli(), int64(n), deliveryLease.Milliseconds(), string(js))
+	rows, err := o.DB.QueryContext(ctx, claimSQL, now.UnixMilli(), int64(n), deliveryLease.Milliseconds(), string(js), int64(perChannel))
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}

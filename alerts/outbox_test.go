@@ -103,6 +103,15 @@ func TestOutboxDeliversInOrderPerIncidentAfterAnOutage(t *testing.T) {
 	if calls := r.calls["down"]; calls > 6 {
 		t.Fatalf("the down channel was called %d times in 6 runs: more than once a run", calls)
 	}
+	// A run claims one delivery of a channel first: the deliveries waiting
+	// behind a receiver that is down are not claimed and given back each run.
+	if n := count(t, o.DB, `SELECT COUNT(*) FROM alert_deliveries WHERE channel = 'down' AND attempts > 0`); n > 2 {
+		t.Fatalf("%d deliveries of the down channel were attempted, want at most the two incidents' first", n)
+	}
+	if n := count(t, o.DB, `SELECT COUNT(*) FROM alert_deliveries d JOIN alert_events e ON e.id = d.event_id
+		WHERE d.channel = 'down' AND d.attempts = 0 AND d.next_at <> e.created_at`); n != 0 {
+		t.Fatalf("%d deliveries waiting behind the down channel were claimed and given back (rows written each run)", n)
+	}
 	r.status["down"] = 0 // the receiver is back after 30 minutes
 	for ; at.Before(alertT0.Add(3 * time.Hour)); at = at.Add(5 * time.Minute) {
 		deliverAt(t, o, at)
@@ -251,5 +260,28 @@ func TestOutboxPrunesOldEvents(t *testing.T) {
 	}
 	if left := count(t, o.DB, `SELECT COUNT(*) FROM alert_events`); left != 1 {
 		t.Fatalf("%d events left, want the pending one", left)
+	}
+}
+
+// A receiver that is down costs one attempt a run: the deliveries of other
+// incidents waiting for it are not claimed and given back (rows written).
+func TestOutboxTriesADownChannelOnceARun(t *testing.T) {
+	r := newReceiver()
+	o := newOutbox(t, r, webhookChannel("down"))
+	r.status["down"] = 503
+	var evs []Keyed
+	for i := range 10 {
+		evs = append(evs, testEvent(fmt.Sprint("group:", i), 0))
+	}
+	if err := o.Write(ctx, evs, alertT0); err != nil {
+		t.Fatal(err)
+	}
+	deliverAt(t, o, alertT0.Add(time.Minute))
+	if r.calls["down"] != 1 {
+		t.Fatalf("%d calls in one run", r.calls["down"])
+	}
+	if n := count(t, o.DB, `SELECT COUNT(*) FROM alert_deliveries d JOIN alert_events e ON e.id = d.event_id
+		WHERE d.attempts = 0 AND d.next_at <> e.created_at`); n != 0 {
+		t.Fatalf("%d deliveries were claimed and given back", n)
 	}
 }
