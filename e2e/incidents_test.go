@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -125,7 +126,12 @@ func TestIncidentsPageResolveAndSurviveAnOutage(t *testing.T) {
 		t.Fatalf("PagerDuty after a second failure of the group: %q", got)
 	}
 
-	setGroupStatus(t, w, sig, "resolved")
+	// Resolved from the CLI, as on-call would.
+	runCLI(t, context.Background(), cliEnv(w, nil), "", "groups", "resolve", sig, "--owner", "oncall", "--note", "bad body from the importer").
+		wantCode(t, 0, "redrive groups resolve")
+	if r := runCLI(t, context.Background(), cliEnv(w, nil), "", "groups", "--incident", "resolved"); r.code != 0 || !strings.Contains(r.stdout, sig) {
+		t.Fatalf("redrive groups --incident resolved: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 	fire()
 	if got := pdActions(rcv, key); !slices.Equal(got, []string{"trigger", "resolve"}) {
 		t.Fatalf("PagerDuty after the group was resolved: %q", got)
