@@ -1164,6 +1164,48 @@ func (e DlqGroupsParamsIncident) Valid() bool {
 	}
 }
 
+// Defines values for Breaker200JSONResponseBodyDataCause.
+const (
+	Breaker200JSONResponseBodyDataCauseAuth        Breaker200JSONResponseBodyDataCause = "auth"
+	Breaker200JSONResponseBodyDataCauseLessThannil Breaker200JSONResponseBodyDataCause = "<nil>"
+	Breaker200JSONResponseBodyDataCauseTransient   Breaker200JSONResponseBodyDataCause = "transient"
+)
+
+// Valid indicates whether the value is a known member of the Breaker200JSONResponseBodyDataCause enum.
+func (e Breaker200JSONResponseBodyDataCause) Valid() bool {
+	switch e {
+	case Breaker200JSONResponseBodyDataCauseAuth:
+		return true
+	case Breaker200JSONResponseBodyDataCauseLessThannil:
+		return true
+	case Breaker200JSONResponseBodyDataCauseTransient:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Breaker200JSONResponseBodyDataState.
+const (
+	Breaker200JSONResponseBodyDataStateClosed   Breaker200JSONResponseBodyDataState = "closed"
+	Breaker200JSONResponseBodyDataStateHalfOpen Breaker200JSONResponseBodyDataState = "half_open"
+	Breaker200JSONResponseBodyDataStateOpen     Breaker200JSONResponseBodyDataState = "open"
+)
+
+// Valid indicates whether the value is a known member of the Breaker200JSONResponseBodyDataState enum.
+func (e Breaker200JSONResponseBodyDataState) Valid() bool {
+	switch e {
+	case Breaker200JSONResponseBodyDataStateClosed:
+		return true
+	case Breaker200JSONResponseBodyDataStateHalfOpen:
+		return true
+	case Breaker200JSONResponseBodyDataStateOpen:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResetBreaker200JSONResponseBodyDataPreviousState.
 const (
 	ResetBreaker200JSONResponseBodyDataPreviousStateClosed   ResetBreaker200JSONResponseBodyDataPreviousState = "closed"
@@ -2693,6 +2735,12 @@ type DlqTimeseriesParams struct {
 	Pipeline *string `form:"pipeline,omitempty" json:"pipeline,omitempty"`
 }
 
+// Breaker200JSONResponseBodyDataCause defines parameters for Breaker.
+type Breaker200JSONResponseBodyDataCause string
+
+// Breaker200JSONResponseBodyDataState defines parameters for Breaker.
+type Breaker200JSONResponseBodyDataState string
+
 // ResetBreakerJSONBody defines parameters for ResetBreaker.
 type ResetBreakerJSONBody = map[string]interface{}
 
@@ -3528,6 +3576,13 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	Enrich(ctx context.Context, body EnrichJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Breaker The enrichment provider's circuit breaker
+	//
+	// The provider's circuit breaker (table enrichment_breaker): its state, why it is not closed, since when, and when the next probe may go. A breaker never used is closed with since null. No query parameters. Cost: one row read.
+	//
+	// Corresponds with GET /admin/enrichment/breaker (the `Breaker` operationId).
+	Breaker(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ResetBreakerWithBody Close the enrichment provider's circuit breaker
 	//
 	// Closes the breaker at once whatever its state and cause (failure count and re-open growth start again), for instance after fixing ENRICHMENT_API_KEY or when a single bad beer keeps it open. The beers waiting for it go back to the queue on the catch-up's next run. No query parameters; an optional empty JSON object as body. Audited (action breaker_reset). Cost: one row written.
@@ -4225,6 +4280,23 @@ func (c *Client) EnrichWithBody(ctx context.Context, contentType string, body io
 // Corresponds with POST /admin/enrich (the `Enrich` operationId).
 func (c *Client) Enrich(ctx context.Context, body EnrichJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEnrichRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Breaker The enrichment provider's circuit breaker
+//
+// The provider's circuit breaker (table enrichment_breaker): its state, why it is not closed, since when, and when the next probe may go. A breaker never used is closed with since null. No query parameters. Cost: one row read.
+//
+// Corresponds with GET /admin/enrichment/breaker (the `Breaker` operationId).
+func (c *Client) Breaker(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBreakerRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5998,6 +6070,33 @@ func NewEnrichRequestWithBody(server string, contentType string, body io.Reader)
 	return req, nil
 }
 
+// NewBreakerRequest constructs an http.Request for the Breaker method
+func NewBreakerRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/enrichment/breaker")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewResetBreakerRequest calls the generic ResetBreaker builder with application/json body
 func NewResetBreakerRequest(server string, body ResetBreakerJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6674,6 +6773,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /admin/enrich (the `Enrich` operationId).
 	EnrichWithResponse(ctx context.Context, body EnrichJSONRequestBody, reqEditors ...RequestEditorFn) (*EnrichResponse, error)
+
+	// BreakerWithResponse The enrichment provider's circuit breaker
+	//
+	// The provider's circuit breaker (table enrichment_breaker): its state, why it is not closed, since when, and when the next probe may go. A breaker never used is closed with since null. No query parameters. Cost: one row read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/enrichment/breaker (the `Breaker` operationId).
+	BreakerWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*BreakerResponse, error)
 
 	// ResetBreakerWithBodyWithResponse Close the enrichment provider's circuit breaker
 	//
@@ -10847,6 +10955,194 @@ func (r EnrichResponse) ContentType() string {
 	return ""
 }
 
+// BreakerResponse200Headers the declared response headers of an HTTP 200 response for Breaker
+type BreakerResponse200Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// BreakerResponse400Headers the declared response headers of an HTTP 400 response for Breaker
+type BreakerResponse400Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// BreakerResponse401Headers the declared response headers of an HTTP 401 response for Breaker
+type BreakerResponse401Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// BreakerResponse403Headers the declared response headers of an HTTP 403 response for Breaker
+type BreakerResponse403Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// BreakerResponse429Headers the declared response headers of an HTTP 429 response for Breaker
+type BreakerResponse429Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// BreakerResponse500Headers the declared response headers of an HTTP 500 response for Breaker
+type BreakerResponse500Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+// BreakerResponse503Headers the declared response headers of an HTTP 503 response for Breaker
+type BreakerResponse503Headers struct {
+	XRequestID openapi_types.UUID
+}
+
+type BreakerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data struct {
+			// Cause Why it is not closed: transient (failures consecutive transient failures) or auth (the provider refused the API key, 401/403); null while closed.
+			Cause *Breaker200JSONResponseBodyDataCause `json:"cause"`
+
+			// Failures Consecutive transient failures counted.
+			Failures int `json:"failures"`
+
+			// OpenUntil When an open breaker's cooldown ends and a probe may go (epoch ms); null unless open.
+			OpenUntil *int64 `json:"open_until"`
+
+			// ProbeDue The cooldown (or a probe's lease) has ended: the next catch-up run or queue call probes the provider.
+			ProbeDue bool `json:"probe_due"`
+
+			// ProbeUntil The lease of a half-open probe in flight (epoch ms); null unless half-open.
+			ProbeUntil *int64 `json:"probe_until"`
+
+			// Reopens Consecutive failed probes since it last closed (each re-opens it for longer).
+			Reopens int `json:"reopens"`
+
+			// Since The breaker's last change (epoch ms): when it opened, went half-open or closed; null when it was never used.
+			Since *int64 `json:"since"`
+
+			// State closed: provider calls go; open: they wait in D1 until the cooldown ends; half_open: one probe call decides.
+			State Breaker200JSONResponseBodyDataState `json:"state"`
+		} `json:"data"`
+		RequestId openapi_types.UUID `json:"requestId"`
+		Success   interface{}        `json:"success"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *KeyRateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NotConfigured
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *BreakerResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *BreakerResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BreakerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *BreakerResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BreakerResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *BreakerResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BreakerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BreakerResponse) GetJSON200() *struct {
+	Data struct {
+		// Cause Why it is not closed: transient (failures consecutive transient failures) or auth (the provider refused the API key, 401/403); null while closed.
+		Cause *Breaker200JSONResponseBodyDataCause `json:"cause"`
+
+		// Failures Consecutive transient failures counted.
+		Failures int `json:"failures"`
+
+		// OpenUntil When an open breaker's cooldown ends and a probe may go (epoch ms); null unless open.
+		OpenUntil *int64 `json:"open_until"`
+
+		// ProbeDue The cooldown (or a probe's lease) has ended: the next catch-up run or queue call probes the provider.
+		ProbeDue bool `json:"probe_due"`
+
+		// ProbeUntil The lease of a half-open probe in flight (epoch ms); null unless half-open.
+		ProbeUntil *int64 `json:"probe_until"`
+
+		// Reopens Consecutive failed probes since it last closed (each re-opens it for longer).
+		Reopens int `json:"reopens"`
+
+		// Since The breaker's last change (epoch ms): when it opened, went half-open or closed; null when it was never used.
+		Since *int64 `json:"since"`
+
+		// State closed: provider calls go; open: they wait in D1 until the cooldown ends; half_open: one probe call decides.
+		State Breaker200JSONResponseBodyDataState `json:"state"`
+	} `json:"data"`
+	RequestId openapi_types.UUID `json:"requestId"`
+	Success   interface{}        `json:"success"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BreakerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BreakerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r BreakerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BreakerResponse) GetJSON429() *KeyRateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BreakerResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BreakerResponse) GetJSON503() *NotConfigured {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BreakerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BreakerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BreakerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BreakerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ResetBreakerResponse200Headers the declared response headers of an HTTP 200 response for ResetBreaker
 type ResetBreakerResponse200Headers struct {
 	XRequestID openapi_types.UUID
@@ -12924,6 +13220,21 @@ func (c *ClientWithResponses) EnrichWithResponse(ctx context.Context, body Enric
 		return nil, err
 	}
 	return ParseEnrichResponse(rsp)
+}
+
+// BreakerWithResponse The enrichment provider's circuit breaker
+//
+// The provider's circuit breaker (table enrichment_breaker): its state, why it is not closed, since when, and when the next probe may go. A breaker never used is closed with since null. No query parameters. Cost: one row read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/enrichment/breaker (the `Breaker` operationId).
+func (c *ClientWithResponses) BreakerWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*BreakerResponse, error) {
+	rsp, err := c.Breaker(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBreakerResponse(rsp)
 }
 
 // ResetBreakerWithBodyWithResponse Close the enrichment provider's circuit breaker
@@ -17331,6 +17642,175 @@ func ParseEnrichResponse(rsp *http.Response) (*EnrichResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers EnrichResponse503Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBreakerResponse parses an HTTP response from a BreakerWithResponse call
+func ParseBreakerResponse(rsp *http.Response) (*BreakerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BreakerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				// Cause Why it is not closed: transient (failures consecutive transient failures) or auth (the provider refused the API key, 401/403); null while closed.
+				Cause *Breaker200JSONResponseBodyDataCause `json:"cause"`
+
+				// Failures Consecutive transient failures counted.
+				Failures int `json:"failures"`
+
+				// OpenUntil When an open breaker's cooldown ends and a probe may go (epoch ms); null unless open.
+				OpenUntil *int64 `json:"open_until"`
+
+				// ProbeDue The cooldown (or a probe's lease) has ended: the next catch-up run or queue call probes the provider.
+				ProbeDue bool `json:"probe_due"`
+
+				// ProbeUntil The lease of a half-open probe in flight (epoch ms); null unless half-open.
+				ProbeUntil *int64 `json:"probe_until"`
+
+				// Reopens Consecutive failed probes since it last closed (each re-opens it for longer).
+				Reopens int `json:"reopens"`
+
+				// Since The breaker's last change (epoch ms): when it opened, went half-open or closed; null when it was never used.
+				Since *int64 `json:"since"`
+
+				// State closed: provider calls go; open: they wait in D1 until the cooldown ends; half_open: one probe call decides.
+				State Breaker200JSONResponseBodyDataState `json:"state"`
+			} `json:"data"`
+			RequestId openapi_types.UUID `json:"requestId"`
+			Success   interface{}        `json:"success"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest KeyRateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NotConfigured
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers BreakerResponse200Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers BreakerResponse400Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers BreakerResponse401Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers BreakerResponse403Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers BreakerResponse429Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers BreakerResponse500Headers
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value openapi_types.UUID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers BreakerResponse503Headers
 		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
 			var value openapi_types.UUID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uuid"}); err != nil {

@@ -421,6 +421,7 @@ func (a *API) routeTable() []route {
 		{"GET /admin/metrics", access.Read, everyPipeline, a.metrics},
 		{"POST /admin/enrich", access.Enrich, everyPipeline, a.enrich},
 		{"GET /admin/beers/{id}", access.Read, everyPipeline, a.beer},
+		{"GET /admin/enrichment/breaker", access.Read, everyPipeline, a.breakerShow},
 		{"POST /admin/enrichment/breaker/reset", access.Breaker, everyPipeline, a.breakerReset},
 		{"POST /admin/attempts", access.Report, perPipeline, a.limitReports(newRateLimit(reportBurst, reportPerSecond), a.attempts)},
 

@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -108,4 +110,61 @@ func (a *API) breakerReset(w http.ResponseWriter, r *http.Request) error {
 	}
 	respond(w, r, http.StatusOK, res)
 	return nil
+}
+
+// breakerData answers GET /admin/enrichment/breaker: the provider's circuit
+// breaker as the console shows it.
+type breakerData struct {
+	// State is closed, open or half_open (closed when it was never used).
+	State string `json:"state"`
+	// Cause is why it is not closed: transient (Failures consecutive
+	// transient failures) or auth (the provider refused the API key); null
+	// while closed.
+	Cause *string `json:"cause"`
+	// Failures counts the consecutive transient failures.
+	Failures int64 `json:"failures"`
+	// Since is the row's last change (epoch ms): when it opened, went
+	// half-open or closed; null when it was never used.
+	Since *int64 `json:"since"`
+	// OpenUntil is when an open breaker's cooldown ends and a probe may go
+	// (epoch ms); null unless open.
+	OpenUntil *int64 `json:"open_until"`
+	// ProbeUntil is the lease of a half-open probe in flight (epoch ms).
+	ProbeUntil *int64 `json:"probe_until"`
+	// Reopens counts the consecutive failed probes.
+	Reopens int64 `json:"reopens"`
+	// ProbeDue: the cooldown (or a probe's lease) has ended; the next
+	// catch-up run or queue call probes the provider.
+	ProbeDue bool `json:"probe_due"`
+}
+
+// breakerShow serves GET /admin/enrichment/breaker: the breaker's row
+// (enrichment_breaker, name 'provider', enrichment.Breaker's), one row read.
+func (a *API) breakerShow(w http.ResponseWriter, r *http.Request) error {
+	d := breakerData{State: enrichment.BreakerClosed}
+	var cause sql.NullString
+	var since, openUntil, probeUntil sql.NullInt64
+	err := a.DB.QueryRowContext(r.Context(), `SELECT state, cause, failures, updated_at, open_until, probe_until, reopens
+		FROM enrichment_breaker WHERE name = 'provider'`).Scan(&d.State, &cause, &d.Failures, &since, &openUntil, &probeUntil, &d.Reopens)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("breaker read: %w", err)
+	}
+	d.Cause, d.Since, d.OpenUntil, d.ProbeUntil = nullString(cause), nullInt(since), nullInt(openUntil), nullInt(probeUntil)
+	d.ProbeDue = enrichment.BreakerState{State: d.State, OpenUntil: openUntil.Int64, ProbeUntil: probeUntil.Int64}.ProbeDue(a.Clock.Now())
+	respond(w, r, http.StatusOK, d)
+	return nil
+}
+
+func nullString(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+func nullInt(n sql.NullInt64) *int64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.Int64
 }
