@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { get } from "./api.js";
 import { ActionDialog, ResultBox } from "./action.jsx";
 import { TaskDialog } from "./task.jsx";
+import { INCIDENT_STATUSES, IncidentDialog, IncidentStatus } from "./incident.jsx";
 import { ErrorBox, Needs, Pager, Table, Time, useCursors, useLoad } from "./components.jsx";
 import { href, navigate, pipeline } from "./router.js";
 import { can, useSignal } from "./state.js";
@@ -17,11 +18,17 @@ export function Groups({ params }) {
   const filter = {};
   if (params.class) filter.class = params.class;
   if (params.version) filter.version = params.version;
+  if (INCIDENT_STATUSES.includes(params.incident)) filter.incident = params.incident;
   if (chosen) filter.pipeline = chosen;
   const key = JSON.stringify([filter, limit]);
   const pages = useCursors(key);
   const [action, setAction] = useState(null);
   const [result, setResult] = useState(null);
+  // Incidents changed on this page, by signature, over the list they were
+  // changed on: the row shows its new status (also when the status filter
+  // would now leave it out) until the list is read again.
+  const [changed, setChanged] = useState({ data: null, by: {} });
+  const [changeNote, setChangeNote] = useState(null);
   const [list, reload] = useLoad(() => get("/admin/dlq/groups", { ...filter, limit, cursor: pages.cursor }), pages.deps);
   // The live version, from the stats (of the selected pipeline: a key
   // limited to several pipelines must name one).
@@ -35,7 +42,8 @@ export function Groups({ params }) {
     for (const k of Object.keys(next)) if (next[k] === "" || next[k] === undefined) delete next[k];
     navigate("/groups", next);
   };
-  const groups = list.data?.groups ?? [];
+  const overrides = changed.data === list.data ? changed.by : {};
+  const groups = (list.data?.groups ?? []).map((g) => (overrides[g.signature] ? { ...g, incident: overrides[g.signature] } : g));
   const why = (p) => (can(p) ? undefined : "groups-needs");
   // The page appears with the live version (one fast call) in its first
   // lines, rather than pushing everything down when it comes.
@@ -62,6 +70,17 @@ export function Groups({ params }) {
           Version seen
           <input type="text" name="version" value={params.version || ""} maxLength={200} placeholder="any" onChange={(e) => set({ version: e.currentTarget.value.trim() })} />
         </label>
+        <label>
+          Incident
+          <select name="incident" value={filter.incident ?? ""} onChange={(e) => set({ incident: e.currentTarget.value })}>
+            <option value="">all</option>
+            {INCIDENT_STATUSES.map((st) => (
+              <option key={st} value={st}>
+                {st}
+              </option>
+            ))}
+          </select>
+        </label>
         <button type="button" onClick={() => navigate("/groups", {})}>
           Clear filters
         </button>
@@ -71,11 +90,23 @@ export function Groups({ params }) {
         items={[
           ["Replay", "replay"],
           ["Acknowledge", "acknowledge"],
+          ["Incident status", "acknowledge"],
           ["Replay task…", "tasks"],
           ["Sample rows' detail pages", "read_body"],
         ]}
       />
       <ResultBox result={result} onDismiss={() => setResult(null)} />
+      {changeNote && (
+        <div class="result" role="status">
+          <p>
+            Group <span class="group-text">{changeNote.text}</span> is now {changeNote.incident.status}
+            {changeNote.incident.owner ? `, owned by ${changeNote.incident.owner}` : ""}.
+          </p>
+          <button type="button" class="link" onClick={() => setChangeNote(null)}>
+            Dismiss
+          </button>
+        </div>
+      )}
       <ErrorBox error={list.error} />
       <Table
         label="Failure groups"
@@ -108,6 +139,19 @@ export function Groups({ params }) {
                     {g.advice}
                   </p>
                 )}
+              </>
+            ),
+          },
+          {
+            head: "Incident",
+            cellClass: "incident-cell",
+            cell: (g) => (
+              <>
+                <IncidentStatus incident={g.incident} />
+                <br />
+                <button type="button" disabled={!can("acknowledge")} aria-describedby={why("acknowledge")} onClick={() => setAction({ kind: "incident", group: g })}>
+                  Change status…
+                </button>
               </>
             ),
           },
@@ -156,7 +200,19 @@ export function Groups({ params }) {
       />
       <Pager pages={pages} data={list.data} />
       {action?.kind === "task" && <TaskDialog filter={action.filter} what={`group "${action.what || action.filter.signature}"`} onClose={() => setAction(null)} />}
-      {action && action.kind !== "task" && (
+      {action?.kind === "incident" && (
+        <IncidentDialog
+          group={action.group}
+          onClose={(res) => {
+            setAction(null);
+            if (res) {
+              setChanged({ data: list.data, by: { ...overrides, [action.group.signature]: res.incident } });
+              setChangeNote({ text: action.group.text || action.group.signature, incident: res.incident });
+            }
+          }}
+        />
+      )}
+      {action && action.kind !== "task" && action.kind !== "incident" && (
         <ActionDialog
           kind={action.kind}
           selection={action.selection}
