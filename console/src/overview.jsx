@@ -8,7 +8,7 @@ import { can, EVERY_NOTE, pipelines, scoped, useSignal } from "./state.js";
 import { hours, utc } from "./time.js";
 
 // The overview refreshes itself at most once a minute, and only while the
-// tab is visible: every refresh is five small API calls.
+// tab is visible: every refresh is six small API calls.
 const REFRESH_MS = 60_000;
 
 // loadOverview reads the stats and the chart of the selected pipeline
@@ -17,14 +17,15 @@ const REFRESH_MS = 60_000;
 // key limited to pipelines may not read them (null: the page says so).
 async function loadOverview(name) {
   const every = !scoped();
-  const [stats, series, alerts, jobs, queues] = await Promise.all([
+  const [stats, series, alerts, jobs, breaker, queues] = await Promise.all([
     get("/admin/dlq/stats", name ? { pipeline: name } : undefined),
     get("/admin/dlq/timeseries", name ? { pipeline: name } : undefined),
     every ? get("/admin/alerts") : null,
     every ? get("/admin/jobs") : null,
+    every ? get("/admin/enrichment/breaker") : null,
     every ? bonus(get("/admin/queues")) : null, // the backlogs are a bonus: the page shows without them
   ]);
-  return { stats, series, alerts, jobs, queues, at: Date.now() };
+  return { stats, series, alerts, jobs, breaker, queues, at: Date.now() };
 }
 
 // bonus is what p resolves to within BONUS_MS, else null (a late or failed
@@ -78,7 +79,7 @@ export function Overview() {
   // The page waits for the pipelines' names too (asked at the same time):
   // a "By pipeline" table that came after them would shift what follows.
   if (!data || names === null) return error ? <ErrorBox error={error} /> : <p aria-busy="true">Loading…</p>;
-  const { stats, series, alerts, jobs, queues } = data;
+  const { stats, series, alerts, jobs, breaker, queues } = data;
   const s = stats.by_status;
   const chosenQueue = stats.by_pipeline.find((x) => x.pipeline === chosen)?.queue;
   const firing = alerts?.alerts.filter((a) => a.firing) ?? [];
@@ -161,6 +162,9 @@ export function Overview() {
       {alerts && (
       <section aria-labelledby="h-alerts">
         <h2 id="h-alerts">Alerts {firing.length ? <span class="badge bad">{firing.length} firing</span> : <span class="badge ok">none firing</span>}</h2>
+        <p class="small">
+          <a href={href("/alerts")}>Events and their deliveries</a>: what was sent to each channel, what failed, and the channels.
+        </p>
         {firing.length > 0 && (
           <ul class="alerts">
             {firing.map((a) => (
@@ -179,7 +183,7 @@ export function Overview() {
       </section>
       )}
 
-      {alerts && <BreakerReset onDone={() => refresh(true)} />}
+      {breaker && <BreakerPanel breaker={breaker} onDone={() => refresh(true)} />}
 
       <section aria-labelledby="h-time">
         <h2 id="h-time">Failures over time</h2>
@@ -239,13 +243,63 @@ export function Overview() {
   );
 }
 
-// BreakerReset closes the enrichment provider's circuit breaker (POST
-// /admin/enrichment/breaker/reset, audited), after a confirmation: for
-// when a fixed key or a single bad beer leaves the pipeline waiting.
-function BreakerReset({ onDone }) {
+// BREAKER names the breaker's states as the panel says them.
+const BREAKER = { closed: "closed", open: "open", half_open: "half-open" };
+
+// BreakerState says what the provider's circuit breaker is doing (GET
+// /admin/enrichment/breaker): its state, since when, why, and when the
+// next probe goes.
+function BreakerState({ b }) {
+  const since = b.since ? (
+    <>
+      {" "}
+      since <Time ms={b.since} />
+    </>
+  ) : null;
+  if (b.state === "closed")
+    return (
+      <p class="breaker-state">
+        {b.since ? <>Closed{since}</> : "Closed (it has never opened)"}: provider calls go through.
+        {b.failures > 0 ? ` ${b.failures} transient failure${b.failures === 1 ? "" : "s"} in a row counted so far.` : ""}
+      </p>
+    );
+  const why =
+    b.cause === "auth"
+      ? "because the provider refused the API key (401/403): fix ENRICHMENT_API_KEY, then close it"
+      : `after ${b.failures} consecutive transient failure${b.failures === 1 ? "" : "s"}`;
+  const reopens = b.reopens ? ` ${b.reopens} probe${b.reopens === 1 ? "" : "s"} in a row failed.` : "";
+  if (b.state === "half_open")
+    return (
+      <p class="breaker-state">
+        Half-open{since}, opened {why}: one probe call decides{b.probe_until ? <>, its lease ends <Time ms={b.probe_until} /></> : null}.{reopens}
+      </p>
+    );
+  return (
+    <p class="breaker-state">
+      Open{since}, {why}. Provider calls wait in D1.{" "}
+      {b.probe_due ? (
+        <>
+          Its cooldown ended <Time ms={b.open_until} />: the next catch-up run probes the provider.
+        </>
+      ) : (
+        <>
+          Next probe at <Time ms={b.open_until} />.
+        </>
+      )}
+      {reopens}
+    </p>
+  );
+}
+
+// BreakerPanel shows the enrichment provider's circuit breaker and, when
+// it is not closed, closes it (POST /admin/enrichment/breaker/reset,
+// audited) after a confirmation: for when a fixed key or a single bad beer
+// leaves the pipeline waiting.
+function BreakerPanel({ breaker, onDone }) {
   const [phase, setPhase] = useState("idle"); // idle | confirm | running | done
   const [result, setResult] = useState(null);
   const [error, setError] = useState(null);
+  const closed = breaker.state === "closed";
   const run = async () => {
     setPhase("running");
     try {
@@ -260,18 +314,23 @@ function BreakerReset({ onDone }) {
   };
   return (
     <section aria-labelledby="h-breaker">
-      <h2 id="h-breaker">Provider circuit breaker</h2>
-      <p class="small muted">
-        While the breaker is open, beers wait in D1 and one probe at a time checks the provider. Close it by hand after fixing
-        the API key, or when one bad beer keeps reopening it; the waiting beers go back to the queue on the catch-up's next run.
-      </p>
+      <h2 id="h-breaker">
+        Provider circuit breaker <span class={"badge " + (closed ? "ok" : "bad")}>{BREAKER[breaker.state] ?? breaker.state}</span>
+      </h2>
+      <BreakerState b={breaker} />
+      {!closed && (
+        <p class="small muted">
+          While the breaker is open, beers wait in D1 and one probe at a time checks the provider. Close it by hand after fixing
+          the API key, or when one bad beer keeps reopening it; the waiting beers go back to the queue on the catch-up's next run.
+        </p>
+      )}
       <ErrorBox error={error} />
-      {phase === "idle" && (
+      {!closed && phase === "idle" && (
         <button type="button" disabled={!can("breaker")} aria-describedby={can("breaker") ? undefined : "breaker-needs"} onClick={() => setPhase("confirm")}>
           Close the breaker…
         </button>
       )}
-      <Needs id="breaker-needs" items={[["Closing the breaker", "breaker"]]} />
+      {!closed && <Needs id="breaker-needs" items={[["Closing the breaker", "breaker"]]} />}
       {phase === "confirm" && (
         <p role="alertdialog" aria-label="Confirm closing the breaker">
           Close the provider's circuit breaker now? This is audited.{" "}
