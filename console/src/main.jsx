@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import css from "./app.css";
 import { adopt } from "./style.js";
 import { get, mode, probeAccess, signedIn, signOut, whenSignedOut } from "./api.js";
+import { Alerts } from "./alerts.jsx";
 import { Audit } from "./audit.jsx";
 import { Tasks } from "./tasks.jsx";
 import { Detail } from "./detail.jsx";
@@ -52,6 +53,10 @@ function page(path, params) {
       return { title: "Failure groups", body: <Groups params={params} />, nav: path };
     case "/tasks":
       return { title: "Replay tasks", body: <Tasks />, nav: path };
+    case "/alerts":
+      // Reached from the overview's Alerts (the header has no room for a
+      // seventh page on a phone).
+      return { title: "Alert events", body: <Alerts params={params} />, nav: "/" };
     case "/audit":
       return { title: "Audit log", body: <Audit params={params} />, nav: path };
     case "/keys":
