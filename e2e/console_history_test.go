@@ -72,7 +72,7 @@ func TestConsoleGroupsAndHistory(t *testing.T) {
 	br.Check()
 
 	// Acknowledge the "no beer_id" group from its row.
-	Eval[bool](br, `([...document.querySelectorAll('table.groups tbody tr')].find(r => r.textContent.includes('no beer_id')).querySelectorAll('button')[1].click(), true)`)
+	Eval[bool](br, `([...[...document.querySelectorAll('table.groups tbody tr')].find(r => r.textContent.includes('no beer_id')).querySelectorAll('button')].find(x => x.textContent.trim() === 'Acknowledge').click(), true)`)
 	br.Wait("acknowledge dialog", `document.querySelector('dialog[open]')`)
 	br.Shot("groups-acknowledge-dialog")
 	br.Wait("dry run done", `[...document.querySelectorAll('dialog[open] button')].some(b => b.textContent.trim() === 'Acknowledge 10 rows')`)

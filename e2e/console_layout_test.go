@@ -98,6 +98,7 @@ func TestConsoleLayoutAndAxe(t *testing.T) {
 		{"groups", "#/groups", `document.querySelectorAll('table.groups tbody tr').length >= 2`},
 		{"tasks", "#/tasks", `document.querySelector('tbody tr progress')`},
 		{"audit", "#/audit", `document.querySelectorAll('table.audit tbody tr').length >= 3`},
+		{"alerts", "#/alerts", `document.querySelector('.failed-count') && document.querySelectorAll('table.events tbody tr').length >= 1`},
 		{"detail", fmt.Sprintf("#/failures/%d", detail), `document.querySelector('pre.payload') && document.querySelector('table.history tbody tr') && document.querySelector('table.audit tbody tr')`},
 	}
 	signIn := func(b *Browser) {

@@ -141,8 +141,9 @@ func TestConsoleRolesViewer(t *testing.T) {
 		if got := navLinks(b); strings.Contains(got, "Keys") {
 			t.Errorf("a viewer's navigation offers Keys: %s", got)
 		}
-		wantButtons(t, b, "overview", map[string]string{"Close the breaker…": "disabled"})
-		wantContains(t, "the breaker's reason", textOf(b, "#breaker-needs"), "Closing the breaker: needs the breaker permission", "Your role is viewer")
+		// A closed breaker: its state, and no reset to offer.
+		wantContains(t, "the breaker panel", textOf(b, ".breaker-state"), "provider calls go through")
+		wantButtons(t, b, "overview", map[string]string{"Close the breaker…": "missing"})
 		fitsAndAxe(b, "viewer overview")
 		b.Check()
 	})
@@ -268,8 +269,21 @@ func TestConsoleRolesOperator(t *testing.T) {
 
 	t.Run("overview and tasks", func(t *testing.T) {
 		b := b.In(t)
+		// An open breaker (the key refused): the reset is offered, and
+		// disabled for an operator.
+		now := time.Now()
+		w.ExecDirect(t, fmt.Sprintf(`INSERT INTO enrichment_breaker(name, state, previous_state, failures, open_until, cause, updated_at)
+			VALUES ('provider', 'open', 'closed', 0, %d, 'auth', %d) ON CONFLICT(name) DO UPDATE SET state = 'open', open_until = excluded.open_until,
+			cause = 'auth', probe_until = NULL, updated_at = excluded.updated_at`, now.Add(time.Hour).UnixMilli(), now.UnixMilli()))
+		t.Cleanup(func() {
+			if r := w.Admin(t, http.MethodPost, "/admin/enrichment/breaker/reset", nil); r.Status != 200 {
+				t.Errorf("reset the breaker: %d %s", r.Status, r.Raw)
+			}
+		})
 		b.Do(chromedp.Navigate(w.URL + "/#/"))
-		b.Wait("the overview", `document.querySelectorAll('.card-value').length === 6 && document.querySelector('#h-breaker')`)
+		b.Wait("the overview", `document.querySelectorAll('.card-value').length === 6 && document.querySelector('.breaker-state')`)
+		wantContains(t, "the breaker panel", textOf(b, "section[aria-labelledby=h-breaker]"), "Provider circuit breaker open", "Open since",
+			"because the provider refused the API key", "Next probe at")
 		wantButtons(t, b, "overview", map[string]string{"Close the breaker…": "disabled"})
 		wantContains(t, "the breaker's reason", textOf(b, "#breaker-needs"), "needs the breaker permission", "Your role is operator")
 		if got := navLinks(b); strings.Contains(got, "Keys") {
@@ -313,7 +327,7 @@ func TestConsoleRolesAdmin(t *testing.T) {
 		if got := navLinks(b); !strings.Contains(got, "Keys") {
 			t.Errorf("an admin's navigation lacks Keys: %s", got)
 		}
-		wantButtons(t, b, "overview", map[string]string{"Close the breaker…": "enabled"})
+		wantButtons(t, b, "overview", map[string]string{"Close the breaker…": "missing"}) // closed: nothing to reset
 		if Eval[bool](b, `!!document.querySelector('main .needs')`) {
 			t.Errorf("an admin is told of missing permissions: %s", textOf(b, "main .needs"))
 		}
