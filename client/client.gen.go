@@ -1995,10 +1995,13 @@ type MessageDetail struct {
 
 	// Signature The latest failure's group (GET /admin/dlq/groups).
 	Signature *struct {
-		Class          *string `json:"class,omitempty"`
-		ReplayWillFail *bool   `json:"replay_will_fail,omitempty"`
-		Signature      *string `json:"signature,omitempty"`
-		Text           *string `json:"text,omitempty"`
+		Class *string `json:"class,omitempty"`
+
+		// Incident The group's incident status (POST /admin/dlq/groups/{signature}/status changes it).
+		Incident       *GroupIncident `json:"incident,omitempty"`
+		ReplayWillFail *bool          `json:"replay_will_fail,omitempty"`
+		Signature      *string        `json:"signature,omitempty"`
+		Text           *string        `json:"text,omitempty"`
 	} `json:"signature"`
 
 	// Version Worker version the latest failure happened on.

@@ -6,7 +6,7 @@ import { can } from "./state.js";
 import { href } from "./router.js";
 import { AuditTable } from "./audit.jsx";
 import { EditReplayDialog } from "./edit.jsx";
-import { findGroup, IncidentDialog, IncidentStatus } from "./incident.jsx";
+import { IncidentDialog, IncidentStatus } from "./incident.jsx";
 
 // payloadText is the stored body for reading: JSON pretty-printed, text as
 // it is, bytes as their base64 (and the text they hold, when they are text).
@@ -162,7 +162,7 @@ export function Detail({ id }) {
             </>
           ) : null}
         </p>
-        {d.signature && <GroupIncident signature={d.signature} pipeline={m.pipeline} />}
+        {d.signature && <GroupIncident signature={d.signature} />}
         {d.signature?.replay_will_fail && (
           <p class="warn" role="note">
             These failures are {d.signature.class}: replaying this row unchanged fails again.
@@ -248,23 +248,21 @@ export function Detail({ id }) {
   );
 }
 
-// GroupIncident shows the incident status of the row's group (found
-// through its signature among the groups of its class) and changes it.
-function GroupIncident({ signature, pipeline }) {
-  const [state] = useLoad(() => findGroup(signature.signature, signature.class, pipeline), [signature.signature]);
+// GroupIncident shows the incident status of the row's group (the detail
+// carries it: no other read) and changes it.
+function GroupIncident({ signature }) {
   const [incident, setIncident] = useState(null);
   const [open, setOpen] = useState(false);
-  const group = state.data ? { ...state.data, incident: incident ?? state.data.incident } : null;
+  const current = incident ?? signature.incident;
+  const group = current ? { signature: signature.signature, incident: current } : null;
   return (
     <div class="group-incident">
       <p>
         Incident:{" "}
-        {state.loading ? (
-          <span aria-busy="true">Loading…</span>
-        ) : group ? (
+        {group ? (
           <IncidentStatus incident={group.incident} />
-        ) : state.error ? null : (
-          <span class="muted">the group was not found among the first 500 groups of its class.</span>
+        ) : (
+          <span class="muted">the group's record is gone.</span>
         )}{" "}
         {group && (
           <button type="button" disabled={!can("acknowledge")} aria-describedby={can("acknowledge") ? undefined : "incident-needs"} onClick={() => setOpen(true)}>
@@ -272,7 +270,6 @@ function GroupIncident({ signature, pipeline }) {
           </button>
         )}
       </p>
-      <ErrorBox error={state.error} />
       <Needs id="incident-needs" items={[["Changing the group's incident status", "acknowledge"]]} />
       {open && (
         <IncidentDialog

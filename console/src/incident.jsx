@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { get, post } from "./api.js";
+import { post } from "./api.js";
 import { Dialog, ErrorBox, Time } from "./components.jsx";
 import { me } from "./state.js";
 
@@ -98,16 +98,3 @@ export function IncidentDialog({ group, onClose }) {
   );
 }
 
-// findGroup finds the group of signature among the groups of its class (in
-// its pipeline), a page of 100 at a time, 5 pages at most: the groups list
-// has no signature filter. null when not found.
-export async function findGroup(signature, cls, pipeline) {
-  let cursor;
-  for (let i = 0; i < 5; i++) {
-    const page = await get("/admin/dlq/groups", { class: cls, pipeline, limit: 100, cursor });
-    const g = page.groups.find((x) => x.signature === signature);
-    if (g || !page.has_more) return g ?? null;
-    cursor = page.next_cursor;
-  }
-  return null;
-}

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/incidents"
 )
 
 // AuditWindow is how many of the newest admin_audit entries GET
@@ -78,6 +79,8 @@ type RowSignature struct {
 	Class          string `json:"class"`
 	Text           string `json:"text"`
 	ReplayWillFail bool   `json:"replay_will_fail"`
+	// Incident is the group's incident (null: the group's row is gone).
+	Incident *incidents.Incident `json:"incident"`
 }
 
 // RowReplay is one replay of a row (from its audit entry).
@@ -107,7 +110,9 @@ func detailRowSQL(ps dlq.Pipelines) string {
 	return `SELECT json_object(` + dlq.MessageFields(ps, true) + `) AS message, last_message_id, body_hash,
 	source_queue, row_key, acknowledged_at, replayed_at, replaying_at,
 	COALESCE(history, '[]') AS history_json, history_dropped, signature AS sig, version AS ver,
-	(SELECT json_object('class', s.class, 'text', s.text) FROM dlq_signatures s WHERE s.signature = dlq_messages.signature) AS sig_group
+	(SELECT json_object('class', s.class, 'text', s.text, 'incident', json_object('signature', s.signature, 'status', s.incident,
+		'occurrence', s.incident_seq, 'since', s.incident_at, 'resolved_at', s.resolved_at, 'snoozed_until', s.snoozed_until,
+		'owner', s.owner, 'note', s.note)) FROM dlq_signatures s WHERE s.signature = dlq_messages.signature) AS sig_group
 	FROM dlq_messages WHERE id = ?`
 }
 
