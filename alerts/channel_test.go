@@ -310,3 +310,18 @@ func TestChannelCheck(t *testing.T) {
 		t.Fatal("ValidChannelName")
 	}
 }
+
+// Channel names are 1 to 32 of a-z, 0-9, _ and -: every byte at the edges
+// of those ranges.
+func TestValidChannelNameEdges(t *testing.T) {
+	for _, ok := range []string{"a", "z", "0", "9", "_", "-", "a-z_09", strings.Repeat("x", 32)} {
+		if !ValidChannelName(ok) {
+			t.Errorf("%q refused", ok)
+		}
+	}
+	for _, bad := range []string{"", "`", "{", "/", ":", "A", "Z", "a b", "é", strings.Repeat("x", 33)} {
+		if ValidChannelName(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,6 +197,18 @@ func TestOutboxDisablesAGoneReceiver(t *testing.T) {
 	}
 	if r.calls["gone"] != 1 {
 		t.Fatalf("the gone receiver was called %d times, want 1", r.calls["gone"])
+	}
+	l, err := o.List(ctx, 10, false)
+	if err != nil || len(l.Channels) != 2 || l.Channels[0].DisabledAt == nil || l.Channels[1].DisabledAt != nil ||
+		!strings.Contains(*l.Channels[0].Reason, "410") || l.Failed != 2 {
+		t.Fatalf("list after the 410: %+v %v", l, err)
+	}
+	for _, e := range l.Events {
+		for _, d := range e.Deliveries {
+			if (d.State == "sent") != (d.LastStatus != nil && *d.LastStatus == 202) || (d.DoneAt == nil) != (d.State == "pending") {
+				t.Errorf("%s to %s: %+v", e.Event.Type, d.Channel, d)
+			}
+		}
 	}
 	if err := o.Write(ctx, []Keyed{testEvent("group:c", 1)}, alertT0.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
