@@ -178,8 +178,8 @@ bench-rows: node_modules build ## only D1 rows read/written per operation at 100
 # the property tests of dlq/resolve and dlq/relocation run 30 sequences instead
 # of 200 (their mutation_test.go).
 GREMLINS := GOFLAGS="-count=1 -vet=off" go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
-MUTATE_PKGS ?= ./dlq ./dlq/inspect ./dlq/resolve ./dlq/upkeep ./dlq/relocation ./enrichment ./handlers
-mutate: ## mutation testing of dlq and its rooms, enrichment, handlers (MUTATE_PKGS=./dlq for one)
+MUTATE_PKGS ?= ./dlq ./dlq/inspect ./dlq/resolve ./dlq/upkeep ./dlq/relocation ./dlq/incidents ./alerts ./enrichment ./handlers
+mutate: ## mutation testing of dlq and its rooms, alerts, enrichment, handlers (MUTATE_PKGS=./dlq for one)
 	@for p in $(MUTATE_PKGS); do echo "== $$p"; $(GREMLINS) unleash --tags mutation --invert-logical --timeout-coefficient 5 $$p || exit 1; done
 
 deploy: node_modules build ## deploy to Cloudflare (needs wrangler login)

@@ -298,7 +298,7 @@ func (m *model) set(sig string, c Change, t int64) {
 // never missing).
 func TestLifecycleMatchesAModel(t *testing.T) {
 	sigs := []string{"000000000000000a", "000000000000000b", "000000000000000c", "000000000000000d"}
-	for seed := range 40 {
+	for seed := range modelSeeds {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 48))
 			f, m := newFixture(t), newModel()
@@ -366,3 +366,7 @@ func TestLifecycleMatchesAModel(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// modelSeeds is how many seeded sequences TestLifecycleMatchesAModel runs
+// (fewer under the mutation build tag: mutation_test.go).
+var modelSeeds = 40
