@@ -3,15 +3,18 @@ package incidents
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/alerts/alertstest"
+	"github.com/redrive/redrive/config"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/sqlbatch"
@@ -370,3 +373,107 @@ func ptr[T any](v T) *T { return &v }
 // modelSeeds is how many seeded sequences TestLifecycleMatchesAModel runs
 // (fewer under the mutation build tag: mutation_test.go).
 var modelSeeds = 40
+
+// What the events say: severity by type, the opened announcement's words
+// with a sample row, the owner and note of a change, a resolved group's
+// pending count; and the limits of owner and note, exactly.
+func TestEventsSayWhatHappened(t *testing.T) {
+	f := newFixture(t)
+	const sig = "00000000000000bb"
+	f.fail(t, sig)
+	if _, err := f.db.Exec(`UPDATE dlq_signatures SET sample_ids = '[42.0]' WHERE signature = ?`, sig); err != nil {
+		t.Fatal(err)
+	}
+	f.run(t)
+	f.now = f.now.Add(time.Minute)
+	if _, err := f.groups.Set(ctx, sig, Change{Status: Acknowledged, Owner: ptr(strings.Repeat("o", MaxOwner)), Note: ptr(strings.Repeat("n", MaxNote))}, by, f.now); err != nil {
+		t.Fatal(err)
+	}
+	f.settle(t, sig)
+	f.now = f.now.Add(2 * time.Hour)
+	f.run(t)
+	rows, err := f.db.Query(`SELECT type, severity, body FROM alert_events ORDER BY created_at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []alerts.Event
+	for rows.Next() {
+		var typ, sev, body string
+		var ev alerts.Event
+		if err := rows.Scan(&typ, &sev, &body); err != nil || json.Unmarshal([]byte(body), &ev) != nil || ev.Type != typ || ev.Severity != sev {
+			t.Fatalf("event %s %s %s: %v", typ, sev, body, err)
+		}
+		got = append(got, ev)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d events", len(got))
+	}
+	opened, acked, resolved := got[0], got[1], got[2]
+	if opened.Type != alerts.GroupOpened || opened.Severity != "error" || opened.Pipeline != "beers" ||
+		!strings.HasPrefix(opened.Summary, "NEW dlq_new_failure_signature: new failure signature "+sig+" (permanent) in pipeline beers") ||
+		!strings.Contains(opened.Summary, "e.g. row 42") || !strings.HasSuffix(opened.Summary, "replaying it unchanged fails again") ||
+		opened.Data["sample_row_id"] != float64(42) || opened.Data["pending"] != float64(1) {
+		t.Errorf("opened: %+v", opened)
+	}
+	if acked.Type != alerts.GroupAcknowledged || acked.Severity != "info" || acked.Data["owner"] != strings.Repeat("o", MaxOwner) ||
+		acked.Data["note"] != strings.Repeat("n", MaxNote) || !strings.HasPrefix(acked.Summary, "ACKNOWLEDGED failure group "+sig) {
+		t.Errorf("acknowledged: %+v", acked)
+	}
+	if resolved.Type != alerts.GroupResolved || resolved.Severity != "info" || resolved.Data["pending"] != float64(0) {
+		t.Errorf("resolved: %+v", resolved)
+	}
+	for _, c := range []Change{{Status: Acknowledged, Owner: ptr(strings.Repeat("o", MaxOwner+1))}, {Status: Acknowledged, Note: ptr(strings.Repeat("n", MaxNote+1))}} {
+		if _, err := f.groups.Set(ctx, sig, c, by, f.now); err == nil {
+			t.Errorf("%d-byte owner, %d-byte note accepted", len(deref(c.Owner)), len(deref(c.Note)))
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// With the groups in a database of their own, a change and its event are
+// two batches (the event first); every step still records its event once
+// and changes the group, as with one database.
+func TestLifecycleOfAGroupInItsOwnDatabase(t *testing.T) {
+	shared, own := sqlitetest.New(t), sqlitetest.New(t)
+	ps := []config.Pipeline{config.BeerPipeline(), {Name: "tickets", Queue: "tickets", Database: "TICKETS_DB"}}
+	dbs := dlq.NewDatabases(dlq.Store{DB: shared}, map[string]dlq.Store{"TICKETS_DB": {DB: own}}, ps)
+	o := alertstest.Outbox(shared, &alertstest.Slack{})
+	now := t0
+	life := Lifecycle{DB: own, Batch: sqlbatch.Tx{DB: own}, Database: "TICKETS_DB", Pipelines: dbs.Pipelines(), AutoResolve: time.Hour}
+	groups := Groups{DBs: dbs, Outbox: o, Audit: dlq.Audit{DB: shared, DBs: dbs, Cursors: dlq.NewCursors("s"), Clock: func() time.Time { return now }}}
+	const sig = "00000000000000cc"
+	if _, err := own.Exec(`INSERT INTO dlq_signatures(signature, class, text, pending, first_seen, last_seen, source_queue)
+		VALUES (?1, 'transient', 'status <n>', 1, ?2, ?2, 'tickets')`, sig, now.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := life.Emit(ctx, o, now); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	res, err := groups.Set(ctx, sig, Change{Status: Resolved}, by, now)
+	if err != nil || res.Incident.Status != Resolved || res.EventID == nil {
+		t.Fatalf("resolve in its own database: %+v %v", res, err)
+	}
+	var types string
+	if err := shared.QueryRow(`SELECT group_concat(type || ' ' || COALESCE(pipeline, ''), ',') FROM (SELECT type, pipeline FROM alert_events ORDER BY created_at)`).Scan(&types); err != nil ||
+		types != "group.opened tickets,group.resolved tickets" {
+		t.Fatalf("events in the shared outbox: %q %v", types, err)
+	}
+	var announced, incident string
+	if err := own.QueryRow(`SELECT CAST(announced_at AS TEXT), incident FROM dlq_signatures WHERE signature = ?`, sig).Scan(&announced, &incident); err != nil ||
+		announced == "" || incident != Resolved {
+		t.Fatalf("the group in its database: %q %q %v", announced, incident, err)
+	}
+	var n int64
+	own.QueryRow(`SELECT COUNT(*) FROM alert_events`).Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d events written to the pipeline's own database", n)
+	}
+}

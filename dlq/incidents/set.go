@@ -30,10 +30,9 @@ type Change struct {
 
 // Bounds of a Change.
 const (
-	MaxSnooze   = 30 * 24 * time.Hour
-	MaxOwner    = 100
-	MaxNote     = 1000
-	maxSigBytes = 64
+	MaxSnooze = 30 * 24 * time.Hour
+	MaxOwner  = 100
+	MaxNote   = 1000
 )
 
 // Incident is a group's incident state (on GET /admin/dlq/groups and the
@@ -122,7 +121,7 @@ func (g Groups) Set(ctx context.Context, sig string, c Change, by dlq.Requester,
 	if err := c.Check(now); err != nil {
 		return Changed{}, err
 	}
-	if len(sig) > maxSigBytes || !dlq.ValidSignatureKey(sig) {
+	if !dlq.ValidSignatureKey(sig) {
 		return Changed{}, ErrGroupNotFound
 	}
 	db, gr, err := g.find(ctx, sig, by.Scope)
