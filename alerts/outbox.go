@@ -203,7 +203,7 @@ func (o *Outbox) Deliver(ctx context.Context, now time.Time) (DeliveryReport, er
 		if round == 0 {
 			perChannel = 1
 		}
-		batch, err := o.claim(ctx, now, DeliveriesPerRun-requests, perChannel, down)
+		batch, err := o.claim(ctx, o.due(now), DeliveriesPerRun-requests, perChannel, down)
 		if err != nil {
 			return rep, errors.Join(append(errs, err)...)
 		}
@@ -246,6 +246,16 @@ func (o *Outbox) Deliver(ctx context.Context, now time.Time) (DeliveryReport, er
 		}
 	}
 	return rep, errors.Join(errs...)
+}
+
+// due is the time deliveries are due by: the run's scheduled time, or the
+// clock when later (a run starts after its scheduled second; an event
+// recorded in between is due in this run, not the next).
+func (o *Outbox) due(now time.Time) time.Time {
+	if c := o.Clock.Now(); c.After(now) {
+		return c
+	}
+	return now
 }
 
 func (o *Outbox) claim(ctx context.Context, now time.Time, n, perChannel int, down []string) ([]claimed, error) {

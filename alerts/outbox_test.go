@@ -298,3 +298,17 @@ func TestOutboxTriesADownChannelOnceARun(t *testing.T) {
 		t.Fatalf("%d deliveries were claimed and given back", n)
 	}
 }
+
+// A run starts after its scheduled second: an event recorded in between
+// (an operator's change) is delivered by that run, not the next.
+func TestOutboxDeliversWhatWasRecordedSinceTheScheduledTime(t *testing.T) {
+	r := newReceiver()
+	o := newOutbox(t, r, webhookChannel("c"))
+	o.Clock = func() time.Time { return alertT0.Add(900 * time.Millisecond) }
+	if err := o.Write(ctx, []Keyed{testEvent("group:a", 1)}, alertT0.Add(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if rep := deliverAt(t, o, alertT0); rep.Sent != 1 {
+		t.Fatalf("report %+v: the event recorded after the scheduled second waits for the next run", rep)
+	}
+}
