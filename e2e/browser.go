@@ -139,11 +139,30 @@ func Eval[T any](b *Browser, expr string) T {
 // what is awaited.
 func (b *Browser) Wait(what, expr string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 25*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Until(deadline)+5*time.Second)
+		_, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(time.Until(deadline))))
+		cancel()
+		if err == nil {
+			return
+		}
+		// A navigation (a sign-out reloads the page) replaced the document
+		// the poll ran in: poll the new one until the deadline.
+		if navigated(err) && time.Now().Before(deadline) {
+			continue
+		}
 		b.fail("waiting for %s (%s): %v", what, expr, err)
+		return
 	}
+}
+
+// navigated reports a DevTools error of an expression whose document went
+// away under it.
+func navigated(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Cannot find context with specified id") || strings.Contains(s, "Execution context was destroyed") ||
+		strings.Contains(s, "Inspected target navigated or closed")
 }
 
 // Click clicks (a real mouse click) the first element of a CSS selector.

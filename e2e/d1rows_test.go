@@ -414,7 +414,7 @@ func TestD1RowsBudget(t *testing.T) {
 		"daily dlq_retention, nothing new due":               {1_000, 0},
 		"acknowledge 99 ids":                                 {0, 495}, // the original: 495
 		"replay 50 ids":                                      {0, 451}, // the original: 50 × (4 claim + 5 final update); +1: the audit entry's principal (its index, 0036)
-		"capture, 100 messages":                              {0, 419}, // 100 rows × 4 entries, attempt records, mark, tally, activity, signatures
+		"capture, 100 messages":                              {0, 420}, // 100 rows × 4 entries, attempt records, mark, tally, activity, signatures (a new one: its idx_dlq_signatures_incident entry, migrations/0037)
 		"capture, 1 message (a batch of its own)":            {0, 11},
 		"attempt tracking, 4 failed attempts of one message": {0, 8}, // 2 per failed attempt
 	}
