@@ -1,13 +1,13 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/redrive/redrive/alerts"
+	"github.com/redrive/redrive/internal/strictjson"
 	"github.com/redrive/redrive/outbound"
 )
 
@@ -78,12 +78,7 @@ func (l *loader) incidents(c *Config) {
 
 func parseAlertChannel(raw json.RawMessage, getenv func(string) string) (alerts.Channel, error) {
 	var e alertChannelEntry
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return alerts.Channel{}, fmt.Errorf("not a channel object: %v", err)
-	}
-	if err := exactFields(raw, "name", "type", "url", "url_secret", "secret", "events", "pipelines", "min_severity"); err != nil {
+	if err := strictjson.Decode(raw, &e, "the channel"); err != nil {
 		return alerts.Channel{}, err
 	}
 	if !alerts.ValidChannelName(e.Name) {
@@ -122,21 +117,6 @@ func parseAlertChannel(raw json.RawMessage, getenv func(string) string) (alerts.
 		return c, err
 	}
 	return c, nil
-}
-
-// exactFields fails on a member whose name matches one of names only
-// case-insensitively (encoding/json would take it).
-func exactFields(raw json.RawMessage, names ...string) error {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return fmt.Errorf("not a channel object")
-	}
-	for k := range m {
-		if !slices.Contains(names, k) {
-			return fmt.Errorf("unknown field %q", k)
-		}
-	}
-	return nil
 }
 
 func validSecretName(s string) bool {

@@ -1,13 +1,13 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redrive/redrive/internal/jsonpointer"
+	"github.com/redrive/redrive/internal/strictjson"
 )
 
 // Consumer values of a pipeline: who consumes its main queue.
@@ -178,10 +178,8 @@ func entryName(e json.RawMessage) string {
 // is wrong with the entry.
 func parsePipeline(raw json.RawMessage, pending int64, oldest, retention time.Duration) (Pipeline, error) {
 	var e pipelineEntry
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		return Pipeline{}, fmt.Errorf("not a pipeline object: %v", err)
+	if err := strictjson.Decode(raw, &e, "the entry"); err != nil {
+		return Pipeline{}, err
 	}
 	p := Pipeline{Name: e.Name, Queue: e.Queue, DLQ: e.DLQ, Producer: e.Producer, Labels: e.Labels, Consumer: e.Consumer,
 		AlertPendingThreshold: pending, AlertOldestPending: oldest, Retention: retention, Database: SharedDatabase}

@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -137,21 +136,6 @@ func TestFilterIsStrict(t *testing.T) {
 	}
 }
 
-func TestDescribe(t *testing.T) {
-	for _, c := range []struct {
-		v    any
-		want string
-	}{
-		{true, "a boolean"}, {"", "a string"}, {1, "an integer"}, {1.5, "a number"}, {[]int64{}, "an array of integers"},
-		{[][]string{}, "an array of arrays of strings"}, {enrichRequest{}, "an object"}, {[]byte{}, "a base64 string"},
-		{map[string]int{}, "an object"}, {[]any{}, "an array"}, {&replayBody{}, "an object"},
-	} {
-		if got := describe(reflect.TypeOf(c.v)); got != c.want {
-			t.Errorf("%T: %q, want %q", c.v, got, c.want)
-		}
-	}
-}
-
 // The mixed-case key that encoding/json would have matched to dry_run is
 // rejected: the request is a 400 and replays nothing.
 func TestMixedCaseDryRunReplaysNothing(t *testing.T) {
@@ -262,7 +246,7 @@ func TestDecodeStrictNeedsANonNilPointer(t *testing.T) {
 	for name, v := range map[string]any{"nil pointer": (*replayBody)(nil), "struct value": replayBody{}} {
 		func() {
 			defer func() {
-				if p := recover(); p != "decodeStrict: v must be a non-nil pointer" {
+				if p := recover(); p != "strictjson: v must be a non-nil pointer" {
 					t.Errorf("%s: recovered %v", name, p)
 				}
 			}()

@@ -1,14 +1,13 @@
 package cfaccess
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/redrive/redrive/access"
+	"github.com/redrive/redrive/internal/strictjson"
 )
 
 // MaxRules is the most rules ACCESS_ROLES may hold.
@@ -56,17 +55,9 @@ func ParseRules(s string) (Rules, error) {
 	if s[0] != '[' {
 		return nil, fmt.Errorf("ACCESS_ROLES must be a JSON array of rules")
 	}
-	if err := checkFieldNames(s); err != nil {
-		return nil, fmt.Errorf("ACCESS_ROLES: %v", err)
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
 	var rs Rules
-	if err := dec.Decode(&rs); err != nil {
-		return nil, fmt.Errorf("ACCESS_ROLES is not a JSON array of rules: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("ACCESS_ROLES has data after its array")
+	if err := strictjson.Decode([]byte(s), &rs, "the value"); err != nil {
+		return nil, fmt.Errorf("ACCESS_ROLES: %v", err)
 	}
 	if len(rs) > MaxRules {
 		return nil, fmt.Errorf("ACCESS_ROLES has %d rules, over %d", len(rs), MaxRules)
@@ -77,45 +68,6 @@ func ParseRules(s string) (Rules, error) {
 		}
 	}
 	return rs, nil
-}
-
-// ruleFields are the names of a rule's fields, written exactly (encoding/json
-// would also take "Email" or "ROLE" for them).
-var ruleFields = map[string]bool{"email": true, "email_domain": true, "group": true, "role": true, "pipelines": true}
-
-// checkFieldNames walks s, a JSON array, and refuses an element that is
-// not an object, a field name that is not one of ruleFields exactly, and
-// a field named twice. The values are left for the decoder.
-func checkFieldNames(s string) error {
-	dec := json.NewDecoder(strings.NewReader(s))
-	if _, err := dec.Token(); err != nil {
-		return err
-	}
-	for i := 1; dec.More(); i++ {
-		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-			return fmt.Errorf("rule %d is not a JSON object", i)
-		}
-		seen := map[string]bool{}
-		for dec.More() {
-			t, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			name, _ := t.(string)
-			if !ruleFields[name] || seen[name] {
-				return fmt.Errorf("rule %d: unknown or repeated field %q", i, name)
-			}
-			seen[name] = true
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // validate checks r and lowers its email and domain.
