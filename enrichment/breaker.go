@@ -267,15 +267,23 @@ type BreakerState struct {
 	ProbeUntil int64 `json:"probe_until"`
 	// Reopens counts the consecutive failed probes.
 	Reopens int64 `json:"reopens"`
+	// Failures counts the consecutive transient failures.
+	Failures int64 `json:"failures"`
+	// UpdatedAt is the row's last change (epoch ms; 0: the breaker was
+	// never used and has no row).
+	UpdatedAt int64 `json:"updated_at"`
 }
 
-// Read returns the breaker's state (closed when it has no row); one row read.
+// Read returns the breaker's state (closed, UpdatedAt 0, when it has no
+// row); one row read. The catch-up, the alert conditions and GET
+// /admin/enrichment/breaker all read it here.
 func (b Breaker) Read(ctx context.Context) (BreakerState, error) {
 	var s BreakerState
 	var cause sql.NullString
 	var openUntil, probeUntil sql.NullInt64
-	err := b.DB.QueryRowContext(ctx, `SELECT state, cause, open_until, probe_until, reopens FROM enrichment_breaker WHERE name = ?`,
-		breakerName).Scan(&s.State, &cause, &openUntil, &probeUntil, &s.Reopens)
+	err := b.DB.QueryRowContext(ctx, `SELECT state, cause, open_until, probe_until, reopens, failures, updated_at
+		FROM enrichment_breaker WHERE name = ?`,
+		breakerName).Scan(&s.State, &cause, &openUntil, &probeUntil, &s.Reopens, &s.Failures, &s.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return BreakerState{State: BreakerClosed}, nil
 	}

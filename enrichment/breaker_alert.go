@@ -3,7 +3,6 @@ package enrichment
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -47,72 +46,62 @@ func (c BreakerCondition) Name() string {
 	return "enrichment_breaker_open"
 }
 
-// breakerRow is the breaker's row as the conditions read it.
-type breakerRow struct {
-	state                 string
-	failures, updated     int64
-	openUntil, probeUntil sql.NullInt64
-	cause                 sql.NullString
-}
-
 // Check implements alerts.Condition; the detail says since when, why and
 // what happens next.
 func (c BreakerCondition) Check(ctx context.Context, now time.Time) (bool, string, error) {
-	var b breakerRow
-	err := c.DB.QueryRowContext(ctx, `SELECT state, failures, open_until, probe_until, updated_at, cause FROM enrichment_breaker WHERE name = ?`,
-		breakerName).Scan(&b.state, &b.failures, &b.openUntil, &b.probeUntil, &b.updated, &b.cause)
-	if errors.Is(err, sql.ErrNoRows) {
+	b, err := (Breaker{DB: c.DB}).Read(ctx)
+	if err != nil {
+		return false, "", fmt.Errorf("breaker state: %w", err)
+	}
+	if b.UpdatedAt == 0 { // no row
 		if c.Auth {
 			return false, "provider accepts the API key (breaker never opened)", nil
 		}
 		return false, "provider circuit breaker closed (never opened)", nil
 	}
-	if err != nil {
-		return false, "", fmt.Errorf("breaker state: %w", err)
-	}
 	if c.Auth {
-		return b.authDetail(now)
+		return authDetail(b, now)
 	}
-	return b.openDetail(now)
+	return openDetail(b, now)
 }
 
-// authDetail is enrichment_auth_failing's verdict on the row.
-func (b breakerRow) authDetail(now time.Time) (bool, string, error) {
-	if b.state == BreakerClosed || b.cause.String != CauseAuth {
+// authDetail is enrichment_auth_failing's verdict on the breaker.
+func authDetail(b BreakerState, now time.Time) (bool, string, error) {
+	if b.State == BreakerClosed || b.Cause != CauseAuth {
 		return false, "provider accepts the API key", nil
 	}
 	next := "a probe call is under way"
-	if b.state == BreakerOpen {
-		next = "next key probe at " + time.UnixMilli(b.openUntil.Int64).UTC().Format(time.RFC3339)
-		if b.openUntil.Int64 <= now.UnixMilli() {
+	if b.State == BreakerOpen {
+		next = "next key probe at " + time.UnixMilli(b.OpenUntil).UTC().Format(time.RFC3339)
+		if b.OpenUntil <= now.UnixMilli() {
 			next = "the next catch-up run probes the key"
 		}
 	}
 	return true, fmt.Sprintf("the provider refuses ENRICHMENT_API_KEY (401/403; breaker %s, last change %s): provider calls stopped, "+
 		"beers wait in D1 (none dead-lettered); fix the secret with `wrangler secret put ENRICHMENT_API_KEY`; %s",
-		b.state, time.UnixMilli(b.updated).UTC().Format(time.RFC3339), next), nil
+		b.State, time.UnixMilli(b.UpdatedAt).UTC().Format(time.RFC3339), next), nil
 }
 
-// openDetail is enrichment_breaker_open's verdict on the row.
-func (b breakerRow) openDetail(now time.Time) (bool, string, error) {
-	since := time.UnixMilli(b.updated).UTC().Format(time.RFC3339)
-	switch b.state {
+// openDetail is enrichment_breaker_open's verdict on the breaker.
+func openDetail(b BreakerState, now time.Time) (bool, string, error) {
+	since := time.UnixMilli(b.UpdatedAt).UTC().Format(time.RFC3339)
+	switch b.State {
 	case BreakerClosed:
 		return false, fmt.Sprintf("provider circuit breaker closed (since %s)", since), nil
 	case BreakerHalfOpen:
 		return true, fmt.Sprintf("provider circuit breaker half-open since %s: one probe call decides (lease until %s)",
-			since, time.UnixMilli(b.probeUntil.Int64).UTC().Format(time.RFC3339)), nil
+			since, time.UnixMilli(b.ProbeUntil).UTC().Format(time.RFC3339)), nil
 	default:
-		until := time.UnixMilli(b.openUntil.Int64).UTC().Format(time.RFC3339)
+		until := time.UnixMilli(b.OpenUntil).UTC().Format(time.RFC3339)
 		next := "provider calls stopped until " + until
-		if b.openUntil.Int64 <= now.UnixMilli() {
+		if b.OpenUntil <= now.UnixMilli() {
 			next = "cooldown ended at " + until + ", the next catch-up run probes the provider"
 		}
-		why := fmt.Sprintf("after %d consecutive transient failures", b.failures)
-		if b.cause.String == CauseAuth {
+		why := fmt.Sprintf("after %d consecutive transient failures", b.Failures)
+		if b.Cause == CauseAuth {
 			why = "because the provider refused the API key (see enrichment_auth_failing)"
 		}
-		return true, fmt.Sprintf("provider circuit breaker %s since %s %s; %s", b.state, since, why, next), nil
+		return true, fmt.Sprintf("provider circuit breaker %s since %s %s; %s", b.State, since, why, next), nil
 	}
 }
 

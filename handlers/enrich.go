@@ -2,9 +2,7 @@ package handlers
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -141,30 +139,21 @@ type breakerData struct {
 // breakerShow serves GET /admin/enrichment/breaker: the breaker's row
 // (enrichment_breaker, name 'provider', enrichment.Breaker's), one row read.
 func (a *API) breakerShow(w http.ResponseWriter, r *http.Request) error {
-	d := breakerData{State: enrichment.BreakerClosed}
-	var cause sql.NullString
-	var since, openUntil, probeUntil sql.NullInt64
-	err := a.DB.QueryRowContext(r.Context(), `SELECT state, cause, failures, updated_at, open_until, probe_until, reopens
-		FROM enrichment_breaker WHERE name = 'provider'`).Scan(&d.State, &cause, &d.Failures, &since, &openUntil, &probeUntil, &d.Reopens)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("breaker read: %w", err)
+	b, err := (enrichment.Breaker{DB: a.DB}).Read(r.Context())
+	if err != nil {
+		return err
 	}
-	d.Cause, d.Since, d.OpenUntil, d.ProbeUntil = nullString(cause), nullInt(since), nullInt(openUntil), nullInt(probeUntil)
-	d.ProbeDue = enrichment.BreakerState{State: d.State, OpenUntil: openUntil.Int64, ProbeUntil: probeUntil.Int64}.ProbeDue(a.Clock.Now())
+	orNull := func(v int64) *int64 {
+		if v == 0 {
+			return nil
+		}
+		return &v
+	}
+	d := breakerData{State: b.State, Failures: b.Failures, Since: orNull(b.UpdatedAt), OpenUntil: orNull(b.OpenUntil),
+		ProbeUntil: orNull(b.ProbeUntil), Reopens: b.Reopens, ProbeDue: b.ProbeDue(a.Clock.Now())}
+	if b.Cause != "" {
+		d.Cause = &b.Cause
+	}
 	respond(w, r, http.StatusOK, d)
 	return nil
-}
-
-func nullString(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	return &s.String
-}
-
-func nullInt(n sql.NullInt64) *int64 {
-	if !n.Valid {
-		return nil
-	}
-	return &n.Int64
 }
