@@ -368,7 +368,7 @@ func (w worker) cronRouter() *jobs.CronRouter {
 // ALERT_CHANNELS (alerts.Outbox).
 func (w worker) outbox() *alerts.Outbox {
 	shared := w.dbs.Shared()
-	return &alerts.Outbox{DB: shared.DB, Batch: shared.Batch, Doer: platform.Fetch{}, Log: w.log,
+	return &alerts.Outbox{DB: shared.DB, Batch: shared.Batch, Database: shared.Name, Doer: platform.Fetch{}, Log: w.log,
 		Channels: w.cfg.AlertChannels, Attempts: w.cfg.AlertDeliveryAttempts}
 }
 

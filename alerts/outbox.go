@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -34,6 +35,9 @@ import (
 type Outbox struct {
 	DB    *sql.DB
 	Batch sqlbatch.Runner
+	// Database is the binding of DB ("" is the shared "DB"): Commit makes
+	// a change in it and its events one batch.
+	Database string
 	// Doer sends the requests (platform.Fetch in the Worker).
 	Doer outbound.Doer
 	Log  *slog.Logger
@@ -143,6 +147,41 @@ func (o *Outbox) Record(evs []Keyed, at time.Time, guard string, guardArgs ...an
 				AND NOT EXISTS (SELECT 1 FROM alert_channels WHERE name = c.value AND disabled_at IS NOT NULL)
 			ORDER BY j.key, c.key`, Args: []any{string(js), t}},
 	}, nil
+}
+
+// Commit makes change, statements run in the database of the binding
+// database, and records evs, the events it tells. In the outbox's own
+// database they are one batch: the change first, then the events, each
+// written only when guard (over j, as Record's, with guardArgs) holds in
+// the state the change left, so a change that matched nothing tells
+// nothing. In another database the events go first, unguarded, then the
+// change: an event's id is fixed by what it tells, so a retry after a
+// failed change writes the same event again (ignored), never a change
+// without its event. It returns the change's results.
+func (o *Outbox) Commit(ctx context.Context, database string, run sqlbatch.Runner, change []sqlbatch.Stmt, evs []Keyed,
+	at time.Time, guard string, guardArgs ...any) ([]json.RawMessage, error) {
+	if len(evs) == 0 {
+		return run.Batch(ctx, change...)
+	}
+	if database == cmp.Or(o.Database, "DB") {
+		rec, err := o.Record(evs, at, guard, guardArgs...)
+		if err != nil {
+			return nil, err
+		}
+		res, err := run.Batch(ctx, append(slices.Clip(change), rec...)...)
+		if err != nil {
+			return nil, err
+		}
+		return res[:len(change)], nil
+	}
+	if err := o.Write(ctx, evs, at); err != nil {
+		return nil, fmt.Errorf("record events: %w", err)
+	}
+	res, err := run.Batch(ctx, change...)
+	if err != nil {
+		return nil, fmt.Errorf("its events are recorded, and a retry records them again as the same: %w", err)
+	}
+	return res, nil
 }
 
 // Write records evs at once in their own batch (no guard).

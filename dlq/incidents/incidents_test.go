@@ -40,7 +40,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{db: db, outbox: alertstest.Outbox(db, &alertstest.Slack{}), now: t0}
 	f.outbox.Channels = nil // events are recorded; delivery is the outbox's own tests
 	dbs := dlq.Single(dlq.Store{DB: db})
-	f.life = Lifecycle{DB: db, Batch: sqlbatch.Tx{DB: db}, Database: "DB", SameDB: true, Pipelines: dbs.Pipelines(), AutoResolve: time.Hour}
+	f.life = Lifecycle{DB: db, Batch: sqlbatch.Tx{DB: db}, Database: "DB", Pipelines: dbs.Pipelines(), AutoResolve: time.Hour}
 	f.groups = Groups{DBs: dbs, Outbox: f.outbox, Audit: dlq.Audit{DB: db, DBs: dbs, Cursors: dlq.NewCursors("s"),
 		Clock: func() time.Time { return f.now }}}
 	return f
@@ -476,4 +476,71 @@ func TestLifecycleOfAGroupInItsOwnDatabase(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d events written to the pipeline's own database", n)
 	}
+}
+
+// A change that lost a race (the group changed after it was read) is 409
+// CONFLICT and tells nothing: its event is guarded by the change in the
+// same batch. A lifecycle step whose change reaches no group (an operator
+// moved it on after the step's read) tells nothing either.
+func TestAChangeThatLostARaceTellsNothing(t *testing.T) {
+	f := newFixture(t)
+	const sig = "00000000000000ab"
+	f.fail(t, sig)
+	f.run(t)
+	d, stale, err := f.groups.find(ctx, sig, dlq.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(time.Minute)
+	if _, err := f.groups.Set(ctx, sig, Change{Status: Acknowledged}, by, f.now); err != nil {
+		t.Fatal(err)
+	}
+	before := f.events(t)
+	f.now = f.now.Add(time.Minute)
+	_, err = f.groups.apply(ctx, d, stale, Change{Status: Resolved}, f.now)
+	var ie *dlq.InputError
+	if !errors.As(err, &ie) || ie.Code != "CONFLICT" {
+		t.Fatalf("a stale change: %v, want CONFLICT", err)
+	}
+	if got := f.events(t); !slices.Equal(got, before) {
+		t.Errorf("a change that did not happen told %v (before: %v)", got, before)
+	}
+	if in := f.status(t, sig); in.Status != Acknowledged {
+		t.Errorf("the group is %s, want acknowledged", in.Status)
+	}
+
+	// The lifecycle: the group is quiet past AutoResolve, so the resolve
+	// step reads it; the operator ignores it just before the step's batch.
+	f.settle(t, sig)
+	f.now = f.now.Add(2 * time.Hour)
+	before = f.events(t)
+	life := f.life
+	life.Batch = raced{Runner: f.life.Batch, before: func() {
+		if _, err := f.groups.Set(ctx, sig, Change{Status: Ignored}, by, f.now); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	if _, err := life.Emit(ctx, f.outbox, f.now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got := f.events(t)
+	if len(got) != len(before)+1 || !strings.HasPrefix(got[len(got)-1], alerts.GroupIgnored) {
+		t.Errorf("events %v, want the ignore's alone after %v", got, before)
+	}
+	if in := f.status(t, sig); in.Status != Ignored {
+		t.Errorf("the group is %s, want ignored", in.Status)
+	}
+}
+
+// raced runs before ahead of each batch it is given.
+type raced struct {
+	sqlbatch.Runner
+	before func()
+}
+
+func (r raced) Batch(ctx context.Context, stmts ...sqlbatch.Stmt) ([]json.RawMessage, error) {
+	if r.before != nil {
+		r.before()
+	}
+	return r.Runner.Batch(ctx, stmts...)
 }

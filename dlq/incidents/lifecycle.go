@@ -24,18 +24,13 @@ import (
 //
 // Each step reads its groups through a partial index that holds only the
 // groups in that state (at most stepLimit a run), whatever the backlog. A
-// change and its events are one batch when the groups live in the
-// outbox's database; in another database the events are written first,
-// then the change: an event's id is fixed by the group and its occurrence,
-// so a run that dies in between leaves an event the next run writes again
-// as the same one (ignored), never a change without its event.
+// change and its events are committed together (alerts.Outbox.Commit): an
+// event's id is fixed by the group and its occurrence.
 type Lifecycle struct {
 	DB    *sql.DB
 	Batch sqlbatch.Runner
 	// Database is the binding (dlq.JobName names the source).
-	Database string
-	// SameDB: DB is the outbox's database (one batch).
-	SameDB    bool
+	Database  string
 	Pipelines dlq.Pipelines
 	// AutoResolve is GROUP_AUTO_RESOLVE_MINUTES.
 	AutoResolve time.Duration
@@ -129,28 +124,16 @@ func (l Lifecycle) run(ctx context.Context, o *alerts.Outbox, s step, now time.T
 		args = append(args, s.args(now)...)
 	}
 	change := sqlbatch.Stmt{SQL: s.change, Args: args}
-	var rec []sqlbatch.Stmt
-	if len(evs) > 0 {
-		if rec, err = o.Record(evs, now, "1"); err != nil {
-			return 0, err
-		}
-	}
-	if l.SameDB {
-		if _, err := l.Batch.Batch(ctx, append(rec, change)...); err != nil {
-			return 0, fmt.Errorf("change groups: %w", err)
-		}
-		return len(evs), nil
-	}
-	if len(rec) > 0 {
-		if _, err := o.Batch.Batch(ctx, rec...); err != nil {
-			return 0, fmt.Errorf("record events: %w", err)
-		}
-	}
-	if _, err := l.Batch.Batch(ctx, change); err != nil {
-		return len(evs), fmt.Errorf("change groups (their events are recorded; the next run writes them again as the same): %w", err)
+	if _, err := o.Commit(ctx, l.Database, l.Batch, []sqlbatch.Stmt{change}, evs, now, changedNow); err != nil {
+		return 0, fmt.Errorf("change groups: %w", err)
 	}
 	return len(evs), nil
 }
+
+// changedNow is the guard of a group's event (alerts.Outbox.Record): the
+// change of this run (?2, its time) reached the group, whose incident_at
+// or announced_at it set.
+const changedNow = `EXISTS (SELECT 1 FROM dlq_signatures s WHERE s.signature = j.value ->> 'key' AND ?2 IN (s.incident_at, s.announced_at))`
 
 // readArgs are a step's read parameters: D1 refuses one the statement does
 // not use, and opened and reopened read with ?1 alone.

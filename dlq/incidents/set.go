@@ -172,8 +172,8 @@ func eventOf(status string) string {
 }
 
 // apply makes the change, guarded by the state read (a group changed
-// meanwhile is 409 CONFLICT), with its event: one batch in the outbox's
-// database, else the event first (see Lifecycle).
+// meanwhile is 409 CONFLICT), committed with its event
+// (alerts.Outbox.Commit; a conflict in the outbox's database tells nothing).
 func (g Groups) apply(ctx context.Context, db dlq.Database, gr group, c Change, now time.Time) (Changed, error) {
 	t := now.UnixMilli()
 	var until any
@@ -189,7 +189,7 @@ func (g Groups) apply(ctx context.Context, db dlq.Database, gr group, c Change, 
 		RETURNING signature`,
 		Args: []any{c.Status, t, until, owner.flag(), owner.v, note.flag(), note.v, gr.Signature, gr.Incident, gr.Seq}}
 	out := Changed{queue: gr.Queue}
-	var rec []sqlbatch.Stmt
+	var evs []alerts.Keyed
 	if typ := eventOf(c.Status); typ != "" && c.Status != gr.Incident {
 		after := gr
 		if c.Owner != nil {
@@ -199,24 +199,10 @@ func (g Groups) apply(ctx context.Context, db dlq.Database, gr group, c Change, 
 			after.Note = *c.Note
 		}
 		ev := event(after, typ, gr.Seq, alerts.Timestamp(now), g.DBs.Pipelines(), "")
-		var err error
-		if rec, err = g.Outbox.Record([]alerts.Keyed{ev}, now, "1"); err != nil {
-			return out, err
-		}
+		evs = append(evs, ev)
 		out.EventID = &ev.ID
 	}
-	var res []json.RawMessage
-	var err error
-	if db.Name == g.DBs.Shared().Name {
-		res, err = dlq.BatchOf(db.Batch, db.DB).Batch(ctx, append([]sqlbatch.Stmt{change}, rec...)...)
-	} else {
-		if len(rec) > 0 {
-			if _, err := g.Outbox.Batch.Batch(ctx, rec...); err != nil {
-				return out, fmt.Errorf("record event: %w", err)
-			}
-		}
-		res, err = dlq.BatchOf(db.Batch, db.DB).Batch(ctx, change)
-	}
+	res, err := g.Outbox.Commit(ctx, db.Name, dlq.BatchOf(db.Batch, db.DB), []sqlbatch.Stmt{change}, evs, now, changedNow)
 	if err != nil {
 		return out, fmt.Errorf("change group: %w", err)
 	}

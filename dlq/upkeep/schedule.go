@@ -177,10 +177,10 @@ func (u Schedule) RetentionBehindAlerts() []alerts.Condition {
 func (u Schedule) Lifecycles(autoResolve time.Duration) []alerts.Source {
 	var out []alerts.Source
 	for _, d := range u.DBs.All {
-		same, batch := d.Name == u.DBs.Shared().Name, dlq.BatchOf(d.Batch, d.DB)
-		out = append(out, incidents.Lifecycle{DB: d.DB, Batch: batch, Database: d.Name, SameDB: same,
+		batch := dlq.BatchOf(d.Batch, d.DB)
+		out = append(out, incidents.Lifecycle{DB: d.DB, Batch: batch, Database: d.Name,
 			Pipelines: u.DBs.Pipelines(), AutoResolve: autoResolve},
-			TaskEvents{DB: d.DB, Batch: batch, Database: d.Name, SameDB: same})
+			TaskEvents{DB: d.DB, Batch: batch, Database: d.Name})
 	}
 	return out
 }

@@ -20,15 +20,13 @@ import (
 // state it reaches (replay_tasks.told_state); a task paused by an operator
 // is marked told without an event. It reads the tasks not told yet through
 // idx_replay_tasks_untold (a handful), at most taskEventsLimit a run; the
-// events and the mark are one batch when the tasks live in the outbox's
-// database, else the events first (their ids are fixed by the task, its
-// state and its last change, so a retry writes the same ones).
+// events and the mark are committed together (alerts.Outbox.Commit; their
+// ids are fixed by the task, its state and its last change).
 type TaskEvents struct {
 	DB    *sql.DB
 	Batch sqlbatch.Runner
 	// Database is the binding (dlq.JobName names the source).
 	Database string
-	SameDB   bool
 }
 
 const taskEventsLimit = 20
@@ -73,28 +71,15 @@ func (s TaskEvents) Emit(ctx context.Context, o *alerts.Outbox, now time.Time) (
 	js, _ := json.Marshal(marks) // integers and strings always marshal
 	mark := sqlbatch.Stmt{SQL: `UPDATE replay_tasks SET told_state = state
 		WHERE (id, state, updated_at) IN (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1))`, Args: []any{string(js)}}
-	var rec []sqlbatch.Stmt
-	if len(evs) > 0 {
-		if rec, err = o.Record(evs, now, "1"); err != nil {
-			return 0, err
-		}
-	}
-	if s.SameDB {
-		if _, err := s.Batch.Batch(ctx, append(rec, mark)...); err != nil {
-			return 0, fmt.Errorf("tell tasks: %w", err)
-		}
-		return len(evs), nil
-	}
-	if len(rec) > 0 {
-		if _, err := o.Batch.Batch(ctx, rec...); err != nil {
-			return 0, fmt.Errorf("record task events: %w", err)
-		}
-	}
-	if _, err := s.Batch.Batch(ctx, mark); err != nil {
-		return len(evs), fmt.Errorf("mark tasks told: %w", err)
+	if _, err := o.Commit(ctx, s.Database, s.Batch, []sqlbatch.Stmt{mark}, evs, now, toldNow); err != nil {
+		return 0, fmt.Errorf("tell tasks: %w", err)
 	}
 	return len(evs), nil
 }
+
+// toldNow is the guard of a task's event (alerts.Outbox.Record): the mark
+// reached the task, which was still in the state the event tells.
+const toldNow = `EXISTS (SELECT 1 FROM replay_tasks t WHERE t.id = CAST(j.value ->> 'key' AS INTEGER) AND t.told_state = t.state)`
 
 // event is the event telling t (none for a pause without a failed canary).
 func (s TaskEvents) event(t untoldTask, now time.Time) (alerts.Keyed, bool) {
