@@ -19,7 +19,8 @@ func TestAuthFailingConditionFiresAndResolves(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	cond := AuthFailingCondition(f.db)
-	n := &notes{}
+	n := &alertstest.Slack{}
+	var texts []string
 	alerts := &alerts.Engine{DB: f.db, Log: discard, Outbox: alertstest.Outbox(f.db, n), Reminder: time.Hour,
 		Conditions: []alerts.Condition{cond, BreakerOpenCondition(f.db)}}
 	check := func(want bool, detail string) {
@@ -37,9 +38,10 @@ func TestAuthFailingConditionFiresAndResolves(t *testing.T) {
 	f.provider.status(http.StatusUnauthorized, `{"error":"bad key"}`)
 	f.consume(t, msg("k1", "kb1", "Key", 1))
 	check(true, "the provider refuses ENRICHMENT_API_KEY (401/403; breaker open")
-	if !strings.Contains(n.text[0], "FIRING enrichment_auth_failing") || !strings.Contains(strings.Join(n.text, "\n"),
+	texts = append(texts, n.Take()...)
+	if !strings.Contains(texts[0], "FIRING enrichment_auth_failing") || !strings.Contains(strings.Join(texts, "\n"),
 		"FIRING enrichment_breaker_open: provider circuit breaker open since 2030-06-01T10:00:00Z because the provider refused the API key") {
-		t.Fatalf("notifications %q", n.text)
+		t.Fatalf("notifications %q", texts)
 	}
 
 	// The probe after the cooldown fails transiently: still firing (auth not proven fixed).
@@ -57,7 +59,7 @@ func TestAuthFailingConditionFiresAndResolves(t *testing.T) {
 		t.Fatalf("beer %+v", s)
 	}
 	var auth []string
-	for _, x := range n.text {
+	for _, x := range append(texts, n.Take()...) {
 		if strings.Contains(x, "FIRING enrichment_auth_failing:") || strings.Contains(x, "RESOLVED enrichment_auth_failing ") {
 			auth = append(auth, x)
 		}

@@ -2,34 +2,14 @@ package enrichment
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/alerts"
 	"github.com/redrive/redrive/alerts/alertstest"
 	"github.com/redrive/redrive/internal/sqlitetest"
-	"github.com/redrive/redrive/outbound"
 )
-
-type notes struct {
-	mu   sync.Mutex
-	text []string
-}
-
-// Do receives a Slack-compatible post (an outbound.Doer for alertstest.Outbox).
-func (n *notes) Do(_ context.Context, req outbound.Request) (outbound.Response, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var body struct{ Text string }
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return outbound.Response{Status: 400}, nil
-	}
-	n.text = append(n.text, body.Text)
-	return outbound.Response{Status: 200}, nil
-}
 
 // The breaker's real transitions drive the condition: it fires once when
 // the breaker opens (also while half-open) and resolves once when a probe closes it.
@@ -39,7 +19,7 @@ func TestBreakerOpenConditionFollowsTheBreaker(t *testing.T) {
 	now := time.Date(2030, 6, 1, 10, 0, 0, 0, time.UTC)
 	b := Breaker{DB: db, Threshold: 2, Cooldown: time.Minute, ProbeLease: 30 * time.Second}
 	cond := BreakerOpenCondition(db)
-	n := &notes{}
+	n := &alertstest.Slack{}
 	alerts := &alerts.Engine{DB: db, Log: discard, Outbox: alertstest.Outbox(db, n), Reminder: time.Hour, Conditions: []alerts.Condition{cond}}
 	check := func(at time.Time, want bool, detail string) {
 		t.Helper()
@@ -66,8 +46,8 @@ func TestBreakerOpenConditionFollowsTheBreaker(t *testing.T) {
 	b.Succeeded(ctx, now.Add(4*time.Minute))
 	check(now.Add(4*time.Minute), false, "closed (since 2030-06-01T10:04:00Z)")
 	check(now.Add(5*time.Minute), false, "closed")
-	if len(n.text) != 2 || !strings.HasPrefix(n.text[0], "[redrive] FIRING enrichment_breaker_open: provider circuit breaker open") ||
-		!strings.HasPrefix(n.text[1], "[redrive] RESOLVED enrichment_breaker_open after 3m58s") {
-		t.Fatalf("notifications %q", n.text)
+	if got := n.Take(); len(got) != 2 || !strings.HasPrefix(got[0], "[redrive] FIRING enrichment_breaker_open: provider circuit breaker open") ||
+		!strings.HasPrefix(got[1], "[redrive] RESOLVED enrichment_breaker_open after 3m58s") {
+		t.Fatalf("notifications %q", got)
 	}
 }

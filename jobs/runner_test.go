@@ -15,20 +15,7 @@ import (
 	"github.com/redrive/redrive/internal/sqlitetest"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/metrics"
-	"github.com/redrive/redrive/outbound"
 )
-
-type texts struct{ got []string }
-
-// Do receives a Slack-compatible post (an outbound.Doer for alertstest.Outbox).
-func (n *texts) Do(_ context.Context, req outbound.Request) (outbound.Response, error) {
-	var body struct{ Text string }
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return outbound.Response{Status: 400}, nil
-	}
-	n.got = append(n.got, body.Text)
-	return outbound.Response{Status: 200}, nil
-}
 
 // A failing job is logged at ERROR with one summary line, recorded in
 // job_runs (last_ok 0, failures + 1) and raised by the job_failing alert on
@@ -67,13 +54,13 @@ func TestCronFailureIsLoggedRecordedAndAlerted(t *testing.T) {
 		t.Fatalf("job_runs: ok=%d runs=%d failures=%d err=%q", ok, runs, failures, lastErr)
 	}
 
-	n := &texts{}
+	n := &alertstest.Slack{}
 	alerts := &alerts.Engine{DB: db, Log: log, Outbox: alertstest.Outbox(db, n), Reminder: time.Hour, Conditions: []alerts.Condition{alerts.JobFailing{DB: db}}}
 	if _, err := alerts.Run(context.Background(), at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if len(n.got) != 1 || !strings.HasPrefix(n.got[0], "[redrive] FIRING job_failing: flaky failed at 2030-06-01T10:00:00Z: d1 down") {
-		t.Fatalf("alerts %q", n.got)
+	if got := n.Take(); len(got) != 1 || !strings.HasPrefix(got[0], "[redrive] FIRING job_failing: flaky failed at 2030-06-01T10:00:00Z: d1 down") {
+		t.Fatalf("alerts %q", got)
 	}
 
 	fail = false
@@ -87,7 +74,7 @@ func TestCronFailureIsLoggedRecordedAndAlerted(t *testing.T) {
 	if _, err := alerts.Run(context.Background(), at.Add(6*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if len(n.got) != 2 || !strings.HasPrefix(n.got[1], "[redrive] RESOLVED job_failing") {
-		t.Fatalf("alerts %q", n.got)
+	if got := n.Take(); len(got) != 1 || !strings.HasPrefix(got[0], "[redrive] RESOLVED job_failing") {
+		t.Fatalf("alerts %q", got)
 	}
 }
