@@ -236,6 +236,9 @@ const (
 	// Gone: 410; the receiver asks to be sent nothing more (the channel
 	// is disabled, as the Standard Webhooks specification advises).
 	Gone
+	// Refused: the receiver refused this event for good (PagerDuty's 400,
+	// "invalid event"); it fails at once instead of being sent again.
+	Refused
 )
 
 // OutcomeOf classifies a response status.
@@ -249,13 +252,25 @@ func OutcomeOf(status int) Outcome {
 	return Retry
 }
 
-// String names the outcome for logs: "delivered", "gone" or "retry".
+// Outcome classifies a response status of c's receiver: OutcomeOf's, and
+// a PagerDuty 400 is Refused (the Events API's answer to an event it will
+// never take; it asks that such events not be retried).
+func (c Channel) Outcome(status int) Outcome {
+	if c.Type == ChannelPagerDuty && status == http.StatusBadRequest {
+		return Refused
+	}
+	return OutcomeOf(status)
+}
+
+// String names the outcome for logs: "delivered", "gone", "refused" or "retry".
 func (o Outcome) String() string {
 	switch o {
 	case Delivered:
 		return "delivered"
 	case Gone:
 		return "gone"
+	case Refused:
+		return "refused"
 	}
 	return "retry"
 }

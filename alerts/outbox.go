@@ -384,27 +384,31 @@ func (o *Outbox) deliver(ctx context.Context, d claimed, body string, now time.T
 		status = resp.Status
 	}
 	switch {
-	case err == nil && OutcomeOf(status) == Delivered:
+	case err == nil && ch.Outcome(status) == Delivered:
 		o.Log.InfoContext(ctx, "alert: delivered", "event_id", ev.ID, "type", ev.Type, "channel", d.channel, "attempt", d.attempts)
 		return delivered, o.exec(ctx, `UPDATE alert_deliveries SET state = 'sent', done_at = ?2, last_status = ?3, last_error = NULL
 			WHERE seq = ?1 AND state = 'pending'`, d.seq, t, int64(status))
-	case err == nil && OutcomeOf(status) == Gone:
+	case err == nil && ch.Outcome(status) == Gone:
 		return gone, o.disable(ctx, ch, d, ev, now)
 	}
-	return o.failedAttempt(ctx, d, ev, status, err, now)
+	return o.failedAttempt(ctx, d, ev, status, err, now, err == nil && ch.Outcome(status) == Refused)
 }
 
 // failedAttempt records an attempt that got no 2xx (status 0: no answer,
-// err says why): the delivery waits Backoff, or fails after its last attempt.
-func (o *Outbox) failedAttempt(ctx context.Context, d claimed, ev Event, status int, err error, now time.Time) (outcome, error) {
+// err says why): the delivery waits Backoff, or fails after its last
+// attempt, or at once when the receiver refused the event (refused).
+func (o *Outbox) failedAttempt(ctx context.Context, d claimed, ev Event, status int, err error, now time.Time, refused bool) (outcome, error) {
 	t := now.UnixMilli()
 	reason := fmt.Sprintf("status %d", status)
+	if refused {
+		reason += " (the receiver refused the event; not sent again)"
+	}
 	if err != nil {
 		// The Doer's error names the host at most, never the URL's path or query.
 		reason = text.Clip(err.Error(), errorText)
 	}
 	deliverErr := fmt.Errorf("deliver %s to %s: %s", ev.Type, d.channel, reason)
-	if d.attempts >= o.Attempts {
+	if d.attempts >= o.Attempts || refused {
 		o.Log.ErrorContext(ctx, "alert: delivery failed for good", "event_id", ev.ID, "type", ev.Type, "channel", d.channel,
 			"attempts", d.attempts, "error", reason)
 		_, berr := o.Batch.Batch(ctx,

@@ -159,6 +159,35 @@ func TestOutboxFailsADeliveryAfterItsLastAttempt(t *testing.T) {
 	}
 }
 
+// PagerDuty's 400 refuses an event for good: its delivery fails at the
+// first attempt (counted and listed as failed); a webhook's 400 is retried.
+func TestOutboxFailsARefusedEventAtOnce(t *testing.T) {
+	r := newReceiver()
+	pd := Channel{Name: "pd", Type: ChannelPagerDuty, URL: "http://127.0.0.1:9/pd", Secret: "R0UT1NGKEY"}
+	o := newOutbox(t, r, pd, webhookChannel("hook"))
+	r.status["pd"], r.status["hook"] = 400, 400
+	ev := testEvent("group:a", 1)
+	ev.Type = GroupOpened
+	if err := o.Write(ctx, []Keyed{ev}, alertT0); err != nil {
+		t.Fatal(err)
+	}
+	for at := alertT0; at.Before(alertT0.Add(15 * time.Minute)); at = at.Add(5 * time.Minute) {
+		deliverAt(t, o, at)
+	}
+	if r.calls["pd"] != 1 || r.calls["hook"] < 2 {
+		t.Fatalf("calls %v: want pagerduty once, the webhook again", r.calls)
+	}
+	l, err := o.List(ctx, 10, true)
+	if err != nil || l.Failed != 1 || count(t, o.DB, `SELECT value FROM counters WHERE name = ?`, FailedCounter) != 1 {
+		t.Fatalf("failed list %+v %v", l, err)
+	}
+	for _, d := range l.Events[0].Deliveries {
+		if d.Channel == "pd" && (d.State != "failed" || !strings.Contains(*d.LastError, "refused")) {
+			t.Errorf("pagerduty delivery %+v", d)
+		}
+	}
+}
+
 // The backoff doubles from a minute up to an hour, and jitter takes off at
 // most half.
 func TestBackoffDoublesAndIsBounded(t *testing.T) {
